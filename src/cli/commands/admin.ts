@@ -1,0 +1,33 @@
+import { createAccount, createKey, revokeKey } from '../../service/auth.js';
+import { openEngine, type EngineChoice } from '../engine.js';
+import type { Output } from '../output.js';
+
+async function withDb<T>(opts: EngineChoice, fn: (db: Awaited<ReturnType<typeof openEngine>>) => Promise<T>): Promise<T> {
+  const db = await openEngine(opts);
+  try {
+    return await fn(db);
+  } finally {
+    await db.close();
+  }
+}
+
+export async function accountsCreate(out: Output, flags: { name: string; abuseReports?: boolean; json?: boolean; state?: string }) {
+  const issued = await withDb({ stateDir: flags.state }, (db) => createAccount(db, { name: flags.name, abuseReports: flags.abuseReports }));
+  if (flags.json) return out.json({ account_id: issued.account_id, api_key: issued.api_key, key_id: issued.key_id });
+  out.line(`account ${issued.account_id} created${flags.abuseReports ? ' (abuse reports enabled)' : ''}`);
+  out.line(`API key ${issued.key_id}: ${issued.api_key}`);
+  out.line('The key is shown only this once; it is stored as a hash.');
+}
+
+export async function keysCreate(out: Output, flags: { account: string; json?: boolean; state?: string }) {
+  const issued = await withDb({ stateDir: flags.state }, (db) => createKey(db, flags.account));
+  if (flags.json) return out.json({ account_id: issued.account_id, api_key: issued.api_key, key_id: issued.key_id });
+  out.line(`API key ${issued.key_id} for ${issued.account_id}: ${issued.api_key}`);
+  out.line('The key is shown only this once; it is stored as a hash.');
+}
+
+export async function keysRevoke(out: Output, keyId: string, flags: { state?: string }) {
+  const done = await withDb({ stateDir: flags.state }, (db) => revokeKey(db, keyId));
+  if (!done) throw new Error(`no active API key ${keyId}`);
+  out.line(`API key ${keyId} revoked (processes that cached it stop accepting it within 5 seconds)`);
+}

@@ -1,0 +1,64 @@
+import { Command, Option } from 'commander';
+import { CliExit } from './exit.js';
+import { stdio } from './output.js';
+
+/**
+ * The one command table. Each action loads its module when it runs, so `edgeplane validate` does
+ * not pay for fastify and PGlite.
+ */
+const program = new Command('edgeplane')
+  .description('Traffic-edge configuration as code: the management API service and its reconciler')
+  .showHelpAfterError()
+  .exitOverride();
+
+const stateOption = () => new Option('--state <dir>', 'embedded database directory (when DATABASE_URL is not set)').env('EDGEPLANE_STATE');
+
+program
+  .command('serve')
+  .description('run the management API (PostgreSQL when DATABASE_URL is set, else PGlite in --state)')
+  .option('--port <n>', 'port to listen on', '8080')
+  .option('--host <h>', 'address to listen on', '127.0.0.1')
+  .addOption(stateOption())
+  .addOption(new Option('--log-level <level>', 'pino log level').env('EDGEPLANE_LOG_LEVEL'))
+  .action(async (flags) => (await import('./commands/serve.js')).serve(flags));
+
+const admin = program.command('admin').description('operator commands: accounts and API keys');
+const accounts = admin.command('accounts').description('accounts');
+accounts
+  .command('create')
+  .description('create an account and its first API key (printed once)')
+  .requiredOption('--name <name>', 'account name')
+  .option('--abuse-reports', 'authorize the account for abuse reports')
+  .option('--json', 'print {"account_id", "api_key", "key_id"}')
+  .addOption(stateOption())
+  .action(async (flags) => (await import('./commands/admin.js')).accountsCreate(stdio, flags));
+
+const keys = admin.command('keys').description('API keys');
+keys
+  .command('create')
+  .description('issue another API key for an account (printed once)')
+  .requiredOption('--account <id>', 'account id')
+  .option('--json', 'print {"account_id", "api_key", "key_id"}')
+  .addOption(stateOption())
+  .action(async (flags) => (await import('./commands/admin.js')).keysCreate(stdio, flags));
+keys
+  .command('revoke <key_id>')
+  .description('revoke an API key')
+  .addOption(stateOption())
+  .action(async (keyId, flags) => (await import('./commands/admin.js')).keysRevoke(stdio, keyId, flags));
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  const e = err as { code?: string; exitCode?: number; message?: string };
+  if (err instanceof CliExit) {
+    if (err.message) stdio.error(err.message);
+    process.exitCode = err.code;
+  } else if (typeof e.code === 'string' && e.code.startsWith('commander.')) {
+    process.exitCode = e.exitCode ?? 1;
+  } else {
+    stdio.error(`edgeplane: ${e.message ?? String(err)}`);
+    if (process.env.EDGEPLANE_DEBUG) console.error(err);
+    process.exitCode = 1;
+  }
+}

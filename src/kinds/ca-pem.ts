@@ -1,0 +1,96 @@
+import { X509Certificate } from 'node:crypto';
+import forge from 'node-forge';
+import { ApiError } from '../service/errors.js';
+import { rfc3339 } from '../util/time.js';
+
+const KEY_USAGE_BITS = [
+  'digital_signature', 'content_commitment', 'key_encipherment', 'data_encipherment',
+  'key_agreement', 'cert_sign', 'crl_sign', 'encipher_only', 'decipher_only',
+];
+
+const EXTENDED_KEY_USAGES: Record<string, string> = {
+  '2.5.29.37.0': 'any',
+  '1.3.6.1.5.5.7.3.1': 'server_auth',
+  '1.3.6.1.5.5.7.3.2': 'client_auth',
+  '1.3.6.1.5.5.7.3.3': 'code_signing',
+  '1.3.6.1.5.5.7.3.4': 'email_protection',
+  '1.3.6.1.5.5.7.3.8': 'time_stamping',
+  '1.3.6.1.5.5.7.3.9': 'ocsp_signing',
+};
+
+export interface ParsedCa {
+  ca_pem: string;
+  subject_common_name: string;
+  not_before: string;
+  not_after: string;
+  key_usages: string[];
+  extended_key_usages: string[];
+}
+
+const BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----/g;
+
+function invalid(msg: string): ApiError {
+  return new ApiError('ERR_INVALID_CA_PEM', `ca_pem: ${msg}`);
+}
+
+/**
+ * Parses an uploaded CA certificate: exactly one PEM CERTIFICATE block, an X.509 certificate whose
+ * basicConstraints mark it a CA, RSA or EC. Derives the fields the service returns.
+ */
+export function parseCaPem(pem: string): ParsedCa {
+  const blocks = [...pem.matchAll(BLOCK)];
+  if (blocks.length === 0) throw invalid('no PEM block found; expected one "-----BEGIN CERTIFICATE-----" block');
+  const others = blocks.filter((b) => b[1] !== 'CERTIFICATE').map((b) => b[1]);
+  if (others.length) throw invalid(`expected only a CERTIFICATE block, found ${others.join(', ')}`);
+  if (blocks.length > 1) throw invalid(`holds ${blocks.length} certificates; upload exactly one CA certificate`);
+  let cert: X509Certificate;
+  try {
+    cert = new X509Certificate(blocks[0][0]);
+  } catch {
+    throw invalid('the CERTIFICATE block is not a valid X.509 certificate');
+  }
+  if (!cert.ca) throw invalid('the certificate is not a CA (basicConstraints CA:TRUE is missing)');
+  return {
+    ca_pem: cert.toString().trimEnd() + '\n',
+    subject_common_name: commonName(cert.subject),
+    not_before: rfc3339(new Date(cert.validFrom)),
+    not_after: rfc3339(new Date(cert.validTo)),
+    key_usages: keyUsages(cert.raw),
+    extended_key_usages: (cert.keyUsage ?? []).map((oid) => EXTENDED_KEY_USAGES[oid] ?? oid),
+  };
+}
+
+// BIT STRING contents must stay bytes: forge otherwise tries to read them as nested ASN.1.
+const fromDerRaw = forge.asn1.fromDer as unknown as (b: forge.util.ByteBuffer, o: object) => forge.asn1.Asn1;
+function fromDer(binary: string): forge.asn1.Asn1 {
+  return fromDerRaw(forge.util.createBuffer(binary), { decodeBitStrings: false });
+}
+
+function commonName(subject: string): string {
+  const line = subject.split('\n').find((l) => l.startsWith('CN='));
+  return line ? line.slice(3) : '';
+}
+
+/** The keyUsage bits, read from the DER (node:crypto does not expose them). */
+function keyUsages(der: Buffer): string[] {
+  const cert = fromDer(der.toString('binary'));
+  const tbs = (cert.value as forge.asn1.Asn1[])[0];
+  const extsWrapper = (tbs.value as forge.asn1.Asn1[]).find(
+    (n) => n.tagClass === forge.asn1.Class.CONTEXT_SPECIFIC && n.type === 3,
+  );
+  if (!extsWrapper) return [];
+  const exts = (extsWrapper.value as forge.asn1.Asn1[])[0].value as forge.asn1.Asn1[];
+  for (const ext of exts) {
+    const parts = ext.value as forge.asn1.Asn1[];
+    if (forge.asn1.derToOid(parts[0].value as string) !== '2.5.29.15') continue;
+    const octets = parts[parts.length - 1].value as string;
+    const bitString = fromDer(octets);
+    const bytes = Buffer.from(bitString.value as string, 'binary');
+    // bytes[0] is the count of unused bits; the flags follow, most significant bit first.
+    return KEY_USAGE_BITS.filter((_, i) => {
+      const byte = bytes[1 + (i >> 3)];
+      return byte !== undefined && (byte & (0x80 >> (i & 7))) !== 0;
+    });
+  }
+  return [];
+}

@@ -1,0 +1,26 @@
+import { parseCaPem } from './ca-pem.js';
+import { description, metadata } from './fields.js';
+import type { KindDef } from './types.js';
+
+export const certificateAuthority: KindDef = {
+  name: 'certificateAuthority',
+  title: 'certificate authority',
+  manifestKind: 'CertificateAuthority',
+  idPrefix: 'ca',
+  path: '/certificate_authorities',
+  listKey: 'certificate_authorities',
+  operations: ['create', 'get', 'list', 'update', 'delete'],
+  fields: { description, metadata, ca_pem: { type: 'string', minLength: 1, maxBytes: 65536 } },
+  required: ['ca_pem'],
+  immutable: ['ca_pem'],
+  derived: ['subject_common_name', 'not_before', 'not_after', 'key_usages', 'extended_key_usages'],
+  responseOrder: [
+    'description', 'metadata', 'ca_pem', 'subject_common_name', 'not_before', 'not_after',
+    'key_usages', 'extended_key_usages',
+  ],
+  hooks: {
+    prepare(ctx) {
+      if (ctx.op === 'create') Object.assign(ctx.body, parseCaPem(ctx.body.ca_pem as string));
+    },
+  },
+};

@@ -1,0 +1,24 @@
+import { idPattern } from '../util/ids.js';
+import type { JSONSchema } from './types.js';
+
+/** Shared field schemas. `maxBytes` and `x-rule` are our ajv keywords (src/service/validation.ts). */
+export const description: JSONSchema = { type: 'string', maxBytes: 255 };
+export const metadata: JSONSchema = { type: 'string', maxBytes: 4096 };
+export const enabled: JSONSchema = { type: 'boolean' };
+
+export function id(prefix: string, what: string): JSONSchema {
+  return { type: 'string', pattern: idPattern(prefix), 'x-rule': `must be ${what} id (${prefix}_…)` };
+}
+
+export function ids(prefixes: string[], what: string, maxItems?: number): JSONSchema {
+  const pattern = `^(${prefixes.join('|')})_[0-9A-Za-z]{27}$`;
+  return {
+    type: 'array',
+    items: { type: 'string', pattern, 'x-rule': `must be ${what} id (${prefixes.map((p) => p + '_…').join(', ')})` },
+    ...(maxItems ? { maxItems } : {}),
+  };
+}
+
+export const uint32: JSONSchema = { type: 'integer', minimum: 0, maximum: 4294967295 };
+export const positiveUint32: JSONSchema = { type: 'integer', minimum: 1, maximum: 4294967295 };
+export const stringList: JSONSchema = { type: 'array', items: { type: 'string' } };

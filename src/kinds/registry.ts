@@ -1,0 +1,21 @@
+import { certificateAuthority } from './certificate-authority.js';
+import { failoverBackend } from './failover-backend.js';
+import type { KindDef } from './types.js';
+
+/** Every kind the service knows. Adding a kind: its file, one line here. */
+export const KINDS: KindDef[] = [failoverBackend, certificateAuthority];
+
+/** Kinds that are referenced but not stored by this service (their Refs still get a uri). */
+export const FOREIGN_PATHS: Record<string, string> = { ipPolicy: '/ip_policies' };
+
+const byName = new Map(KINDS.map((k) => [k.name, k]));
+
+export function kindByName(name: string): KindDef {
+  const k = byName.get(name);
+  if (!k) throw new Error(`unknown kind ${name}`);
+  return k;
+}
+
+export function findKind(name: string): KindDef | undefined {
+  return byName.get(name);
+}

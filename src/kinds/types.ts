@@ -1,0 +1,117 @@
+import type { ErrorCode } from '../service/errors.js';
+import type { Queryable } from '../store/db.js';
+
+export type JSONSchema = Record<string, unknown>;
+export type Operation = 'create' | 'get' | 'list' | 'update' | 'delete';
+/** The stored form of an object or module: request-form field names, secrets included. */
+export type Body = Record<string, unknown>;
+
+/** A field holding the id (or ids) of another object. */
+export interface RefDef {
+  /** Field of the stored body (or module) holding one id, or a list of ids when `many`. */
+  field: string;
+  /** Name of the target kind (`kinds/registry.ts`). */
+  kind: string;
+  many?: boolean;
+  /**
+   * Only ids with this prefix name objects this service stores and are checked; other ids are kept
+   * as given (failover children may be backend kinds this service does not manage).
+   */
+  onlyPrefix?: string;
+  /** In responses the ids become `Ref`s (`{id, uri}`) under this name; absent: ids as they are. */
+  outField?: string;
+  /** Following these references may never lead back to the object itself. */
+  acyclic?: boolean;
+  /** When false the target is not stored here (IP policies): ids are not checked or recorded. */
+  stored?: boolean;
+}
+
+/** A value that must be unique within a scope, enforced by the `unique_keys` primary key. */
+export interface UniqueDef {
+  /** Scope name; with `perParent` the scope is per parent object (route match within its edge). */
+  scope: string;
+  perParent?: boolean;
+  values(body: Body): string[];
+  /** The 409's error code and message for a value already taken. */
+  code: ErrorCode;
+  conflict(value: string): string;
+}
+
+/** What a hook sees: the operation, the input, the previous stored body, the transaction. */
+export interface HookContext {
+  op: 'create' | 'update';
+  accountId: string;
+  /** The stored body being written; hooks may derive fields into it. */
+  body: Body;
+  previous?: Body;
+  /** Fields present in the request body (after unwrapping). */
+  input: Body;
+  id: string;
+  parentId?: string;
+  publicBaseUrl: string;
+  config: KindRuntimeConfig;
+}
+
+export interface KindRuntimeConfig {
+  /** Lower-case vendor prefix of the deployment (cookie prefix default). */
+  vendorPrefix: string;
+}
+
+/** A module slot (edge: mutual_tls …; route: backend, oauth …): one row of data. */
+export interface ModuleDef {
+  name: string;
+  /** Request form (PUT body, or the slot's value in create / PATCH bodies). */
+  request: JSONSchema;
+  refs?: RefDef[];
+  /** Values the service fills in when a field is omitted (also used by the reconciler). */
+  defaults?: Body;
+  /** Secrets: stored, never returned. */
+  writeOnly?: string[];
+  /** Fields computed by the service; never accepted, always returned. */
+  derived?: string[];
+  /** At most one module of a group may be configured on one object. */
+  exclusiveGroup?: string;
+  /** Normalises the request form into the stored form; may throw an ApiError. */
+  prepare?(module: Body, ctx: HookContext & { previousModule?: Body }): Body | void;
+  /** Response fields in order (after refs are mapped); default: request fields then derived. */
+  responseOrder?: string[];
+}
+
+export interface KindDef {
+  /** Registry name, camelCase: `failoverBackend`. */
+  name: string;
+  /** Human name used in messages: `failover backend`. */
+  title: string;
+  /** The manifest `kind:` of the reconciler, where managed by it. */
+  manifestKind?: string;
+  idPrefix: string;
+  /** URL path of the collection; a parent's id appears as `:<parent.param>`. */
+  path: string;
+  /** Key of the list envelope. */
+  listKey?: string;
+  parent?: { kind: string; param: string; field: string };
+  operations: Operation[];
+  /** Plain (non-module) fields of the request form, as JSON Schema properties. */
+  fields: Record<string, JSONSchema>;
+  required?: string[];
+  /** Settable on create only (a change means replace). */
+  immutable?: string[];
+  /** Computed by the service, returned, never accepted. */
+  derived?: string[];
+  /** Stored, never returned. */
+  writeOnly?: string[];
+  /** Order of the plain fields in responses (fields absent from the body are left out). */
+  responseOrder: string[];
+  refs?: RefDef[];
+  uniques?: UniqueDef[];
+  modules?: ModuleDef[];
+  /** Child kinds returned inside this one, in creation order: `{ routes: 'httpsEdgeRoute' }`. */
+  embeds?: Record<string, string>;
+  /** Kind-specific behaviour, by name. */
+  hooks?: {
+    /** Validates and derives fields of the stored body before it is written. */
+    prepare?(ctx: HookContext): void | Promise<void>;
+    /** Extra checks inside the write transaction (e.g. a ban list). */
+    inTransaction?(q: Queryable, ctx: HookContext): Promise<void>;
+  };
+}

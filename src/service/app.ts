@@ -1,0 +1,143 @@
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { DestinationStream } from 'pino';
+import type { Db } from '../store/db.js';
+import { newId } from '../util/ids.js';
+import { Authenticator, type Principal } from './auth.js';
+import { ApiError, type ErrorCode } from './errors.js';
+import { registerKindRoutes } from './kind-routes.js';
+import { Resources, type Caller } from './resources.js';
+import { ajv, describeAjvError, problemMessage } from './validation.js';
+
+export interface AppOptions {
+  db: Db;
+  /** Base of every `uri`; default: scheme and Host of the request. */
+  publicUrl?: string;
+  /** Accepted version-header names (case-insensitive). Default `Service-Version`. */
+  versionHeaders?: string[];
+  /** Lower-case vendor prefix (session cookie default `<prefix>.`). Default: the first version header's prefix. */
+  vendorPrefix?: string;
+  /** pino level; `silent` (the default) for tests and the embedded CLI. */
+  logLevel?: string;
+  /** Where log lines go (default stdout). */
+  logStream?: DestinationStream;
+  /** How long a resolved API key is trusted before it is looked up again. */
+  authCacheMs?: number;
+}
+
+export const SUPPORTED_VERSION = '2';
+export const BODY_LIMIT = 1024 * 1024;
+
+declare module 'fastify' {
+  interface FastifyRequest { principal?: Principal }
+}
+
+/** Fields never written to logs, wherever they appear. */
+export const REDACT_PATHS = [
+  'req.headers.authorization', 'req.headers.cookie', 'headers.authorization',
+  '*.client_secret', '*.secret', '*.api_key', '*.apiKey', '*.key_hash',
+];
+
+/** The whole service as one fastify instance; `serve` listens with it, tests `inject` into it. */
+export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
+  const versionHeaders = (opts.versionHeaders?.length ? opts.versionHeaders : ['Service-Version']).map((h) => h.trim()).filter(Boolean);
+  const vendorPrefix = (opts.vendorPrefix ?? versionHeaders[0].replace(/-version$/i, '')).toLowerCase();
+  const publicUrl = opts.publicUrl?.replace(/\/+$/, '');
+  const auth = new Authenticator(opts.db, opts.authCacheMs);
+  const resources = new Resources(opts.db, { vendorPrefix });
+
+  const app = Fastify({
+    bodyLimit: BODY_LIMIT,
+    genReqId: () => newId('op'),
+    requestIdHeader: false,
+    logController: new LogController({ requestIdLogLabel: 'operation_id' }),
+    logger: opts.logLevel && opts.logLevel !== 'silent'
+      ? { level: opts.logLevel, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, ...(opts.logStream ? { stream: opts.logStream } : {}) }
+      : false,
+  });
+
+  app.setValidatorCompiler(({ schema }) => ajv.compile(schema));
+
+  // JSON only; a body-less request that still names a content type (GET, DELETE) is accepted.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, text, done) => {
+    if (text === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text as string));
+    } catch (err) {
+      done(new ApiError('ERR_INVALID_JSON', `body is not valid JSON: ${(err as Error).message}`), undefined);
+    }
+  });
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('Operation-Id', req.id);
+    checkVersion(req, versionHeaders);
+    const header = req.headers.authorization;
+    const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+    if (!match) throw unauthorized(header ? 'Authorization header must be "Bearer <api key>"' : 'missing Authorization: Bearer <api key>');
+    const principal = await auth.resolve(match[1]);
+    if (!principal) throw unauthorized('unknown or revoked API key', 'invalid_token');
+    req.principal = principal;
+  });
+
+  const callerOf = (req: FastifyRequest): Caller => ({
+    accountId: req.principal!.accountId,
+    baseUrl: publicUrl ?? `${req.protocol}://${req.host}`,
+  });
+
+  registerKindRoutes(app, resources, callerOf);
+
+  app.setNotFoundHandler(async (req) => {
+    throw new ApiError('ERR_NOT_FOUND', `no such path: ${req.method} ${req.url.split('?')[0]}`);
+  });
+  app.setErrorHandler((err: FastifyError, req, reply) => sendError(err, req, reply));
+  return app;
+}
+
+function checkVersion(req: FastifyRequest, names: string[]) {
+  const name = names.find((n) => req.headers[n.toLowerCase()] !== undefined);
+  if (!name) throw new ApiError('ERR_VERSION_MISSING', `missing version header: send ${names[0]}: ${SUPPORTED_VERSION}`);
+  const value = String(req.headers[name.toLowerCase()]).trim();
+  if (value !== SUPPORTED_VERSION) {
+    throw new ApiError('ERR_VERSION_UNSUPPORTED', `${name}: ${JSON.stringify(value)} is not supported; this service serves version ${SUPPORTED_VERSION}`);
+  }
+}
+
+function unauthorized(msg: string, error?: string): ApiError {
+  return new ApiError('ERR_UNAUTHORIZED', msg, {}, { 'www-authenticate': error ? `Bearer error="${error}"` : 'Bearer' });
+}
+
+/** fastify's own errors, mapped to the catalog. */
+const FASTIFY_CODES: Record<string, ErrorCode> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'ERR_UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_CTP_BODY_TOO_LARGE: 'ERR_PAYLOAD_TOO_LARGE',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'ERR_VALIDATION',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'ERR_INVALID_JSON',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'ERR_INVALID_JSON',
+};
+
+function toApiError(err: FastifyError): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err.validation?.length) {
+    const problem = describeAjvError(err.validation[0] as never);
+    return new ApiError(problem.unknownField ? 'ERR_UNKNOWN_FIELD' : 'ERR_VALIDATION', problemMessage(problem));
+  }
+  const mapped = err.code ? FASTIFY_CODES[err.code] : undefined;
+  if (mapped === 'ERR_UNSUPPORTED_MEDIA_TYPE') return new ApiError(mapped, 'request bodies must be Content-Type: application/json');
+  if (mapped === 'ERR_PAYLOAD_TOO_LARGE') return new ApiError(mapped, 'request body is larger than 1 MiB');
+  if (mapped) return new ApiError(mapped, err.message);
+  if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) return new ApiError('ERR_VALIDATION', err.message);
+  return new ApiError('ERR_INTERNAL', 'internal error; quote the operation id when reporting it');
+}
+
+function sendError(err: FastifyError, req: FastifyRequest, reply: FastifyReply) {
+  const apiErr = toApiError(err);
+  if (apiErr.status >= 500) req.log.error({ err }, 'request failed');
+  reply.header('Operation-Id', req.id);
+  for (const [k, v] of Object.entries(apiErr.headers)) reply.header(k, v);
+  reply.code(apiErr.status).send({
+    error_code: apiErr.code,
+    status_code: apiErr.status,
+    msg: apiErr.message,
+    details: { operation_id: String(req.id), ...apiErr.details },
+  });
+}

@@ -1,0 +1,80 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Db } from '../store/db.js';
+import { newId } from '../util/ids.js';
+
+export interface Principal { accountId: string; abuseReports: boolean; keyId: string }
+
+export function hashKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+/** A new API key: shown to the user once, stored only as its SHA-256 hash. */
+function generateKey(): string {
+  return 'ep_' + randomBytes(24).toString('base64url');
+}
+
+/**
+ * Resolves Bearer keys to accounts. Successful look-ups are cached for `ttlMs` (default 5 s) so
+ * an authenticated GET costs one query, not two; a revoked key therefore stops working within
+ * `ttlMs` on every process. Unknown keys are never cached.
+ */
+export class Authenticator {
+  private readonly cache = new Map<string, { principal: Principal; until: number }>();
+  constructor(private readonly db: Db, private readonly ttlMs = 5000) {}
+
+  async resolve(key: string): Promise<Principal | null> {
+    const hash = hashKey(key);
+    const hit = this.cache.get(hash);
+    const now = Date.now();
+    if (hit && hit.until > now) return hit.principal;
+    const { rows } = await this.db.query<{ id: string; account_id: string; abuse_reports: boolean }>(
+      `SELECT k.id, k.account_id, a.abuse_reports FROM api_keys k JOIN accounts a ON a.id = k.account_id
+       WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
+      [hash],
+    );
+    if (!rows[0]) {
+      this.cache.delete(hash);
+      return null;
+    }
+    const principal = { accountId: rows[0].account_id, abuseReports: rows[0].abuse_reports, keyId: rows[0].id };
+    if (this.cache.size > 10_000) this.cache.clear();
+    this.cache.set(hash, { principal, until: now + this.ttlMs });
+    return principal;
+  }
+}
+
+// ——— operator functions (the `admin` CLI) ———
+
+export interface IssuedKey { key_id: string; account_id: string; api_key: string }
+
+export async function createAccount(db: Db, opts: { name: string; abuseReports?: boolean }): Promise<IssuedKey> {
+  const accountId = newId('acct');
+  return db.tx(async (q) => {
+    await q.query('INSERT INTO accounts (id, name, abuse_reports) VALUES ($1, $2, $3)', [accountId, opts.name, !!opts.abuseReports]);
+    return insertKey(q, accountId);
+  });
+}
+
+export async function createKey(db: Db, accountId: string): Promise<IssuedKey> {
+  const { rows } = await db.query('SELECT 1 FROM accounts WHERE id = $1', [accountId]);
+  if (!rows.length) throw new Error(`account ${accountId} does not exist`);
+  return insertKey(db, accountId);
+}
+
+async function insertKey(q: Pick<Db, 'query'>, accountId: string): Promise<IssuedKey> {
+  const key = generateKey();
+  const keyId = newId('key');
+  await q.query('INSERT INTO api_keys (id, account_id, key_hash) VALUES ($1, $2, $3)', [keyId, accountId, hashKey(key)]);
+  return { key_id: keyId, account_id: accountId, api_key: key };
+}
+
+/** Revokes a key; false when no such active key exists. */
+export async function revokeKey(db: Db, keyId: string): Promise<boolean> {
+  const { rowCount } = await db.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL', [keyId]);
+  return (rowCount ?? 0) > 0;
+}
+
+export async function setAbuseReports(db: Db, accountId: string, enabled: boolean): Promise<boolean> {
+  const { rowCount } = await db.query('UPDATE accounts SET abuse_reports = $2 WHERE id = $1', [accountId, enabled]);
+  return (rowCount ?? 0) > 0;
+}

@@ -1,0 +1,45 @@
+/**
+ * The one catalog of error codes. Every error response is
+ * `{error_code, status_code, msg, details: {operation_id, …}}`; the README documents this table.
+ */
+export const ERROR_CATALOG = {
+  ERR_VERSION_MISSING: { status: 400, summary: 'the version header is missing' },
+  ERR_VERSION_UNSUPPORTED: { status: 400, summary: 'the version header names a version this service does not serve' },
+  ERR_INVALID_JSON: { status: 400, summary: 'the body is not valid JSON' },
+  ERR_VALIDATION: { status: 400, summary: 'a field breaks a rule; the message names the field and the rule' },
+  ERR_UNKNOWN_FIELD: { status: 400, summary: 'the body has a field the operation does not take' },
+  ERR_IMMUTABLE_FIELD: { status: 400, summary: 'the field can be set on create only' },
+  ERR_ID_MISMATCH: { status: 400, summary: 'an id in the body differs from the id in the path' },
+  ERR_INVALID_QUERY: { status: 400, summary: 'a query parameter is unknown or out of range' },
+  ERR_INVALID_REFERENCE: { status: 400, summary: 'a referenced object does not exist in this account' },
+  ERR_INVALID_CA_PEM: { status: 400, summary: 'ca_pem is not exactly one CA certificate' },
+  ERR_REFERENCE_CYCLE: { status: 400, summary: 'the references would form a cycle' },
+  ERR_UNAUTHORIZED: { status: 401, summary: 'missing, malformed, unknown or revoked API key' },
+  ERR_FORBIDDEN: { status: 403, summary: 'the account is not authorized for this operation' },
+  ERR_NOT_FOUND: { status: 404, summary: 'no such object in this account, or no such path' },
+  ERR_MODULE_NOT_CONFIGURED: { status: 404, summary: 'the module is not configured on this object' },
+  ERR_METHOD_NOT_ALLOWED: { status: 405, summary: 'the path exists but not with this method (see Allow)' },
+  ERR_IN_USE: { status: 409, summary: 'the object is still referenced; the message names the referrers' },
+  ERR_HOSTPORT_IN_USE: { status: 409, summary: 'the hostport is served by another edge' },
+  ERR_ROUTE_MATCH_IN_USE: { status: 409, summary: 'the edge already has a route with this match' },
+  ERR_CONFLICT: { status: 409, summary: 'the request conflicts with the current state' },
+  ERR_PAYLOAD_TOO_LARGE: { status: 413, summary: 'the body is over 1 MiB' },
+  ERR_UNSUPPORTED_MEDIA_TYPE: { status: 415, summary: 'a body must be application/json' },
+  ERR_INTERNAL: { status: 500, summary: 'a fault in the service; the operation id finds it in the log' },
+} as const satisfies Record<string, { status: number; summary: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CATALOG;
+
+export class ApiError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    msg: string,
+    readonly details: Record<string, string> = {},
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(msg);
+    this.status = ERROR_CATALOG[code].status;
+    this.name = 'ApiError';
+  }
+}

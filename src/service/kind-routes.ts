@@ -1,0 +1,158 @@
+import type { FastifyInstance, FastifyRequest, HTTPMethods } from 'fastify';
+import { KINDS } from '../kinds/registry.js';
+import { moduleRequestSchema, requestSchema } from '../kinds/schemas.js';
+import type { Body, KindDef } from '../kinds/types.js';
+import { ApiError } from './errors.js';
+import type { Caller, Resources } from './resources.js';
+import { collectionPath } from './serialize.js';
+
+type Params = Record<string, string>;
+
+/** `/edges/https/:edge_id/routes` → its path parameters, in order. */
+function pathParams(path: string): string[] {
+  return [...path.matchAll(/:([a-z_]+)/g)].map((m) => m[1]);
+}
+
+/** The tolerated body extras (`id`, `edge_id`) must equal the path's ids; then they are dropped. */
+function stripPathIds(body: unknown, params: Params, names: string[]): Body {
+  const input = { ...(body as Body) };
+  for (const name of names) {
+    if (!(name in input)) continue;
+    if (input[name] !== params[name]) {
+      throw new ApiError('ERR_ID_MISMATCH', `${name}: ${JSON.stringify(input[name])} differs from the ${name} in the path (${params[name]})`);
+    }
+    delete input[name];
+  }
+  return input;
+}
+
+const LIST_QUERY = new Set(['limit', 'before_id', 'beforeId']);
+
+function listQuery(query: Record<string, unknown>): { limit: number; beforeId?: string } {
+  for (const key of Object.keys(query)) {
+    if (!LIST_QUERY.has(key)) throw new ApiError('ERR_INVALID_QUERY', `unknown query parameter '${key}'; lists take limit, before_id`);
+  }
+  let limit = 100;
+  if (query.limit !== undefined) {
+    const raw = String(query.limit);
+    if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 100) {
+      throw new ApiError('ERR_INVALID_QUERY', `limit: must be an integer from 1 to 100, got ${JSON.stringify(raw)}`);
+    }
+    limit = Number(raw);
+  }
+  const before = query.before_id ?? query.beforeId;
+  if (before !== undefined && (typeof before !== 'string' || before === '')) {
+    throw new ApiError('ERR_INVALID_QUERY', 'before_id: must be one id');
+  }
+  return { limit, beforeId: before as string | undefined };
+}
+
+/**
+ * Registers every operation of every kind (and of its modules) from the kind descriptions, plus a
+ * 405 with `Allow` for the other methods on each known path.
+ */
+export function registerKindRoutes(app: FastifyInstance, resources: Resources, callerOf: (req: FastifyRequest) => Caller) {
+  const allowed = new Map<string, Set<HTTPMethods>>();
+  const route = (method: HTTPMethods, url: string, opts: { body?: Record<string, unknown>; preValidation?: (req: FastifyRequest) => void }, handler: (req: FastifyRequest, params: Params) => Promise<{ status: number; body?: unknown }>) => {
+    allowed.set(url, (allowed.get(url) ?? new Set()).add(method));
+    app.route({
+      method,
+      url,
+      schema: opts.body ? { body: opts.body } : undefined,
+      preValidation: opts.preValidation ? async (req) => opts.preValidation!(req) : undefined,
+      handler: async (req, reply) => {
+        const result = await handler(req, req.params as Params);
+        reply.code(result.status);
+        return result.status === 204 ? reply.send() : result.body;
+      },
+    });
+  };
+
+  for (const kind of KINDS) registerKind(kind);
+
+  function registerKind(kind: KindDef) {
+    const collection = kind.path;
+    const item = `${collection}/:id`;
+    const parentParams = pathParams(collection);
+    const parentOf = (p: Params) => (kind.parent ? p[kind.parent.param] : undefined);
+    const ops = new Set(kind.operations);
+
+    if (ops.has('create')) {
+      route('POST', collection, { body: requestSchema(kind, 'create', parentParams) }, async (req, p) => ({
+        status: 201,
+        body: await resources.create(kind, callerOf(req), stripPathIds(req.body, p, parentParams), parentOf(p)),
+      }));
+    }
+    if (ops.has('list')) {
+      route('GET', collection, {}, async (req, p) => {
+        const caller = callerOf(req);
+        const q = listQuery(req.query as Record<string, unknown>);
+        const page = await resources.list(kind, caller, q);
+        const base = caller.baseUrl + collectionPath(kind, parentOf(p) ?? null);
+        return {
+          status: 200,
+          body: {
+            [kind.listKey!]: page.items,
+            uri: base,
+            next_page_uri: page.more && page.lastId ? `${base}?before_id=${page.lastId}&limit=${q.limit}` : null,
+          },
+        };
+      });
+    }
+    if (ops.has('get')) {
+      route('GET', item, {}, async (req, p) => ({ status: 200, body: await resources.get(kind, callerOf(req), p.id, parentOf(p)) }));
+    }
+    if (ops.has('update')) {
+      const tolerated = [...parentParams, 'id'];
+      route('PATCH', item, { body: requestSchema(kind, 'update', tolerated) }, async (req, p) => ({
+        status: 200,
+        body: await resources.update(kind, callerOf(req), p.id, stripPathIds(req.body, p, tolerated), parentOf(p)),
+      }));
+    }
+    if (ops.has('delete')) {
+      route('DELETE', item, {}, async (req, p) => {
+        await resources.remove(kind, callerOf(req), p.id, parentOf(p));
+        return { status: 204 };
+      });
+    }
+    for (const mod of kind.modules ?? []) {
+      const url = `${item}/${mod.name}`;
+      const tolerated = [...parentParams, 'id'];
+      // Existing clients send `{"module": {…}}` (with the path ids beside it): unwrap it.
+      const unwrap = (req: FastifyRequest) => {
+        const b = req.body as Body | undefined;
+        if (b && typeof b === 'object' && !Array.isArray(b) && b.module && typeof b.module === 'object' && Object.keys(b).every((k) => k === 'module' || tolerated.includes(k))) {
+          const { module, ...ids } = b;
+          req.body = { ...(module as Body), ...ids };
+        }
+      };
+      route('PUT', url, { body: moduleRequestSchema(mod, tolerated), preValidation: unwrap }, async (req, p) => ({
+        status: 200,
+        body: await resources.putModule(kind, mod, callerOf(req), p.id, stripPathIds(req.body, p, tolerated), parentOf(p)),
+      }));
+      route('GET', url, {}, async (req, p) => ({ status: 200, body: await resources.getModule(kind, mod, callerOf(req), p.id, parentOf(p)) }));
+      route('DELETE', url, {}, async (req, p) => {
+        await resources.deleteModule(kind, mod, callerOf(req), p.id, parentOf(p));
+        return { status: 204 };
+      });
+    }
+  }
+
+  registerMethodNotAllowed(app, allowed);
+}
+
+const METHODS: HTTPMethods[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+
+export function registerMethodNotAllowed(app: FastifyInstance, allowed: Map<string, Set<HTTPMethods>>) {
+  for (const [url, methods] of allowed) {
+    const others = METHODS.filter((m) => !methods.has(m));
+    const allow = [...methods, ...(methods.has('GET') ? ['HEAD'] : [])].join(', ');
+    app.route({
+      method: others,
+      url,
+      handler: async () => {
+        throw new ApiError('ERR_METHOD_NOT_ALLOWED', `this path takes ${allow}`, {}, { allow });
+      },
+    });
+  }
+}

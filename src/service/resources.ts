@@ -1,0 +1,296 @@
+import { findKind, kindByName } from '../kinds/registry.js';
+import type { Body, HookContext, KindDef, KindRuntimeConfig, ModuleDef, RefDef } from '../kinds/types.js';
+import type { Db, Queryable } from '../store/db.js';
+import { isPgError } from '../store/db.js';
+import {
+  deleteObject, existingIds, getObject, insertObject, listChildren, listObjects, reaches, referrers,
+  replaceRefs, replaceUniques, UniqueViolation, updateBody, type ObjectRow, type RefRow,
+} from '../store/objects.js';
+import { newId } from '../util/ids.js';
+import { ApiError } from './errors.js';
+import { toResponse } from './serialize.js';
+
+/** Who is asking and how to address them: every operation is scoped to one account. */
+export interface Caller { accountId: string; baseUrl: string }
+
+export interface Page { items: Body[]; more: boolean; lastId?: string }
+
+function notFound(kind: KindDef, id: string): ApiError {
+  return new ApiError('ERR_NOT_FOUND', `${kind.title} ${id} not found`);
+}
+
+/** Whether `""` clears the field: optional string fields such as description and metadata. */
+function clearable(kind: KindDef, field: string): boolean {
+  return kind.fields[field]?.type === 'string' && !kind.required?.includes(field);
+}
+
+/**
+ * The generic operations over every kind, driven by the kind descriptions: build the stored body
+ * from a request, check references and uniqueness in one transaction, serialise responses.
+ */
+export class Resources {
+  constructor(private readonly db: Db, private readonly config: KindRuntimeConfig) {}
+
+  async create(kind: KindDef, caller: Caller, input: Body, parentId?: string): Promise<Body> {
+    const id = newId(kind.idPrefix);
+    const body: Body = {};
+    for (const [field, value] of Object.entries(input)) {
+      if (!(field in kind.fields)) continue;
+      if (value === '' && clearable(kind, field)) continue;
+      body[field] = value;
+    }
+    const ctx = this.hookContext('create', caller, id, body, input, undefined, parentId);
+    for (const m of kind.modules ?? []) {
+      const given = input[m.name];
+      body[m.name] = given ? this.prepareModule(m, given as Body, undefined, ctx) : null;
+    }
+    await this.prepare(kind, ctx);
+    const row = await this.db.tx(async (q) => {
+      if (kind.parent) await this.requireParent(q, kind, caller, parentId!);
+      await kind.hooks?.inTransaction?.(q, ctx);
+      const inserted = await insertObject(q, { id, account_id: caller.accountId, kind: kind.name, parent_id: parentId ?? null, body });
+      await this.writeLinks(q, kind, caller, inserted);
+      return inserted;
+    });
+    return this.respond(kind, caller, row);
+  }
+
+  async get(kind: KindDef, caller: Caller, id: string, parentId?: string): Promise<Body> {
+    const row = await getObject(this.db, caller.accountId, kind.name, id, { parentId });
+    if (!row) throw notFound(kind, id);
+    return this.respond(kind, caller, row);
+  }
+
+  async list(kind: KindDef, caller: Caller, opts: { beforeId?: string; limit: number }): Promise<Page> {
+    const { rows, more } = await listObjects(this.db, caller.accountId, kind.name, opts);
+    const children = await this.children(this.db, kind, caller, rows.map((r) => r.id));
+    return {
+      items: rows.map((r) => toResponse(kind, r, caller.baseUrl, children)),
+      more,
+      lastId: rows.at(-1)?.id,
+    };
+  }
+
+  async update(kind: KindDef, caller: Caller, id: string, input: Body, parentId?: string): Promise<Body> {
+    for (const f of kind.immutable ?? []) {
+      if (f in input) throw new ApiError('ERR_IMMUTABLE_FIELD', `${f}: cannot be changed after creation; create a new ${kind.title} instead`);
+    }
+    const row = await this.db.tx(async (q) => {
+      const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
+      if (!current) throw notFound(kind, id);
+      const body: Body = structuredClone(current.body);
+      for (const [field, value] of Object.entries(input)) {
+        if (!(field in kind.fields)) continue;
+        if (value === '' && clearable(kind, field)) delete body[field];
+        else body[field] = value;
+      }
+      const ctx = this.hookContext('update', caller, id, body, input, current.body, parentId);
+      for (const m of kind.modules ?? []) {
+        const given = input[m.name];
+        // PATCH replaces a module that is given and never deletes one (null or omitted: kept).
+        if (given) body[m.name] = this.prepareModule(m, given as Body, current.body[m.name] as Body | null, ctx);
+      }
+      await this.prepare(kind, ctx);
+      await kind.hooks?.inTransaction?.(q, ctx);
+      const updated = await updateBody(q, id, body);
+      await this.writeLinks(q, kind, caller, updated);
+      return updated;
+    });
+    return this.respond(kind, caller, row);
+  }
+
+  async remove(kind: KindDef, caller: Caller, id: string, parentId?: string): Promise<void> {
+    await this.db.tx(async (q) => {
+      const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
+      if (!current) throw notFound(kind, id);
+      await this.refuseIfReferenced(q, kind, id);
+      try {
+        await deleteObject(q, id);
+      } catch (err) {
+        // A reference added by another process after the check above.
+        if (isPgError(err, '23503')) await this.refuseIfReferenced(q, kind, id, true);
+        throw err;
+      }
+    });
+  }
+
+  async putModule(kind: KindDef, mod: ModuleDef, caller: Caller, id: string, input: Body, parentId?: string): Promise<Body> {
+    const row = await this.db.tx(async (q) => {
+      const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
+      if (!current) throw notFound(kind, id);
+      const body: Body = structuredClone(current.body);
+      const ctx = this.hookContext('update', caller, id, body, { [mod.name]: input }, current.body, parentId);
+      body[mod.name] = this.prepareModule(mod, input, current.body[mod.name] as Body | null, ctx);
+      await this.prepare(kind, ctx);
+      await kind.hooks?.inTransaction?.(q, ctx);
+      const updated = await updateBody(q, id, body);
+      await this.writeLinks(q, kind, caller, updated);
+      return updated;
+    });
+    return this.moduleResponse(mod, row, caller);
+  }
+
+  async getModule(kind: KindDef, mod: ModuleDef, caller: Caller, id: string, parentId?: string): Promise<Body> {
+    const row = await getObject(this.db, caller.accountId, kind.name, id, { parentId });
+    if (!row) throw notFound(kind, id);
+    return this.moduleResponse(mod, row, caller);
+  }
+
+  async deleteModule(kind: KindDef, mod: ModuleDef, caller: Caller, id: string, parentId?: string): Promise<void> {
+    await this.db.tx(async (q) => {
+      const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
+      if (!current) throw notFound(kind, id);
+      if (!current.body[mod.name]) throw this.moduleNotConfigured(kind, mod, id);
+      const body: Body = { ...current.body, [mod.name]: null };
+      const updated = await updateBody(q, id, body);
+      await this.writeLinks(q, kind, caller, updated);
+    });
+  }
+
+  // ——— internals ———
+
+  private moduleNotConfigured(kind: KindDef, mod: ModuleDef, id: string): ApiError {
+    return new ApiError('ERR_MODULE_NOT_CONFIGURED', `${mod.name} is not configured on ${kind.title} ${id}`);
+  }
+
+  private moduleResponse(mod: ModuleDef, row: ObjectRow, caller: Caller): Body {
+    const kind = kindByName(row.kind);
+    const stored = row.body[mod.name] as Body | null;
+    if (!stored) throw this.moduleNotConfigured(kind, mod, row.id);
+    return toResponse(kind, row, caller.baseUrl)[mod.name] as Body;
+  }
+
+  private hookContext(op: HookContext['op'], caller: Caller, id: string, body: Body, input: Body, previous: Body | undefined, parentId?: string): HookContext {
+    return { op, accountId: caller.accountId, body, previous, input, id, parentId, publicBaseUrl: caller.baseUrl, config: this.config };
+  }
+
+  /**
+   * Request form → stored form of one module: defaults filled in, secrets the request leaves out
+   * carried over from the stored module (a client that GETs a module, edits it and PUTs it back
+   * must not lose a secret it never saw), then the module's own normaliser.
+   */
+  private prepareModule(mod: ModuleDef, given: Body, previous: Body | null | undefined, ctx: HookContext): Body {
+    const stored: Body = { ...(mod.defaults ?? {}), ...given };
+    for (const secret of mod.writeOnly ?? []) {
+      if (!(secret in given) && previous && secret in previous) stored[secret] = previous[secret];
+    }
+    return mod.prepare?.(stored, { ...ctx, previousModule: previous ?? undefined }) ?? stored;
+  }
+
+  private async prepare(kind: KindDef, ctx: HookContext): Promise<void> {
+    for (const [group, members] of exclusiveGroups(kind)) {
+      const set = members.filter((m) => ctx.body[m]);
+      if (set.length > 1) {
+        throw new ApiError('ERR_VALIDATION', `${set.join(', ')}: at most one ${group} module (${members.join(', ')}) may be configured on a ${kind.title}`);
+      }
+    }
+    await kind.hooks?.prepare?.(ctx);
+  }
+
+  private async requireParent(q: Queryable, kind: KindDef, caller: Caller, parentId: string): Promise<void> {
+    const parentKind = kindByName(kind.parent!.kind);
+    const parent = await getObject(q, caller.accountId, parentKind.name, parentId, { forUpdate: true });
+    if (!parent) throw notFound(parentKind, parentId);
+  }
+
+  /** Records references (checked to exist in the account) and unique keys of a written object. */
+  private async writeLinks(q: Queryable, kind: KindDef, caller: Caller, row: ObjectRow): Promise<void> {
+    const refs = collectRefs(kind, row.body);
+    const stored = refs.filter((r) => r.def.stored !== false);
+    const found = await existingIds(q, caller.accountId, stored.map((r) => r.to_id));
+    for (const r of stored) {
+      if (!found.has(r.to_id)) {
+        throw new ApiError('ERR_INVALID_REFERENCE', `${r.label}: ${kindByName(r.def.kind).title} ${r.to_id} does not exist`);
+      }
+    }
+    const acyclic = stored.filter((r) => r.def.acyclic);
+    if (acyclic.length) {
+      // Serialise reference-graph changes per account so two concurrent updates cannot close a cycle.
+      await q.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`refs:${caller.accountId}`]);
+      for (const r of acyclic) {
+        if (r.to_id === row.id || (await reaches(q, r.field, [r.to_id], row.id))) {
+          throw new ApiError('ERR_REFERENCE_CYCLE', `${r.label}: ${r.to_id} ${r.to_id === row.id ? 'is this ' + kind.title + ' itself' : 'leads back to this ' + kind.title}; references may not form a cycle`);
+        }
+      }
+    }
+    try {
+      await replaceRefs(q, caller.accountId, row.id, stored.map(({ field, to_id }) => ({ field, to_id })));
+    } catch (err) {
+      if (isPgError(err, '23503')) throw new ApiError('ERR_INVALID_REFERENCE', `a referenced object was deleted while this ${kind.title} was written; retry`);
+      throw err;
+    }
+    const uniques = (kind.uniques ?? []).flatMap((u) =>
+      u.values(row.body).map((value) => ({ scope: u.perParent ? `${u.scope}:${row.parent_id}` : u.scope, value, def: u })),
+    );
+    try {
+      await replaceUniques(q, row.id, uniques);
+    } catch (err) {
+      if (err instanceof UniqueViolation) {
+        const def = uniques.find((u) => u.scope === err.key.scope && u.value === err.key.value)!.def;
+        throw new ApiError(def.code, def.conflict(err.key.value));
+      }
+      throw err;
+    }
+  }
+
+  private async refuseIfReferenced(q: Queryable, kind: KindDef, id: string, always = false): Promise<void> {
+    const users = await referrers(q, id);
+    if (users.length === 0 && !always) return;
+    const names = users.map((u) => {
+      const k = findKind(u.kind);
+      return k ? `${k.title} ${u.id}` : u.id;
+    });
+    throw new ApiError('ERR_IN_USE', `${kind.title} ${id} is still used by ${names.join(', ') || 'another object'}; remove those references first`);
+  }
+
+  private async children(q: Queryable, kind: KindDef, caller: Caller, ids: string[]): Promise<Map<string, ObjectRow[]>> {
+    const map = new Map<string, ObjectRow[]>();
+    for (const childKind of Object.values(kind.embeds ?? {})) {
+      for (const c of await listChildren(q, caller.accountId, childKind, ids)) {
+        const list = map.get(c.parent_id!) ?? [];
+        list.push(c);
+        map.set(c.parent_id!, list);
+      }
+    }
+    return map;
+  }
+
+  private async respond(kind: KindDef, caller: Caller, row: ObjectRow): Promise<Body> {
+    const children = kind.embeds ? await this.children(this.db, kind, caller, [row.id]) : undefined;
+    return toResponse(kind, row, caller.baseUrl, children);
+  }
+}
+
+function exclusiveGroups(kind: KindDef): Map<string, string[]> {
+  const groups = new Map<string, string[]>();
+  for (const m of kind.modules ?? []) {
+    if (!m.exclusiveGroup) continue;
+    groups.set(m.exclusiveGroup, [...(groups.get(m.exclusiveGroup) ?? []), m.name]);
+  }
+  return groups;
+}
+
+interface CollectedRef extends RefRow { def: RefDef; label: string }
+
+/** Every reference an object's stored body holds: its own fields' and its modules'. */
+export function collectRefs(kind: KindDef, body: Body): CollectedRef[] {
+  const out: CollectedRef[] = [];
+  const take = (defs: RefDef[] | undefined, holder: Body, prefix: string) => {
+    for (const def of defs ?? []) {
+      const value = holder[def.field];
+      const list = def.many ? ((value as string[] | undefined) ?? []) : typeof value === 'string' ? [value] : [];
+      list.forEach((to_id, i) => {
+        if (def.onlyPrefix && !to_id.startsWith(def.onlyPrefix + '_')) return;
+        const field = prefix + def.field;
+        out.push({ field, to_id, def, label: def.many ? `${field}[${i}]` : field });
+      });
+    }
+  };
+  take(kind.refs, body, '');
+  for (const m of kind.modules ?? []) {
+    const stored = body[m.name] as Body | null;
+    if (stored) take(m.refs, stored, m.name + '.');
+  }
+  return out;
+}
+

@@ -1,0 +1,67 @@
+import { FOREIGN_PATHS, findKind, kindByName } from '../kinds/registry.js';
+import type { Body, KindDef, ModuleDef, RefDef } from '../kinds/types.js';
+import type { ObjectRow } from '../store/objects.js';
+import { rfc3339 } from '../util/time.js';
+
+/** Path of one object, its parent's id filled into the collection path. */
+export function objectPath(kind: KindDef, id: string, parentId: string | null): string {
+  return collectionPath(kind, parentId) + '/' + id;
+}
+
+export function collectionPath(kind: KindDef, parentId: string | null): string {
+  return kind.parent && parentId ? kind.path.replace(`:${kind.parent.param}`, parentId) : kind.path;
+}
+
+/** A `Ref` to an object of `kindName`. Refs never point at a child kind, so no parent is needed. */
+function ref(kindName: string, id: string, base: string) {
+  const kind = findKind(kindName);
+  const path = kind ? kind.path : FOREIGN_PATHS[kindName];
+  return { id, uri: `${base}${path}/${id}` };
+}
+
+function refOut(r: RefDef, value: unknown, base: string): unknown {
+  if (r.many) return ((value as string[] | undefined) ?? []).map((id) => ref(r.kind, id, base));
+  return typeof value === 'string' ? ref(r.kind, value, base) : null;
+}
+
+/** Response form of a module: refs become Refs, secrets are left out. */
+export function moduleToResponse(mod: ModuleDef, stored: Body, base: string): Body {
+  const out: Body = {};
+  const order = mod.responseOrder ?? Object.keys(stored);
+  for (const key of order) {
+    if (mod.writeOnly?.includes(key)) continue;
+    const r = mod.refs?.find((x) => x.field === key);
+    if (r?.outField) out[r.outField] = refOut(r, stored[key], base);
+    else if (key in stored) out[key] = stored[key];
+  }
+  return out;
+}
+
+/**
+ * Response form of an object: `id`, `uri`, `created_at`, the parent id, the plain fields in the
+ * kind's order (absent ones stay absent), every module slot (null when not configured) and the
+ * embedded children in creation order.
+ */
+export function toResponse(kind: KindDef, row: ObjectRow, base: string, children?: Map<string, ObjectRow[]>): Body {
+  const out: Body = {};
+  if (kind.parent) out[kind.parent.field] = row.parent_id;
+  out.id = row.id;
+  out.uri = base + objectPath(kind, row.id, row.parent_id);
+  out.created_at = rfc3339(row.created_at);
+  const body = row.body;
+  for (const f of kind.responseOrder) {
+    if (!(f in body) || kind.writeOnly?.includes(f)) continue;
+    const r = kind.refs?.find((x) => x.field === f && x.outField);
+    if (r) out[r.outField!] = refOut(r, body[f], base);
+    else out[f] = body[f];
+  }
+  for (const m of kind.modules ?? []) {
+    const stored = body[m.name] as Body | null | undefined;
+    out[m.name] = stored ? moduleToResponse(m, stored, base) : null;
+  }
+  for (const [field, childKindName] of Object.entries(kind.embeds ?? {})) {
+    const childKind = kindByName(childKindName);
+    out[field] = (children?.get(row.id) ?? []).map((c) => toResponse(childKind, c, base));
+  }
+  return out;
+}

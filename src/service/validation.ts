@@ -1,0 +1,58 @@
+import { Ajv, type ErrorObject } from 'ajv';
+import { utf8Bytes } from '../util/bytes.js';
+
+/**
+ * The one Ajv instance: the service validates requests with it and the reconciler validates
+ * manifests with it, so a rule is written once. `maxBytes` counts UTF-8 bytes (the API's limits
+ * are bytes, `maxLength` counts characters); `x-rule` is the human wording of a pattern.
+ */
+export function createAjv(): Ajv {
+  const ajv = new Ajv({ allErrors: false, verbose: true, strict: true, coerceTypes: false, useDefaults: false, removeAdditional: false });
+  ajv.addKeyword({
+    keyword: 'maxBytes',
+    type: 'string',
+    schemaType: 'number',
+    error: { message: (cxt) => `must be at most ${cxt.schema as number} bytes (UTF-8)` },
+    validate: (max: number, data: string) => utf8Bytes(data) <= max,
+  });
+  ajv.addKeyword({ keyword: 'x-rule', schemaType: 'string' });
+  return ajv;
+}
+
+export const ajv = createAjv();
+
+/** `/backends/0` → `backends[0]`; `/add/X-Foo` → `add.X-Foo`. */
+export function fieldPath(instancePath: string, extra?: string): string {
+  const parts = instancePath.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  if (extra !== undefined) parts.push(extra);
+  return parts.reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '');
+}
+
+export interface FieldProblem { field: string; rule: string; unknownField: boolean }
+
+/** One ajv error as the field it concerns and the rule it breaks, in words a user can act on. */
+export function describeAjvError(e: ErrorObject): FieldProblem {
+  const params = e.params as Record<string, unknown>;
+  if (e.keyword === 'additionalProperties') {
+    return { field: fieldPath(e.instancePath, String(params.additionalProperty)), rule: 'is not a known field', unknownField: true };
+  }
+  if (e.keyword === 'required') {
+    return { field: fieldPath(e.instancePath, String(params.missingProperty)), rule: 'is required', unknownField: false };
+  }
+  const custom = (e.parentSchema as Record<string, unknown> | undefined)?.['x-rule'];
+  if (e.keyword === 'pattern' && typeof custom === 'string') {
+    return { field: fieldPath(e.instancePath), rule: custom, unknownField: false };
+  }
+  if (e.keyword === 'enum') {
+    return { field: fieldPath(e.instancePath), rule: `must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`, unknownField: false };
+  }
+  if (e.keyword === 'type') {
+    return { field: fieldPath(e.instancePath), rule: `must be ${String(params.type).replace(',', ' or ')}`, unknownField: false };
+  }
+  return { field: fieldPath(e.instancePath), rule: e.message ?? e.keyword, unknownField: false };
+}
+
+export function problemMessage(p: FieldProblem): string {
+  if (p.unknownField) return `unknown field '${p.field}'`;
+  return p.field ? `${p.field}: ${p.rule}` : `body ${p.rule}`;
+}

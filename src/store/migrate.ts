@@ -1,0 +1,40 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Db } from './db.js';
+
+const DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
+// Any constant works; it only has to be the same in every process sharing the database.
+const MIGRATION_LOCK = 4242_0001;
+
+export interface Migration { version: number; name: string; sql: string }
+
+export function loadMigrations(): Migration[] {
+  return readdirSync(DIR)
+    .filter((f) => /^\d+_.+\.sql$/.test(f))
+    .sort()
+    .map((f) => ({ version: Number(f.split('_')[0]), name: f, sql: readFileSync(DIR + f, 'utf8') }));
+}
+
+/**
+ * Applies the numbered migrations not yet recorded, in order, in one transaction under an advisory
+ * lock, so several processes starting at once on one PostgreSQL apply each migration exactly once.
+ * Returns the names applied by this call.
+ */
+export async function migrate(db: Db): Promise<string[]> {
+  const migrations = loadMigrations();
+  return db.tx(async (q) => {
+    await q.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+    await q.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const { rows } = await q.query<{ version: number }>('SELECT version FROM schema_migrations');
+    const done = new Set(rows.map((r) => r.version));
+    const applied: string[] = [];
+    for (const m of migrations) {
+      if (done.has(m.version)) continue;
+      await q.query(m.sql);
+      await q.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+      applied.push(m.name);
+    }
+    return applied;
+  });
+}

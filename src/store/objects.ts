@@ -1,0 +1,137 @@
+import type { Queryable } from './db.js';
+
+/** One stored object of any kind. `body` is its stored form (see src/kinds). */
+export interface ObjectRow {
+  id: string;
+  account_id: string;
+  kind: string;
+  parent_id: string | null;
+  created_at: Date;
+  body: Record<string, unknown>;
+}
+
+const COLS = 'id, account_id, kind, parent_id, created_at, body';
+
+export async function insertObject(q: Queryable, row: Omit<ObjectRow, 'created_at'>): Promise<ObjectRow> {
+  const { rows } = await q.query<ObjectRow>(
+    `INSERT INTO objects (id, account_id, kind, parent_id, body) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLS}`,
+    [row.id, row.account_id, row.kind, row.parent_id, row.body],
+  );
+  return rows[0];
+}
+
+export async function getObject(
+  q: Queryable, accountId: string, kind: string, id: string, opts: { parentId?: string; forUpdate?: boolean } = {},
+): Promise<ObjectRow | null> {
+  const params: unknown[] = [id, accountId, kind];
+  let sql = `SELECT ${COLS} FROM objects WHERE id = $1 AND account_id = $2 AND kind = $3`;
+  if (opts.parentId !== undefined) {
+    params.push(opts.parentId);
+    sql += ` AND parent_id = $4`;
+  }
+  if (opts.forUpdate) sql += ' FOR UPDATE';
+  const { rows } = await q.query<ObjectRow>(sql, params);
+  return rows[0] ?? null;
+}
+
+/** Newest first, strictly older than `beforeId`; `limit + 1` rows tell whether more remain. */
+export async function listObjects(
+  q: Queryable, accountId: string, kind: string, opts: { beforeId?: string; limit: number },
+): Promise<{ rows: ObjectRow[]; more: boolean }> {
+  const params: unknown[] = [accountId, kind, opts.limit + 1];
+  let sql = `SELECT ${COLS} FROM objects WHERE account_id = $1 AND kind = $2`;
+  if (opts.beforeId !== undefined) {
+    params.push(opts.beforeId);
+    sql += ` AND id < $4`;
+  }
+  sql += ' ORDER BY id DESC LIMIT $3';
+  const { rows } = await q.query<ObjectRow>(sql, params);
+  return { rows: rows.slice(0, opts.limit), more: rows.length > opts.limit };
+}
+
+/** Children of several parents at once, oldest first (creation order). */
+export async function listChildren(q: Queryable, accountId: string, kind: string, parentIds: string[]): Promise<ObjectRow[]> {
+  if (parentIds.length === 0) return [];
+  const { rows } = await q.query<ObjectRow>(
+    `SELECT ${COLS} FROM objects WHERE account_id = $1 AND kind = $2 AND parent_id = ANY($3) ORDER BY id`,
+    [accountId, kind, parentIds],
+  );
+  return rows;
+}
+
+export async function updateBody(q: Queryable, id: string, body: Record<string, unknown>): Promise<ObjectRow> {
+  const { rows } = await q.query<ObjectRow>(`UPDATE objects SET body = $2 WHERE id = $1 RETURNING ${COLS}`, [id, body]);
+  return rows[0];
+}
+
+export async function deleteObject(q: Queryable, id: string): Promise<void> {
+  await q.query('DELETE FROM objects WHERE id = $1', [id]);
+}
+
+export interface RefRow { field: string; to_id: string }
+
+/** Replaces the recorded outgoing references of an object. */
+export async function replaceRefs(q: Queryable, accountId: string, fromId: string, refs: RefRow[]): Promise<void> {
+  await q.query('DELETE FROM object_refs WHERE from_id = $1', [fromId]);
+  if (refs.length === 0) return;
+  await q.query(
+    `INSERT INTO object_refs (account_id, from_id, field, to_id)
+     SELECT $1, $2, r.field, r.to_id FROM unnest($3::text[], $4::text[]) AS r(field, to_id)
+     ON CONFLICT DO NOTHING`,
+    [accountId, fromId, refs.map((r) => r.field), refs.map((r) => r.to_id)],
+  );
+}
+
+/** Which of `ids` exist in the account (as objects of any kind). */
+export async function existingIds(q: Queryable, accountId: string, ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const { rows } = await q.query<{ id: string }>('SELECT id FROM objects WHERE account_id = $1 AND id = ANY($2)', [accountId, ids]);
+  return new Set(rows.map((r) => r.id));
+}
+
+/** Objects referring to `id`, with their kind, for "still in use" messages. */
+export async function referrers(q: Queryable, id: string): Promise<{ id: string; kind: string; parent_id: string | null }[]> {
+  const { rows } = await q.query<{ id: string; kind: string; parent_id: string | null }>(
+    `SELECT DISTINCT o.id, o.kind, o.parent_id FROM object_refs r JOIN objects o ON o.id = r.from_id WHERE r.to_id = $1 ORDER BY o.id`,
+    [id],
+  );
+  return rows;
+}
+
+/** Whether following references from `startIds` (within `field`) reaches `targetId`. */
+export async function reaches(q: Queryable, field: string, startIds: string[], targetId: string): Promise<boolean> {
+  if (startIds.length === 0) return false;
+  const { rows } = await q.query(
+    `WITH RECURSIVE walk(id) AS (
+       SELECT unnest($1::text[])
+       UNION
+       SELECT r.to_id FROM object_refs r JOIN walk w ON r.from_id = w.id WHERE r.field = $2
+     ) SELECT 1 FROM walk WHERE id = $3 LIMIT 1`,
+    [startIds, field, targetId],
+  );
+  return rows.length > 0;
+}
+
+export interface UniqueRow { scope: string; value: string }
+
+export class UniqueViolation extends Error {
+  constructor(readonly key: UniqueRow) {
+    super(`${key.scope} ${key.value} is taken`);
+  }
+}
+
+/**
+ * Replaces the unique keys an object holds. One insert per key, so the key already held by another
+ * object (the primary key's 23505, raised across processes too) is known and can be named.
+ */
+export async function replaceUniques(q: Queryable, objectId: string, keys: UniqueRow[]): Promise<void> {
+  await q.query('DELETE FROM unique_keys WHERE object_id = $1', [objectId]);
+  for (const key of keys) {
+    try {
+      await q.query('INSERT INTO unique_keys (scope, value, object_id) VALUES ($1, $2, $3)', [key.scope, key.value, objectId]);
+    } catch (err) {
+      if ((err as { code?: string }).code === '23505') throw new UniqueViolation(key);
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,34 @@
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import pg from 'pg';
+import { PGlite } from '@electric-sql/pglite';
+import { createPgConfig } from '@electric-sql/pglite/node-postgres';
+import { DirLock } from './dir-lock.js';
+import { PoolDb } from './pool-db.js';
+import type { Db } from './db.js';
+
+export interface PgliteDb extends Db { readonly lock: DirLock | null }
+
+/**
+ * The embedded engine: PGlite with its files in `<stateDir>/pgdata`, behind the directory lock.
+ * `stateDir` null gives an in-memory database (tests only). It is used through PGlite's `pg`
+ * adapter (a pool of one: PGlite is a single session), so both engines share one data layer.
+ */
+export async function openPglite(stateDir: string | null): Promise<PgliteDb> {
+  const dir = stateDir ? resolve(stateDir) : null;
+  const lock = dir ? DirLock.acquire(dir) : null;
+  try {
+    if (dir) mkdirSync(join(dir, 'pgdata'), { recursive: true });
+    const pglite = new PGlite(dir ? join(dir, 'pgdata') : 'memory://');
+    await pglite.waitReady;
+    const pool = new pg.Pool({ ...createPgConfig(pglite), max: 1 } as pg.PoolConfig);
+    const db = new PoolDb(pool, 'pglite', dir ? `embedded:${dir}` : 'embedded:memory', async () => {
+      await pglite.close();
+      lock?.release();
+    });
+    return Object.assign(db, { lock });
+  } catch (err) {
+    lock?.release();
+    throw err;
+  }
+}

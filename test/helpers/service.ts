@@ -1,0 +1,98 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { buildApp, type AppOptions } from '../../src/service/app.js';
+import { createAccount } from '../../src/service/auth.js';
+import type { Db } from '../../src/store/db.js';
+import { migrate } from '../../src/store/migrate.js';
+import { openPglite } from '../../src/store/pglite.js';
+import { openPostgres } from '../../src/store/postgres.js';
+
+export type Engine = 'pglite' | 'postgres';
+
+const REQUIRE_PG = !!process.env.EDGEPLANE_REQUIRE_POSTGRES;
+if (REQUIRE_PG && !process.env.DATABASE_URL) {
+  throw new Error('EDGEPLANE_REQUIRE_POSTGRES is set but DATABASE_URL is not: the PostgreSQL tests would be skipped');
+}
+
+/** The engines the contract suites run against: PGlite always, PostgreSQL when DATABASE_URL is set. */
+export const ENGINES: Engine[] = ['pglite', ...(process.env.DATABASE_URL ? (['postgres'] as const) : [])];
+
+/** A fresh database: PGlite in memory, or a private schema on the PostgreSQL of DATABASE_URL. */
+export async function openTestDb(engine: Engine): Promise<{ db: Db; drop: () => Promise<void> }> {
+  if (engine === 'pglite') {
+    const db = await openPglite(null);
+    return { db, drop: () => db.close() };
+  }
+  const schema = 'ep_test_' + randomBytes(6).toString('hex');
+  const db = await openPostgres(process.env.DATABASE_URL!, { schema, max: 4 });
+  return {
+    db,
+    drop: async () => {
+      await db.query(`DROP SCHEMA ${schema} CASCADE`);
+      await db.close();
+    },
+  };
+}
+
+export interface Response { status: number; headers: Headers; body: any; text: string }
+
+/** Speaks HTTP to the service, with the version header and a key unless told otherwise. */
+export class TestClient {
+  constructor(readonly baseUrl: string, readonly apiKey: string | null, readonly accountId = '') {}
+
+  async request(method: string, path: string, body?: unknown, headers: Record<string, string | null> = {}): Promise<Response> {
+    const h: Record<string, string> = { 'service-version': '2' };
+    if (this.apiKey) h.authorization = `Bearer ${this.apiKey}`;
+    if (body !== undefined) h['content-type'] = 'application/json';
+    for (const [k, v] of Object.entries(headers)) {
+      if (v === null) delete h[k.toLowerCase()];
+      else h[k.toLowerCase()] = v;
+    }
+    const res = await fetch(this.baseUrl + path, {
+      method,
+      headers: h,
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await res.text();
+    let parsed: unknown = undefined;
+    try { parsed = text ? JSON.parse(text) : undefined; } catch { parsed = undefined; }
+    return { status: res.status, headers: res.headers, body: parsed, text };
+  }
+
+  get(path: string) { return this.request('GET', path); }
+  post(path: string, body: unknown) { return this.request('POST', path, body); }
+  patch(path: string, body: unknown) { return this.request('PATCH', path, body); }
+  put(path: string, body: unknown) { return this.request('PUT', path, body); }
+  delete(path: string) { return this.request('DELETE', path); }
+}
+
+export interface TestService {
+  engine: Engine;
+  db: Db;
+  app: FastifyInstance;
+  url: string;
+  /** A new account (optionally with the abuse-report flag) and a client holding its key. */
+  account(opts?: { abuseReports?: boolean }): Promise<TestClient>;
+  close(): Promise<void>;
+}
+
+/** The real service on a real socket, on a fresh database of the given engine. */
+export async function startTestService(engine: Engine, opts: Partial<AppOptions> = {}): Promise<TestService> {
+  const { db, drop } = await openTestDb(engine);
+  await migrate(db);
+  const app = await buildApp({ db, ...opts });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const addr = app.server.address();
+  const url = typeof addr === 'object' && addr ? `http://127.0.0.1:${addr.port}` : '';
+  return {
+    engine, db, app, url,
+    async account(o = {}) {
+      const issued = await createAccount(db, { name: 'test', abuseReports: o.abuseReports });
+      return new TestClient(url, issued.api_key, issued.account_id);
+    },
+    async close() {
+      await app.close();
+      await drop();
+    },
+  };
+}
