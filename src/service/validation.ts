@@ -6,8 +6,8 @@ import { utf8Bytes } from '../util/bytes.js';
  * manifests with it, so a rule is written once. `maxBytes` counts UTF-8 bytes (the API's limits
  * are bytes, `maxLength` counts characters); `x-rule` is the human wording of a pattern.
  */
-export function createAjv(): Ajv {
-  const ajv = new Ajv({ allErrors: false, verbose: true, strict: true, coerceTypes: false, useDefaults: false, removeAdditional: false });
+export function createAjv(opts: { allErrors?: boolean } = {}): Ajv {
+  const ajv = new Ajv({ allErrors: opts.allErrors ?? false, verbose: true, strict: true, coerceTypes: false, useDefaults: false, removeAdditional: false });
   ajv.addKeyword({
     keyword: 'maxBytes',
     type: 'string',
@@ -20,6 +20,15 @@ export function createAjv(): Ajv {
 }
 
 export const ajv = createAjv();
+
+let collecting: Ajv | undefined;
+/**
+ * The same instance configuration reporting every error instead of the first: manifests are
+ * validated with it (a user fixes a whole file at once; an API request stops at one error).
+ */
+export function collectingAjv(): Ajv {
+  return (collecting ??= createAjv({ allErrors: true }));
+}
 
 /** `/backends/0` → `backends[0]`; `/add/X-Foo` → `add.X-Foo`. */
 export function fieldPath(instancePath: string, extra?: string): string {
