@@ -49,6 +49,20 @@ targetOptions(
     .option('--strict', 'literal secrets are errors, not warnings'),
 ).action(async (dir, flags) => (await import('./commands/plan.js')).plan(stdio, dir, flags));
 
+targetOptions(
+  program
+    .command('apply [dir]')
+    .description('plan and apply the manifests (asks on a terminal), or apply a saved plan with --plan FILE')
+    .option('--plan <file>', 'apply exactly this saved plan (from `plan --out`); refuses (exit 4) when the live state changed since')
+    .option('--stack <name>', 'stack name (default: stack: in edgeplane.yaml, else "default")')
+    .option('--auto-approve', 'do not ask for confirmation (CI)')
+    .option('--parallelism <n>', 'steps run at once', '8')
+    .option('--force', 'go ahead although the safety threshold is exceeded')
+    .option('--json', 'one JSON event per line (plan, each step, summary)')
+    .option('--adopt', 'take over unmanaged objects that match manifest objects')
+    .option('--strict', 'literal secrets are errors, not warnings'),
+).action(async (dir, flags) => (await import('./commands/apply.js')).apply(stdio, dir, flags));
+
 const admin = program.command('admin').description('operator commands: accounts and API keys');
 const accounts = admin.command('accounts').description('accounts');
 accounts
