@@ -63,6 +63,20 @@ targetOptions(
     .option('--strict', 'literal secrets are errors, not warnings'),
 ).action(async (dir, flags) => (await import('./commands/apply.js')).apply(stdio, dir, flags));
 
+targetOptions(
+  program
+    .command('watch <dir>')
+    .description('apply the manifests on every save (creates and updates; deletions with --prune)')
+    .option('--stack <name>', 'stack name (default: stack: in edgeplane.yaml, else "default")')
+    .option('--prune', 'also delete owned objects that left the manifests')
+    .option('--plan-only', 'show plans, apply nothing')
+    .option('--interval <seconds>', 're-plan periodically to report drift made outside the manifests')
+    .option('--repair', 'with --interval: undo drift instead of reporting it')
+    .option('--parallelism <n>', 'steps run at once', '8')
+    .option('--debounce <ms>', 'quiet time after the last save before a run', '200')
+    .option('--strict', 'literal secrets are errors, not warnings'),
+).action(async (dir, flags) => (await import('./commands/watch.js')).watch(stdio, dir, flags));
+
 const admin = program.command('admin').description('operator commands: accounts and API keys');
 const accounts = admin.command('accounts').description('accounts');
 accounts

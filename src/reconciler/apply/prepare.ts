@@ -5,6 +5,7 @@ import { validateDir, type PlanInput } from '../pipeline.js';
 import { buildDesired } from '../plan/desired.js';
 import { diff } from '../plan/diff.js';
 import { observeLists } from '../plan/observed.js';
+import type { ObservedObject } from '../plan/state.js';
 import type { Plan } from '../plan/types.js';
 import { readLiveState } from '../state/read-state.js';
 
@@ -15,6 +16,8 @@ export interface Prepared {
   secrets: Map<string, ResolvedSecret>;
   /** Identities the manifests declare: watch tells a prune (identity gone) from other deletes. */
   identities: Set<string>;
+  /** The live objects the plan was made from. */
+  observed: ObservedObject[];
 }
 
 /**
@@ -24,13 +27,14 @@ export interface Prepared {
 export async function preparePlan(input: PlanInput, client: ApiClient): Promise<Prepared> {
   const v = validateDir(input);
   const identities = new Set<string>();
-  if (hasErrors(v.problems)) return { problems: v.problems, secrets: new Map(), identities };
+  if (hasErrors(v.problems)) return { problems: v.problems, secrets: new Map(), identities, observed: [] };
   const s = resolveSecrets(v.objects, input.stack, { env: input.env, cwd: input.cwd ?? process.cwd() });
   const problems = sortProblems([...v.problems, ...s.problems]);
-  if (hasErrors(problems)) return { problems, secrets: new Map(), identities };
+  if (hasErrors(problems)) return { problems, secrets: new Map(), identities, observed: [] };
   const desired = buildDesired(v.objects, s.secrets);
   for (const d of desired) identities.add(d.identity);
   const lists = await readLiveState(client);
-  const plan = diff(desired, observeLists(lists, input.stack), { ...input, target: client.target });
-  return { problems, plan, secrets: s.secrets, identities };
+  const observed = observeLists(lists, input.stack);
+  const plan = diff(desired, observed, { ...input, target: client.target });
+  return { problems, plan, secrets: s.secrets, identities, observed };
 }

@@ -58,8 +58,12 @@ export class WatchLoop {
     }
   }
 
-  /** A file changed: run once the saves have been quiet for the debounce time. */
-  notify(path: string): void {
+  /**
+   * A file changed: run once the saves have been quiet for the debounce time. `quietForMs`: how
+   * long the file has already been still when the event arrives (chokidar's awaitWriteFinish), so
+   * that wait counts towards the debounce instead of adding to it.
+   */
+  notify(path: string, quietForMs = 0): void {
     if (this.stopped) return;
     this.debouncePaths.add(path);
     clearTimeout(this.debounce);
@@ -68,7 +72,7 @@ export class WatchLoop {
       const paths = [...this.debouncePaths];
       this.debouncePaths.clear();
       this.request('change', paths);
-    }, this.opts.debounceMs ?? DEFAULT_DEBOUNCE_MS);
+    }, Math.max(0, (this.opts.debounceMs ?? DEFAULT_DEBOUNCE_MS) - quietForMs));
   }
 
   /** Asks for a run now (or right after the current one). */
