@@ -77,6 +77,15 @@ targetOptions(
     .option('--strict', 'literal secrets are errors, not warnings'),
 ).action(async (dir, flags) => (await import('./commands/watch.js')).watch(stdio, dir, flags));
 
+targetOptions(
+  program
+    .command('export')
+    .description('write the live objects as manifests (one file per kind; references by name, secrets from the environment)')
+    .option('--out <dir>', 'write files into this directory (default: print to stdout)')
+    .option('--stack <name>', 'stack whose objects to export (default: stack: in <dir>/edgeplane.yaml, else "default")')
+    .option('--all', 'also export objects no stack manages (to adopt them with `plan --adopt`)'),
+).action(async (flags) => (await import('./commands/export.js')).exportCmd(stdio, flags));
+
 const admin = program.command('admin').description('operator commands: accounts and API keys');
 const accounts = admin.command('accounts').description('accounts');
 accounts
