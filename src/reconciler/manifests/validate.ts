@@ -8,7 +8,7 @@ import { utf8Bytes } from '../../util/bytes.js';
 import type { SourceDoc } from './load.js';
 import { identityOf, isSecretRef, positionOf, type ManifestObject } from './model.js';
 import { formatPath, sortProblems, type Problem } from './problems.js';
-import { buildManifestSchema, manifestKinds, MANIFEST_SCHEMA_ID, namedTarget } from './schema.js';
+import { buildManifestSchema, manifestKinds, MANIFEST_SCHEMA_ID, NAME_PATTERN, namedTarget } from './schema.js';
 
 export interface ValidateOptions {
   /** Literal secrets are errors instead of warnings. */
@@ -173,9 +173,9 @@ export function refValues(o: { kind: KindDef; body: Body }): { def: RefDef; valu
 }
 
 /** A ref value that is a manifest name (not a raw id) of a kind the manifests manage. */
+const NAME_RE = new RegExp(`^${NAME_PATTERN}$`);
 export function isName(def: RefDef, value: string): boolean {
-  const target = namedTarget(def);
-  return !!target && !new RegExp(`^[a-z]+_[0-9A-Za-z]{27}$`).test(value);
+  return !!namedTarget(def) && NAME_RE.test(value);
 }
 
 /** Pass 4: every name a reference uses exists among the manifests. */
