@@ -24,6 +24,7 @@ export function headersModule(name: string): ModuleDef {
       remove: strings(100),
     }),
     defaults: { enabled: true, add: {}, remove: [] },
+    reconcile: { normalize: { add: 'lowercase-keys', remove: 'lowercase-items' }, sets: ['remove'] },
     prepare(m) {
       const add: Body = {};
       for (const [header, value] of Object.entries(m.add as Record<string, string>)) {

@@ -70,6 +70,10 @@ export interface ReconcileRules {
   sets?: string[];
   /** Named value normalisers (`src/kinds/normalizers.ts`) per field: `{ ca_pem: 'pem' }`. */
   normalize?: Record<string, NormalizerName>;
+  /** Defaults the service fills inside nested objects that exist (`provider.*.scopes: []`). */
+  fill?: Record<string, unknown>;
+  /** Defaults that depend on the deployment (session cookie prefix `<vendor>.`). */
+  configDefaults?(config: KindRuntimeConfig): Body;
 }
 
 /** The value normalisers a description may name; implemented once in `src/kinds/normalizers.ts`. */

@@ -48,7 +48,7 @@ describe('API client', () => {
     const client = new ApiClient(fetchTransport(svc.url, c.apiKey!));
     const r = await planWithClient({ root: manifestDir({ 'a.yaml': foYaml('one', []) }), stack: 's', env: {} }, client);
     expect(r.plan!.summary.create).toBe(1);
-    expect(client.counts).toEqual({ GET: 2 }); // failover backends + certificate authorities
+    expect(client.counts).toEqual({ GET: 3 }); // failover backends, certificate authorities, HTTPS edges (routes inside)
   });
 
   it('sends the version header and Bearer key; errors carry the API error code', async () => {
