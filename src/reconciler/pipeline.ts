@@ -30,7 +30,11 @@ export interface PlanResult { problems: Problem[]; plan?: Plan }
 
 /** Validated manifests + live state → a plan. Problems (invalid manifests, missing secrets) stop before reading. */
 export function planFromState(input: PlanInput, lists: ObservedLists, target: string): PlanResult {
-  const v = validateDir(input);
+  return planDocs(validateDir(input), input, lists, target);
+}
+
+/** The same, from already validated documents (tests and `watch` keep them in memory). */
+export function planDocs(v: { problems: Problem[]; objects: ManifestObject[] }, input: Omit<PlanInput, 'root'>, lists: ObservedLists, target: string): PlanResult {
   if (hasErrors(v.problems)) return { problems: v.problems };
   const s = resolveSecrets(v.objects, input.stack, { env: input.env, cwd: input.cwd ?? process.cwd() });
   const problems = sortProblems([...v.problems, ...s.problems]);

@@ -5,10 +5,11 @@ import { collectingAjv, describeAjvError } from '../../service/validation.js';
 import { encodeMetadata, METADATA_LIMIT, TOOL, MARKER_VERSION } from '../ownership/marker.js';
 import { matchPaths } from '../paths.js';
 import { utf8Bytes } from '../../util/bytes.js';
+import { normalize } from '../plan/normalize.js';
 import type { SourceDoc } from './load.js';
 import { identityOf, isSecretRef, positionOf, type ManifestObject } from './model.js';
 import { formatPath, sortProblems, type Problem } from './problems.js';
-import { buildManifestSchema, manifestKinds, MANIFEST_SCHEMA_ID, namedTarget } from './schema.js';
+import { buildManifestSchema, manifestKinds, MANIFEST_SCHEMA_ID, NAME_PATTERN, namedTarget } from './schema.js';
 
 export interface ValidateOptions {
   /** Literal secrets are errors instead of warnings. */
@@ -123,7 +124,8 @@ function schemaProblem(here: { doc: SourceDoc; at: (string | number)[] }, e: Err
   } else if (e.keyword === 'required') {
     add(here, path, 'schema', `${String(params.missingProperty)} is required`);
   } else {
-    add(here, path, 'schema', p.rule);
+    const rule = (e.parentSchema as Record<string, unknown> | undefined)?.['x-rule'];
+    add(here, path, 'schema', e.keyword === 'not' && typeof rule === 'string' ? rule : p.rule);
   }
 }
 
@@ -173,9 +175,9 @@ export function refValues(o: { kind: KindDef; body: Body }): { def: RefDef; valu
 }
 
 /** A ref value that is a manifest name (not a raw id) of a kind the manifests manage. */
+const NAME_RE = new RegExp(`^${NAME_PATTERN}$`);
 export function isName(def: RefDef, value: string): boolean {
-  const target = namedTarget(def);
-  return !!target && !new RegExp(`^[a-z]+_[0-9A-Za-z]{27}$`).test(value);
+  return !!namedTarget(def) && NAME_RE.test(value);
 }
 
 /** Pass 4: every name a reference uses exists among the manifests. */
@@ -195,7 +197,7 @@ function uniquePass(all: ManifestObject[], add: Add) {
   for (const o of all) {
     for (const u of o.kind.uniques ?? []) {
       let values: string[];
-      try { values = u.values(o.body); } catch { continue; }
+      try { values = u.values({ ...o.body, ...normalize(o.kind, o.body, (x) => x).fields }); } catch { continue; }
       for (const value of values) {
         const key = `${o.kind.name}:${u.scope}:${u.perParent ? o.parent?.identity : ''}:${value}`;
         const first = seen.get(key);

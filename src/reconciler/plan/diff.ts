@@ -1,9 +1,9 @@
-import type { Body, KindDef, ModuleDef } from '../../kinds/types.js';
+import type { Body, KindDef, KindRuntimeConfig, ModuleDef } from '../../kinds/types.js';
 import { collectionPath } from '../../service/serialize.js';
 import { refValues } from '../manifests/validate.js';
 import { encodeMetadata, MARKER_VERSION, TOOL, type Marker } from '../ownership/marker.js';
 import { creationChanges, diffValues } from './changes.js';
-import { normalize, resetValue, same, type Normal, type Symbolize } from './normalize.js';
+import { DEFAULT_CONFIG, normalize, resetValue, same, type Normal, type Symbolize } from './normalize.js';
 import { orderSteps } from './order.js';
 import { DEFAULT_THRESHOLD, safetyBlocks, type Threshold } from './safety.js';
 import type { DesiredObject, ObservedObject } from './state.js';
@@ -19,6 +19,8 @@ export interface DiffOptions {
   /** The command to show for adopting (the CLI knows the directory and flags). */
   adoptCommand?: string;
   threshold?: Threshold;
+  /** Deployment settings some defaults depend on (the session cookie prefix). */
+  config?: KindRuntimeConfig;
 }
 
 /** What the planner decided for one desired object. */
@@ -77,6 +79,19 @@ class Planner {
     };
   }
 
+  private norm(kind: KindDef, body: Body, sym: Symbolize = this.sym): Normal {
+    return normalize(kind, body, sym, this.opts.config ?? DEFAULT_CONFIG);
+  }
+
+  /** Values a kind keeps unique, read from the normal form (hostports lower-cased). */
+  private uniqueValues(kind: KindDef, body: Body, u: NonNullable<KindDef['uniques']>[number]): string[] {
+    try {
+      return u.values({ ...body, ...this.norm(kind, body, (x) => x).fields });
+    } catch {
+      return [];
+    }
+  }
+
   // ——— matching desired objects to observed ones ———
 
   private match() {
@@ -104,24 +119,20 @@ class Planner {
 
   private immutableChanged(d: DesiredObject, o: ObservedObject): boolean {
     const id: Symbolize = (x) => x;
-    const a = normalize(d.kind, d.body, id).fields;
-    const b = normalize(o.kind, o.body, id).fields;
+    const a = this.norm(d.kind, d.body, id).fields;
+    const b = this.norm(o.kind, o.body, id).fields;
     return (d.kind.immutable ?? []).some((f) => !same(a[f], b[f]));
   }
 
   /** Values that identify an object for adoption: declared collision keys and unique values. */
   private keys(kind: KindDef, body: Body): string[] {
-    const n = normalize(kind, body, (x) => x).fields;
+    const n = this.norm(kind, body, (x) => x).fields;
     const out: string[] = [];
     for (const f of kind.collisionKeys ?? []) {
       const v = n[f];
       for (const x of Array.isArray(v) ? v : v === undefined ? [] : [v]) out.push(`${f}=${JSON.stringify(x)}`);
     }
-    for (const u of kind.uniques ?? []) {
-      try {
-        for (const v of u.values(body)) out.push(`${u.scope}=${v}`);
-      } catch { /* a body the unique cannot read has no keys */ }
-    }
+    for (const u of kind.uniques ?? []) for (const v of this.uniqueValues(kind, body, u)) out.push(`${u.scope}=${v}`);
     return out;
   }
 
@@ -237,7 +248,7 @@ class Planner {
     const body: Body = {};
     for (const [k, v] of Object.entries(d.body)) if (!later.some((m) => m.name === k)) body[k] = this.materialize(v);
     body.metadata = encodeMetadata(this.marker(d), d.userMetadata);
-    const shown = normalize(d.kind, d.body, this.sym);
+    const shown = this.norm(d.kind, d.body);
     const changes: Change[] = creationChanges({ ...shown.fields, ...shown.modules });
     if (d.userMetadata !== undefined) changes.push({ path: 'metadata', after: d.userMetadata });
     const parentDep = d.parentIdentity ? this.creator(d.parentIdentity) : undefined;
@@ -249,9 +260,9 @@ class Planner {
     });
     if (action === 'replace') {
       const old = dec.o!;
-      const fields = (d.kind.immutable ?? []).filter((f) => !same(normalize(d.kind, d.body, this.sym).fields[f], normalize(old.kind, old.body, this.sym).fields[f]));
+      const fields = (d.kind.immutable ?? []).filter((f) => !same(this.norm(d.kind, d.body).fields[f], this.norm(old.kind, old.body).fields[f]));
       step.reason = `${fields.join(', ')} cannot change in place: create the new ${d.kind.title}, move every referrer to it, then delete ${old.id}`;
-      step.changes = fields.flatMap((f) => diffValues(f, normalize(old.kind, old.body, this.sym).fields[f], shown.fields[f]));
+      step.changes = fields.flatMap((f) => diffValues(f, this.norm(old.kind, old.body).fields[f], shown.fields[f]));
       this.addDelete(old, d.identity, `${d.identity}:delete-replaced`, `replaced by the new ${d.kind.title} (${d.identity}:replace)`);
     }
     for (const m of later) {
@@ -267,8 +278,8 @@ class Planner {
   private planUpdate(dec: Decision) {
     const d = dec.d;
     const o = dec.o!;
-    const want = normalize(d.kind, d.body, this.sym);
-    const have = normalize(o.kind, o.body, this.sym);
+    const want = this.norm(d.kind, d.body);
+    const have = this.norm(o.kind, o.body);
     const patch: Body = {};
     const changes: Change[] = [];
     const fieldNames = [...new Set([...Object.keys(want.fields), ...Object.keys(have.fields)])];
@@ -468,9 +479,7 @@ class Planner {
     const holders = new Map<string, ObservedObject>();
     for (const o of this.observed) {
       for (const u of o.kind.uniques ?? []) {
-        try {
-          for (const v of u.values(o.body)) holders.set(`${o.kind.name}:${u.scope}:${u.perParent ? o.parentId : ''}:${v}`, o);
-        } catch { /* unreadable body: nothing to order */ }
+        for (const v of this.uniqueValues(o.kind, o.body, u)) holders.set(`${o.kind.name}:${u.scope}:${u.perParent ? o.parentId : ''}:${v}`, o);
       }
     }
     for (const dec of this.decisions.values()) {
@@ -478,9 +487,7 @@ class Planner {
       if (!main) continue;
       const parentId = dec.d.parentIdentity ? this.decisions.get(dec.d.parentIdentity)?.o?.id : undefined;
       for (const u of dec.d.kind.uniques ?? []) {
-        let values: string[] = [];
-        try { values = u.values(dec.d.body); } catch { /* as above */ }
-        for (const v of values) {
+        for (const v of this.uniqueValues(dec.d.kind, dec.d.body, u)) {
           const holder = holders.get(`${dec.d.kind.name}:${u.scope}:${u.perParent ? parentId : ''}:${v}`);
           if (!holder || holder.id === dec.o?.id) continue;
           main.dependsOn.push(...(this.stepsOfObserved.get(holder.id) ?? []));

@@ -1,11 +1,14 @@
 import { NORMALIZERS } from '../../kinds/normalizers.js';
-import type { Body, KindDef, ModuleDef, RefDef, ReconcileRules } from '../../kinds/types.js';
+import type { Body, KindDef, KindRuntimeConfig, ModuleDef, RefDef, ReconcileRules } from '../../kinds/types.js';
 import { canonicalJson } from '../../util/canonical-json.js';
 import { mapPaths } from '../paths.js';
 import { isRefToken, isSecretToken, type RefToken } from './tokens.js';
 
 /** Maps a raw id to the identity of the managed object it names (or leaves it as is). */
 export type Symbolize = (id: string) => string | RefToken;
+
+/** The deployment settings some defaults depend on (the service's vendor prefix). */
+export const DEFAULT_CONFIG: KindRuntimeConfig = { vendorPrefix: 'service' };
 
 /**
  * The comparable form of a body, from the rules declared with each kind and module: defaults filled
@@ -16,9 +19,23 @@ export interface Normal { fields: Body; modules: Record<string, Body> }
 
 function applyRules(value: Body, rules: ReconcileRules | undefined): Body {
   let v: unknown = value;
+  for (const [path, dflt] of Object.entries(rules?.fill ?? {})) v = fillAt(v, path, dflt);
   for (const [path, name] of Object.entries(rules?.normalize ?? {})) v = mapPaths(v, path, NORMALIZERS[name]);
   for (const path of rules?.sets ?? []) v = mapPaths(v, path, asSet);
   return v as Body;
+}
+
+/** Sets `path`'s last key to `dflt` in every object its parent path reaches, where it is absent. */
+function fillAt(v: unknown, path: string, dflt: unknown): unknown {
+  const segs = path.split('.');
+  const last = segs.pop()!;
+  const fill = (o: unknown) => (o && typeof o === 'object' && !Array.isArray(o) && !(last in o) ? { ...(o as Body), [last]: structuredClone(dflt) } : o);
+  return segs.length ? mapPaths(v, segs.join('.'), fill) : fill(v);
+}
+
+/** `null` is how clients say "the default": drop it so the default applies. */
+function withoutNulls(b: Body): Body {
+  return Object.fromEntries(Object.entries(b).filter(([, x]) => x !== null));
 }
 
 function asSet(v: unknown): unknown {
@@ -40,14 +57,15 @@ function clearable(kind: KindDef, field: string): boolean {
   return kind.fields[field]?.type === 'string' && !kind.required?.includes(field);
 }
 
-export function normalizeModule(m: ModuleDef, given: Body, sym: Symbolize): Body {
-  let v: Body = { ...(m.defaults ?? {}), ...given };
+export function normalizeModule(m: ModuleDef, given: Body, sym: Symbolize, config: KindRuntimeConfig = DEFAULT_CONFIG): Body {
+  const own = m.normalize ? m.normalize(withoutNulls(given)) : withoutNulls(given);
+  let v: Body = { ...(m.defaults ?? {}), ...(m.reconcile?.configDefaults?.(config) ?? {}), ...own };
   for (const d of m.derived ?? []) delete v[d];
   v = symbolizeRefs(v, m.refs, sym);
   return applyRules(v, m.reconcile);
 }
 
-export function normalize(kind: KindDef, body: Body, sym: Symbolize): Normal {
+export function normalize(kind: KindDef, body: Body, sym: Symbolize, config: KindRuntimeConfig = DEFAULT_CONFIG): Normal {
   let fields: Body = {};
   for (const f of Object.keys(kind.fields)) {
     if (f === 'metadata' || kind.derived?.includes(f)) continue;
@@ -59,7 +77,7 @@ export function normalize(kind: KindDef, body: Body, sym: Symbolize): Normal {
   const modules: Record<string, Body> = {};
   for (const m of kind.modules ?? []) {
     const v = body[m.name];
-    if (v && typeof v === 'object') modules[m.name] = normalizeModule(m, v as Body, sym);
+    if (v && typeof v === 'object') modules[m.name] = normalizeModule(m, v as Body, sym, config);
   }
   return { fields, modules };
 }

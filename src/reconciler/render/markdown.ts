@@ -1,3 +1,4 @@
+import { findKind } from '../../kinds/registry.js';
 import type { Plan, Step } from '../plan/types.js';
 import { masked, short, summaryLine, SYMBOL } from './values.js';
 
@@ -48,7 +49,7 @@ function head(plan: Plan, maxCallouts: number): string[] {
     `Target: ${code(plan.target)}`, '',
     '| | create | update | replace | delete |', '|---|---|---|---|---|',
     `| objects | ${s.create} | ${s.update} | ${s.replace} | ${s.delete} |`, '',
-    `**${plan.steps.length ? summaryLine(plan) : 'No changes.'}**`, '',
+    `**${plan.steps.length ? summaryLine(plan) : plan.conflicts.length ? 'No changes planned until the conflicts below are resolved.' : 'No changes.'}**`, '',
   ];
   const called = plan.steps.filter((x) => x.action === 'delete' || x.action === 'replace');
   if (called.length) {
@@ -57,7 +58,7 @@ function head(plan: Plan, maxCallouts: number): string[] {
     if (called.length > maxCallouts) out.push(`> - … and ${called.length - maxCallouts} more`);
     out.push('');
   }
-  for (const b of plan.blocked) out.push(`> [!CAUTION]`, `> Blocked by the safety threshold: ${b.changed} of ${b.owned} owned ${code(b.kind)} objects would change; \`apply\` needs \`--force\`.`, '');
+  for (const b of plan.blocked) out.push(`> [!CAUTION]`, `> Blocked by the safety threshold: ${b.changed} of ${b.owned} owned ${findKind(b.kind)?.title ?? b.kind}s would change; \`apply\` needs \`--force\`.`, '');
   for (const k of plan.conflicts.slice(0, maxCallouts)) out.push(`> [!CAUTION]`, `> Conflict: ${cell(k.message)}${k.adopt ? `<br>Adopt with ${code(k.adopt)}` : ''}`, '');
   if (plan.warnings.length) {
     out.push('Warnings:', '');
