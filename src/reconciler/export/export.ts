@@ -1,8 +1,10 @@
 import { stringify } from 'yaml';
-import type { Body, KindDef, ModuleDef } from '../../kinds/types.js';
+import type { Body, KindDef } from '../../kinds/types.js';
 import { manifestKinds, namedTarget } from '../manifests/schema.js';
 import { refValues } from '../manifests/validate.js';
+import { normalize, normalizeModule, same } from '../plan/normalize.js';
 import { observeLists, type ObservedLists } from '../plan/observed.js';
+import { isSecretToken } from '../plan/tokens.js';
 import type { ObservedObject } from '../plan/state.js';
 import { uniqueName } from './names.js';
 
@@ -40,29 +42,63 @@ export function envName(identity: string, path: string): string {
   return `EDGEPLANE_SECRET_${`${identity}_${path}`.replace(/[^A-Za-z0-9]+/g, '_').toUpperCase()}`.replace(/_+$/, '');
 }
 
-/** Drops values equal to the description's defaults (never required ones) and empty optional strings. */
-function withoutDefaults(body: Body, defaults: Body | undefined, required: string[] = [], optionalStrings: string[] = []): Body {
-  const out: Body = {};
-  for (const [k, v] of Object.entries(body)) {
-    if (v === undefined || v === null) continue;
-    if (!required.includes(k) && defaults && k in defaults && JSON.stringify(defaults[k]) === JSON.stringify(v)) continue;
-    if (v === '' && optionalStrings.includes(k) && !required.includes(k)) continue;
-    out[k] = v;
+/** Every leaf path of a plain JSON object (arrays and secret tokens are leaves). */
+function leafPaths(v: Body, at: string[] = []): string[][] {
+  const out: string[][] = [];
+  for (const [k, x] of Object.entries(v)) {
+    if (isObject(x) && !isSecretToken(x) && Object.keys(x).length) out.push(...leafPaths(x, [...at, k]));
+    else out.push([...at, k]);
   }
   return out;
 }
 
-function optionalStrings(props: Record<string, Record<string, unknown>>): string[] {
-  return Object.entries(props).filter(([, s]) => s.type === 'string').map(([k]) => k);
+function without(v: Body, path: string[]): Body {
+  const copy = structuredClone(v);
+  let holder = copy;
+  for (const seg of path.slice(0, -1)) holder = holder[seg] as Body;
+  delete holder[path[path.length - 1]];
+  return copy;
 }
 
-/** Puts `{env: NAME}` at each write-only path whose holder exists (`provider.*.client_secret`). */
-function secretRefs(body: Body, paths: string[], base: string[], identity: string, found: ExportResult['secrets']): void {
+/**
+ * Leaves out every value the normalisation table says is implied: a leaf goes when the body
+ * normalises to the same thing without it (service defaults, config defaults such as the cookie
+ * prefix, derived fields, empty optional strings). The differ reads the same table, so the result
+ * plans to no changes. Required fields stay, even when they equal a default.
+ */
+function minimal(body: Body, norm: (b: Body) => unknown, required: string[]): Body {
+  let cur = body;
+  const target = norm(body);
+  for (const path of leafPaths(body)) {
+    if (path.length === 1 && required.includes(path[0])) continue;
+    const next = without(cur, path);
+    if (same(norm(next), target)) cur = next;
+  }
+  return cur;
+}
+
+/** Whether `path` is a property of the request schema (a secret the user supplies, not one the service generates). */
+function inSchema(schema: Record<string, unknown>, path: string[]): boolean {
+  let s: Record<string, unknown> | undefined = schema;
+  for (const seg of path) {
+    s = (s?.properties as Record<string, Record<string, unknown>> | undefined)?.[seg];
+    if (!s) return false;
+  }
+  return true;
+}
+
+/**
+ * Secrets as `{env: NAME}`: where the marker says one is set (tokens in the observed body), or —
+ * for unmanaged objects, which have no marker — at each write-only path of the request schema
+ * whose holder exists.
+ */
+function secretRefs(body: Body, paths: string[], schema: Record<string, unknown>, base: string[], identity: string, owned: boolean, found: ExportResult['secrets']): void {
   for (const p of paths) {
     const segs = p.split('.');
     const walk = (holder: Body, i: number, at: string[]) => {
       const seg = segs[i];
       if (i === segs.length - 1) {
+        if (!inSchema(schema, [...at, seg]) || (owned && !isSecretToken(holder[seg]))) return;
         const path = [...base, ...at, seg].join('.');
         const env = envName(identity, path);
         holder[seg] = { env };
@@ -73,16 +109,6 @@ function secretRefs(body: Body, paths: string[], base: string[], identity: strin
     };
     walk(body, 0, []);
   }
-}
-
-/** A module as written by hand; secret slots (tokens from the marker, or absent) all become `{env: …}`. */
-function exportModule(m: ModuleDef, value: Body, identity: string, found: ExportResult['secrets']): Body {
-  const v: Body = { ...value };
-  for (const d of m.derived ?? []) delete v[d];
-  const props = (m.request.properties as Record<string, Record<string, unknown>>) ?? {};
-  const out = withoutDefaults(v, m.defaults, (m.request.required as string[]) ?? [], optionalStrings(props));
-  secretRefs(out, m.writeOnly ?? [], [m.name], identity, found);
-  return out;
 }
 
 export function exportState(lists: ObservedLists, opts: ExportOptions): ExportResult {
@@ -142,15 +168,19 @@ export function exportState(lists: ObservedLists, opts: ExportOptions): ExportRe
     const plainOrder = kind.responseOrder.filter((f) => f in kind.fields);
     const plain: Body = {};
     for (const f of [...plainOrder, ...Object.keys(kind.fields).filter((f) => !plainOrder.includes(f))]) {
-      if (f === 'metadata' || kind.derived?.includes(f) || !(f in body)) continue;
+      if (f === 'metadata' || !(f in body)) continue;
       plain[f] = body[f];
     }
-    Object.assign(out, withoutDefaults(plain, kind.defaults, kind.required, optionalStrings(kind.fields as Record<string, Record<string, unknown>>)));
+    const id = (x: string) => x;
+    Object.assign(out, minimal(plain, (b) => normalize(kind, b, id).fields, kind.required ?? []));
     const user = o.owner.type === 'this' ? o.userMetadata : o.metadata;
     if (user) out.metadata = user;
-    secretRefs(out, kind.writeOnly ?? [], [], p.identity, secrets);
+    secretRefs(out, kind.writeOnly ?? [], { properties: kind.fields }, [], p.identity, o.owner.type === 'this', secrets);
     for (const m of kind.modules ?? []) {
-      if (isObject(body[m.name])) out[m.name] = exportModule(m, body[m.name] as Body, p.identity, secrets);
+      if (!isObject(body[m.name])) continue;
+      const mod = minimal(body[m.name] as Body, (b) => normalizeModule(m, b, id), (m.request.required as string[]) ?? []);
+      secretRefs(mod, m.writeOnly ?? [], m.request, [m.name], p.identity, o.owner.type === 'this', secrets);
+      out[m.name] = mod;
     }
     for (const [field] of Object.entries(kind.embeds ?? {})) {
       const kids = p.children.filter((c) => c.field === field).sort((a, b) => a.name.localeCompare(b.name));
