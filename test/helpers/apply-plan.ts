@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { ApiClient } from '../../src/client/api-client.js';
 import type { Plan } from '../../src/reconciler/plan/types.js';
 
@@ -14,7 +15,8 @@ export async function applySequentially(client: ApiClient, plan: Plan, env: Reco
     if (Array.isArray(v)) return v.map(resolve);
     if (v && typeof v === 'object') {
       if ('$secret' in v) {
-        const src = (v as { $secret: { env?: string; fromEnv?: string } }).$secret;
+        const src = (v as { $secret: { env?: string; fromEnv?: string; file?: string } }).$secret;
+        if (src.file) return readFileSync(src.file, 'utf8').replace(/\r?\n$/, '');
         return env[src.env ?? src.fromEnv ?? ''];
       }
       return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, resolve(x)]));

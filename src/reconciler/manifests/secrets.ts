@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { dirname, relative, resolve } from 'node:path';
 import { fingerprintSecret } from '../ownership/marker.js';
 import { isSecretRef, positionOf, type ManifestObject, type SecretRef } from './model.js';
 import { formatPath, type Problem } from './problems.js';
@@ -24,7 +24,7 @@ export interface SecretEnv {
 export function resolveSecrets(objects: ManifestObject[], stack: string, src: SecretEnv): { secrets: Map<string, ResolvedSecret>; problems: Problem[] } {
   const secrets = new Map<string, ResolvedSecret>();
   const problems: Problem[] = [];
-  for (const o of objects) {
+  for (const o of objects.flatMap((x) => [x, ...x.children])) {
     for (const s of secretValues(o)) {
       const path = s.path.join('.');
       const pos = positionOf(o, s.path);
@@ -38,6 +38,8 @@ export function resolveSecrets(objects: ManifestObject[], stack: string, src: Se
           if (value === undefined || value === '') problems.push({ ...pos, severity: 'error', path: formatPath([...o.at, ...s.path]), rule: 'secret-missing', message: `environment variable ${name} is not set` });
         } else {
           const file = resolve(src.cwd, dirname(o.doc.file), s.value.file!);
+          // The plan records the file relative to the working directory, where apply reads it.
+          source = { file: relative(src.cwd, file) || file };
           try {
             value = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
           } catch (err) {

@@ -36,14 +36,18 @@ function isPlainObject(v: unknown): v is Body {
 /** Leaf-level differences of two normal values (objects descend; arrays and scalars compare whole). */
 export function diffValues(prefix: string, before: unknown, after: unknown): Change[] {
   if (same(before, after)) return [];
-  if (isPlainObject(before) && isPlainObject(after)) {
-    const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].sort();
-    return keys.flatMap((k) => diffValues(prefix ? `${prefix}.${k}` : k, before[k], after[k]));
+  if ((isPlainObject(before) || before === undefined) && (isPlainObject(after) || after === undefined) && (before ?? after) !== undefined) {
+    before ??= {};
+    after ??= {};
+    const b = before as Body;
+    const a = after as Body;
+    const keys = [...new Set([...Object.keys(b), ...Object.keys(a)])].sort();
+    return keys.flatMap((k) => diffValues(prefix ? `${prefix}.${k}` : k, b[k], a[k]));
   }
   return [change(prefix, before, after)];
 }
 
 /** Every field of a new object, as "after" values. */
 export function creationChanges(fields: Body): Change[] {
-  return Object.entries(fields).map(([k, v]) => change(k, undefined, v));
+  return Object.entries(fields).flatMap(([k, v]) => diffValues(k, undefined, v));
 }
