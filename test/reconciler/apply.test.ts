@@ -126,6 +126,41 @@ describe('apply (real executor, real service)', () => {
   });
 });
 
+describe('export --all and adoption', () => {
+  it('exports unmanaged objects; plan --adopt then only stamps markers', async () => {
+    const client = await clientFor(svc);
+    const host = `adopt-${Date.now()}.example.com:443`;
+    const ca = (await client.send('POST', '/certificate_authorities', { ca_pem: CERT2, description: 'hand made' })) as { id: string };
+    const edge = (await client.send('POST', '/edges/https', {
+      hostports: [host], description: 'by hand', metadata: 'team=web', mutual_tls: { certificate_authority_ids: [ca.id] },
+      tls_termination: { min_version: '1.3' },
+    })) as { id: string };
+    await client.send('POST', `/edges/https/${edge.id}/routes`, { match_type: 'path_prefix', match: '/api/', compression: { enabled: true } });
+
+    const owned = exportState(await readLiveState(client), { stack: 'adopt' });
+    expect(owned.files).toEqual([]);
+    const exp = await exportTo(client, 'adopt', {}, true);
+    const text = exp.result.files.map((f) => f.text).join('\n');
+    expect(text).toContain(`name: ${host.replace(':', '-')}`);
+    expect(text).toMatch(/certificate_authority_ids:\n\s+- hand-made/);
+    expect(text).toContain('metadata: team=web');
+    expect(text).toContain('name: api');
+
+    const p = (await prepare(client, exp.dir, 'adopt', {}, { adopt: true })).plan!;
+    expect(p.conflicts).toEqual([]);
+    expect(p.steps.map((s) => s.action)).toEqual(['update', 'update', 'update']);
+    for (const s of p.steps) {
+      expect(Object.keys(s.request.body as object)).toEqual(['metadata']);
+      expect(s.changes.map((c) => c.path)).toEqual(['metadata (ownership marker)']);
+    }
+    await applyPlan(p, { client, secrets: { value: () => '' } });
+    expect(await remaining(client, exp.dir, 'adopt')).toEqual([]);
+    expect((await liveObjects(client)).map((o) => o.identity).sort()).toEqual([
+      'adopt:CertificateAuthority/hand-made', `adopt:HTTPSEdge/${host.replace(':', '-')}`, `adopt:HTTPSEdge/${host.replace(':', '-')}/routes/api`,
+    ]);
+  });
+});
+
 describe('saved plans', () => {
   it('are stale when an object they touch changed, or one they create now exists', async () => {
     const client = await clientFor(svc);

@@ -131,9 +131,8 @@ export function exportState(lists: ObservedLists, opts: ExportOptions): ExportRe
       nameOfId.set(o.id, { name, kind });
       for (const [field, childKind] of Object.entries(kind.embeds ?? {})) {
         const usedChild = new Set<string>();
-        const kids = observed.filter((c) => c.parentId === o.id && c.kind.name === childKind && (wanted(c) || o.owner.type === 'this'));
+        const kids = observed.filter((c) => c.parentId === o.id && c.kind.name === childKind && wanted(c));
         for (const c of [...kids].sort((a, b) => Number(!a.marker) - Number(!b.marker) || a.id.localeCompare(b.id))) {
-          if (c.owner.type === 'stack') continue;
           const childName = uniqueName(c, usedChild);
           p.children.push({ o: c, name: childName, identity: `${p.identity}/${field}/${childName}`, field, children: [] });
         }
