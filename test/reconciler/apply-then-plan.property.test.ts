@@ -39,7 +39,7 @@ const routeModules = fc.record({
   auth: opt(fc.oneof(
     fc.record({ oidc: fc.record({ issuer: fc.constant('https://id.example.com'), client_id: fc.constantFrom('web', 'api'), client_secret: secretRef, scopes: opt(fc.uniqueArray(fc.constantFrom('openid', 'email'))), ...session }, { requiredKeys: ['issuer', 'client_id', 'client_secret'] }) }),
     fc.record({ oauth: fc.record({ provider: fc.oneof(
-      fc.record({ github: fc.record({ client_id: fc.constant('gh'), client_secret: secretRef, email_domains: fc.uniqueArray(fc.constantFrom('Example.com', 'corp.example.org'), { selector: (d) => d.toLowerCase() }), teams: opt(fc.constant(['acme/ops'])) }, { requiredKeys: ['email_domains'] }) }),
+      fc.record({ github: fc.record({ client_id: fc.constant('gh'), client_secret: secretRef, email_domains: fc.uniqueArray(fc.constantFrom('Example.com', 'corp.example.org'), { selector: (d) => d.toLowerCase() }), teams: opt(fc.constant(['acme/ops'])) }, { requiredKeys: ['client_id', 'client_secret', 'email_domains'] }) }),
       fc.record({ google: fc.record({ email_addresses: fc.uniqueArray(fc.constantFrom('Ann@Example.com', 'bob@example.com'), { selector: (d) => d.toLowerCase() }) }) }),
     ), auth_check_interval: opt(fc.nat(3600)) }, { requiredKeys: ['provider'] }) }),
     fc.record({ saml: fc.record({ idp_metadata: fc.constant(IDP), force_authn: opt(fc.boolean()), authorized_groups: opt(fc.uniqueArray(fc.constantFrom('admins', 'ops'))) }, { requiredKeys: ['idp_metadata'] }) }),
@@ -150,5 +150,5 @@ describe('apply then plan is empty (real service, PGlite)', () => {
         expect(again.steps.map((s) => `${s.id} ${JSON.stringify(s.changes)}`)).toEqual([]);
       }
     }), { numRuns: RUNS });
-  });
+  }, 30_000 + RUNS * 10_000);
 });

@@ -490,10 +490,59 @@ class Planner {
         for (const v of this.uniqueValues(dec.d.kind, dec.d.body, u)) {
           const holder = holders.get(`${dec.d.kind.name}:${u.scope}:${u.perParent ? parentId : ''}:${v}`);
           if (!holder || holder.id === dec.o?.id) continue;
-          main.dependsOn.push(...(this.stepsOfObserved.get(holder.id) ?? []));
+          const theirs = this.stepsOfObserved.get(holder.id) ?? [];
+          if (!theirs.some((id) => this.reaches(id, main.id))) main.dependsOn.push(...theirs);
+          else main.dependsOn.push(this.release(holder, v, dec.d.identity));
         }
       }
     }
+  }
+
+  /** Whether step `from` depends, directly or not, on step `to`. */
+  private reaches(from: string, to: string): boolean {
+    const byId = new Map(this.steps.map((s) => [s.id, s]));
+    const seen = new Set<string>();
+    const stack = [from];
+    while (stack.length) {
+      const id = stack.pop()!;
+      if (id === to) return true;
+      if (seen.has(id)) continue;
+      seen.add(id);
+      stack.push(...(byId.get(id)?.dependsOn ?? []));
+    }
+    return false;
+  }
+
+  /**
+   * Two objects trading unique values (routes swapping matches, edges swapping hostports) would
+   * wait for each other: the holder first lets go of the value — a list drops it, a single value
+   * takes a temporary form — and its own update sets the final value later.
+   */
+  private release(holder: ObservedObject, value: string, taker: string): string {
+    const identity = holder.marker?.id ?? holder.id;
+    const id = `${identity}:release`;
+    let step = this.steps.find((s) => s.id === id);
+    const body = (step?.request.body as Body | undefined) ?? {};
+    const field = Object.keys(holder.body).find((k) => {
+      const x = body[k] ?? holder.body[k];
+      return Array.isArray(x) ? x.some((y) => String(y).toLowerCase() === value) : String(x).toLowerCase() === value;
+    });
+    if (!field) return id;
+    const current = body[field] ?? holder.body[field];
+    body[field] = Array.isArray(current) ? current.filter((y) => String(y).toLowerCase() !== value) : `${String(current)}~edgeplane-swap`;
+    if (!step) {
+      step = this.addStep(null, {
+        id, action: 'update',
+        object: { kind: holder.kind.name, identity, name: identity.split('/').pop()!, id: holder.id, ...(holder.parentId ? { parent: this.parentIdentity(holder.parentId) } : {}) },
+        request: { method: 'PATCH', path: this.objectPath(holder.kind, holder.id, holder.parentId), body },
+        changes: [], dependsOn: [], reason: `frees ${value} for ${taker} first: the two objects trade unique values`,
+      });
+      for (const other of this.stepsOfObserved.get(holder.id) ?? []) {
+        if (other !== id) this.steps.find((s) => s.id === other)!.dependsOn.push(id);
+      }
+    } else step.reason += `, ${value} for ${taker}`;
+    step.changes = Object.keys(body).map((f) => ({ path: f, before: holder.body[f], after: body[f] }));
+    return id;
   }
 
   private summary() {
