@@ -1,5 +1,5 @@
 import { findKind, kindByName } from '../kinds/registry.js';
-import type { Body, HookContext, KindDef, KindRuntimeConfig, ModuleDef, RefDef } from '../kinds/types.js';
+import type { Body, HookContext, KindDef, KindRuntimeConfig, ModuleDef, RefDef, UniqueDef } from '../kinds/types.js';
 import type { Db, Queryable } from '../store/db.js';
 import { isPgError } from '../store/db.js';
 import {
@@ -50,6 +50,7 @@ export class Resources {
       await kind.hooks?.inTransaction?.(q, ctx);
       const inserted = await insertObject(q, { id, account_id: caller.accountId, kind: kind.name, parent_id: parentId ?? null, body });
       await this.writeLinks(q, kind, caller, inserted);
+      await kind.hooks?.afterWrite?.(q, ctx);
       return inserted;
     });
     return this.respond(kind, caller, row);
@@ -94,6 +95,7 @@ export class Resources {
       await kind.hooks?.inTransaction?.(q, ctx);
       const updated = await updateBody(q, id, body);
       await this.writeLinks(q, kind, caller, updated);
+      await kind.hooks?.afterWrite?.(q, ctx);
       return updated;
     });
     return this.respond(kind, caller, row);
@@ -220,7 +222,7 @@ export class Resources {
       throw err;
     }
     const uniques = (kind.uniques ?? []).flatMap((u) =>
-      u.values(row.body).map((value) => ({ scope: u.perParent ? `${u.scope}:${row.parent_id}` : u.scope, value, def: u })),
+      u.values(row.body).map((value) => ({ scope: uniqueScope(u, row), value, def: u })),
     );
     try {
       await replaceUniques(q, row.id, uniques);
@@ -259,6 +261,13 @@ export class Resources {
     const children = kind.embeds ? await this.children(this.db, kind, caller, [row.id]) : undefined;
     return toResponse(kind, row, caller.baseUrl, children);
   }
+}
+
+/** The `unique_keys` scope of a unique value: service-wide, per parent object or per account. */
+export function uniqueScope(u: UniqueDef, row: Pick<ObjectRow, 'parent_id' | 'account_id'>): string {
+  if (u.perParent) return `${u.scope}:${row.parent_id}`;
+  if (u.perAccount) return `${u.scope}:${row.account_id}`;
+  return u.scope;
 }
 
 function exclusiveGroups(kind: KindDef): Map<string, string[]> {
