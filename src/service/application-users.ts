@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { applicationUser, providerKey } from '../kinds/application-user.js';
 import { requestSchema } from '../kinds/schemas.js';
 import type { Body, KindRuntimeConfig } from '../kinds/types.js';
@@ -124,7 +125,8 @@ export class ApplicationUsers {
     delete given.provider_user_id; // the key: equal by construction, and immutable
     given.last_login = latest(current.last_login, given.last_login);
     given.last_active = latest(current.last_active, latest(given.last_active, given.last_login));
-    const changes = Object.entries(given).filter(([k, v]) => v !== undefined && JSON.stringify(current[k]) !== JSON.stringify(v));
+    // Compared as values: jsonb does not keep key order.
+    const changes = Object.entries(given).filter(([k, v]) => v !== undefined && !isDeepStrictEqual(current[k], v));
     if (!changes.length) return { outcome: 'unchanged', user: current };
     return { outcome: 'updated', user: await this.resources.update(applicationUser, caller, id, Object.fromEntries(changes)) };
   }
