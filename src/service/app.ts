@@ -34,7 +34,7 @@ declare module 'fastify' {
 /** Fields never written to logs, wherever they appear. */
 export const REDACT_PATHS = [
   'req.headers.authorization', 'req.headers.cookie', 'headers.authorization',
-  '*.client_secret', '*.secret', '*.api_key', '*.apiKey', '*.key_hash',
+  '*.client_secret', '*.secret', '*.api_key', '*.apiKey', '*.key_hash', '*.request_signing_key_pem',
 ];
 
 /** The whole service as one fastify instance; `serve` listens with it, tests `inject` into it. */

@@ -6,6 +6,8 @@ import {
   deleteObject, existingIds, getObject, insertObject, listChildren, listObjects, reaches, referrers,
   replaceRefs, replaceUniques, UniqueViolation, updateBody, type ObjectRow, type RefRow,
 } from '../store/objects.js';
+import { isDeepStrictEqual } from 'node:util';
+import { getPath, hasPath, holderOf } from '../kinds/paths.js';
 import { newId } from '../util/ids.js';
 import { ApiError } from './errors.js';
 import { toResponse } from './serialize.js';
@@ -42,7 +44,7 @@ export class Resources {
     const ctx = this.hookContext('create', caller, id, body, input, undefined, parentId);
     for (const m of kind.modules ?? []) {
       const given = input[m.name];
-      body[m.name] = given ? this.prepareModule(m, given as Body, undefined, ctx) : null;
+      body[m.name] = given ? await this.prepareModule(m, given as Body, undefined, ctx) : null;
     }
     await this.prepare(kind, ctx);
     const row = await this.db.tx(async (q) => {
@@ -89,7 +91,7 @@ export class Resources {
       for (const m of kind.modules ?? []) {
         const given = input[m.name];
         // PATCH replaces a module that is given and never deletes one (null or omitted: kept).
-        if (given) body[m.name] = this.prepareModule(m, given as Body, current.body[m.name] as Body | null, ctx);
+        if (given) body[m.name] = await this.prepareModule(m, given as Body, current.body[m.name] as Body | null, ctx);
       }
       await this.prepare(kind, ctx);
       await kind.hooks?.inTransaction?.(q, ctx);
@@ -122,7 +124,7 @@ export class Resources {
       if (!current) throw notFound(kind, id);
       const body: Body = structuredClone(current.body);
       const ctx = this.hookContext('update', caller, id, body, { [mod.name]: input }, current.body, parentId);
-      body[mod.name] = this.prepareModule(mod, input, current.body[mod.name] as Body | null, ctx);
+      body[mod.name] = await this.prepareModule(mod, input, current.body[mod.name] as Body | null, ctx);
       await this.prepare(kind, ctx);
       await kind.hooks?.inTransaction?.(q, ctx);
       const updated = await updateBody(q, id, body);
@@ -167,16 +169,24 @@ export class Resources {
   }
 
   /**
-   * Request form → stored form of one module: defaults filled in, secrets the request leaves out
-   * carried over from the stored module (a client that GETs a module, edits it and PUTs it back
-   * must not lose a secret it never saw), then the module's own normaliser.
+   * Request form → stored form of one module: canonical form, defaults filled in, secrets the
+   * request leaves out carried over from the stored module (a client that GETs a module, edits it
+   * and PUTs it back must not lose a secret it never saw) unless a field the secret belongs to
+   * changed (`secretBoundTo`), then the module's own validation and derivations.
    */
-  private prepareModule(mod: ModuleDef, given: Body, previous: Body | null | undefined, ctx: HookContext): Body {
-    const stored: Body = { ...(mod.defaults ?? {}), ...given };
+  private async prepareModule(mod: ModuleDef, given: Body, previous: Body | null | undefined, ctx: HookContext): Promise<Body> {
+    const input = mod.normalize ? mod.normalize(given) : given;
+    const stored: Body = { ...(mod.defaults ?? {}), ...structuredClone(input) };
+    const carried: string[] = [];
     for (const secret of mod.writeOnly ?? []) {
-      if (!(secret in given) && previous && secret in previous) stored[secret] = previous[secret];
+      if (!previous || hasPath(input, secret) || !hasPath(previous, secret)) continue;
+      const holder = holderOf(stored, secret);
+      const bound = mod.secretBoundTo?.[secret] ?? [];
+      if (!holder || bound.some((f) => !isDeepStrictEqual(getPath(stored, f), getPath(previous, f)))) continue;
+      holder[secret.split('.').at(-1)!] = getPath(previous, secret);
+      carried.push(secret);
     }
-    return mod.prepare?.(stored, { ...ctx, previousModule: previous ?? undefined }) ?? stored;
+    return (await mod.prepare?.(stored, { ...ctx, previousModule: previous ?? undefined, carried })) ?? stored;
   }
 
   private async prepare(kind: KindDef, ctx: HookContext): Promise<void> {
@@ -240,7 +250,9 @@ export class Resources {
     if (users.length === 0 && !always) return;
     const names = users.map((u) => {
       const k = findKind(u.kind);
-      return k ? `${k.title} ${u.id}` : u.id;
+      if (!k) return u.id;
+      const parent = k.parent && u.parent_id ? ` of ${kindByName(k.parent.kind).title} ${u.parent_id}` : '';
+      return `${k.title} ${u.id}${parent}`;
     });
     throw new ApiError('ERR_IN_USE', `${kind.title} ${id} is still used by ${names.join(', ') || 'another object'}; remove those references first`);
   }

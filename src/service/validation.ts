@@ -4,7 +4,8 @@ import { utf8Bytes } from '../util/bytes.js';
 /**
  * The one Ajv instance: the service validates requests with it and the reconciler validates
  * manifests with it, so a rule is written once. `maxBytes` counts UTF-8 bytes (the API's limits
- * are bytes, `maxLength` counts characters); `x-rule` is the human wording of a pattern.
+ * are bytes, `maxLength` counts characters); `x-rule` is the human wording of a pattern
+ * or of a forbidden field (`not: {}`).
  */
 export function createAjv(): Ajv {
   const ajv = new Ajv({ allErrors: false, verbose: true, strict: true, coerceTypes: false, useDefaults: false, removeAdditional: false });
@@ -40,7 +41,8 @@ export function describeAjvError(e: ErrorObject): FieldProblem {
     return { field: fieldPath(e.instancePath, String(params.missingProperty)), rule: 'is required', unknownField: false };
   }
   const custom = (e.parentSchema as Record<string, unknown> | undefined)?.['x-rule'];
-  if (e.keyword === 'pattern' && typeof custom === 'string') {
+  // `x-rule` words a pattern, or a `not: {}` that forbids a field (derived, provider-specific).
+  if ((e.keyword === 'pattern' || e.keyword === 'not') && typeof custom === 'string') {
     return { field: fieldPath(e.instancePath), rule: custom, unknownField: false };
   }
   if (e.keyword === 'enum') {
