@@ -101,6 +101,15 @@ describe.each(ENGINES)('HTTPS edges and routes (%s)', (engine) => {
       expect(rows).toHaveLength(1);
     });
 
+    it('refuses text the database cannot store (U+0000, unpaired surrogates), naming the field', async () => {
+      expectRejected(await c.request('POST', '/edges/https', '{"description":"a\\u0000b"}'), 'description');
+      expectRejected(await c.request('POST', '/edges/https', '{"metadata":"\\ud800"}'), 'metadata');
+      const e = await newEdge(c);
+      const r = await newRoute(c, e.id);
+      expectRejected(await c.request('PUT', `/edges/https/${e.id}/routes/${r.id}/request_headers`, '{"add":{"x-\\udc00":"v"}}'), 'add.x-');
+      expect((await c.post('/edges/https', { hostports: [hostport()], description: '👩‍👩‍👧 ＡＢＣ' })).status).toBe(201);
+    });
+
     it('rejects unknown fields, ids that differ from the path, and other accounts\' edges', async () => {
       const e = await newEdge(c);
       expectRejected(await c.post('/edges/https', { hostport: [] }), 'hostport');
