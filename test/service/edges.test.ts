@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectRejected, fakeId, hostport, IDP_METADATA, newCa, newEdge, newFailover, newRoute } from './helpers/edges.js';
-import { ENGINES, startTestService, type TestClient, type TestService } from './helpers/service.js';
+import { expectRejected, fakeId, hostport, IDP_METADATA, newCa, newEdge, newFailover, newRoute } from '../helpers/edges.js';
+import { ENGINES, startTestService, type TestClient, type TestService } from '../helpers/service.js';
 
 describe.each(ENGINES)('HTTPS edges and routes (%s)', (engine) => {
   let svc: TestService;

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fakeId, hostport, IDP_METADATA, newCa, newEdge, newFailover, newRoute } from './helpers/edges.js';
-import { ENGINES, startTestService, type TestService } from './helpers/service.js';
+import { fakeId, hostport, IDP_METADATA, newCa, newEdge, newFailover, newRoute } from '../helpers/edges.js';
+import { ENGINES, startTestService, type TestService } from '../helpers/service.js';
 
 /**
  * Random and mutated JSON bodies against every write endpoint of edges, routes and their modules:
