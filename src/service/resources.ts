@@ -96,7 +96,7 @@ export class Resources {
       await this.prepare(kind, ctx);
       await kind.hooks?.inTransaction?.(q, ctx);
       const updated = await updateBody(q, id, body);
-      await this.writeLinks(q, kind, caller, updated);
+      await this.writeLinks(q, kind, caller, updated, current.body);
       await kind.hooks?.afterWrite?.(q, ctx);
       return updated;
     });
@@ -128,7 +128,7 @@ export class Resources {
       await this.prepare(kind, ctx);
       await kind.hooks?.inTransaction?.(q, ctx);
       const updated = await updateBody(q, id, body);
-      await this.writeLinks(q, kind, caller, updated);
+      await this.writeLinks(q, kind, caller, updated, current.body);
       return updated;
     });
     return this.moduleResponse(mod, row, caller);
@@ -147,7 +147,7 @@ export class Resources {
       if (!current.body[mod.name]) throw this.moduleNotConfigured(kind, mod, id);
       const body: Body = { ...current.body, [mod.name]: null };
       const updated = await updateBody(q, id, body);
-      await this.writeLinks(q, kind, caller, updated);
+      await this.writeLinks(q, kind, caller, updated, current.body);
     });
   }
 
@@ -205,10 +205,26 @@ export class Resources {
     if (!parent) throw notFound(parentKind, parentId);
   }
 
-  /** Records references (checked to exist in the account) and unique keys of a written object. */
-  private async writeLinks(q: Queryable, kind: KindDef, caller: Caller, row: ObjectRow): Promise<void> {
+  /**
+   * Records references (checked to exist in the account) and unique keys of a written object.
+   * Given the body it replaces (read under the row lock), links that did not change are not
+   * rewritten: a module PUT that touches no reference or unique value costs no extra writes.
+   */
+  private async writeLinks(q: Queryable, kind: KindDef, caller: Caller, row: ObjectRow, previous?: Body): Promise<void> {
     const refs = collectRefs(kind, row.body);
     const stored = refs.filter((r) => r.def.stored !== false);
+    const uniques = uniqueKeys(kind, row.body, row);
+    const same = <T extends object>(a: T[], b: T[], key: (x: T) => string) =>
+      JSON.stringify(a.map(key).sort()) === JSON.stringify(b.map(key).sort());
+    const refKey = (r: RefRow) => `${r.field}\u0000${r.to_id}`;
+    const uniqueKey = (u: { scope: string; value: string }) => `${u.scope}\u0000${u.value}`;
+    if (!previous || !same(stored, collectRefs(kind, previous).filter((r) => r.def.stored !== false), refKey)) {
+      await this.writeRefs(q, kind, caller, row, stored);
+    }
+    if (!previous || !same(uniques, uniqueKeys(kind, previous, row), uniqueKey)) await this.writeUniques(q, row, uniques);
+  }
+
+  private async writeRefs(q: Queryable, kind: KindDef, caller: Caller, row: ObjectRow, stored: CollectedRef[]): Promise<void> {
     const found = await existingIds(q, caller.accountId, stored.map((r) => r.to_id));
     for (const r of stored) {
       if (!found.has(r.to_id)) {
@@ -231,9 +247,9 @@ export class Resources {
       if (isPgError(err, '23503')) throw new ApiError('ERR_INVALID_REFERENCE', `a referenced object was deleted while this ${kind.title} was written; retry`);
       throw err;
     }
-    const uniques = (kind.uniques ?? []).flatMap((u) =>
-      u.values(row.body).map((value) => ({ scope: uniqueScope(u, row), value, def: u })),
-    );
+  }
+
+  private async writeUniques(q: Queryable, row: ObjectRow, uniques: { scope: string; value: string; def: UniqueDef }[]): Promise<void> {
     try {
       await replaceUniques(q, row.id, uniques);
     } catch (err) {
@@ -289,6 +305,12 @@ function exclusiveGroups(kind: KindDef): Map<string, string[]> {
     groups.set(m.exclusiveGroup, [...(groups.get(m.exclusiveGroup) ?? []), m.name]);
   }
   return groups;
+}
+
+function uniqueKeys(kind: KindDef, body: Body, row: Pick<ObjectRow, 'parent_id' | 'account_id'>): { scope: string; value: string; def: UniqueDef }[] {
+  return (kind.uniques ?? []).flatMap((u) =>
+    u.values(body).map((value) => ({ scope: uniqueScope(u, row), value, def: u })),
+  );
 }
 
 interface CollectedRef extends RefRow { def: RefDef; label: string }

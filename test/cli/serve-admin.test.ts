@@ -53,7 +53,7 @@ describe('edgeplane serve + admin on the embedded engine', () => {
     } finally {
       expect(await restarted.stop('SIGINT')).toBe(0);
     }
-  });
+  }, 240_000);
 
   it('explains bad usage', async () => {
     const res = await runCli(['admin', 'accounts', 'create']);
@@ -85,5 +85,5 @@ describe.runIf(!!process.env.DATABASE_URL)('edgeplane serve + admin on PostgreSQ
       await admin.query(`DROP SCHEMA ${schema} CASCADE`);
       await admin.close();
     }
-  });
+  }, 120_000);
 });
