@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { abuseDecide, abuseList } from '../../src/cli/commands/admin-abuse.js';
 import { usersImport, usersRecord } from '../../src/cli/commands/admin-users.js';
 import type { Output } from '../../src/cli/output.js';
@@ -43,6 +43,11 @@ async function withState<T>(state: string, fn: (db: Awaited<ReturnType<typeof op
  * run in-process through the same command functions.
  */
 describe('edgeplane admin abuse / users on the embedded engine', () => {
+  // The in-process commands choose their engine like the CLI: DATABASE_URL would win over --state.
+  const saved = process.env.DATABASE_URL;
+  beforeAll(() => { delete process.env.DATABASE_URL; });
+  afterAll(() => { if (saved !== undefined) process.env.DATABASE_URL = saved; });
+
   it('serve processes reports in its worker; the operator lists them, decides, records and imports users', { timeout: 240_000 }, async () => {
     const state = mkdtempSync(join(tmpdir(), 'ep-abuse-cli-'));
     const acct = await withState(state, (db) => createAccount(db, { name: 'abuse-team', abuseReports: true }));
