@@ -7,7 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { FastifyInstance } from 'fastify';
@@ -51,6 +51,8 @@ interface EngineReport {
   rows: Row[];
   getVsSelect: { name: string; pct: number; meetsTarget: boolean }[];
   rssPeakMiB: number;
+  /** 1-minute load average before and after the engine's runs: other work on the machine skews every figure. */
+  loadAvg: { before: number; after: number };
 }
 
 function parseOptions(): Options {
@@ -179,6 +181,7 @@ async function checkOnce(target: LoadTarget, status: number): Promise<void> {
 }
 
 async function benchEngine(engine: Engine, opts: Options, rss: RssSampler): Promise<EngineReport> {
+  const loadBefore = round1(loadavg()[0]);
   const { db, dispose } = await openEngine(engine, opts);
   let app: FastifyInstance | undefined;
   let baselines: Awaited<ReturnType<typeof startBaselines>> | undefined;
@@ -239,7 +242,7 @@ async function benchEngine(engine: Engine, opts: Options, rss: RssSampler): Prom
     const getVsSelect = rows
       .filter((r) => r.op === 'get')
       .map((r) => ({ name: r.name, pct: r.pctOfSelect!, meetsTarget: r.pctOfSelect! >= TARGET_PCT }));
-    return { engine, target: db.describe, rows, getVsSelect, rssPeakMiB: engineRss.peak };
+    return { engine, target: db.describe, rows, getVsSelect, rssPeakMiB: engineRss.peak, loadAvg: { before: loadBefore, after: round1(loadavg()[0]) } };
   } finally {
     await baselines?.close().catch(() => {});
     await app?.close();
@@ -263,7 +266,7 @@ function printTable(report: EngineReport) {
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
-  console.log(`\n${report.engine} — ${report.target}`);
+  console.log(`\n${report.engine} — ${report.target} — load average ${report.loadAvg.before} → ${report.loadAvg.after} on ${cpus().length} CPUs`);
   console.log(line(header));
   console.log(widths.map((w) => '─'.repeat(w)).join('  '));
   for (const b of body) console.log(line(b));
@@ -297,6 +300,9 @@ async function main() {
     targetPct: TARGET_PCT,
   };
   console.log(`edgeplane API bench: ${opts.connections} connections, ${opts.warmup} s warm-up + ${opts.duration} s per row, ${opts.rounds} round(s), load generator: ${opts.loadgen}`);
+  if (loadavg()[0] > cpus().length / 2) {
+    console.log(`warning: load average ${round1(loadavg()[0])} on ${cpus().length} CPUs: other work will skew the figures; use --rounds 3 or run on a quiet machine`);
+  }
   const reports: EngineReport[] = [];
   let failed = false;
   for (const engine of opts.engines) {
