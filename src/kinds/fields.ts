@@ -22,3 +22,20 @@ export function ids(prefixes: string[], what: string, maxItems?: number): JSONSc
 export const uint32: JSONSchema = { type: 'integer', minimum: 0, maximum: 4294967295 };
 export const positiveUint32: JSONSchema = { type: 'integer', minimum: 1, maximum: 4294967295 };
 export const stringList: JSONSchema = { type: 'array', items: { type: 'string' } };
+
+/** A field this object does not take, with the reason (rather than "unknown field"). */
+export function forbidden(rule: string): JSONSchema {
+  return { not: {}, 'x-rule': rule };
+}
+
+/** A closed object: unknown fields are errors (typos must fail). */
+export function object(properties: Record<string, JSONSchema>, required?: string[]): JSONSchema {
+  return { type: 'object', properties, additionalProperties: false, ...(required?.length ? { required } : {}) };
+}
+
+/** A bounded list of bounded strings (scopes, groups, header names …); rules on items live in the module's normaliser. */
+export function strings(maxItems: number, maxBytes = 256): JSONSchema {
+  return { type: 'array', maxItems, items: { type: 'string', minLength: 1, maxBytes } };
+}
+
+export const secret: JSONSchema = { type: 'string', minLength: 1, maxBytes: 4096 };

@@ -1,12 +1,23 @@
 import { certificateAuthority } from './certificate-authority.js';
 import { failoverBackend } from './failover-backend.js';
+import { httpsEdge } from './https-edge.js';
+import { httpsEdgeRoute } from './https-edge-route.js';
 import type { KindDef } from './types.js';
 
 /** Every kind the service knows. Adding a kind: its file, one line here. */
-export const KINDS: KindDef[] = [failoverBackend, certificateAuthority];
+export const KINDS: KindDef[] = [failoverBackend, certificateAuthority, httpsEdge, httpsEdgeRoute];
 
 /** Kinds that are referenced but not stored by this service (their Refs still get a uri). */
 export const FOREIGN_PATHS: Record<string, string> = { ipPolicy: '/ip_policies' };
+
+/** Paths of backend kinds by id prefix: a route's backend may name one this service does not store. */
+export const FOREIGN_PREFIX_PATHS: Record<string, string> = {
+  bkdhr: '/backends/http_response',
+  bkdtg: '/backends/tunnel_group',
+  bkdwd: '/backends/weighted',
+  bkdsc: '/backends/static_address',
+  ipp: '/ip_policies',
+};
 
 const byName = new Map(KINDS.map((k) => [k.name, k]));
 

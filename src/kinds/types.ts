@@ -26,6 +26,14 @@ export interface RefDef {
   stored?: boolean;
 }
 
+/** What a module's normaliser sees besides the hook context. */
+export interface ModuleContext extends HookContext {
+  /** The module as stored before this write, if it was configured. */
+  previousModule?: Body;
+  /** Write-only paths whose value was carried over from `previousModule` (the request left them out). */
+  carried: string[];
+}
+
 /** A value that must be unique within a scope, enforced by the `unique_keys` primary key. */
 export interface UniqueDef {
   /** Scope name; with `perParent` the scope is per parent object (route match within its edge). */
@@ -65,14 +73,26 @@ export interface ModuleDef {
   refs?: RefDef[];
   /** Values the service fills in when a field is omitted (also used by the reconciler). */
   defaults?: Body;
-  /** Secrets: stored, never returned. */
+  /**
+   * Secrets: stored, never returned. Dotted paths reach into nested objects
+   * (`provider.github.client_secret`). A write that leaves one out keeps the stored value, see
+   * `secretBoundTo`.
+   */
   writeOnly?: string[];
+  /**
+   * A stored secret is carried over only while these fields (dotted paths, compared after
+   * `normalize`) keep their value: a webhook secret belongs to its provider, an OAuth secret to its
+   * client_id. Absent: carried over whenever the request leaves it out.
+   */
+  secretBoundTo?: Record<string, string[]>;
   /** Fields computed by the service; never accepted, always returned. */
   derived?: string[];
   /** At most one module of a group may be configured on one object. */
   exclusiveGroup?: string;
-  /** Normalises the request form into the stored form; may throw an ApiError. */
-  prepare?(module: Body, ctx: HookContext & { previousModule?: Body }): Body | void;
+  /** Canonical form of the request (case folding) before secrets are compared and carried over. */
+  normalize?(module: Body): Body;
+  /** Validates the module and derives fields into it (the stored form); may throw an ApiError. */
+  prepare?(module: Body, ctx: ModuleContext): Body | void | Promise<Body | void>;
   /** Response fields in order (after refs are mapped); default: request fields then derived. */
   responseOrder?: string[];
 }

@@ -1,11 +1,13 @@
 import { findKind, kindByName } from '../kinds/registry.js';
-import type { Body, HookContext, KindDef, KindRuntimeConfig, ModuleDef, RefDef } from '../kinds/types.js';
+import type { Body, HookContext, KindDef, KindRuntimeConfig, ModuleDef, RefDef, UniqueDef } from '../kinds/types.js';
 import type { Db, Queryable } from '../store/db.js';
 import { isPgError } from '../store/db.js';
 import {
   deleteObject, existingIds, getObject, insertObject, listChildren, listObjects, reaches, referrers,
   replaceRefs, replaceUniques, UniqueViolation, updateBody, type ObjectRow, type RefRow,
 } from '../store/objects.js';
+import { isDeepStrictEqual } from 'node:util';
+import { getPath, hasPath, holderOf } from '../kinds/paths.js';
 import { newId } from '../util/ids.js';
 import { ApiError } from './errors.js';
 import { toResponse } from './serialize.js';
@@ -42,7 +44,7 @@ export class Resources {
     const ctx = this.hookContext('create', caller, id, body, input, undefined, parentId);
     for (const m of kind.modules ?? []) {
       const given = input[m.name];
-      body[m.name] = given ? this.prepareModule(m, given as Body, undefined, ctx) : null;
+      body[m.name] = given ? await this.prepareModule(m, given as Body, undefined, ctx) : null;
     }
     await this.prepare(kind, ctx);
     const row = await this.db.tx(async (q) => {
@@ -88,12 +90,12 @@ export class Resources {
       for (const m of kind.modules ?? []) {
         const given = input[m.name];
         // PATCH replaces a module that is given and never deletes one (null or omitted: kept).
-        if (given) body[m.name] = this.prepareModule(m, given as Body, current.body[m.name] as Body | null, ctx);
+        if (given) body[m.name] = await this.prepareModule(m, given as Body, current.body[m.name] as Body | null, ctx);
       }
       await this.prepare(kind, ctx);
       await kind.hooks?.inTransaction?.(q, ctx);
       const updated = await updateBody(q, id, body);
-      await this.writeLinks(q, kind, caller, updated);
+      await this.writeLinks(q, kind, caller, updated, current.body);
       return updated;
     });
     return this.respond(kind, caller, row);
@@ -120,11 +122,11 @@ export class Resources {
       if (!current) throw notFound(kind, id);
       const body: Body = structuredClone(current.body);
       const ctx = this.hookContext('update', caller, id, body, { [mod.name]: input }, current.body, parentId);
-      body[mod.name] = this.prepareModule(mod, input, current.body[mod.name] as Body | null, ctx);
+      body[mod.name] = await this.prepareModule(mod, input, current.body[mod.name] as Body | null, ctx);
       await this.prepare(kind, ctx);
       await kind.hooks?.inTransaction?.(q, ctx);
       const updated = await updateBody(q, id, body);
-      await this.writeLinks(q, kind, caller, updated);
+      await this.writeLinks(q, kind, caller, updated, current.body);
       return updated;
     });
     return this.moduleResponse(mod, row, caller);
@@ -143,7 +145,7 @@ export class Resources {
       if (!current.body[mod.name]) throw this.moduleNotConfigured(kind, mod, id);
       const body: Body = { ...current.body, [mod.name]: null };
       const updated = await updateBody(q, id, body);
-      await this.writeLinks(q, kind, caller, updated);
+      await this.writeLinks(q, kind, caller, updated, current.body);
     });
   }
 
@@ -165,16 +167,24 @@ export class Resources {
   }
 
   /**
-   * Request form → stored form of one module: defaults filled in, secrets the request leaves out
-   * carried over from the stored module (a client that GETs a module, edits it and PUTs it back
-   * must not lose a secret it never saw), then the module's own normaliser.
+   * Request form → stored form of one module: canonical form, defaults filled in, secrets the
+   * request leaves out carried over from the stored module (a client that GETs a module, edits it
+   * and PUTs it back must not lose a secret it never saw) unless a field the secret belongs to
+   * changed (`secretBoundTo`), then the module's own validation and derivations.
    */
-  private prepareModule(mod: ModuleDef, given: Body, previous: Body | null | undefined, ctx: HookContext): Body {
-    const stored: Body = { ...(mod.defaults ?? {}), ...given };
+  private async prepareModule(mod: ModuleDef, given: Body, previous: Body | null | undefined, ctx: HookContext): Promise<Body> {
+    const input = mod.normalize ? mod.normalize(given) : given;
+    const stored: Body = { ...(mod.defaults ?? {}), ...structuredClone(input) };
+    const carried: string[] = [];
     for (const secret of mod.writeOnly ?? []) {
-      if (!(secret in given) && previous && secret in previous) stored[secret] = previous[secret];
+      if (!previous || hasPath(input, secret) || !hasPath(previous, secret)) continue;
+      const holder = holderOf(stored, secret);
+      const bound = mod.secretBoundTo?.[secret] ?? [];
+      if (!holder || bound.some((f) => !isDeepStrictEqual(getPath(stored, f), getPath(previous, f)))) continue;
+      holder[secret.split('.').at(-1)!] = getPath(previous, secret);
+      carried.push(secret);
     }
-    return mod.prepare?.(stored, { ...ctx, previousModule: previous ?? undefined }) ?? stored;
+    return (await mod.prepare?.(stored, { ...ctx, previousModule: previous ?? undefined, carried })) ?? stored;
   }
 
   private async prepare(kind: KindDef, ctx: HookContext): Promise<void> {
@@ -193,10 +203,26 @@ export class Resources {
     if (!parent) throw notFound(parentKind, parentId);
   }
 
-  /** Records references (checked to exist in the account) and unique keys of a written object. */
-  private async writeLinks(q: Queryable, kind: KindDef, caller: Caller, row: ObjectRow): Promise<void> {
+  /**
+   * Records references (checked to exist in the account) and unique keys of a written object.
+   * Given the body it replaces (read under the row lock), links that did not change are not
+   * rewritten: a module PUT that touches no reference or unique value costs no extra writes.
+   */
+  private async writeLinks(q: Queryable, kind: KindDef, caller: Caller, row: ObjectRow, previous?: Body): Promise<void> {
     const refs = collectRefs(kind, row.body);
     const stored = refs.filter((r) => r.def.stored !== false);
+    const uniques = uniqueKeys(kind, row.body, row.parent_id);
+    const same = <T extends object>(a: T[], b: T[], key: (x: T) => string) =>
+      JSON.stringify(a.map(key).sort()) === JSON.stringify(b.map(key).sort());
+    const refKey = (r: RefRow) => `${r.field}\u0000${r.to_id}`;
+    const uniqueKey = (u: { scope: string; value: string }) => `${u.scope}\u0000${u.value}`;
+    if (!previous || !same(stored, collectRefs(kind, previous).filter((r) => r.def.stored !== false), refKey)) {
+      await this.writeRefs(q, kind, caller, row, stored);
+    }
+    if (!previous || !same(uniques, uniqueKeys(kind, previous, row.parent_id), uniqueKey)) await this.writeUniques(q, row, uniques);
+  }
+
+  private async writeRefs(q: Queryable, kind: KindDef, caller: Caller, row: ObjectRow, stored: CollectedRef[]): Promise<void> {
     const found = await existingIds(q, caller.accountId, stored.map((r) => r.to_id));
     for (const r of stored) {
       if (!found.has(r.to_id)) {
@@ -219,9 +245,9 @@ export class Resources {
       if (isPgError(err, '23503')) throw new ApiError('ERR_INVALID_REFERENCE', `a referenced object was deleted while this ${kind.title} was written; retry`);
       throw err;
     }
-    const uniques = (kind.uniques ?? []).flatMap((u) =>
-      u.values(row.body).map((value) => ({ scope: u.perParent ? `${u.scope}:${row.parent_id}` : u.scope, value, def: u })),
-    );
+  }
+
+  private async writeUniques(q: Queryable, row: ObjectRow, uniques: { scope: string; value: string; def: UniqueDef }[]): Promise<void> {
     try {
       await replaceUniques(q, row.id, uniques);
     } catch (err) {
@@ -238,7 +264,9 @@ export class Resources {
     if (users.length === 0 && !always) return;
     const names = users.map((u) => {
       const k = findKind(u.kind);
-      return k ? `${k.title} ${u.id}` : u.id;
+      if (!k) return u.id;
+      const parent = k.parent && u.parent_id ? ` of ${kindByName(k.parent.kind).title} ${u.parent_id}` : '';
+      return `${k.title} ${u.id}${parent}`;
     });
     throw new ApiError('ERR_IN_USE', `${kind.title} ${id} is still used by ${names.join(', ') || 'another object'}; remove those references first`);
   }
@@ -268,6 +296,12 @@ function exclusiveGroups(kind: KindDef): Map<string, string[]> {
     groups.set(m.exclusiveGroup, [...(groups.get(m.exclusiveGroup) ?? []), m.name]);
   }
   return groups;
+}
+
+function uniqueKeys(kind: KindDef, body: Body, parentId: string | null): { scope: string; value: string; def: UniqueDef }[] {
+  return (kind.uniques ?? []).flatMap((u) =>
+    u.values(body).map((value) => ({ scope: u.perParent ? `${u.scope}:${parentId}` : u.scope, value, def: u })),
+  );
 }
 
 interface CollectedRef extends RefRow { def: RefDef; label: string }

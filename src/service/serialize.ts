@@ -1,4 +1,5 @@
-import { FOREIGN_PATHS, findKind, kindByName } from '../kinds/registry.js';
+import { withoutPaths } from '../kinds/paths.js';
+import { FOREIGN_PATHS, FOREIGN_PREFIX_PATHS, findKind, kindByName } from '../kinds/registry.js';
 import type { Body, KindDef, ModuleDef, RefDef } from '../kinds/types.js';
 import type { ObjectRow } from '../store/objects.js';
 import { rfc3339 } from '../util/time.js';
@@ -12,10 +13,15 @@ export function collectionPath(kind: KindDef, parentId: string | null): string {
   return kind.parent && parentId ? kind.path.replace(`:${kind.parent.param}`, parentId) : kind.path;
 }
 
-/** A `Ref` to an object of `kindName`. Refs never point at a child kind, so no parent is needed. */
+/**
+ * A `Ref` to an object of `kindName`. Refs never point at a child kind, so no parent is needed. An
+ * id whose prefix names a kind this service does not store (a route's `bkdhr_` backend) gets that
+ * kind's path.
+ */
 function ref(kindName: string, id: string, base: string) {
   const kind = findKind(kindName);
-  const path = kind ? kind.path : FOREIGN_PATHS[kindName];
+  const prefix = id.slice(0, id.indexOf('_'));
+  const path = kind && kind.idPrefix === prefix ? kind.path : FOREIGN_PREFIX_PATHS[prefix] ?? (kind ? kind.path : FOREIGN_PATHS[kindName]);
   return { id, uri: `${base}${path}/${id}` };
 }
 
@@ -26,13 +32,13 @@ function refOut(r: RefDef, value: unknown, base: string): unknown {
 
 /** Response form of a module: refs become Refs, secrets are left out. */
 export function moduleToResponse(mod: ModuleDef, stored: Body, base: string): Body {
+  const visible = withoutPaths(stored, mod.writeOnly ?? []);
   const out: Body = {};
-  const order = mod.responseOrder ?? Object.keys(stored);
+  const order = mod.responseOrder ?? Object.keys(visible);
   for (const key of order) {
-    if (mod.writeOnly?.includes(key)) continue;
     const r = mod.refs?.find((x) => x.field === key);
-    if (r?.outField) out[r.outField] = refOut(r, stored[key], base);
-    else if (key in stored) out[key] = stored[key];
+    if (r?.outField) out[r.outField] = refOut(r, visible[key], base);
+    else if (key in visible) out[key] = visible[key];
   }
   return out;
 }

@@ -4,7 +4,8 @@ import { utf8Bytes } from '../util/bytes.js';
 /**
  * The one Ajv instance: the service validates requests with it and the reconciler validates
  * manifests with it, so a rule is written once. `maxBytes` counts UTF-8 bytes (the API's limits
- * are bytes, `maxLength` counts characters); `x-rule` is the human wording of a pattern.
+ * are bytes, `maxLength` counts characters); `x-rule` is the human wording of a pattern
+ * or of a forbidden field (`not: {}`).
  */
 export function createAjv(): Ajv {
   const ajv = new Ajv({ allErrors: false, verbose: true, strict: true, coerceTypes: false, useDefaults: false, removeAdditional: false });
@@ -40,7 +41,8 @@ export function describeAjvError(e: ErrorObject): FieldProblem {
     return { field: fieldPath(e.instancePath, String(params.missingProperty)), rule: 'is required', unknownField: false };
   }
   const custom = (e.parentSchema as Record<string, unknown> | undefined)?.['x-rule'];
-  if (e.keyword === 'pattern' && typeof custom === 'string') {
+  // `x-rule` words a pattern, or a `not: {}` that forbids a field (derived, provider-specific).
+  if ((e.keyword === 'pattern' || e.keyword === 'not') && typeof custom === 'string') {
     return { field: fieldPath(e.instancePath), rule: custom, unknownField: false };
   }
   if (e.keyword === 'enum') {
@@ -55,4 +57,30 @@ export function describeAjvError(e: ErrorObject): FieldProblem {
 export function problemMessage(p: FieldProblem): string {
   if (p.unknownField) return `unknown field '${p.field}'`;
   return p.field ? `${p.field}: ${p.rule}` : `body ${p.rule}`;
+}
+
+// PostgreSQL text and jsonb cannot hold U+0000 or an unpaired UTF-16 surrogate (JSON allows both).
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * The path of the first string (value or key) in a parsed body that the database cannot store, or
+ * null. Iterative: a body may nest deeper than the call stack.
+ */
+export function findUnstorableText(value: unknown): string | null {
+  const stack: [unknown, string][] = [[value, '']];
+  while (stack.length) {
+    const [v, path] = stack.pop()!;
+    if (typeof v === 'string') {
+      if (UNSTORABLE.test(v)) return path;
+    } else if (Array.isArray(v)) {
+      v.forEach((x, i) => stack.push([x, `${path}[${i}]`]));
+    } else if (v && typeof v === 'object') {
+      for (const [k, x] of Object.entries(v)) {
+        const p = path ? `${path}.${k}` : k;
+        if (UNSTORABLE.test(k)) return p;
+        stack.push([x, p]);
+      }
+    }
+  }
+  return null;
 }

@@ -1,0 +1,35 @@
+import { description, metadata } from './fields.js';
+import { ROUTE_MODULES } from './route-modules.js';
+import type { KindDef } from './types.js';
+
+export const httpsEdgeRoute: KindDef = {
+  name: 'httpsEdgeRoute',
+  title: 'HTTPS edge route',
+  manifestKind: 'HTTPSEdgeRoute',
+  idPrefix: 'edghtsrt',
+  path: '/edges/https/:edge_id/routes',
+  parent: { kind: 'httpsEdge', param: 'edge_id', field: 'edge_id' },
+  operations: ['create', 'get', 'update', 'delete'],
+  fields: {
+    match_type: { type: 'string', enum: ['exact_path', 'path_prefix'] },
+    match: {
+      type: 'string',
+      pattern: '^/[\\x21-\\x7e\\u0080-\\uffff]*$',
+      maxBytes: 2048,
+      'x-rule': 'must be a path starting with "/", without spaces or control characters',
+    },
+    description,
+    metadata,
+  },
+  required: ['match_type', 'match'],
+  responseOrder: ['match_type', 'match', 'description', 'metadata'],
+  // Per edge: two routes of one edge may not have the same match (whatever their match_type).
+  uniques: [{
+    scope: 'route_match',
+    perParent: true,
+    values: (body) => [body.match as string],
+    code: 'ERR_ROUTE_MATCH_IN_USE',
+    conflict: (v) => `match: the edge already has a route matching ${JSON.stringify(v)}; a match is unique within its edge`,
+  }],
+  modules: ROUTE_MODULES,
+};

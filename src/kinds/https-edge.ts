@@ -1,0 +1,35 @@
+import { EDGE_MODULES } from './edge-modules.js';
+import { description, metadata } from './fields.js';
+import { normalizeHostports } from './hostport.js';
+import type { KindDef } from './types.js';
+
+export const httpsEdge: KindDef = {
+  name: 'httpsEdge',
+  title: 'HTTPS edge',
+  manifestKind: 'HTTPSEdge',
+  idPrefix: 'edghts',
+  path: '/edges/https',
+  listKey: 'https_edges',
+  operations: ['create', 'get', 'list', 'update', 'delete'],
+  fields: {
+    description,
+    metadata,
+    hostports: { type: 'array', maxItems: 100, items: { type: 'string', minLength: 1, maxLength: 260 } },
+  },
+  responseOrder: ['description', 'metadata', 'hostports'],
+  // Service-wide: one hostport is served by at most one edge. Other code (abuse reports) reads
+  // unique_keys where scope = 'hostport', value = the lower-case `host:port`.
+  uniques: [{
+    scope: 'hostport',
+    values: (body) => (body.hostports as string[] | undefined) ?? [],
+    code: 'ERR_HOSTPORT_IN_USE',
+    conflict: (v) => `hostports: ${v} is already served by another HTTPS edge; a hostport belongs to one edge`,
+  }],
+  modules: EDGE_MODULES,
+  embeds: { routes: 'httpsEdgeRoute' },
+  hooks: {
+    prepare(ctx) {
+      ctx.body.hostports = normalizeHostports((ctx.body.hostports as string[] | undefined) ?? []);
+    },
+  },
+};

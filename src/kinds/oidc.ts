@@ -1,0 +1,46 @@
+import { ApiError } from '../service/errors.js';
+import { object, secret, strings } from './fields.js';
+import { defaultCookiePrefix, sessionDefaults, sessionFields, sessionResponseOrder } from './session.js';
+import type { ModuleDef } from './types.js';
+
+function issuerProblem(value: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'must be an absolute URL, like https://accounts.example.com';
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'must be an http(s) URL';
+  if (url.username || url.password) return 'may not hold credentials';
+  if (url.search || url.hash) return 'may not have a query or fragment (it is the base URL for discovery)';
+  return null;
+}
+
+export const oidc: ModuleDef = {
+  name: 'oidc',
+  request: object({
+    ...sessionFields,
+    issuer: { type: 'string', minLength: 1, maxBytes: 2048 },
+    client_id: { type: 'string', minLength: 1, maxBytes: 512 },
+    client_secret: secret,
+    scopes: strings(100),
+  }, ['issuer', 'client_id']),
+  defaults: { ...sessionDefaults, scopes: [] },
+  writeOnly: ['client_secret'],
+  // A stored secret belongs to one application at one provider.
+  secretBoundTo: { client_secret: ['issuer', 'client_id'] },
+  exclusiveGroup: 'authentication',
+  prepare(m, ctx) {
+    const problem = issuerProblem(m.issuer as string);
+    if (problem) throw new ApiError('ERR_VALIDATION', `oidc.issuer: ${problem}`);
+    if (!('client_secret' in m)) {
+      const changed = ctx.previousModule?.client_secret !== undefined;
+      throw new ApiError('ERR_VALIDATION', `oidc.client_secret: is required${changed ? ' (the stored secret is not kept when issuer or client_id changes)' : ''}`);
+    }
+    (m.scopes as string[]).forEach((s, i) => {
+      if (!/^[\x21-\x7e]+$/.test(s)) throw new ApiError('ERR_VALIDATION', `oidc.scopes[${i}]: must be one scope without spaces`);
+    });
+    defaultCookiePrefix(m, ctx);
+  },
+  responseOrder: [...sessionResponseOrder, 'issuer', 'client_id', 'scopes'],
+};

@@ -1,0 +1,61 @@
+import { ApiError } from '../service/errors.js';
+import { object, strings } from './fields.js';
+import { checkIdpMetadata, XmlProblem } from './saml-metadata.js';
+import { generateSigningPair } from './saml-signing.js';
+import { defaultCookiePrefix, sessionDefaults, sessionFields, sessionResponseOrder } from './session.js';
+import type { ModuleDef } from './types.js';
+
+export const NAMEID_FORMATS = [
+  'urn:oasis:names:tc:SAML:2.0:nameid-format:persistent',
+  'urn:oasis:names:tc:SAML:2.0:nameid-format:transient',
+  'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress',
+  'urn:oasis:names:tc:SAML:1.1:nameid-format:unspecified',
+];
+
+/** Where the service publishes a route's SAML service-provider endpoints. */
+export function samlUrls(publicBaseUrl: string, routeId: string) {
+  const base = `${publicBaseUrl}/saml/${routeId}`;
+  return { metadata_url: `${base}/metadata`, assertion_consumer_service_url: `${base}/acs`, single_logout_url: `${base}/slo` };
+}
+
+export const saml: ModuleDef = {
+  name: 'saml',
+  request: object({
+    ...sessionFields,
+    idp_metadata: { type: 'string', minLength: 1, maxBytes: 262144 },
+    force_authn: { type: 'boolean' },
+    allow_idp_initiated: { type: 'boolean' },
+    authorized_groups: strings(1000),
+    nameid_format: { type: 'string', enum: NAMEID_FORMATS },
+  }, ['idp_metadata']),
+  defaults: { ...sessionDefaults, force_authn: false, allow_idp_initiated: false, authorized_groups: [], nameid_format: NAMEID_FORMATS[0] },
+  derived: ['entity_id', 'assertion_consumer_service_url', 'single_logout_url', 'request_signing_certificate_pem', 'metadata_url'],
+  // The private key of the request-signing certificate: generated once per route, kept across
+  // updates (the generic carry-over), never returned.
+  writeOnly: ['request_signing_key_pem'],
+  exclusiveGroup: 'authentication',
+  async prepare(m, ctx) {
+    try {
+      checkIdpMetadata(m.idp_metadata as string);
+    } catch (err) {
+      if (err instanceof XmlProblem) throw new ApiError('ERR_VALIDATION', `saml.idp_metadata: ${err.message}`);
+      throw err;
+    }
+    defaultCookiePrefix(m, ctx);
+    const urls = samlUrls(ctx.publicBaseUrl, ctx.id);
+    m.entity_id = urls.metadata_url;
+    Object.assign(m, urls);
+    const kept = ctx.previousModule?.request_signing_certificate_pem;
+    if (ctx.carried.includes('request_signing_key_pem') && typeof kept === 'string') {
+      m.request_signing_certificate_pem = kept;
+    } else {
+      const pair = await generateSigningPair(`SAML SP ${ctx.id}`);
+      m.request_signing_certificate_pem = pair.certificatePem;
+      m.request_signing_key_pem = pair.privateKeyPem;
+    }
+  },
+  responseOrder: [
+    ...sessionResponseOrder, 'idp_metadata', 'force_authn', 'allow_idp_initiated', 'authorized_groups', 'entity_id',
+    'assertion_consumer_service_url', 'single_logout_url', 'request_signing_certificate_pem', 'metadata_url', 'nameid_format',
+  ],
+};

@@ -1,0 +1,89 @@
+import { mkdtempSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { openPostgres } from '../../src/store/postgres.js';
+import { runCli, startServe } from '../helpers/cli.js';
+import { TestClient } from '../helpers/service.js';
+
+describe('edgeplane serve + admin on the embedded engine', () => {
+  it('creates an account, serves it, refuses a second opener, revokes keys and shuts down cleanly', async () => {
+    const state = mkdtempSync(join(tmpdir(), 'ep-cli-'));
+    const created = await runCli(['admin', 'accounts', 'create', '--name', 'team-a', '--json', '--state', state]);
+    expect(created.code).toBe(0);
+    const issued = JSON.parse(created.stdout);
+    expect(issued).toEqual({ account_id: expect.stringMatching(/^acct_/), api_key: expect.stringMatching(/^ep_/), key_id: expect.stringMatching(/^key_/) });
+
+    const second = await runCli(['admin', 'keys', 'create', '--account', issued.account_id, '--json', '--state', state]);
+    expect(second.code).toBe(0);
+    const key2 = JSON.parse(second.stdout);
+
+    const text = await runCli(['admin', 'accounts', 'create', '--name', 'team-b'], { env: { EDGEPLANE_STATE: state } });
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/API key key_\w+: ep_\S+/);
+
+    const served = await startServe(['--state', state]);
+    try {
+      expect(served.logs()).toContain(`edgeplane listening on ${served.url}`);
+      const c = new TestClient(served.url, issued.api_key);
+      const res = await c.post('/backends/failover', { backends: [] });
+      expect(res.status).toBe(201);
+      expect((await new TestClient(served.url, key2.api_key).get('/backends/failover')).body.backends).toHaveLength(1);
+
+      // The state directory is locked by the server: admin must not open it.
+      const blocked = await runCli(['admin', 'keys', 'revoke', key2.key_id, '--state', state]);
+      expect(blocked.code).toBe(1);
+      expect(blocked.stderr).toContain(`serving at ${served.url}`);
+      expect(served.logs()).not.toContain(issued.api_key);
+    } finally {
+      expect(await served.stop('SIGTERM')).toBe(0);
+    }
+    expect(existsSync(join(state, 'lock'))).toBe(false);
+
+    const revoked = await runCli(['admin', 'keys', 'revoke', key2.key_id, '--state', state]);
+    expect(revoked.code).toBe(0);
+    const again = await runCli(['admin', 'keys', 'revoke', key2.key_id, '--state', state]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain(`no active API key ${key2.key_id}`);
+
+    const restarted = await startServe(['--state', state]);
+    try {
+      expect((await new TestClient(restarted.url, key2.api_key).get('/backends/failover')).status).toBe(401);
+      expect((await new TestClient(restarted.url, issued.api_key).get('/backends/failover')).body.backends).toHaveLength(1);
+    } finally {
+      expect(await restarted.stop('SIGINT')).toBe(0);
+    }
+  }, 240_000);
+
+  it('explains bad usage', async () => {
+    const res = await runCli(['admin', 'accounts', 'create']);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain("required option '--name <name>' not specified");
+  });
+});
+
+describe.runIf(!!process.env.DATABASE_URL)('edgeplane serve + admin on PostgreSQL', () => {
+  it('uses DATABASE_URL for both, and two servers share the data', async () => {
+    const schema = 'ep_cli_' + Math.random().toString(36).slice(2, 10);
+    const admin = await openPostgres(process.env.DATABASE_URL!, { schema });
+    const url = `${process.env.DATABASE_URL}${process.env.DATABASE_URL!.includes('?') ? '&' : '?'}options=-c%20search_path%3D${schema}`;
+    try {
+      const created = await runCli(['admin', 'accounts', 'create', '--name', 'pg', '--json'], { env: { DATABASE_URL: url } });
+      expect(created.code).toBe(0);
+      const { api_key } = JSON.parse(created.stdout);
+      const [a, b] = await Promise.all([startServe([], { env: { DATABASE_URL: url } }), startServe([], { env: { DATABASE_URL: url } })]);
+      try {
+        const res = await new TestClient(a.url, api_key).post('/backends/failover', { backends: [] });
+        expect(res.status).toBe(201);
+        const got = await new TestClient(b.url, api_key).get(`/backends/failover/${res.body.id}`);
+        expect(got.status).toBe(200);
+        expect(got.body.id).toBe(res.body.id);
+      } finally {
+        await Promise.all([a.stop(), b.stop()]);
+      }
+    } finally {
+      await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+      await admin.close();
+    }
+  }, 120_000);
+});

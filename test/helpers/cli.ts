@@ -1,0 +1,63 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const BIN = ROOT + 'bin/edgeplane.js';
+
+export interface CliResult { code: number | null; stdout: string; stderr: string }
+
+/** Runs `edgeplane ARGS` as a user would, as its own process. */
+export function runCli(args: string[], opts: { env?: Record<string, string | undefined>; cwd?: string; input?: string } = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      cwd: opts.cwd ?? ROOT,
+      env: cliEnv(opts.env),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(opts.input ?? '');
+  });
+}
+
+function cliEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' };
+  delete env.DATABASE_URL;
+  delete env.EDGEPLANE_API_URL;
+  delete env.EDGEPLANE_API_KEY;
+  for (const [k, v] of Object.entries(extra)) {
+    if (v === undefined) delete env[k];
+    else env[k] = v;
+  }
+  return env;
+}
+
+export interface Served { url: string; child: ChildProcess; logs: () => string; stop: (signal?: NodeJS.Signals) => Promise<number | null> }
+
+/** Starts `edgeplane serve --port 0 …` and resolves once it logs the URL it listens on. */
+export function startServe(args: string[], opts: { env?: Record<string, string | undefined> } = {}): Promise<Served> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', ...args], { cwd: ROOT, env: cliEnv(opts.env), stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
+    const timer = setTimeout(() => reject(new Error(`serve did not start:\n${out}`)), 60_000);
+    const onData = (d: Buffer) => {
+      out += d;
+      const m = /"url":"(http:\/\/[^"]+)"/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve({
+          url: m[1], child, logs: () => out,
+          stop: async (signal = 'SIGTERM') => { child.kill(signal); return exited; },
+        });
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', (d) => (out += d));
+    child.on('close', (code) => { clearTimeout(timer); reject(new Error(`serve exited with ${code}:\n${out}`)); });
+  });
+}

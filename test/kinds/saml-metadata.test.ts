@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { checkIdpMetadata } from '../../src/kinds/saml-metadata.js';
+import { IDP_METADATA, IDP_METADATA_DEFAULT_NS } from '../helpers/edges.js';
+
+const MD = 'xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata"';
+const SSO = '<md:IDPSSODescriptor><md:SingleSignOnService Binding="b" Location="https://idp/sso"/></md:IDPSSODescriptor>';
+const doc = (inner = SSO, attrs = `${MD} entityID="urn:idp"`) => `<md:EntityDescriptor ${attrs}>${inner}</md:EntityDescriptor>`;
+
+describe('IdP metadata check', () => {
+  it('accepts real-shaped metadata, prefixed or default namespace, with comments, CDATA and references', () => {
+    expect(checkIdpMetadata(IDP_METADATA).entityId).toBe('https://idp.example.com/metadata');
+    expect(checkIdpMetadata(IDP_METADATA_DEFAULT_NS).entityId).toBe('urn:example:idp');
+    expect(checkIdpMetadata('\uFEFF<?xml version="1.0"?>\n<!-- c -->' + doc(`<![CDATA[<x>]]>&amp;&#169;&#x1F600;${SSO}<?pi x?>`, `${MD} entityID="a&amp;b"`) + '\n').entityId).toBe('a&b');
+  });
+
+  it.each([
+    ['', 'no root element'],
+    ['<md:EntityDescriptor', 'expected'],
+    [doc().slice(0, -22), 'unexpected end'],
+    [doc(SSO + '</md:Other>'), 'closes'],
+    [doc() + '<x/>', 'content after the root'],
+    ['<!DOCTYPE md [<!ENTITY x "y">]>' + doc(), 'DTD'],
+    [doc(SSO + '<!ENTITY x "y">'), 'DTD'],
+    [doc(SSO + '&bogus;'), 'entity reference'],
+    [doc(SSO + '&#0;'), 'character reference'],
+    [doc(SSO, `${MD} entityID="a" entityID="b"`), 'given twice'],
+    [doc(SSO, `${MD} entityID=a`), 'quoted'],
+    [doc(SSO, `${MD} entityID="<"`), '"<" is not allowed'],
+    [doc(SSO + '<!-- a -- b -->'), '"--"'],
+    [doc(SSO, 'entityID="a"'), 'prefix "md"'],
+    [doc(SSO, `${MD} x:y="1" entityID="a"`), 'attribute x:y'],
+    [doc(SSO + '\u0001'), 'control characters'],
+    [doc('<md:IDPSSODescriptor/>'), 'SingleSignOnService'],
+    [doc('<md:SPSSODescriptor><md:SingleSignOnService Location="x"/></md:SPSSODescriptor>'), 'IDPSSODescriptor'],
+    [doc(SSO, MD), 'entityID'],
+    [`<md:EntitiesDescriptor ${MD}>${doc()}</md:EntitiesDescriptor>`, 'EntitiesDescriptor'],
+    ['<EntityDescriptor entityID="a">' + SSO.replace(/md:/g, '') + '</EntityDescriptor>', 'namespace'],
+    [doc('<a>'.repeat(70) + '</a>'.repeat(70) + SSO), 'deeper'],
+    ['<?xml version="1.0"?><?xml version="1.0"?>' + doc(), 'XML declaration'],
+  ])('refuses %j (%s)', (xml, problem) => {
+    expect(() => checkIdpMetadata(xml)).toThrow(problem);
+  });
+
+  it('reports line and column', () => {
+    expect(() => checkIdpMetadata(`<md:EntityDescriptor ${MD} entityID="a">\n  <md:X a=1/></md:EntityDescriptor>`)).toThrow(/line 2, column 11: the value of a must be quoted/);
+  });
+});

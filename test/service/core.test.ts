@@ -1,0 +1,131 @@
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { revokeKey } from '../../src/service/auth.js';
+import { ENGINES, startTestService, TestClient, type TestService } from '../helpers/service.js';
+
+function expectError(res: { status: number; body: any; headers: Headers }, status: number, code: string) {
+  expect(res.status).toBe(status);
+  expect(res.body).toEqual({
+    error_code: code,
+    status_code: status,
+    msg: expect.any(String),
+    details: expect.objectContaining({ operation_id: res.headers.get('operation-id') }),
+  });
+  expect(res.body.details.operation_id).toMatch(/^op_[0-9A-Za-z]{27}$/);
+}
+
+describe.each(ENGINES)('service core on %s', (engine) => {
+  let svc: TestService;
+  let c: TestClient;
+  beforeAll(async () => {
+    svc = await startTestService(engine, { versionHeaders: ['Service-Version', 'Acme-Version'] });
+    c = await svc.account();
+  });
+  afterAll(async () => { await svc?.close(); });
+
+  it('requires the version header and accepts each configured name, case-insensitively', async () => {
+    expectError(await c.request('GET', '/backends/failover', undefined, { 'service-version': null }), 400, 'ERR_VERSION_MISSING');
+    const wrong = await c.request('GET', '/backends/failover', undefined, { 'service-version': '1' });
+    expectError(wrong, 400, 'ERR_VERSION_UNSUPPORTED');
+    expect(wrong.body.msg).toMatch(/version 2/);
+    const alt = await c.request('GET', '/backends/failover', undefined, { 'service-version': null, 'ACME-VERSION': '2' });
+    expect(alt.status).toBe(200);
+  });
+
+  it('answers 401 with WWW-Authenticate for missing, malformed, unknown and revoked keys', async () => {
+    const anon = new TestClient(svc.url, null);
+    const missing = await anon.get('/backends/failover');
+    expectError(missing, 401, 'ERR_UNAUTHORIZED');
+    expect(missing.headers.get('www-authenticate')).toBe('Bearer');
+    expectError(await c.request('GET', '/backends/failover', undefined, { authorization: 'Basic abc' }), 401, 'ERR_UNAUTHORIZED');
+    const unknown = await new TestClient(svc.url, 'ep_not_a_key').get('/backends/failover');
+    expectError(unknown, 401, 'ERR_UNAUTHORIZED');
+    expect(unknown.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
+  });
+
+  it('stops accepting a revoked key once the auth cache lapses', async () => {
+    const short = await startTestService(engine, { authCacheMs: 50 });
+    try {
+      const k = await short.account();
+      expect((await k.get('/backends/failover')).status).toBe(200);
+      const { rows } = await short.db.query<{ id: string }>('SELECT id FROM api_keys WHERE account_id = $1', [k.accountId]);
+      expect(await revokeKey(short.db, rows[0].id)).toBe(true);
+      await new Promise((r) => setTimeout(r, 80));
+      expectError(await k.get('/backends/failover'), 401, 'ERR_UNAUTHORIZED');
+    } finally {
+      await short.close();
+    }
+  });
+
+  it('stores API keys only as hashes', async () => {
+    const { rows } = await svc.db.query<{ key_hash: string }>('SELECT key_hash FROM api_keys WHERE account_id = $1', [c.accountId]);
+    expect(rows[0].key_hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(rows[0].key_hash).not.toContain(c.apiKey!);
+  });
+
+  it('answers unknown paths with 404 and known paths with a wrong method with 405 and Allow', async () => {
+    expectError(await c.get('/nope'), 404, 'ERR_NOT_FOUND');
+    const put = await c.put('/backends/failover', {});
+    expectError(put, 405, 'ERR_METHOD_NOT_ALLOWED');
+    expect(put.headers.get('allow')).toBe('POST, GET, HEAD');
+    const post = await c.post('/certificate_authorities/ca_' + 'a'.repeat(27), {});
+    expectError(post, 405, 'ERR_METHOD_NOT_ALLOWED');
+    expect(post.headers.get('allow')).toBe('GET, PATCH, DELETE, HEAD');
+  });
+
+  it('takes JSON only: 415 for other types, 400 for broken JSON, 413 over 1 MiB', async () => {
+    expectError(await c.request('POST', '/backends/failover', 'backends=', { 'content-type': 'application/x-www-form-urlencoded' }), 415, 'ERR_UNSUPPORTED_MEDIA_TYPE');
+    expectError(await c.request('POST', '/backends/failover', '{"backends": [', { 'content-type': 'application/json' }), 400, 'ERR_INVALID_JSON');
+    const big = JSON.stringify({ backends: [], description: 'x'.repeat(1024 * 1024) });
+    expectError(await c.request('POST', '/backends/failover', big), 413, 'ERR_PAYLOAD_TOO_LARGE');
+    const noBody = await c.request('POST', '/backends/failover', undefined, { 'content-type': 'application/json' });
+    expectError(noBody, 400, 'ERR_VALIDATION');
+    expect((await c.get('/backends/failover')).body.backends).toEqual([]);
+  });
+
+  it('accepts Content-Type on GET and DELETE without a body', async () => {
+    const { body } = await c.post('/backends/failover', { backends: [] });
+    const get = await c.request('GET', `/backends/failover/${body.id}`, undefined, { 'content-type': 'application/json' });
+    expect(get.status).toBe(200);
+    const del = await c.request('DELETE', `/backends/failover/${body.id}`, undefined, { 'content-type': 'application/json' });
+    expect(del.status).toBe(204);
+  });
+
+  it('puts an Operation-Id on every response', async () => {
+    const ok = await c.get('/backends/failover');
+    expect(ok.headers.get('operation-id')).toMatch(/^op_/);
+    const err = await c.get('/backends/failover/bkdfo_' + 'x'.repeat(27));
+    expect(err.headers.get('operation-id')).toBe(err.body.details.operation_id);
+    expect(err.headers.get('operation-id')).not.toBe(ok.headers.get('operation-id'));
+  });
+
+  it('builds uris from the configured public URL', async () => {
+    const pub = await startTestService(engine, { publicUrl: 'https://api.example.com/' });
+    try {
+      const k = await pub.account();
+      const { body } = await k.post('/backends/failover', { backends: [] });
+      expect(body.uri).toBe(`https://api.example.com/backends/failover/${body.id}`);
+      expect((await k.get('/backends/failover?limit=1')).body.uri).toBe('https://api.example.com/backends/failover');
+    } finally {
+      await pub.close();
+    }
+  });
+});
+
+describe('logging', () => {
+  it('logs each request with its operation id and never the API key', async () => {
+    const lines: string[] = [];
+    const stream = new Writable({ write(chunk, _enc, cb) { lines.push(...String(chunk).split('\n').filter(Boolean)); cb(); } });
+    const svc = await startTestService('pglite', { logLevel: 'info', logStream: stream as never });
+    try {
+      const c = await svc.account();
+      const res = await c.post('/backends/failover', { backends: [] });
+      const opId = res.headers.get('operation-id')!;
+      const mine = lines.map((l) => JSON.parse(l)).filter((l) => l.operation_id === opId);
+      expect(mine.length).toBeGreaterThanOrEqual(2); // incoming request + completed
+      expect(lines.join('\n')).not.toContain(c.apiKey!);
+    } finally {
+      await svc.close();
+    }
+  });
+});
