@@ -20,6 +20,8 @@ export interface LoadTarget {
   method: Method;
   headers: Record<string, string>;
   body?: string;
+  /** Replace `[<id>]` in the body by a fresh id per request. */
+  uniqueIds?: boolean;
 }
 
 export interface LoadResult {
@@ -76,6 +78,7 @@ function runChild(target: LoadTarget, connections: number, duration: number): Pr
   ];
   for (const [k, v] of Object.entries(target.headers)) args.push('-H', `${k}=${v}`);
   if (target.body !== undefined) args.push('-b', target.body);
+  if (target.uniqueIds) args.push('-I');
   args.push(target.url);
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -102,6 +105,7 @@ async function runInProcess(target: LoadTarget, connections: number, duration: n
     method: target.method,
     headers: target.headers,
     body: target.body,
+    idReplacement: !!target.uniqueIds,
     connections,
     duration,
   });
