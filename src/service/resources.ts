@@ -1,5 +1,5 @@
 import { findKind, kindByName } from '../kinds/registry.js';
-import type { Body, HookContext, KindDef, KindRuntimeConfig, ModuleDef, RefDef } from '../kinds/types.js';
+import type { Body, HookContext, KindDef, KindRuntimeConfig, ModuleDef, RefDef, UniqueDef } from '../kinds/types.js';
 import type { Db, Queryable } from '../store/db.js';
 import { isPgError } from '../store/db.js';
 import {
@@ -52,6 +52,7 @@ export class Resources {
       await kind.hooks?.inTransaction?.(q, ctx);
       const inserted = await insertObject(q, { id, account_id: caller.accountId, kind: kind.name, parent_id: parentId ?? null, body });
       await this.writeLinks(q, kind, caller, inserted);
+      await kind.hooks?.afterWrite?.(q, ctx);
       return inserted;
     });
     return this.respond(kind, caller, row);
@@ -95,7 +96,8 @@ export class Resources {
       await this.prepare(kind, ctx);
       await kind.hooks?.inTransaction?.(q, ctx);
       const updated = await updateBody(q, id, body);
-      await this.writeLinks(q, kind, caller, updated);
+      await this.writeLinks(q, kind, caller, updated, current.body);
+      await kind.hooks?.afterWrite?.(q, ctx);
       return updated;
     });
     return this.respond(kind, caller, row);
@@ -126,7 +128,7 @@ export class Resources {
       await this.prepare(kind, ctx);
       await kind.hooks?.inTransaction?.(q, ctx);
       const updated = await updateBody(q, id, body);
-      await this.writeLinks(q, kind, caller, updated);
+      await this.writeLinks(q, kind, caller, updated, current.body);
       return updated;
     });
     return this.moduleResponse(mod, row, caller);
@@ -145,7 +147,7 @@ export class Resources {
       if (!current.body[mod.name]) throw this.moduleNotConfigured(kind, mod, id);
       const body: Body = { ...current.body, [mod.name]: null };
       const updated = await updateBody(q, id, body);
-      await this.writeLinks(q, kind, caller, updated);
+      await this.writeLinks(q, kind, caller, updated, current.body);
     });
   }
 
@@ -203,10 +205,26 @@ export class Resources {
     if (!parent) throw notFound(parentKind, parentId);
   }
 
-  /** Records references (checked to exist in the account) and unique keys of a written object. */
-  private async writeLinks(q: Queryable, kind: KindDef, caller: Caller, row: ObjectRow): Promise<void> {
+  /**
+   * Records references (checked to exist in the account) and unique keys of a written object.
+   * Given the body it replaces (read under the row lock), links that did not change are not
+   * rewritten: a module PUT that touches no reference or unique value costs no extra writes.
+   */
+  private async writeLinks(q: Queryable, kind: KindDef, caller: Caller, row: ObjectRow, previous?: Body): Promise<void> {
     const refs = collectRefs(kind, row.body);
     const stored = refs.filter((r) => r.def.stored !== false);
+    const uniques = uniqueKeys(kind, row.body, row);
+    const same = <T extends object>(a: T[], b: T[], key: (x: T) => string) =>
+      JSON.stringify(a.map(key).sort()) === JSON.stringify(b.map(key).sort());
+    const refKey = (r: RefRow) => `${r.field}\u0000${r.to_id}`;
+    const uniqueKey = (u: { scope: string; value: string }) => `${u.scope}\u0000${u.value}`;
+    if (!previous || !same(stored, collectRefs(kind, previous).filter((r) => r.def.stored !== false), refKey)) {
+      await this.writeRefs(q, kind, caller, row, stored);
+    }
+    if (!previous || !same(uniques, uniqueKeys(kind, previous, row), uniqueKey)) await this.writeUniques(q, row, uniques);
+  }
+
+  private async writeRefs(q: Queryable, kind: KindDef, caller: Caller, row: ObjectRow, stored: CollectedRef[]): Promise<void> {
     const found = await existingIds(q, caller.accountId, stored.map((r) => r.to_id));
     for (const r of stored) {
       if (!found.has(r.to_id)) {
@@ -229,9 +247,9 @@ export class Resources {
       if (isPgError(err, '23503')) throw new ApiError('ERR_INVALID_REFERENCE', `a referenced object was deleted while this ${kind.title} was written; retry`);
       throw err;
     }
-    const uniques = (kind.uniques ?? []).flatMap((u) =>
-      u.values(row.body).map((value) => ({ scope: u.perParent ? `${u.scope}:${row.parent_id}` : u.scope, value, def: u })),
-    );
+  }
+
+  private async writeUniques(q: Queryable, row: ObjectRow, uniques: { scope: string; value: string; def: UniqueDef }[]): Promise<void> {
     try {
       await replaceUniques(q, row.id, uniques);
     } catch (err) {
@@ -273,6 +291,13 @@ export class Resources {
   }
 }
 
+/** The `unique_keys` scope of a unique value: service-wide, per parent object or per account. */
+export function uniqueScope(u: UniqueDef, row: Pick<ObjectRow, 'parent_id' | 'account_id'>): string {
+  if (u.perParent) return `${u.scope}:${row.parent_id}`;
+  if (u.perAccount) return `${u.scope}:${row.account_id}`;
+  return u.scope;
+}
+
 function exclusiveGroups(kind: KindDef): Map<string, string[]> {
   const groups = new Map<string, string[]>();
   for (const m of kind.modules ?? []) {
@@ -280,6 +305,12 @@ function exclusiveGroups(kind: KindDef): Map<string, string[]> {
     groups.set(m.exclusiveGroup, [...(groups.get(m.exclusiveGroup) ?? []), m.name]);
   }
   return groups;
+}
+
+function uniqueKeys(kind: KindDef, body: Body, row: Pick<ObjectRow, 'parent_id' | 'account_id'>): { scope: string; value: string; def: UniqueDef }[] {
+  return (kind.uniques ?? []).flatMap((u) =>
+    u.values(body).map((value) => ({ scope: uniqueScope(u, row), value, def: u })),
+  );
 }
 
 interface CollectedRef extends RefRow { def: RefDef; label: string }

@@ -4,16 +4,16 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hostport } from './helpers/edges.js';
-import { TestClient } from './helpers/service.js';
+import { hostport } from '../helpers/edges.js';
+import { TestClient } from '../helpers/service.js';
 
 /**
  * Uniqueness is the database's job, not a read-then-write: two real `edgeplane serve` processes on
  * one PostgreSQL, 50 concurrent creates of the same hostport (or route match) spread over both.
  */
 const DATABASE_URL = process.env.DATABASE_URL;
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const BIN = fileURLToPath(new URL('../bin/edgeplane.js', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const BIN = fileURLToPath(new URL('../../bin/edgeplane.js', import.meta.url));
 const N = 50;
 
 function withSearchPath(url: string, schema: string): string {
