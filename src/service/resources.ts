@@ -42,6 +42,7 @@ export class Resources {
       body[field] = value;
     }
     const ctx = this.hookContext('create', caller, id, body, input, undefined, parentId);
+    checkExclusive(kind, input);
     for (const m of kind.modules ?? []) {
       const given = input[m.name];
       body[m.name] = given ? await this.prepareModule(m, given as Body, undefined, ctx) : null;
@@ -87,6 +88,7 @@ export class Resources {
         else body[field] = value;
       }
       const ctx = this.hookContext('update', caller, id, body, input, current.body, parentId);
+      checkExclusive(kind, { ...current.body, ...Object.fromEntries(Object.entries(input).filter(([, v]) => v)) });
       for (const m of kind.modules ?? []) {
         const given = input[m.name];
         // PATCH replaces a module that is given and never deletes one (null or omitted: kept).
@@ -122,6 +124,7 @@ export class Resources {
       if (!current) throw notFound(kind, id);
       const body: Body = structuredClone(current.body);
       const ctx = this.hookContext('update', caller, id, body, { [mod.name]: input }, current.body, parentId);
+      checkExclusive(kind, { ...current.body, [mod.name]: input });
       body[mod.name] = await this.prepareModule(mod, input, current.body[mod.name] as Body | null, ctx);
       await this.prepare(kind, ctx);
       await kind.hooks?.inTransaction?.(q, ctx);
@@ -188,12 +191,7 @@ export class Resources {
   }
 
   private async prepare(kind: KindDef, ctx: HookContext): Promise<void> {
-    for (const [group, members] of exclusiveGroups(kind)) {
-      const set = members.filter((m) => ctx.body[m]);
-      if (set.length > 1) {
-        throw new ApiError('ERR_VALIDATION', `${set.join(', ')}: at most one ${group} module (${members.join(', ')}) may be configured on a ${kind.title}`);
-      }
-    }
+    checkExclusive(kind, ctx.body);
     await kind.hooks?.prepare?.(ctx);
   }
 
@@ -286,6 +284,20 @@ export class Resources {
   private async respond(kind: KindDef, caller: Caller, row: ObjectRow): Promise<Body> {
     const children = kind.embeds ? await this.children(this.db, kind, caller, [row.id]) : undefined;
     return toResponse(kind, row, caller.baseUrl, children);
+  }
+}
+
+/**
+ * At most one module of an exclusive group per object. Also run on the modules a request is about
+ * to configure, before they are prepared: a SAML module generates a key pair, not worth doing for
+ * a write that is refused anyway.
+ */
+function checkExclusive(kind: KindDef, body: Body): void {
+  for (const [group, members] of exclusiveGroups(kind)) {
+    const set = members.filter((m) => body[m]);
+    if (set.length > 1) {
+      throw new ApiError('ERR_VALIDATION', `${set.join(', ')}: at most one ${group} module (${members.join(', ')}) may be configured on a ${kind.title}`);
+    }
   }
 }
 
