@@ -86,7 +86,7 @@ targetOptions(
     .option('--all', 'also export objects no stack manages (to adopt them with `plan --adopt`)'),
 ).action(async (flags) => (await import('./commands/export.js')).exportCmd(stdio, flags));
 
-const admin = program.command('admin').description('operator commands: accounts and API keys');
+const admin = program.command('admin').description('operator commands: accounts, API keys, abuse reports, application users');
 const accounts = admin.command('accounts').description('accounts');
 accounts
   .command('create')
@@ -110,6 +110,48 @@ keys
   .description('revoke an API key')
   .addOption(stateOption())
   .action(async (keyId, flags) => (await import('./commands/admin.js')).keysRevoke(stdio, keyId, flags));
+
+const abuse = admin.command('abuse').description('abuse reports: review them and decide on their hostnames');
+abuse
+  .command('list')
+  .description('list abuse reports of every account, oldest first')
+  .option('--status <status>', 'only reports with this status: PENDING, PARTIALLY_PROCESSED, PROCESSED')
+  .option('--limit <n>', 'at most this many reports', '1000')
+  .option('--json', 'print the reports as a JSON array')
+  .addOption(stateOption())
+  .action(async (flags) => (await import('./commands/admin-abuse.js')).abuseList(stdio, flags));
+abuse
+  .command('decide <report_id> <hostname>')
+  .description('decide on a hostname of a report: --ban (no edge may add it), --unban (lift the ban) or --ignore')
+  .option('--ban', 'ban the hostname service-wide')
+  .option('--unban', 'lift the ban')
+  .option('--ignore', 'take no action')
+  .option('--json', 'print the decision and the report as JSON')
+  .addOption(stateOption())
+  .action(async (reportId, hostname, flags) => (await import('./commands/admin-abuse.js')).abuseDecide(stdio, reportId, hostname, flags));
+
+const users = admin.command('users').description('application users (end users who signed in through an edge)');
+users
+  .command('record')
+  .description('record a sign-in: create the user, or update the one with this provider URL and provider user id')
+  .requiredOption('--account <id>', 'account id')
+  .requiredOption('--provider-name <name>', 'identity provider name, e.g. Google')
+  .requiredOption('--provider-url <url>', 'identity provider URL, e.g. https://accounts.google.com')
+  .requiredOption('--provider-user-id <id>', 'the user id at the provider')
+  .option('--username <username>')
+  .option('--email <email>')
+  .option('--name <name>', 'the user\'s common name')
+  .option('--at <time>', 'time of the sign-in, RFC 3339 (default now)')
+  .option('--json', 'print {"outcome", "application_user"}')
+  .addOption(stateOption())
+  .action(async (flags) => (await import('./commands/admin-users.js')).usersRecord(stdio, flags));
+users
+  .command('import <file>')
+  .description('record many users from a JSON array; all are checked before any is written')
+  .option('--account <id>', 'account of the entries that have no account_id')
+  .option('--json', 'print {"created", "updated", "unchanged"}')
+  .addOption(stateOption())
+  .action(async (file, flags) => (await import('./commands/admin-users.js')).usersImport(stdio, file, flags));
 
 try {
   await program.parseAsync(process.argv);

@@ -1,4 +1,5 @@
 import type { AppOptions } from '../service/app.js';
+import type { WorkerOptions } from '../service/job-worker.js';
 
 /** Service settings from the environment (documented in the README). */
 export function serviceOptionsFromEnv(env = process.env): Pick<AppOptions, 'publicUrl' | 'versionHeaders' | 'vendorPrefix'> {
@@ -6,5 +7,28 @@ export function serviceOptionsFromEnv(env = process.env): Pick<AppOptions, 'publ
     publicUrl: env.EDGEPLANE_PUBLIC_URL || undefined,
     versionHeaders: env.EDGEPLANE_VERSION_HEADERS ? env.EDGEPLANE_VERSION_HEADERS.split(',') : undefined,
     vendorPrefix: env.EDGEPLANE_VENDOR_PREFIX || undefined,
+  };
+}
+
+function positiveInt(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name}: must be a whole number of milliseconds, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+/**
+ * Job worker settings (documented in docs/abuse-reports.md): EDGEPLANE_JOB_LEASE_MS (how long a
+ * claimed job is reserved before another process may take it over), EDGEPLANE_JOB_POLL_MS,
+ * EDGEPLANE_JOB_DELAY_MS (slows every job down; for crash-recovery tests), EDGEPLANE_JOBS=off (this
+ * process runs no worker).
+ */
+export function workerOptionsFromEnv(env = process.env): (Pick<WorkerOptions, 'leaseMs' | 'pollMs' | 'delayMs'> & { enabled: boolean }) {
+  return {
+    enabled: env.EDGEPLANE_JOBS !== 'off',
+    leaseMs: positiveInt(env, 'EDGEPLANE_JOB_LEASE_MS'),
+    pollMs: positiveInt(env, 'EDGEPLANE_JOB_POLL_MS'),
+    delayMs: positiveInt(env, 'EDGEPLANE_JOB_DELAY_MS'),
   };
 }

@@ -1,6 +1,6 @@
 import { ApiError } from '../service/errors.js';
 import { enabled, object, strings } from './fields.js';
-import type { Body, ModuleDef } from './types.js';
+import type { ModuleDef } from './types.js';
 
 // RFC 9110 field names are tokens; values are visible characters, spaces and tabs (no CR, LF, NUL).
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -26,12 +26,13 @@ export function headersModule(name: string): ModuleDef {
     defaults: { enabled: true, add: {}, remove: [] },
     reconcile: { normalize: { add: 'lowercase-keys', remove: 'lowercase-items' }, sets: ['remove'] },
     prepare(m) {
-      const add: Body = {};
+      // A Map: header names such as `__proto__` are plain names here, not object internals.
+      const add = new Map<string, string>();
       for (const [header, value] of Object.entries(m.add as Record<string, string>)) {
         const lower = checkName(`${name}.add`, header);
-        if (lower in add) throw invalid(`${name}.add`, `header ${JSON.stringify(header)} is given twice (header names are case-insensitive)`);
+        if (add.has(lower)) throw invalid(`${name}.add`, `header ${JSON.stringify(header)} is given twice (header names are case-insensitive)`);
         if (!VALUE.test(value)) throw invalid(`${name}.add.${header}`, 'a header value may not hold control characters such as CR, LF or NUL');
-        add[lower] = value;
+        add.set(lower, value);
       }
       const remove: string[] = [];
       (m.remove as string[]).forEach((header, i) => {
@@ -39,7 +40,7 @@ export function headersModule(name: string): ModuleDef {
         if (remove.includes(lower)) throw invalid(`${name}.remove[${i}]`, `header ${JSON.stringify(header)} is listed twice (header names are case-insensitive)`);
         remove.push(lower);
       });
-      m.add = add;
+      m.add = Object.fromEntries(add);
       m.remove = remove;
     },
     responseOrder: ['enabled', 'add', 'remove'],

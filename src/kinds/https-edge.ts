@@ -1,3 +1,4 @@
+import { hostportBanCheck } from '../service/abuse-reports.js';
 import { EDGE_MODULES } from './edge-modules.js';
 import { description, metadata } from './fields.js';
 import { normalizeHostports } from './hostport.js';
@@ -33,5 +34,7 @@ export const httpsEdge: KindDef = {
     prepare(ctx) {
       ctx.body.hostports = normalizeHostports((ctx.body.hostports as string[] | undefined) ?? []);
     },
+    // Hostnames banned after an abuse report cannot be added (docs/abuse-reports.md).
+    inTransaction: hostportBanCheck,
   },
 };

@@ -1,3 +1,5 @@
+import { abuseReport } from './abuse-report.js';
+import { applicationUser } from './application-user.js';
 import { certificateAuthority } from './certificate-authority.js';
 import { failoverBackend } from './failover-backend.js';
 import { httpsEdge } from './https-edge.js';
@@ -5,7 +7,7 @@ import { httpsEdgeRoute } from './https-edge-route.js';
 import type { KindDef } from './types.js';
 
 /** Every kind the service knows. Adding a kind: its file, one line here. */
-export const KINDS: KindDef[] = [failoverBackend, certificateAuthority, httpsEdge, httpsEdgeRoute];
+export const KINDS: KindDef[] = [failoverBackend, certificateAuthority, httpsEdge, httpsEdgeRoute, abuseReport, applicationUser];
 
 /** Kinds that are referenced but not stored by this service (their Refs still get a uri). */
 export const FOREIGN_PATHS: Record<string, string> = { ipPolicy: '/ip_policies' };

@@ -39,6 +39,8 @@ export interface UniqueDef {
   /** Scope name; with `perParent` the scope is per parent object (route match within its edge). */
   scope: string;
   perParent?: boolean;
+  /** The scope is per account (an application user's provider identity), not service-wide. */
+  perAccount?: boolean;
   values(body: Body): string[];
   /** The 409's error code and message for a value already taken. */
   code: ErrorCode;
@@ -123,6 +125,9 @@ export interface ModuleDef {
   role?: 'guard' | 'traffic';
 }
 
+/** Account flags an operator grants (`accounts` columns); a kind may require one. */
+export type AccountFlag = 'abuseReports';
+
 export interface KindDef {
   /** Registry name, camelCase: `failoverBackend`. */
   name: string;
@@ -137,6 +142,8 @@ export interface KindDef {
   listKey?: string;
   parent?: { kind: string; param: string; field: string };
   operations: Operation[];
+  /** Every operation of the kind answers 403 to an account without this flag. */
+  requires?: AccountFlag;
   /** Plain (non-module) fields of the request form, as JSON Schema properties. */
   fields: Record<string, JSONSchema>;
   required?: string[];
@@ -168,5 +175,7 @@ export interface KindDef {
     prepare?(ctx: HookContext): void | Promise<void>;
     /** Extra checks inside the write transaction (e.g. a ban list). */
     inTransaction?(q: Queryable, ctx: HookContext): Promise<void>;
+    /** Runs in the write transaction after the object is stored (e.g. enqueue a job for it). */
+    afterWrite?(q: Queryable, ctx: HookContext): Promise<void>;
   };
 }

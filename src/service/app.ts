@@ -6,7 +6,7 @@ import { Authenticator, type Principal } from './auth.js';
 import { ApiError, type ErrorCode } from './errors.js';
 import { registerKindRoutes } from './kind-routes.js';
 import { Resources, type Caller } from './resources.js';
-import { ajv, describeAjvError, problemMessage } from './validation.js';
+import { ajv, describeAjvError, findUnstorableText, problemMessage } from './validation.js';
 
 export interface AppOptions {
   db: Db;
@@ -70,11 +70,17 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, text, done) => {
     if (text === '') return done(null, undefined);
+    let body: unknown;
     try {
-      done(null, JSON.parse(text as string));
+      body = JSON.parse(text as string);
     } catch (err) {
-      done(new ApiError('ERR_INVALID_JSON', `body is not valid JSON: ${(err as Error).message}`), undefined);
+      return done(new ApiError('ERR_INVALID_JSON', `body is not valid JSON: ${(err as Error).message}`), undefined);
     }
+    const bad = findUnstorableText(body);
+    if (bad !== null) {
+      return done(new ApiError('ERR_VALIDATION', `${bad.slice(0, 200) || 'body'}: text may not contain U+0000 or an unpaired UTF-16 surrogate (\\ud800–\\udfff)`), undefined);
+    }
+    done(null, body);
   });
 
   app.addHook('onRequest', async (req, reply) => {

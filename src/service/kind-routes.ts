@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest, HTTPMethods } from 'fastify';
 import { KINDS } from '../kinds/registry.js';
 import { moduleRequestSchema, requestSchema } from '../kinds/schemas.js';
-import type { Body, KindDef } from '../kinds/types.js';
+import type { AccountFlag, Body, KindDef } from '../kinds/types.js';
 import { ApiError } from './errors.js';
 import type { Caller, Resources } from './resources.js';
 import { collectionPath } from './serialize.js';
@@ -53,13 +53,21 @@ function listQuery(query: Record<string, unknown>): { limit: number; beforeId?: 
  */
 export function registerKindRoutes(app: FastifyInstance, resources: Resources, callerOf: (req: FastifyRequest) => Caller) {
   const allowed = new Map<string, Set<HTTPMethods>>();
+  let requires: AccountFlag | undefined;
   const route = (method: HTTPMethods, url: string, opts: { body?: Record<string, unknown>; preValidation?: (req: FastifyRequest) => void }, handler: (req: FastifyRequest, params: Params) => Promise<{ status: number; body?: unknown }>) => {
     allowed.set(url, (allowed.get(url) ?? new Set()).add(method));
+    const flag = requires;
     app.route({
       method,
       url,
       schema: opts.body ? { body: opts.body } : undefined,
-      preValidation: opts.preValidation ? async (req) => opts.preValidation!(req) : undefined,
+      // Before body validation: an account without the flag learns nothing about the body's rules.
+      preValidation: flag || opts.preValidation
+        ? async (req) => {
+            if (flag) requireFlag(req, flag);
+            opts.preValidation?.(req);
+          }
+        : undefined,
       handler: async (req, reply) => {
         const result = await handler(req, req.params as Params);
         reply.code(result.status);
@@ -71,6 +79,7 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
   for (const kind of KINDS) registerKind(kind);
 
   function registerKind(kind: KindDef) {
+    requires = kind.requires;
     const collection = kind.path;
     const item = `${collection}/:id`;
     const parentParams = pathParams(collection);
@@ -139,6 +148,14 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
   }
 
   registerMethodNotAllowed(app, allowed);
+}
+
+const FLAG_WORDING: Record<AccountFlag, string> = {
+  abuseReports: 'abuse reports; access is granted by the operator\'s abuse team',
+};
+
+function requireFlag(req: FastifyRequest, flag: AccountFlag): void {
+  if (!req.principal?.[flag]) throw new ApiError('ERR_FORBIDDEN', `this account is not authorized for ${FLAG_WORDING[flag]}`);
 }
 
 const METHODS: HTTPMethods[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];

@@ -1,5 +1,5 @@
 import { findKind, kindByName } from '../kinds/registry.js';
-import type { Body, HookContext, KindDef, KindRuntimeConfig, ModuleDef, RefDef } from '../kinds/types.js';
+import type { Body, HookContext, KindDef, KindRuntimeConfig, ModuleDef, RefDef, UniqueDef } from '../kinds/types.js';
 import type { Db, Queryable } from '../store/db.js';
 import { isPgError } from '../store/db.js';
 import {
@@ -11,6 +11,8 @@ import { getPath, hasPath, holderOf } from '../kinds/paths.js';
 import { newId } from '../util/ids.js';
 import { ApiError } from './errors.js';
 import { toResponse } from './serialize.js';
+
+const TX_ATTEMPTS = 4;
 
 /** Who is asking and how to address them: every operation is scoped to one account. */
 export interface Caller { accountId: string; baseUrl: string }
@@ -42,16 +44,18 @@ export class Resources {
       body[field] = value;
     }
     const ctx = this.hookContext('create', caller, id, body, input, undefined, parentId);
+    checkExclusive(kind, input);
     for (const m of kind.modules ?? []) {
       const given = input[m.name];
       body[m.name] = given ? await this.prepareModule(m, given as Body, undefined, ctx) : null;
     }
     await this.prepare(kind, ctx);
-    const row = await this.db.tx(async (q) => {
+    const row = await this.tx(async (q) => {
       if (kind.parent) await this.requireParent(q, kind, caller, parentId!);
       await kind.hooks?.inTransaction?.(q, ctx);
       const inserted = await insertObject(q, { id, account_id: caller.accountId, kind: kind.name, parent_id: parentId ?? null, body });
       await this.writeLinks(q, kind, caller, inserted);
+      await kind.hooks?.afterWrite?.(q, ctx);
       return inserted;
     });
     return this.respond(kind, caller, row);
@@ -77,7 +81,7 @@ export class Resources {
     for (const f of kind.immutable ?? []) {
       if (f in input) throw new ApiError('ERR_IMMUTABLE_FIELD', `${f}: cannot be changed after creation; create a new ${kind.title} instead`);
     }
-    const row = await this.db.tx(async (q) => {
+    const row = await this.tx(async (q) => {
       const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
       if (!current) throw notFound(kind, id);
       const body: Body = structuredClone(current.body);
@@ -87,6 +91,7 @@ export class Resources {
         else body[field] = value;
       }
       const ctx = this.hookContext('update', caller, id, body, input, current.body, parentId);
+      checkExclusive(kind, { ...current.body, ...Object.fromEntries(Object.entries(input).filter(([, v]) => v)) });
       for (const m of kind.modules ?? []) {
         const given = input[m.name];
         // PATCH replaces a module that is given and never deletes one (null or omitted: kept).
@@ -95,14 +100,15 @@ export class Resources {
       await this.prepare(kind, ctx);
       await kind.hooks?.inTransaction?.(q, ctx);
       const updated = await updateBody(q, id, body);
-      await this.writeLinks(q, kind, caller, updated);
+      await this.writeLinks(q, kind, caller, updated, current.body);
+      await kind.hooks?.afterWrite?.(q, ctx);
       return updated;
     });
     return this.respond(kind, caller, row);
   }
 
   async remove(kind: KindDef, caller: Caller, id: string, parentId?: string): Promise<void> {
-    await this.db.tx(async (q) => {
+    await this.tx(async (q) => {
       const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
       if (!current) throw notFound(kind, id);
       await this.refuseIfReferenced(q, kind, id);
@@ -117,16 +123,17 @@ export class Resources {
   }
 
   async putModule(kind: KindDef, mod: ModuleDef, caller: Caller, id: string, input: Body, parentId?: string): Promise<Body> {
-    const row = await this.db.tx(async (q) => {
+    const row = await this.tx(async (q) => {
       const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
       if (!current) throw notFound(kind, id);
       const body: Body = structuredClone(current.body);
       const ctx = this.hookContext('update', caller, id, body, { [mod.name]: input }, current.body, parentId);
+      checkExclusive(kind, { ...current.body, [mod.name]: input });
       body[mod.name] = await this.prepareModule(mod, input, current.body[mod.name] as Body | null, ctx);
       await this.prepare(kind, ctx);
       await kind.hooks?.inTransaction?.(q, ctx);
       const updated = await updateBody(q, id, body);
-      await this.writeLinks(q, kind, caller, updated);
+      await this.writeLinks(q, kind, caller, updated, current.body);
       return updated;
     });
     return this.moduleResponse(mod, row, caller);
@@ -139,17 +146,35 @@ export class Resources {
   }
 
   async deleteModule(kind: KindDef, mod: ModuleDef, caller: Caller, id: string, parentId?: string): Promise<void> {
-    await this.db.tx(async (q) => {
+    await this.tx(async (q) => {
       const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
       if (!current) throw notFound(kind, id);
       if (!current.body[mod.name]) throw this.moduleNotConfigured(kind, mod, id);
       const body: Body = { ...current.body, [mod.name]: null };
       const updated = await updateBody(q, id, body);
-      await this.writeLinks(q, kind, caller, updated);
+      await this.writeLinks(q, kind, caller, updated, current.body);
     });
   }
 
   // ——— internals ———
+
+  /**
+   * One transaction, run again when PostgreSQL picked it as a deadlock victim (two edges swapping
+   * hostports lock each other's unique keys in opposite orders) or as a serialization failure.
+   * Each attempt re-reads everything, so a retry is the same request arriving a moment later.
+   */
+  private async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.db.tx(fn);
+      } catch (err) {
+        const transient = isPgError(err, '40P01') || isPgError(err, '40001');
+        if (!transient) throw err;
+        if (attempt >= TX_ATTEMPTS) throw new ApiError('ERR_CONFLICT', 'the object changed concurrently several times in a row; retry the request');
+        await new Promise((r) => setTimeout(r, Math.random() * 20 * attempt));
+      }
+    }
+  }
 
   private moduleNotConfigured(kind: KindDef, mod: ModuleDef, id: string): ApiError {
     return new ApiError('ERR_MODULE_NOT_CONFIGURED', `${mod.name} is not configured on ${kind.title} ${id}`);
@@ -188,12 +213,7 @@ export class Resources {
   }
 
   private async prepare(kind: KindDef, ctx: HookContext): Promise<void> {
-    for (const [group, members] of exclusiveGroups(kind)) {
-      const set = members.filter((m) => ctx.body[m]);
-      if (set.length > 1) {
-        throw new ApiError('ERR_VALIDATION', `${set.join(', ')}: at most one ${group} module (${members.join(', ')}) may be configured on a ${kind.title}`);
-      }
-    }
+    checkExclusive(kind, ctx.body);
     await kind.hooks?.prepare?.(ctx);
   }
 
@@ -203,10 +223,26 @@ export class Resources {
     if (!parent) throw notFound(parentKind, parentId);
   }
 
-  /** Records references (checked to exist in the account) and unique keys of a written object. */
-  private async writeLinks(q: Queryable, kind: KindDef, caller: Caller, row: ObjectRow): Promise<void> {
+  /**
+   * Records references (checked to exist in the account) and unique keys of a written object.
+   * Given the body it replaces (read under the row lock), links that did not change are not
+   * rewritten: a module PUT that touches no reference or unique value costs no extra writes.
+   */
+  private async writeLinks(q: Queryable, kind: KindDef, caller: Caller, row: ObjectRow, previous?: Body): Promise<void> {
     const refs = collectRefs(kind, row.body);
     const stored = refs.filter((r) => r.def.stored !== false);
+    const uniques = uniqueKeys(kind, row.body, row);
+    const same = <T extends object>(a: T[], b: T[], key: (x: T) => string) =>
+      JSON.stringify(a.map(key).sort()) === JSON.stringify(b.map(key).sort());
+    const refKey = (r: RefRow) => `${r.field}\u0000${r.to_id}`;
+    const uniqueKey = (u: { scope: string; value: string }) => `${u.scope}\u0000${u.value}`;
+    if (!previous || !same(stored, collectRefs(kind, previous).filter((r) => r.def.stored !== false), refKey)) {
+      await this.writeRefs(q, kind, caller, row, stored);
+    }
+    if (!previous || !same(uniques, uniqueKeys(kind, previous, row), uniqueKey)) await this.writeUniques(q, row, uniques);
+  }
+
+  private async writeRefs(q: Queryable, kind: KindDef, caller: Caller, row: ObjectRow, stored: CollectedRef[]): Promise<void> {
     const found = await existingIds(q, caller.accountId, stored.map((r) => r.to_id));
     for (const r of stored) {
       if (!found.has(r.to_id)) {
@@ -229,9 +265,9 @@ export class Resources {
       if (isPgError(err, '23503')) throw new ApiError('ERR_INVALID_REFERENCE', `a referenced object was deleted while this ${kind.title} was written; retry`);
       throw err;
     }
-    const uniques = (kind.uniques ?? []).flatMap((u) =>
-      u.values(row.body).map((value) => ({ scope: u.perParent ? `${u.scope}:${row.parent_id}` : u.scope, value, def: u })),
-    );
+  }
+
+  private async writeUniques(q: Queryable, row: ObjectRow, uniques: { scope: string; value: string; def: UniqueDef }[]): Promise<void> {
     try {
       await replaceUniques(q, row.id, uniques);
     } catch (err) {
@@ -273,6 +309,27 @@ export class Resources {
   }
 }
 
+/** The `unique_keys` scope of a unique value: service-wide, per parent object or per account. */
+export function uniqueScope(u: UniqueDef, row: Pick<ObjectRow, 'parent_id' | 'account_id'>): string {
+  if (u.perParent) return `${u.scope}:${row.parent_id}`;
+  if (u.perAccount) return `${u.scope}:${row.account_id}`;
+  return u.scope;
+}
+
+/**
+ * At most one module of an exclusive group per object. Also run on the modules a request is about
+ * to configure, before they are prepared: a SAML module generates a key pair, not worth doing for
+ * a write that is refused anyway.
+ */
+function checkExclusive(kind: KindDef, body: Body): void {
+  for (const [group, members] of exclusiveGroups(kind)) {
+    const set = members.filter((m) => body[m]);
+    if (set.length > 1) {
+      throw new ApiError('ERR_VALIDATION', `${set.join(', ')}: at most one ${group} module (${members.join(', ')}) may be configured on a ${kind.title}`);
+    }
+  }
+}
+
 function exclusiveGroups(kind: KindDef): Map<string, string[]> {
   const groups = new Map<string, string[]>();
   for (const m of kind.modules ?? []) {
@@ -280,6 +337,12 @@ function exclusiveGroups(kind: KindDef): Map<string, string[]> {
     groups.set(m.exclusiveGroup, [...(groups.get(m.exclusiveGroup) ?? []), m.name]);
   }
   return groups;
+}
+
+function uniqueKeys(kind: KindDef, body: Body, row: Pick<ObjectRow, 'parent_id' | 'account_id'>): { scope: string; value: string; def: UniqueDef }[] {
+  return (kind.uniques ?? []).flatMap((u) =>
+    u.values(body).map((value) => ({ scope: uniqueScope(u, row), value, def: u })),
+  );
 }
 
 interface CollectedRef extends RefRow { def: RefDef; label: string }

@@ -67,3 +67,29 @@ export function problemMessage(p: FieldProblem): string {
   if (p.unknownField) return `unknown field '${p.field}'`;
   return p.field ? `${p.field}: ${p.rule}` : `body ${p.rule}`;
 }
+
+// PostgreSQL text and jsonb cannot hold U+0000 or an unpaired UTF-16 surrogate (JSON allows both).
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * The path of the first string (value or key) in a parsed body that the database cannot store, or
+ * null. Iterative: a body may nest deeper than the call stack.
+ */
+export function findUnstorableText(value: unknown): string | null {
+  const stack: [unknown, string][] = [[value, '']];
+  while (stack.length) {
+    const [v, path] = stack.pop()!;
+    if (typeof v === 'string') {
+      if (UNSTORABLE.test(v)) return path;
+    } else if (Array.isArray(v)) {
+      v.forEach((x, i) => stack.push([x, `${path}[${i}]`]));
+    } else if (v && typeof v === 'object') {
+      for (const [k, x] of Object.entries(v)) {
+        const p = path ? `${path}.${k}` : k;
+        if (UNSTORABLE.test(k)) return p;
+        stack.push([x, p]);
+      }
+    }
+  }
+  return null;
+}

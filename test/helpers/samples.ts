@@ -1,5 +1,6 @@
 import type { TestClient } from './service.js';
 import { certs } from './certs.js';
+import { hostport } from './edges.js';
 
 /**
  * A valid create body and a valid update body per kind, for the table-driven generic contract.
@@ -29,5 +30,20 @@ export const SAMPLES: KindSample[] = [
     listKey: 'certificate_authorities',
     create: (_ctx, n) => ({ description: `ca ${n}`, ca_pem: n % 2 ? certs.ecCa : certs.rsaCa }),
     update: () => ({ description: 'changed', metadata: '{"team":"edge"}' }),
+  },
+  {
+    kind: 'httpsEdge',
+    path: () => '/edges/https',
+    listKey: 'https_edges',
+    create: (_ctx, n) => ({ description: `edge ${n}`, hostports: [hostport()], tls_termination: { min_version: '1.3' } }),
+    update: () => ({ description: 'changed', hostports: [hostport(), hostport()] }),
+  },
+  {
+    kind: 'httpsEdgeRoute',
+    path: (ctx) => `/edges/https/${ctx.edge}/routes`,
+    listKey: null,
+    setup: async (c) => ({ edge: (await c.post('/edges/https', { hostports: [hostport()] })).body.id }),
+    create: (_ctx, n) => ({ description: `route ${n}`, match_type: 'path_prefix', match: `/r${n}`, compression: {} }),
+    update: () => ({ description: 'changed', match_type: 'exact_path', match: '/changed' }),
   },
 ];

@@ -23,3 +23,18 @@ describe('manifest JSON Schema', () => {
     expect(() => createAjv().compile(buildManifestSchema())).not.toThrow();
   });
 });
+
+describe('examples/manifests', () => {
+  it('validates and plans (every example a user might copy works)', async () => {
+    const { validateDir, planFromState } = await import('../../src/reconciler/pipeline.js');
+    const root = 'examples/manifests';
+    const v = validateDir({ root, stack: 'production' });
+    expect(v.problems).toEqual([]);
+    expect(v.objects.flatMap((o) => [o, ...o.children]).map((o) => o.identity)).toEqual([
+      'CertificateAuthority/partners', 'FailoverBackend/app', 'FailoverBackend/eu-west',
+      'HTTPSEdge/web', 'HTTPSEdge/web/routes/api', 'HTTPSEdge/web/routes/hooks', 'HTTPSEdge/web/routes/site',
+    ]);
+    const r = planFromState({ root, stack: 'production', env: { WEB_OIDC_CLIENT_SECRET: 'x', GITHUB_WEBHOOK_SECRET: 'y' } }, {}, 'test');
+    expect(r.plan!.summary).toEqual({ create: 7, update: 0, replace: 0, delete: 0 });
+  });
+});

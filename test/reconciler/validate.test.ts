@@ -13,6 +13,13 @@ const INVALID = join(CWD, 'test', 'fixtures', 'manifests', 'invalid');
  * rule — all of them at once, in a stable order.
  */
 describe('manifest validation reports every problem with its position', () => {
+  it('--strict makes a literal secret an error', () => {
+    const root = relative(CWD, join(INVALID, 'edges-and-routes'));
+    const lenient = validateDir({ root, cwd: CWD, stack: 'prod' }).problems.find((p) => p.rule === 'literal-secret');
+    const strict = validateDir({ root, cwd: CWD, stack: 'prod', strict: true }).problems.find((p) => p.rule === 'literal-secret');
+    expect([lenient?.severity, strict?.severity]).toEqual(['warning', 'error']);
+  });
+
   for (const name of readdirSync(INVALID).sort()) {
     it(name, () => {
       const dir = join(INVALID, name);

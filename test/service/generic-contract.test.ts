@@ -162,16 +162,16 @@ describe.each(ENGINES)('generic contract on %s', (engine) => {
         expect(seen).toEqual(expected);
 
         const small = await c.get(`${path}?limit=7`);
-        expect(small.body[sample.listKey]).toHaveLength(7);
+        expect(small.body[sample.listKey!]).toHaveLength(7);
         expect(small.body.next_page_uri).toBe(`${svc.url}${path}?before_id=${expected[6]}&limit=7`);
         const camel = await c.get(`${path}?beforeId=${expected[6]}&limit=3`);
-        expect(camel.body[sample.listKey].map((o: { id: string }) => o.id)).toEqual(expected.slice(7, 10));
+        expect(camel.body[sample.listKey!].map((o: { id: string }) => o.id)).toEqual(expected.slice(7, 10));
         // Exactly the last object left: the page holds it and says nothing remains.
         const last = await c.get(`${path}?before_id=${expected[248]}`);
-        expect(last.body[sample.listKey].map((o: { id: string }) => o.id)).toEqual([expected[249]]);
+        expect(last.body[sample.listKey!].map((o: { id: string }) => o.id)).toEqual([expected[249]]);
         expect(last.body.next_page_uri).toBeNull();
         const empty = await c.get(`${path}?before_id=${expected[249]}`);
-        expect(empty.body[sample.listKey]).toEqual([]);
+        expect(empty.body[sample.listKey!]).toEqual([]);
         expect(empty.body.next_page_uri).toBeNull();
 
         for (const bad of ['limit=0', 'limit=101', 'limit=abc', 'limit=1.5', 'page=2', 'before_id=']) {

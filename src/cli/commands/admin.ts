@@ -1,15 +1,6 @@
 import { createAccount, createKey, revokeKey } from '../../service/auth.js';
-import { openEngine, type EngineChoice } from '../engine.js';
 import type { Output } from '../output.js';
-
-async function withDb<T>(opts: EngineChoice, fn: (db: Awaited<ReturnType<typeof openEngine>>) => Promise<T>): Promise<T> {
-  const db = await openEngine(opts);
-  try {
-    return await fn(db);
-  } finally {
-    await db.close();
-  }
-}
+import { withDb } from './with-db.js';
 
 export async function accountsCreate(out: Output, flags: { name: string; abuseReports?: boolean; json?: boolean; state?: string }) {
   const issued = await withDb({ stateDir: flags.state }, (db) => createAccount(db, { name: flags.name, abuseReports: flags.abuseReports }));

@@ -1,10 +1,12 @@
 import { buildApp } from '../../service/app.js';
 import { openEngine } from '../engine.js';
-import { serviceOptionsFromEnv } from '../service-config.js';
+import { startJobWorker } from '../../service/job-worker.js';
+import { serviceOptionsFromEnv, workerOptionsFromEnv } from '../service-config.js';
 
 export interface ServeFlags { port: string; host: string; state?: string; logLevel?: string }
 
 export async function serve(flags: ServeFlags): Promise<void> {
+  const { enabled: runJobs, ...workerOptions } = workerOptionsFromEnv();
   const db = await openEngine({ stateDir: flags.state });
   const app = await buildApp({ db, ...serviceOptionsFromEnv(), logLevel: flags.logLevel ?? process.env.EDGEPLANE_LOG_LEVEL ?? 'info' });
   const port = Number(flags.port);
@@ -14,7 +16,9 @@ export async function serve(flags: ServeFlags): Promise<void> {
   const actualPort = typeof addr === 'object' && addr ? addr.port : port;
   const url = `http://${flags.host.includes(':') ? `[${flags.host}]` : flags.host}:${actualPort}`;
   db.lock?.setUrl(url);
-  app.log.info({ url, engine: db.engine, database: db.describe }, `edgeplane listening on ${url}`);
+  // Every process runs a worker: the queue is in the database, so N replicas share the work.
+  const worker = runJobs ? startJobWorker(db, { ...workerOptions, log: app.log }) : null;
+  app.log.info({ url, engine: db.engine, database: db.describe, worker: worker?.id ?? null }, `edgeplane listening on ${url}`);
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -24,6 +28,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
     const force = setTimeout(() => process.exit(1), 10_000);
     force.unref();
     await app.close();
+    await worker?.stop();
     await db.close();
     process.exit(0);
   };

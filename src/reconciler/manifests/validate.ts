@@ -58,8 +58,8 @@ export function validateManifests(docs: SourceDoc[], opts: ValidateOptions): Val
     secretPass(o, add, !!opts.strict);
     if (o.valid) metadataPass(o, add, opts.stack);
   }
-  uniquePass(all.filter((x) => x.valid), add);
-  cyclePass(all.filter((x) => x.valid), byKind, add);
+  uniquePass(all, add);
+  cyclePass(all, byKind, add);
   return { objects, problems: sortProblems(problems) };
 }
 
@@ -203,7 +203,7 @@ function uniquePass(all: ManifestObject[], add: Add) {
         const first = seen.get(key);
         if (!first) { seen.set(key, o); continue; }
         const p = positionOf(first, fieldHolding(first, value));
-        add(o, fieldHolding(o, value), `duplicate-${u.scope}`, `${u.conflict(value)} (also in ${first.identity} at ${p.file}:${p.line}:${p.col})`);
+        add(o, fieldHolding(o, value), `duplicate-${u.scope}`, `${u.conflict(value).replace(/^[a-z_]+: /, '')} (also in ${first.identity} at ${p.file}:${p.line}:${p.col})`);
       }
     }
   }
@@ -226,7 +226,7 @@ function cyclePass(all: ManifestObject[], byKind: Map<string, Map<string, Manife
   const edges = (o: ManifestObject) =>
     refValues(o).filter((r) => r.def.acyclic && isName(r.def, r.value))
       .map((r) => ({ to: byKind.get(namedTarget(r.def)!.name)?.get(r.value), path: r.path }))
-      .filter((e): e is { to: ManifestObject; path: (string | number)[] } => !!e.to && e.to.valid);
+      .filter((e): e is { to: ManifestObject; path: (string | number)[] } => !!e.to);
   const state = new Map<ManifestObject, 'open' | 'done'>();
   const reported = new Set<string>();
   const visit = (o: ManifestObject, stack: ManifestObject[]) => {

@@ -50,6 +50,7 @@ class Planner {
   /** Observed id → the steps that delete it (its own, or its parent's). */
   private readonly deletedBy = new Map<string, string>();
   private readonly stepsOfObserved = new Map<string, string[]>();
+  private readonly stepById = new Map<string, Step>();
   private readonly claimed = new Set<string>();
   private sym: Symbolize = (id) => id;
 
@@ -136,13 +137,20 @@ class Planner {
     return out;
   }
 
+  private readonly keyCache = new Map<string, string[]>();
+  private observedKeys(o: ObservedObject): string[] {
+    let k = this.keyCache.get(o.id);
+    if (!k) this.keyCache.set(o.id, (k = this.keys(o.kind, o.body)));
+    return k;
+  }
+
   /** A new manifest object that matches an existing object of someone else: adopt, or report. */
   private collide(dec: Decision, parentId: string | undefined) {
     const { d } = dec;
     const mine = new Set(this.keys(d.kind, d.body));
     if (!mine.size) return;
     const hits = this.observed.filter((o) => o.kind === d.kind && o.parentId === parentId && o.owner.type !== 'this' && !this.claimed.has(o.id) &&
-      this.keys(o.kind, o.body).some((k) => mine.has(k)));
+      this.observedKeys(o).some((k) => mine.has(k)));
     for (const o of hits) {
       const what = `${d.identity} matches existing ${d.kind.title} ${o.id}`;
       if (o.owner.type === 'stack') {
@@ -235,6 +243,7 @@ class Planner {
 
   private addStep(dec: Decision | null, step: Step): Step {
     this.steps.push(step);
+    this.stepById.set(step.id, step);
     if (dec) dec.steps.push(step.id);
     if (step.object.id) this.stepsOfObserved.set(step.object.id, [...(this.stepsOfObserved.get(step.object.id) ?? []), step.id]);
     return step;
@@ -422,6 +431,13 @@ class Planner {
    */
   private resolveDeletes() {
     let pending = [...this.pendingDeletes];
+    // Who refers to whom, and which decision holds an observed object: computed once, not per delete.
+    const referrers = new Map<string, ObservedObject[]>();
+    for (const r of this.observed) {
+      for (const target of new Set(refValues({ kind: r.kind, body: r.body }).map((x) => x.value))) referrers.set(target, [...(referrers.get(target) ?? []), r]);
+    }
+    const decisionOf = new Map<string, Decision>();
+    for (const dec of this.decisions.values()) if (dec.o && !dec.replaced) decisionOf.set(dec.o.id, dec);
     const refusals = new Map<string, string>();
     for (;;) {
       const deleting = new Map(pending.map((p) => [p.o.id, p.id]));
@@ -430,10 +446,10 @@ class Planner {
       const deps = new Map<string, string[]>();
       for (const p of pending) {
         const need: string[] = [];
-        for (const r of this.observed) {
-          if (r.id === p.o.id || !refValues({ kind: r.kind, body: r.body }).some((x) => x.value === p.o.id)) continue;
+        for (const r of referrers.get(p.o.id) ?? []) {
+          if (r.id === p.o.id) continue;
           const gone = goneWith(r.id, r.parentId);
-          const dec = [...this.decisions.values()].find((x) => x.o?.id === r.id && !x.replaced);
+          const dec = decisionOf.get(r.id);
           if (gone) need.push(gone);
           else if (dec && dec.steps.length && !this.stillReferences(dec, p.o.id)) need.push(...dec.steps);
           else blocked.set(p.id, [...(blocked.get(p.id) ?? []), r.marker ? `${r.marker.id} (${r.id})` : `${r.kind.title} ${r.id}`]);
@@ -483,17 +499,67 @@ class Planner {
       }
     }
     for (const dec of this.decisions.values()) {
-      const main = this.steps.find((s) => dec.steps.includes(s.id) && (s.action === 'create' || s.action === 'replace' || s.action === 'update'));
+      if (!dec.d.kind.uniques?.length) continue;
+      const main = dec.steps.map((id) => this.stepById.get(id)!).find((s) => s.action === 'create' || s.action === 'replace' || s.action === 'update');
       if (!main) continue;
       const parentId = dec.d.parentIdentity ? this.decisions.get(dec.d.parentIdentity)?.o?.id : undefined;
       for (const u of dec.d.kind.uniques ?? []) {
         for (const v of this.uniqueValues(dec.d.kind, dec.d.body, u)) {
           const holder = holders.get(`${dec.d.kind.name}:${u.scope}:${u.perParent ? parentId : ''}:${v}`);
           if (!holder || holder.id === dec.o?.id) continue;
-          main.dependsOn.push(...(this.stepsOfObserved.get(holder.id) ?? []));
+          const theirs = this.stepsOfObserved.get(holder.id) ?? [];
+          if (!theirs.some((id) => this.reaches(id, main.id))) main.dependsOn.push(...theirs);
+          else main.dependsOn.push(this.release(holder, v, dec.d.identity));
         }
       }
     }
+  }
+
+  /** Whether step `from` depends, directly or not, on step `to`. */
+  private reaches(from: string, to: string): boolean {
+    const byId = this.stepById;
+    const seen = new Set<string>();
+    const stack = [from];
+    while (stack.length) {
+      const id = stack.pop()!;
+      if (id === to) return true;
+      if (seen.has(id)) continue;
+      seen.add(id);
+      stack.push(...(byId.get(id)?.dependsOn ?? []));
+    }
+    return false;
+  }
+
+  /**
+   * Two objects trading unique values (routes swapping matches, edges swapping hostports) would
+   * wait for each other: the holder first lets go of the value — a list drops it, a single value
+   * takes a temporary form — and its own update sets the final value later.
+   */
+  private release(holder: ObservedObject, value: string, taker: string): string {
+    const identity = holder.marker?.id ?? holder.id;
+    const id = `${identity}:release`;
+    let step = this.stepById.get(id);
+    const body = (step?.request.body as Body | undefined) ?? {};
+    const field = Object.keys(holder.body).find((k) => {
+      const x = body[k] ?? holder.body[k];
+      return Array.isArray(x) ? x.some((y) => String(y).toLowerCase() === value) : String(x).toLowerCase() === value;
+    });
+    if (!field) return id;
+    const current = body[field] ?? holder.body[field];
+    body[field] = Array.isArray(current) ? current.filter((y) => String(y).toLowerCase() !== value) : `${String(current)}~edgeplane-swap`;
+    if (!step) {
+      step = this.addStep(null, {
+        id, action: 'update',
+        object: { kind: holder.kind.name, identity, name: identity.split('/').pop()!, id: holder.id, ...(holder.parentId ? { parent: this.parentIdentity(holder.parentId) } : {}) },
+        request: { method: 'PATCH', path: this.objectPath(holder.kind, holder.id, holder.parentId), body },
+        changes: [], dependsOn: [], reason: `frees ${value} for ${taker} first: the two objects trade unique values`,
+      });
+      for (const other of this.stepsOfObserved.get(holder.id) ?? []) {
+        if (other !== id) this.stepById.get(other)!.dependsOn.push(id);
+      }
+    } else step.reason += `, ${value} for ${taker}`;
+    step.changes = Object.keys(body).map((f) => ({ path: f, before: holder.body[f], after: body[f] }));
+    return id;
   }
 
   private summary() {

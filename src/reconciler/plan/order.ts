@@ -15,20 +15,33 @@ export function orderSteps(steps: Step[]): Step[] {
     const { s, i } = byId.get(id)!;
     return (s.action === 'delete' ? 1_000_000 : 0) + i;
   };
-  const ready = steps.filter((s) => s.dependsOn.length === 0).map((s) => s.id);
+  // Ready steps, kept sorted by descending rank so the next one pops off the end.
+  const ready: string[] = [];
+  const push = (id: string) => {
+    const r = rank(id);
+    let lo = 0;
+    let hi = ready.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (rank(ready[mid]) > r) lo = mid + 1;
+      else hi = mid;
+    }
+    ready.splice(lo, 0, id);
+  };
+  for (const s of steps) if (s.dependsOn.length === 0) push(s.id);
   const out: Step[] = [];
   while (ready.length) {
-    ready.sort((a, b) => rank(a) - rank(b));
-    const id = ready.shift()!;
+    const id = ready.pop()!;
     out.push(byId.get(id)!.s);
     for (const next of dependents.get(id) ?? []) {
       const left = waiting.get(next)! - 1;
       waiting.set(next, left);
-      if (left === 0) ready.push(next);
+      if (left === 0) push(next);
     }
   }
   if (out.length !== steps.length) {
-    const stuck = steps.filter((s) => !out.includes(s)).map((s) => s.id);
+    const done = new Set(out);
+    const stuck = steps.filter((s) => !done.has(s)).map((s) => s.id);
     throw new Error(`planner produced a dependency cycle among: ${stuck.join(', ')}`);
   }
   return out;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { checkIdpMetadata } from '../src/kinds/saml-metadata.js';
-import { IDP_METADATA, IDP_METADATA_DEFAULT_NS } from './helpers/edges.js';
+import { checkIdpMetadata } from '../../src/kinds/saml-metadata.js';
+import { IDP_METADATA, IDP_METADATA_DEFAULT_NS } from '../helpers/edges.js';
 
 const MD = 'xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata"';
 const SSO = '<md:IDPSSODescriptor><md:SingleSignOnService Binding="b" Location="https://idp/sso"/></md:IDPSSODescriptor>';

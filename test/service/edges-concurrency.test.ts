@@ -4,16 +4,16 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hostport } from './helpers/edges.js';
-import { TestClient } from './helpers/service.js';
+import { hostport } from '../helpers/edges.js';
+import { TestClient } from '../helpers/service.js';
 
 /**
  * Uniqueness is the database's job, not a read-then-write: two real `edgeplane serve` processes on
  * one PostgreSQL, 50 concurrent creates of the same hostport (or route match) spread over both.
  */
 const DATABASE_URL = process.env.DATABASE_URL;
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const BIN = fileURLToPath(new URL('../bin/edgeplane.js', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const BIN = fileURLToPath(new URL('../../bin/edgeplane.js', import.meta.url));
 const N = 50;
 
 function withSearchPath(url: string, schema: string): string {
@@ -95,6 +95,20 @@ describe.skipIf(!DATABASE_URL)('uniqueness across two service processes on one P
     const { rows } = await admin.query(`SELECT count(*)::int AS n FROM ${schema}.objects WHERE parent_id = $1`, [edge.body.id]);
     expect(rows[0].n).toBe(1);
     expect((await clients[1].get(`/edges/https/${edge.body.id}`)).body.routes).toHaveLength(1);
+  }, 60_000);
+
+  it('edges swapping hostports concurrently never fail with a 5xx (deadlocks are retried)', async () => {
+    const results: { status: number }[] = [];
+    for (let round = 0; round < 5; round++) {
+      const [x, y] = [hostport(), hostport()];
+      const a = await clients[0].post('/edges/https', { hostports: [x] });
+      const b = await clients[1].post('/edges/https', { hostports: [y] });
+      results.push(...(await Promise.all([
+        clients[0].patch(`/edges/https/${a.body.id}`, { hostports: [y] }),
+        clients[1].patch(`/edges/https/${b.body.id}`, { hostports: [x] }),
+      ])));
+    }
+    for (const r of results) expect([200, 409]).toContain(r.status);
   }, 60_000);
 
   it('concurrent updates moving one hostport onto different edges: exactly one wins', async () => {

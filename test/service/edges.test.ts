@@ -1,12 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { expectRejected, fakeId, hostport, IDP_METADATA, newCa, newEdge, newFailover, newRoute } from './helpers/edges.js';
-import { ENGINES, startTestService, type TestClient, type TestService } from './helpers/service.js';
+import { expectRejected, fakeId, hostport, IDP_METADATA, newCa, newEdge, newFailover, newRoute } from '../helpers/edges.js';
+import { ENGINES, startTestService, type TestClient, type TestService } from '../helpers/service.js';
 
 describe.each(ENGINES)('HTTPS edges and routes (%s)', (engine) => {
   let svc: TestService;
   let c: TestClient;
+  // The service logs at info, as in production, so the secrets test can read every line it wrote.
+  const log: string[] = [];
   beforeAll(async () => {
-    svc = await startTestService(engine);
+    svc = await startTestService(engine, { logLevel: 'info', logStream: { write: (line: string) => { log.push(line); } } });
     c = await svc.account();
   }, 60_000);
   afterAll(async () => { await svc?.close(); });
@@ -99,6 +101,15 @@ describe.each(ENGINES)('HTTPS edges and routes (%s)', (engine) => {
       expect((await other.post('/edges/https', { hostports: [hp] })).status).toBe(201);
       const { rows } = await svc.db.query("SELECT value FROM unique_keys WHERE scope = 'hostport' AND value = $1", [hp]);
       expect(rows).toHaveLength(1);
+    });
+
+    it('refuses text the database cannot store (U+0000, unpaired surrogates), naming the field', async () => {
+      expectRejected(await c.request('POST', '/edges/https', '{"description":"a\\u0000b"}'), 'description');
+      expectRejected(await c.request('POST', '/edges/https', '{"metadata":"\\ud800"}'), 'metadata');
+      const e = await newEdge(c);
+      const r = await newRoute(c, e.id);
+      expectRejected(await c.request('PUT', `/edges/https/${e.id}/routes/${r.id}/request_headers`, '{"add":{"x-\\udc00":"v"}}'), 'add.x-');
+      expect((await c.post('/edges/https', { hostports: [hostport()], description: '👩‍👩‍👧 ＡＢＣ' })).status).toBe(201);
     });
 
     it('rejects unknown fields, ids that differ from the path, and other accounts\' edges', async () => {
@@ -254,7 +265,8 @@ describe.each(ENGINES)('HTTPS edges and routes (%s)', (engine) => {
       await keep(c.get(`/edges/https/${e.id}`));
       await keep(c.get('/edges/https'));
       const all = seen.join('\n');
-      for (const s of SECRETS) expect(all).not.toContain(s);
+      expect(log.join('').length).toBeGreaterThan(0);
+      for (const s of SECRETS) expect(all + log.join('')).not.toContain(s);
       expect(all).not.toContain('PRIVATE KEY');
       expect(all).not.toContain('client_secret');
       expect(all).not.toMatch(/"secret"/);

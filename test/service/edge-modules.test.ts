@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CA_PEM_2, expectRejected, fakeId, IDP_METADATA, IDP_METADATA_DEFAULT_NS, newCa, newEdge, newFailover, newRoute } from './helpers/edges.js';
-import { ENGINES, startTestService, type TestClient, type TestService } from './helpers/service.js';
+import { CA_PEM_2, expectRejected, fakeId, IDP_METADATA, IDP_METADATA_DEFAULT_NS, newCa, newEdge, newFailover, newRoute } from '../helpers/edges.js';
+import { ENGINES, startTestService, type TestClient, type TestService } from '../helpers/service.js';
 
 type Body = Record<string, any>;
 /** What a case can refer to: objects made for the test, the service's base URL, the owner's id. */
