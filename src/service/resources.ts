@@ -12,6 +12,8 @@ import { newId } from '../util/ids.js';
 import { ApiError } from './errors.js';
 import { toResponse } from './serialize.js';
 
+const TX_ATTEMPTS = 4;
+
 /** Who is asking and how to address them: every operation is scoped to one account. */
 export interface Caller { accountId: string; baseUrl: string }
 
@@ -42,12 +44,13 @@ export class Resources {
       body[field] = value;
     }
     const ctx = this.hookContext('create', caller, id, body, input, undefined, parentId);
+    checkExclusive(kind, input);
     for (const m of kind.modules ?? []) {
       const given = input[m.name];
       body[m.name] = given ? await this.prepareModule(m, given as Body, undefined, ctx) : null;
     }
     await this.prepare(kind, ctx);
-    const row = await this.db.tx(async (q) => {
+    const row = await this.tx(async (q) => {
       if (kind.parent) await this.requireParent(q, kind, caller, parentId!);
       await kind.hooks?.inTransaction?.(q, ctx);
       const inserted = await insertObject(q, { id, account_id: caller.accountId, kind: kind.name, parent_id: parentId ?? null, body });
@@ -78,7 +81,7 @@ export class Resources {
     for (const f of kind.immutable ?? []) {
       if (f in input) throw new ApiError('ERR_IMMUTABLE_FIELD', `${f}: cannot be changed after creation; create a new ${kind.title} instead`);
     }
-    const row = await this.db.tx(async (q) => {
+    const row = await this.tx(async (q) => {
       const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
       if (!current) throw notFound(kind, id);
       const body: Body = structuredClone(current.body);
@@ -88,6 +91,7 @@ export class Resources {
         else body[field] = value;
       }
       const ctx = this.hookContext('update', caller, id, body, input, current.body, parentId);
+      checkExclusive(kind, { ...current.body, ...Object.fromEntries(Object.entries(input).filter(([, v]) => v)) });
       for (const m of kind.modules ?? []) {
         const given = input[m.name];
         // PATCH replaces a module that is given and never deletes one (null or omitted: kept).
@@ -104,7 +108,7 @@ export class Resources {
   }
 
   async remove(kind: KindDef, caller: Caller, id: string, parentId?: string): Promise<void> {
-    await this.db.tx(async (q) => {
+    await this.tx(async (q) => {
       const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
       if (!current) throw notFound(kind, id);
       await this.refuseIfReferenced(q, kind, id);
@@ -119,11 +123,12 @@ export class Resources {
   }
 
   async putModule(kind: KindDef, mod: ModuleDef, caller: Caller, id: string, input: Body, parentId?: string): Promise<Body> {
-    const row = await this.db.tx(async (q) => {
+    const row = await this.tx(async (q) => {
       const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
       if (!current) throw notFound(kind, id);
       const body: Body = structuredClone(current.body);
       const ctx = this.hookContext('update', caller, id, body, { [mod.name]: input }, current.body, parentId);
+      checkExclusive(kind, { ...current.body, [mod.name]: input });
       body[mod.name] = await this.prepareModule(mod, input, current.body[mod.name] as Body | null, ctx);
       await this.prepare(kind, ctx);
       await kind.hooks?.inTransaction?.(q, ctx);
@@ -141,7 +146,7 @@ export class Resources {
   }
 
   async deleteModule(kind: KindDef, mod: ModuleDef, caller: Caller, id: string, parentId?: string): Promise<void> {
-    await this.db.tx(async (q) => {
+    await this.tx(async (q) => {
       const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
       if (!current) throw notFound(kind, id);
       if (!current.body[mod.name]) throw this.moduleNotConfigured(kind, mod, id);
@@ -152,6 +157,24 @@ export class Resources {
   }
 
   // ——— internals ———
+
+  /**
+   * One transaction, run again when PostgreSQL picked it as a deadlock victim (two edges swapping
+   * hostports lock each other's unique keys in opposite orders) or as a serialization failure.
+   * Each attempt re-reads everything, so a retry is the same request arriving a moment later.
+   */
+  private async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.db.tx(fn);
+      } catch (err) {
+        const transient = isPgError(err, '40P01') || isPgError(err, '40001');
+        if (!transient) throw err;
+        if (attempt >= TX_ATTEMPTS) throw new ApiError('ERR_CONFLICT', 'the object changed concurrently several times in a row; retry the request');
+        await new Promise((r) => setTimeout(r, Math.random() * 20 * attempt));
+      }
+    }
+  }
 
   private moduleNotConfigured(kind: KindDef, mod: ModuleDef, id: string): ApiError {
     return new ApiError('ERR_MODULE_NOT_CONFIGURED', `${mod.name} is not configured on ${kind.title} ${id}`);
@@ -190,12 +213,7 @@ export class Resources {
   }
 
   private async prepare(kind: KindDef, ctx: HookContext): Promise<void> {
-    for (const [group, members] of exclusiveGroups(kind)) {
-      const set = members.filter((m) => ctx.body[m]);
-      if (set.length > 1) {
-        throw new ApiError('ERR_VALIDATION', `${set.join(', ')}: at most one ${group} module (${members.join(', ')}) may be configured on a ${kind.title}`);
-      }
-    }
+    checkExclusive(kind, ctx.body);
     await kind.hooks?.prepare?.(ctx);
   }
 
@@ -296,6 +314,20 @@ export function uniqueScope(u: UniqueDef, row: Pick<ObjectRow, 'parent_id' | 'ac
   if (u.perParent) return `${u.scope}:${row.parent_id}`;
   if (u.perAccount) return `${u.scope}:${row.account_id}`;
   return u.scope;
+}
+
+/**
+ * At most one module of an exclusive group per object. Also run on the modules a request is about
+ * to configure, before they are prepared: a SAML module generates a key pair, not worth doing for
+ * a write that is refused anyway.
+ */
+function checkExclusive(kind: KindDef, body: Body): void {
+  for (const [group, members] of exclusiveGroups(kind)) {
+    const set = members.filter((m) => body[m]);
+    if (set.length > 1) {
+      throw new ApiError('ERR_VALIDATION', `${set.join(', ')}: at most one ${group} module (${members.join(', ')}) may be configured on a ${kind.title}`);
+    }
+  }
 }
 
 function exclusiveGroups(kind: KindDef): Map<string, string[]> {

@@ -1,6 +1,6 @@
 import { withoutPaths } from '../kinds/paths.js';
 import { FOREIGN_PATHS, FOREIGN_PREFIX_PATHS, findKind, kindByName } from '../kinds/registry.js';
-import type { Body, KindDef, ModuleDef, RefDef } from '../kinds/types.js';
+import type { Body, JSONSchema, KindDef, ModuleDef, RefDef } from '../kinds/types.js';
 import type { ObjectRow } from '../store/objects.js';
 import { rfc3339 } from '../util/time.js';
 
@@ -35,12 +35,25 @@ export function moduleToResponse(mod: ModuleDef, stored: Body, base: string): Bo
   const visible = withoutPaths(stored, mod.writeOnly ?? []);
   const out: Body = {};
   const order = mod.responseOrder ?? Object.keys(visible);
+  const properties = (mod.request.properties ?? {}) as Record<string, JSONSchema>;
   for (const key of order) {
     const r = mod.refs?.find((x) => x.field === key);
     if (r?.outField) out[r.outField] = refOut(r, visible[key], base);
-    else if (key in visible) out[key] = visible[key];
+    else if (key in visible) out[key] = inSchemaOrder(visible[key], properties[key]);
   }
   return out;
+}
+
+/**
+ * jsonb stores object keys in its own order; nested objects (an OAuth provider's settings) are
+ * returned with their keys in the order the request schema declares them.
+ */
+function inSchemaOrder(value: unknown, schema: JSONSchema | undefined): unknown {
+  const props = schema?.properties as Record<string, JSONSchema> | undefined;
+  if (!props || !value || typeof value !== 'object' || Array.isArray(value)) return value;
+  const v = value as Body;
+  const keys = [...Object.keys(props).filter((k) => k in v), ...Object.keys(v).filter((k) => !(k in props))];
+  return Object.fromEntries(keys.map((k) => [k, inSchemaOrder(v[k], props[k])]));
 }
 
 /**

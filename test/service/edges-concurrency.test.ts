@@ -97,6 +97,20 @@ describe.skipIf(!DATABASE_URL)('uniqueness across two service processes on one P
     expect((await clients[1].get(`/edges/https/${edge.body.id}`)).body.routes).toHaveLength(1);
   }, 60_000);
 
+  it('edges swapping hostports concurrently never fail with a 5xx (deadlocks are retried)', async () => {
+    const results: { status: number }[] = [];
+    for (let round = 0; round < 5; round++) {
+      const [x, y] = [hostport(), hostport()];
+      const a = await clients[0].post('/edges/https', { hostports: [x] });
+      const b = await clients[1].post('/edges/https', { hostports: [y] });
+      results.push(...(await Promise.all([
+        clients[0].patch(`/edges/https/${a.body.id}`, { hostports: [y] }),
+        clients[1].patch(`/edges/https/${b.body.id}`, { hostports: [x] }),
+      ])));
+    }
+    for (const r of results) expect([200, 409]).toContain(r.status);
+  }, 60_000);
+
   it('concurrent updates moving one hostport onto different edges: exactly one wins', async () => {
     const hp = hostport();
     const edges = await Promise.all(Array.from({ length: 10 }, (_, i) => clients[i % 2].post('/edges/https', { hostports: [hostport()] })));
