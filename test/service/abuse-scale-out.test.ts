@@ -89,10 +89,11 @@ describe.skipIf(!BASE)('abuse report processing scales out over serve processes 
   it('a worker killed mid-run: the other takes over its leased jobs; none is lost or done twice', { timeout: 240_000 }, async () => {
     const account = await createAccount(db, { name: 'crash', abuseReports: true });
     // The victim is slow (each job waits 400 ms), so it is killed holding claimed, unfinished jobs.
+    // The survivor starts once the victim has been killed holding jobs: on a loaded machine a
+    // survivor running from the start can drain the queue before the victim claims anything.
     const victim = await serve({ EDGEPLANE_JOB_LEASE_MS: '1500', EDGEPLANE_JOB_DELAY_MS: '400' });
-    const survivor = await serve({ EDGEPLANE_JOB_LEASE_MS: '1500' });
-    const ids = await submit(account.api_key, [victim.url, survivor.url], 200, 'two');
-    const deadline = Date.now() + 30_000;
+    const ids = await submit(account.api_key, [victim.url], 200, 'two');
+    const deadline = Date.now() + 60_000;
     let held: string[] = [];
     while (!held.length) {
       held = (await jobs(ids)).filter((r) => r.state === 'running' && r.claimed_by === victim.worker).map((r) => r.object_id);
@@ -100,6 +101,7 @@ describe.skipIf(!BASE)('abuse report processing scales out over serve processes 
       if (!held.length) await new Promise((r) => setTimeout(r, 20));
     }
     await victim.stop('SIGKILL');
+    const survivor = await serve({ EDGEPLANE_JOB_LEASE_MS: '1500' });
 
     const rows = await allDone(ids);
     expect(rows.every((r) => r.completions === 1)).toBe(true);
