@@ -59,7 +59,10 @@ async function applyDir(out: Output, dir: string, flags: ApplyFlags, parallelism
     if (flags.json) out.json({ event: 'plan', stack: plan.stack, target: plan.target, summary: plan.summary, steps: plan.steps.length, warnings: plan.warnings, conflicts: plan.conflicts, blocked: plan.blocked });
     else out.line(renderText(plan, { color: useColor() }).replace(/\n$/, ''));
     gate(out, plan, flags);
-    if (!plan.steps.length) return;
+    if (!plan.steps.length) {
+      if (flags.json) out.json({ event: 'summary', total: 0, done: 0, failed: 0, skipped: 0, ms: 0 });
+      return;
+    }
     if (!flags.autoApprove) {
       if (!canPrompt()) throw new CliExit(EXIT.error, 'apply: no terminal to ask for confirmation; pass --auto-approve (CI) or save a plan with `plan --out` and apply it');
       if (!(await confirm(`\nApply ${summaryLine(plan).replace(/^Plan: /, '')} on ${plan.target}? Only "yes" is accepted: `))) {
