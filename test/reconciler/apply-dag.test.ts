@@ -114,3 +114,17 @@ describe('runDag', () => {
     }), { numRuns: 200 });
   });
 });
+
+describe('runDag and long-lived signals', () => {
+  it('leaves no abort listener behind (watch reuses one signal for every run)', async () => {
+    const ac = new AbortController();
+    let added = 0, removed = 0;
+    const add = ac.signal.addEventListener.bind(ac.signal);
+    const rem = ac.signal.removeEventListener.bind(ac.signal);
+    ac.signal.addEventListener = ((...a: Parameters<typeof add>) => { added++; return add(...a); }) as typeof add;
+    ac.signal.removeEventListener = ((...a: Parameters<typeof rem>) => { removed++; return rem(...a); }) as typeof rem;
+    for (let i = 0; i < 20; i++) await runDag([n('a'), n('b', 'a')], async () => {}, { signal: ac.signal });
+    expect(added).toBe(20);
+    expect(removed).toBe(20);
+  });
+});

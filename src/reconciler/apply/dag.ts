@@ -116,6 +116,8 @@ export async function runDag<N extends DagNode>(
   };
 
   return new Promise<DagResult>((resolve) => {
+    // Removed once the graph ends: watch passes one long-lived signal to every run.
+    const onAbort = () => pump();
     const pump = () => {
       if (opts.signal?.aborted) {
         for (const n of ready.splice(0)) skip(n, 'aborted');
@@ -128,6 +130,7 @@ export async function runDag<N extends DagNode>(
         // Anything left never became ready: its dependencies were aborted before they started.
         for (const n of nodes) if (!finished.has(n.id)) skip(n, 'aborted');
         result.ms = now() - started;
+        opts.signal?.removeEventListener('abort', onAbort);
         resolve(result);
       }
     };
@@ -171,7 +174,7 @@ export async function runDag<N extends DagNode>(
       );
     };
 
-    opts.signal?.addEventListener('abort', () => pump(), { once: true });
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
     pump();
   });
 }
