@@ -205,7 +205,7 @@ describe('watch session (real files, real service)', () => {
         if (reports.slice(from).some(pred)) return;
         await new Promise((r) => setTimeout(r, 25));
       }
-      throw new Error(`timed out; reports: ${JSON.stringify(reports.slice(from).map((r) => r.type))}`);
+      throw new Error(`timed out; reports: ${JSON.stringify(reports.slice(from).map((r) => (r.type === "run-start" ? `${r.type}:${r.trigger}:${r.paths}` : r.type === "plan" ? `plan:${r.plan.steps.map((s) => s.id)}:${r.skippedPrunes}` : r.type)))}`);
     };
     const session = startWatchSession({
       input: { root: dir, stack: 'watch', env: {} }, client, debounceMs: 60, stableMs: 40, intervalMs: 1500,
@@ -230,6 +230,10 @@ describe('watch session (real files, real service)', () => {
       await waitFor((r) => r.type === 'plan' && r.skippedPrunes > 0, mark);
       expect((await liveObjects(client)).some((o) => o.identity === 'watch:HTTPSEdge/web/routes/api')).toBe(true);
 
+      // Let every file event of the edits above settle (an interval run may have read the files
+      // before chokidar reported them), so only the periodic check runs from here on.
+      await new Promise((r) => setTimeout(r, 400));
+      await session.idle();
       // Drift: an out-of-band change is reported by the periodic check, not undone.
       const backend = (await liveObjects(client)).find((o) => o.identity === 'watch:FailoverBackend/app')!;
       mark = reports.length;

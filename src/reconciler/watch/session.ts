@@ -9,6 +9,7 @@ import { DEFAULT_THRESHOLD, safetyBlocks } from '../plan/safety.js';
 import type { ObservedObject } from '../plan/state.js';
 import type { Plan, Step } from '../plan/types.js';
 import { watchManifestFiles, type FileWatch } from './files.js';
+import { ManifestCache } from './manifest-cache.js';
 import { WatchLoop, type RunContext, type RunOutcome, type RunTrigger } from './loop.js';
 
 /** What a watch session tells its renderer; the CLI prints these, tests collect them. */
@@ -73,10 +74,11 @@ export interface WatchSession {
  */
 export function startWatchSession(opts: WatchSessionOptions): WatchSession {
   const root = opts.input.root;
+  const cache = new ManifestCache();
   const run = async (ctx: RunContext): Promise<RunOutcome> => {
     let prepared;
     try {
-      prepared = await preparePlan(opts.input, opts.client);
+      prepared = await preparePlan(opts.input, opts.client, { load: (r) => cache.load(r, opts.input.cwd) });
     } catch (err) {
       // A file vanishing between listing and reading (an editor's rename-over save) is a bad moment, not an API failure.
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { status: 'invalid', error: (err as Error).message };
