@@ -1,16 +1,20 @@
-import { createInterface } from 'node:readline/promises';
+import { createInterface } from 'node:readline';
 
-/** Asks on a terminal; only "yes" (or "y") goes ahead, like Terraform. */
-export async function confirm(question: string, input: NodeJS.ReadableStream = process.stdin, output: NodeJS.WritableStream = process.stderr): Promise<boolean> {
+/**
+ * Asks on a terminal; only "yes" (or "y") goes ahead, like Terraform. End of input (Ctrl-D)
+ * is a "no": readline's promise API would wait forever on a closed stream.
+ */
+export function confirm(question: string, input: NodeJS.ReadableStream = process.stdin, output: NodeJS.WritableStream = process.stderr): Promise<boolean> {
   const rl = createInterface({ input, output, terminal: false });
-  try {
-    const answer = await rl.question(question);
-    return /^(y|yes)$/i.test(answer.trim());
-  } catch {
-    return false;
-  } finally {
-    rl.close();
-  }
+  return new Promise((resolve) => {
+    let answered = false;
+    rl.on('close', () => { if (!answered) resolve(false); });
+    rl.question(question, (answer) => {
+      answered = true;
+      rl.close();
+      resolve(/^(y|yes)$/i.test(answer.trim()));
+    });
+  });
 }
 
 export function canPrompt(): boolean {

@@ -106,4 +106,17 @@ describe(`apply killed at random points (${TRIALS} trials, seed ${SEED})`, { tim
     expect(r.killed).toBe(true);
     await converges(dir, 'default', {}, ['--state', own]);
   });
+
+  it('Ctrl-C stops starting steps, lets running ones finish, reports, exits 1; the next apply converges', async () => {
+    const env = { EDGEPLANE_API_URL: served.url, EDGEPLANE_API_KEY: key };
+    const dir = manifestDir({ 'all.yaml': manifests(`int${SEED}`) });
+    const p = startCli(['apply', dir, '--stack', 'interrupted', '--auto-approve', '--parallelism', '2'], { env });
+    await p.waitFor(/\[ ?10\/\d+\] done/, { timeoutMs: 120_000 });
+    p.child.kill('SIGINT');
+    expect(await p.exited).toBe(1);
+    expect(p.out()).toContain('interrupted: finishing the steps in flight');
+    expect(p.out()).toMatch(/Apply: \d+ done, 0 failed, \d+ skipped/);
+    expect(p.out()).toMatch(/skipped .* \(aborted\)/);
+    await converges(dir, 'interrupted', env, [], new ApiClient(fetchTransport(served.url, key)));
+  });
 });
