@@ -1,5 +1,5 @@
 import { stringify } from 'yaml';
-import type { Body, KindDef } from '../../kinds/types.js';
+import type { Body } from '../../kinds/types.js';
 import { manifestKinds, namedTarget } from '../manifests/schema.js';
 import { refValues } from '../manifests/validate.js';
 import { normalize, normalizeModule, same } from '../plan/normalize.js';
@@ -111,28 +111,27 @@ function secretRefs(body: Body, paths: string[], schema: Record<string, unknown>
   }
 }
 
-export function exportState(lists: ObservedLists, opts: ExportOptions): ExportResult {
-  const observed = observeLists(lists, opts.stack);
-  const secrets: ExportResult['secrets'] = [];
-  const warnings: string[] = [];
-  const wanted = (o: ObservedObject) => o.owner.type === 'this' || (opts.all && o.owner.type === 'unmanaged');
+const byMarkerThenId = (a: ObservedObject, b: ObservedObject) => Number(!a.marker) - Number(!b.marker) || a.id.localeCompare(b.id);
 
-  // Names first: references to exported objects are written by name.
-  const nameOfId = new Map<string, { name: string; kind: KindDef }>();
+/**
+ * Names first, so references can be written by name: owned objects keep their manifest names,
+ * unmanaged ones get names that do not collide with them. Children are indexed by parent once.
+ */
+function pickObjects(observed: ObservedObject[], wanted: (o: ObservedObject) => boolean): { top: Map<string, Picked[]>; names: Map<string, string> } {
+  const names = new Map<string, string>();
   const top = new Map<string, Picked[]>();
+  const children = new Map<string, ObservedObject[]>();
+  for (const o of observed) if (o.parentId && wanted(o)) children.set(o.parentId, [...(children.get(o.parentId) ?? []), o]);
   for (const kind of manifestKinds()) {
     const used = new Set<string>();
     const picked: Picked[] = [];
-    const mine = observed.filter((o) => o.kind === kind && !o.parentId && wanted(o));
-    // Owned objects keep their names; unmanaged ones get names that do not collide with them.
-    for (const o of [...mine].sort((a, b) => Number(!a.marker) - Number(!b.marker) || a.id.localeCompare(b.id))) {
+    for (const o of observed.filter((x) => x.kind === kind && !x.parentId && wanted(x)).sort(byMarkerThenId)) {
       const name = uniqueName(o, used);
       const p: Picked = { o, name, identity: `${kind.manifestKind}/${name}`, children: [] };
-      nameOfId.set(o.id, { name, kind });
+      names.set(o.id, name);
       for (const [field, childKind] of Object.entries(kind.embeds ?? {})) {
         const usedChild = new Set<string>();
-        const kids = observed.filter((c) => c.parentId === o.id && c.kind.name === childKind && wanted(c));
-        for (const c of [...kids].sort((a, b) => Number(!a.marker) - Number(!b.marker) || a.id.localeCompare(b.id))) {
+        for (const c of (children.get(o.id) ?? []).filter((x) => x.kind.name === childKind).sort(byMarkerThenId)) {
           const childName = uniqueName(c, usedChild);
           p.children.push({ o: c, name: childName, identity: `${p.identity}/${field}/${childName}`, field, children: [] });
         }
@@ -141,59 +140,78 @@ export function exportState(lists: ObservedLists, opts: ExportOptions): ExportRe
     }
     top.set(kind.name, picked.sort((a, b) => a.name.localeCompare(b.name)));
   }
+  return { top, names };
+}
 
-  const refName = (value: string, where: string): string => {
-    const hit = nameOfId.get(value);
-    if (hit) return hit.name;
-    const other = observed.find((x) => x.id === value);
-    if (other) warnings.push(`${where}: refers to ${other.kind.title} ${value}, which is ${other.owner.type === 'stack' ? `owned by stack "${(other.owner as { stack: string }).stack}"` : 'not managed by any stack (export --all includes it)'}; kept as a raw id`);
+/** One picked object (and its children) as a manifest document. */
+class DocumentWriter {
+  readonly secrets: ExportResult['secrets'] = [];
+  readonly warnings: string[] = [];
+  private readonly byId: Map<string, ObservedObject>;
+
+  constructor(private readonly names: Map<string, string>, observed: ObservedObject[]) {
+    this.byId = new Map(observed.map((o) => [o.id, o]));
+  }
+
+  private refName(value: string, where: string): string {
+    const hit = this.names.get(value);
+    if (hit) return hit;
+    const other = this.byId.get(value);
+    if (other) {
+      const whose = other.owner.type === 'stack' ? `owned by stack "${other.owner.stack}"` : 'not managed by any stack (export --all includes it)';
+      this.warnings.push(`${where}: refers to ${other.kind.title} ${value}, which is ${whose}; kept as a raw id`);
+    }
     return value;
-  };
+  }
 
-  const doc = (p: Picked, topLevel: boolean): Body => {
+  doc(p: Picked, topLevel: boolean): Body {
     const { o } = p;
     const kind = o.kind;
+    const owned = o.owner.type === 'this';
     const body: Body = structuredClone(o.body);
-    // Refs: ids → names (only those naming a kind the manifests can name).
     for (const r of refValues({ kind, body })) {
       if (!namedTarget(r.def)) continue;
-      const name = refName(r.value, p.identity);
       let holder = body as Record<string | number, unknown>;
       for (const seg of r.path.slice(0, -1)) holder = holder[seg] as Record<string | number, unknown>;
-      holder[r.path[r.path.length - 1]] = name;
+      holder[r.path[r.path.length - 1]] = this.refName(r.value, p.identity);
     }
     const out: Body = topLevel ? { kind: kind.manifestKind, name: p.name } : { name: p.name };
     if (o.marker?.protect) out.protect = true;
-    const plainOrder = kind.responseOrder.filter((f) => f in kind.fields);
+    const order = kind.responseOrder.filter((f) => f in kind.fields);
     const plain: Body = {};
-    for (const f of [...plainOrder, ...Object.keys(kind.fields).filter((f) => !plainOrder.includes(f))]) {
-      if (f === 'metadata' || !(f in body)) continue;
-      plain[f] = body[f];
+    for (const f of [...order, ...Object.keys(kind.fields).filter((f) => !order.includes(f))]) {
+      if (f !== 'metadata' && f in body) plain[f] = body[f];
     }
     const id = (x: string) => x;
     Object.assign(out, minimal(plain, (b) => normalize(kind, b, id).fields, kind.required ?? []));
-    const user = o.owner.type === 'this' ? o.userMetadata : o.metadata;
+    const user = owned ? o.userMetadata : o.metadata;
     if (user) out.metadata = user;
-    secretRefs(out, kind.writeOnly ?? [], { properties: kind.fields }, [], p.identity, o.owner.type === 'this', secrets);
+    secretRefs(out, kind.writeOnly ?? [], { properties: kind.fields }, [], p.identity, owned, this.secrets);
     for (const m of kind.modules ?? []) {
       if (!isObject(body[m.name])) continue;
       const mod = minimal(body[m.name] as Body, (b) => normalizeModule(m, b, id), (m.request.required as string[]) ?? []);
-      secretRefs(mod, m.writeOnly ?? [], m.request, [m.name], p.identity, o.owner.type === 'this', secrets);
+      secretRefs(mod, m.writeOnly ?? [], m.request, [m.name], p.identity, owned, this.secrets);
       out[m.name] = mod;
     }
-    for (const [field] of Object.entries(kind.embeds ?? {})) {
+    for (const field of Object.keys(kind.embeds ?? {})) {
       const kids = p.children.filter((c) => c.field === field).sort((a, b) => a.name.localeCompare(b.name));
-      if (kids.length) out[field] = kids.map((c) => doc(c, false));
+      if (kids.length) out[field] = kids.map((c) => this.doc(c, false));
     }
     return out;
-  };
+  }
+}
 
+export function exportState(lists: ObservedLists, opts: ExportOptions): ExportResult {
+  const observed = observeLists(lists, opts.stack);
+  const wanted = (o: ObservedObject) => o.owner.type === 'this' || (!!opts.all && o.owner.type === 'unmanaged');
+  const { top, names } = pickObjects(observed, wanted);
+  const writer = new DocumentWriter(names, observed);
   const files: ExportedFile[] = [];
   for (const kind of manifestKinds()) {
     const picked = top.get(kind.name) ?? [];
     if (!picked.length) continue;
-    const docs = picked.map((p) => stringify(doc(p, true), { lineWidth: 0, blockQuote: 'literal' }));
+    const docs = picked.map((p) => stringify(writer.doc(p, true), { lineWidth: 0, blockQuote: 'literal' }));
     files.push({ name: `${kebab(kind.manifestKind!)}.yaml`, text: docs.join('---\n'), objects: picked.length });
   }
-  return { files, secrets, warnings };
+  return { files, secrets: writer.secrets, warnings: writer.warnings };
 }
