@@ -2,7 +2,8 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Transport } from '../../src/client/transport.js';
+import { ApiClient } from '../../src/client/api-client.js';
+import { fetchTransport, type Transport } from '../../src/client/transport.js';
 import { applyPlan } from '../../src/reconciler/apply/execute.js';
 import { planSecrets, secretsFromSources, StaleSecretError } from '../../src/reconciler/apply/materialize.js';
 import { staleReasons } from '../../src/reconciler/apply/stale.js';
@@ -116,13 +117,23 @@ describe('apply (real executor, real service)', () => {
           return res;
         },
       });
-      const client = await clientFor(svc, flaky);
+      const account = await svc.account();
+      const faulty = new ApiClient(flaky(fetchTransport(svc.url, account.apiKey!)));
+      const client = new ApiClient(fetchTransport(svc.url, account.apiKey!));
       const dir = copyExample('small');
-      await applyDir(client, dir, 'faults', {}, { retry: { ...instant, attempts: 8 } });
+      // Through the faults: it succeeds, or runs out of attempts on some step (a failed step).
+      const p = await prepare(faulty, dir, 'faults');
+      const first = await applyPlan(p.plan!, { client: faulty, secrets: { value: () => '' }, retry: { ...instant, attempts: 4 } });
+      expect(first.failed.every((f) => /→ (429|503)|ECONNREFUSED|socket hang up/.test(f.error)), JSON.stringify(first.failed)).toBe(true);
       expect(duplicates(await liveObjects(client))).toEqual([]);
-      expect((await liveObjects(client)).filter((o) => o.identity === 'unmanaged')).toEqual([]);
+      // Whatever happened, the next apply converges.
+      await applyDir(client, dir, 'faults');
       expect(await remaining(client, dir, 'faults')).toEqual([]);
-    }), { numRuns: Number(process.env.EDGEPLANE_PROPERTY_RUNS ?? 6) });
+      const live = await liveObjects(client);
+      expect(duplicates(live)).toEqual([]);
+      expect(live.filter((o) => o.identity === 'unmanaged')).toEqual([]);
+      expect(live).toHaveLength(5);
+    }), { numRuns: Number(process.env.EDGEPLANE_PROPERTY_RUNS ?? 6), endOnFailure: true });
   });
 });
 
