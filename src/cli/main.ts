@@ -22,6 +22,33 @@ program
   .addOption(new Option('--log-level <level>', 'pino log level').env('EDGEPLANE_LOG_LEVEL'))
   .action(async (flags) => (await import('./commands/serve.js')).serve(flags));
 
+const targetOptions = (c: Command) =>
+  c
+    .addOption(new Option('--api-url <url>', 'API to plan against (default: the embedded service on --state)').env('EDGEPLANE_API_URL'))
+    .addOption(new Option('--api-key <key>', 'API key for --api-url').env('EDGEPLANE_API_KEY'))
+    .addOption(stateOption());
+
+program
+  .command('validate <dir>')
+  .description('validate manifests (a directory, read recursively, or one file) and report every problem')
+  .option('--strict', 'literal secrets are errors, not warnings')
+  .option('--stack <name>', 'stack name (default: stack: in edgeplane.yaml, else "default")')
+  .option('--json', 'print {"valid", "problems"}')
+  .action(async (dir, flags) => (await import('./commands/validate.js')).validate(stdio, dir, flags));
+
+targetOptions(
+  program
+    .command('plan <dir>')
+    .description('show the API calls that would make the live state match the manifests')
+    .option('--stack <name>', 'stack name (default: stack: in edgeplane.yaml, else "default")')
+    .option('--out <file>', 'save the plan (JSON) for `apply <file>`')
+    .option('--json', 'print the plan as JSON')
+    .option('--markdown', 'print the plan as Markdown (pull-request comments)')
+    .option('--detailed-exitcode', 'exit 2 when the plan has changes')
+    .option('--adopt', 'take over unmanaged objects that match manifest objects (same hostport, same CA certificate)')
+    .option('--strict', 'literal secrets are errors, not warnings'),
+).action(async (dir, flags) => (await import('./commands/plan.js')).plan(stdio, dir, flags));
+
 const admin = program.command('admin').description('operator commands: accounts, API keys, abuse reports, application users');
 const accounts = admin.command('accounts').description('accounts');
 accounts

@@ -13,6 +13,8 @@ export const certificateAuthority: KindDef = {
   fields: { description, metadata, ca_pem: { type: 'string', minLength: 1, maxBytes: 65536 } },
   required: ['ca_pem'],
   immutable: ['ca_pem'],
+  reconcile: { normalize: { ca_pem: 'pem' } },
+  collisionKeys: ['ca_pem'],
   derived: ['subject_common_name', 'not_before', 'not_after', 'key_usages', 'extended_key_usages'],
   responseOrder: [
     'description', 'metadata', 'ca_pem', 'subject_common_name', 'not_before', 'not_after',

@@ -10,6 +10,7 @@ export const EDGE_MODULES: ModuleDef[] = [
     request: object({ enabled, certificate_authority_ids: { ...ids(['ca'], 'a certificate authority', 10), uniqueItems: true } }),
     refs: [{ field: 'certificate_authority_ids', kind: 'certificateAuthority', many: true, outField: 'certificate_authorities' }],
     defaults: { enabled: true, certificate_authority_ids: [] },
+    reconcile: { sets: ['certificate_authority_ids'] },
     responseOrder: ['enabled', 'certificate_authority_ids'],
   },
   {

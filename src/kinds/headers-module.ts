@@ -24,6 +24,7 @@ export function headersModule(name: string): ModuleDef {
       remove: strings(100),
     }),
     defaults: { enabled: true, add: {}, remove: [] },
+    reconcile: { normalize: { add: 'lowercase-keys', remove: 'lowercase-items' }, sets: ['remove'] },
     prepare(m) {
       // A Map: header names such as `__proto__` are plain names here, not object internals.
       const add = new Map<string, string>();

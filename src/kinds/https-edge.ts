@@ -27,6 +27,8 @@ export const httpsEdge: KindDef = {
     conflict: (v) => `hostports: ${v} is already served by another HTTPS edge; a hostport belongs to one edge`,
   }],
   modules: EDGE_MODULES,
+  defaults: { hostports: [] },
+  reconcile: { normalize: { hostports: 'lowercase-items' }, sets: ['hostports'] },
   embeds: { routes: 'httpsEdgeRoute' },
   hooks: {
     prepare(ctx) {

@@ -1,7 +1,7 @@
 import { ApiError } from '../service/errors.js';
 import { dnsNameProblem } from './dns.js';
 import { forbidden, object, secret, strings, uint32 } from './fields.js';
-import { defaultCookiePrefix, sessionDefaults, sessionFields, sessionResponseOrder } from './session.js';
+import { defaultCookiePrefix, sessionConfigDefaults, sessionDefaults, sessionFields, sessionResponseOrder } from './session.js';
 import type { Body, JSONSchema, ModuleDef } from './types.js';
 
 /** The eight identity providers; only github has teams and organizations. */
@@ -82,6 +82,16 @@ export const oauth: ModuleDef = {
   // A stored client secret belongs to its client_id.
   secretBoundTo: Object.fromEntries(OAUTH_PROVIDERS.map((p) => [`provider.${p}.client_secret`, [`provider.${p}.client_id`]])),
   exclusiveGroup: 'authentication',
+  role: 'guard',
+  reconcile: {
+    configDefaults: sessionConfigDefaults,
+    fill: {
+      'provider.*.scopes': [], 'provider.*.email_addresses': [], 'provider.*.email_domains': [],
+      [`provider.${WITH_TEAMS}.teams`]: [], [`provider.${WITH_TEAMS}.organizations`]: [],
+    },
+    normalize: { 'provider.*.email_addresses': 'lowercase-items', 'provider.*.email_domains': 'lowercase-items' },
+    sets: ['provider.*.scopes', 'provider.*.email_addresses', 'provider.*.email_domains', 'provider.*.teams', 'provider.*.organizations'],
+  },
   prepare(m, ctx) {
     const providers = m.provider as Record<string, Body>;
     const given = Object.keys(providers);

@@ -1,6 +1,6 @@
 import { ApiError } from '../service/errors.js';
 import { object, secret, strings } from './fields.js';
-import { defaultCookiePrefix, sessionDefaults, sessionFields, sessionResponseOrder } from './session.js';
+import { defaultCookiePrefix, sessionConfigDefaults, sessionDefaults, sessionFields, sessionResponseOrder } from './session.js';
 import type { ModuleDef } from './types.js';
 
 function issuerProblem(value: string): string | null {
@@ -30,6 +30,8 @@ export const oidc: ModuleDef = {
   // A stored secret belongs to one application at one provider.
   secretBoundTo: { client_secret: ['issuer', 'client_id'] },
   exclusiveGroup: 'authentication',
+  role: 'guard',
+  reconcile: { configDefaults: sessionConfigDefaults, sets: ['scopes'] },
   prepare(m, ctx) {
     const problem = issuerProblem(m.issuer as string);
     if (problem) throw new ApiError('ERR_VALIDATION', `oidc.issuer: ${problem}`);

@@ -19,6 +19,8 @@ export const ROUTE_MODULES: ModuleDef[] = [
     // Only failover backends are stored here; other backend kinds are kept as given.
     refs: [{ field: 'backend_id', kind: 'failoverBackend', onlyPrefix: 'bkdfo', outField: 'backend' }],
     defaults: { enabled: true },
+    // Fail closed: a backend sends traffic, so it goes on after and comes off before the guards.
+    role: 'traffic',
     responseOrder: ['enabled', 'backend_id'],
   },
   {
@@ -27,6 +29,8 @@ export const ROUTE_MODULES: ModuleDef[] = [
     // IP policies are not part of this service: ids are checked for format only.
     refs: [{ field: 'ip_policy_ids', kind: 'ipPolicy', many: true, stored: false, outField: 'ip_policies' }],
     defaults: { enabled: true, ip_policy_ids: [] },
+    role: 'guard',
+    reconcile: { sets: ['ip_policy_ids'] },
     responseOrder: ['enabled', 'ip_policy_ids'],
   },
   {

@@ -2,7 +2,7 @@ import { ApiError } from '../service/errors.js';
 import { object, strings } from './fields.js';
 import { checkIdpMetadata, XmlProblem } from './saml-metadata.js';
 import { generateSigningPair } from './saml-signing.js';
-import { defaultCookiePrefix, sessionDefaults, sessionFields, sessionResponseOrder } from './session.js';
+import { defaultCookiePrefix, sessionConfigDefaults, sessionDefaults, sessionFields, sessionResponseOrder } from './session.js';
 import type { ModuleDef } from './types.js';
 
 export const NAMEID_FORMATS = [
@@ -34,6 +34,8 @@ export const saml: ModuleDef = {
   // updates (the generic carry-over), never returned.
   writeOnly: ['request_signing_key_pem'],
   exclusiveGroup: 'authentication',
+  role: 'guard',
+  reconcile: { configDefaults: sessionConfigDefaults, sets: ['authorized_groups'] },
   async prepare(m, ctx) {
     try {
       checkIdpMetadata(m.idp_metadata as string);

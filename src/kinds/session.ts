@@ -1,5 +1,5 @@
 import { enabled, uint32 } from './fields.js';
-import type { Body, JSONSchema, ModuleContext } from './types.js';
+import type { Body, JSONSchema, KindRuntimeConfig, ModuleContext } from './types.js';
 
 /** Fields shared by the session modules (oauth, saml, oidc). */
 export const sessionFields: Record<string, JSONSchema> = {
@@ -11,6 +11,9 @@ export const sessionFields: Record<string, JSONSchema> = {
 };
 
 export const sessionDefaults: Body = { enabled: true, options_passthrough: false };
+
+/** The cookie prefix default for the reconciler: the same rule as `defaultCookiePrefix`. */
+export const sessionConfigDefaults = (config: KindRuntimeConfig): Body => ({ cookie_prefix: `${config.vendorPrefix}.` });
 
 export const sessionResponseOrder = ['enabled', 'options_passthrough', 'cookie_prefix', 'inactivity_timeout', 'maximum_duration'];
 

@@ -62,6 +62,25 @@ export interface HookContext {
   config: KindRuntimeConfig;
 }
 
+/**
+ * How the reconciler compares, exports and adopts a kind or module: declared here, with the kind,
+ * read by `src/reconciler/plan/normalize.ts` (one table for diff and export). Field paths are
+ * dotted and may hold `*` for every key of an object (`provider.*.email_addresses`).
+ */
+export interface ReconcileRules {
+  /** Compared as sets: order ignored, duplicates dropped (hostports, CA ids, email lists). */
+  sets?: string[];
+  /** Named value normalisers (`src/kinds/normalizers.ts`) per field: `{ ca_pem: 'pem' }`. */
+  normalize?: Record<string, NormalizerName>;
+  /** Defaults the service fills inside nested objects that exist (`provider.*.scopes: []`). */
+  fill?: Record<string, unknown>;
+  /** Defaults that depend on the deployment (session cookie prefix `<vendor>.`). */
+  configDefaults?(config: KindRuntimeConfig): Body;
+}
+
+/** The value normalisers a description may name; implemented once in `src/kinds/normalizers.ts`. */
+export type NormalizerName = 'pem' | 'lowercase' | 'lowercase-keys' | 'lowercase-items';
+
 export interface KindRuntimeConfig {
   /** Lower-case vendor prefix of the deployment (cookie prefix default). */
   vendorPrefix: string;
@@ -97,6 +116,13 @@ export interface ModuleDef {
   prepare?(module: Body, ctx: ModuleContext): Body | void | Promise<Body | void>;
   /** Response fields in order (after refs are mapped); default: request fields then derived. */
   responseOrder?: string[];
+  /** How the reconciler compares this module (sets, named normalisers). */
+  reconcile?: ReconcileRules;
+  /**
+   * Fail-closed ordering for the planner: a `guard` module (auth, IP restriction) is put before and
+   * removed after any `traffic` module (backend) of the same object.
+   */
+  role?: 'guard' | 'traffic';
 }
 
 /** Account flags an operator grants (`accounts` columns); a kind may require one. */
@@ -134,6 +160,15 @@ export interface KindDef {
   modules?: ModuleDef[];
   /** Child kinds returned inside this one, in creation order: `{ routes: 'httpsEdgeRoute' }`. */
   embeds?: Record<string, string>;
+  /** Values the service gives a plain field the request leaves out (the reconciler restores them). */
+  defaults?: Body;
+  /** How the reconciler compares this kind (sets, named normalisers). */
+  reconcile?: ReconcileRules;
+  /**
+   * Fields whose value identifies an existing object a manifest may mean (same CA certificate, a
+   * shared hostport): an unmanaged match is offered for adoption, another stack's is a conflict.
+   */
+  collisionKeys?: string[];
   /** Kind-specific behaviour, by name. */
   hooks?: {
     /** Validates and derives fields of the stored body before it is written. */

@@ -26,6 +26,8 @@ export const webhookVerification: ModuleDef = {
   writeOnly: ['secret'],
   // A stored secret is the old provider's: it is not kept when the provider changes.
   secretBoundTo: { secret: ['provider'] },
+  // Requests without a valid signature are refused: it guards the backend like an auth module.
+  role: 'guard',
   normalize: (m) => (typeof m.provider === 'string' ? { ...m, provider: m.provider.toLowerCase() } : m),
   prepare(m, ctx) {
     const provider = m.provider as string;

@@ -37,10 +37,19 @@ export const REDACT_PATHS = [
   '*.client_secret', '*.secret', '*.api_key', '*.apiKey', '*.key_hash', '*.request_signing_key_pem',
 ];
 
+function acceptedVersionHeaders(opts: Pick<AppOptions, 'versionHeaders'>): string[] {
+  return (opts.versionHeaders?.length ? opts.versionHeaders : ['Service-Version']).map((h) => h.trim()).filter(Boolean);
+}
+
+/** The deployment's lower-case vendor prefix; the reconciler needs it for the cookie-prefix default. */
+export function resolveVendorPrefix(opts: Pick<AppOptions, 'vendorPrefix' | 'versionHeaders'>): string {
+  return (opts.vendorPrefix ?? acceptedVersionHeaders(opts)[0].replace(/-version$/i, '')).toLowerCase();
+}
+
 /** The whole service as one fastify instance; `serve` listens with it, tests `inject` into it. */
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
-  const versionHeaders = (opts.versionHeaders?.length ? opts.versionHeaders : ['Service-Version']).map((h) => h.trim()).filter(Boolean);
-  const vendorPrefix = (opts.vendorPrefix ?? versionHeaders[0].replace(/-version$/i, '')).toLowerCase();
+  const versionHeaders = acceptedVersionHeaders(opts);
+  const vendorPrefix = resolveVendorPrefix(opts);
   const publicUrl = opts.publicUrl?.replace(/\/+$/, '');
   const auth = new Authenticator(opts.db, opts.authCacheMs);
   const resources = new Resources(opts.db, { vendorPrefix });

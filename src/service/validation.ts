@@ -7,8 +7,8 @@ import { utf8Bytes } from '../util/bytes.js';
  * are bytes, `maxLength` counts characters); `x-rule` is the human wording of a pattern
  * or of a forbidden field (`not: {}`).
  */
-export function createAjv(): Ajv {
-  const ajv = new Ajv({ allErrors: false, verbose: true, strict: true, coerceTypes: false, useDefaults: false, removeAdditional: false });
+export function createAjv(opts: { allErrors?: boolean } = {}): Ajv {
+  const ajv = new Ajv({ allErrors: opts.allErrors ?? false, verbose: true, strict: true, coerceTypes: false, useDefaults: false, removeAdditional: false });
   ajv.addKeyword({
     keyword: 'maxBytes',
     type: 'string',
@@ -21,6 +21,15 @@ export function createAjv(): Ajv {
 }
 
 export const ajv = createAjv();
+
+let collecting: Ajv | undefined;
+/**
+ * The same instance configuration reporting every error instead of the first: manifests are
+ * validated with it (a user fixes a whole file at once; an API request stops at one error).
+ */
+export function collectingAjv(): Ajv {
+  return (collecting ??= createAjv({ allErrors: true }));
+}
 
 /** `/backends/0` → `backends[0]`; `/add/X-Foo` → `add.X-Foo`. */
 export function fieldPath(instancePath: string, extra?: string): string {

@@ -1,0 +1,54 @@
+import { writeFileSync } from 'node:fs';
+import { resolveStack } from '../../reconciler/manifests/config.js';
+import { formatProblem, hasErrors } from '../../reconciler/manifests/problems.js';
+import { planWithClient } from '../../reconciler/pipeline.js';
+import { hasChanges } from '../../reconciler/plan/types.js';
+import { renderJson } from '../../reconciler/render/json.js';
+import { renderMarkdown } from '../../reconciler/render/markdown.js';
+import { renderText } from '../../reconciler/render/text.js';
+import { resolveVendorPrefix } from '../../service/app.js';
+import { CliExit, EXIT } from '../exit.js';
+import { serviceOptionsFromEnv } from '../service-config.js';
+import type { Output } from '../output.js';
+import { openTarget, targetArgs, type TargetFlags } from '../target.js';
+
+export interface PlanFlags extends TargetFlags {
+  stack?: string;
+  out?: string;
+  json?: boolean;
+  markdown?: boolean;
+  detailedExitcode?: boolean;
+  adopt?: boolean;
+  strict?: boolean;
+}
+
+/** Colour only for a terminal, and never when NO_COLOR is set (https://no-color.org). */
+export function useColor(): boolean {
+  return !!process.stdout.isTTY && !process.env.NO_COLOR;
+}
+
+export async function plan(out: Output, dir: string, flags: PlanFlags): Promise<void> {
+  if (flags.json && flags.markdown) throw new CliExit(EXIT.error, 'choose one of --json and --markdown');
+  const { stack } = resolveStack(dir, flags.stack);
+  const client = await openTarget(flags);
+  let result;
+  try {
+    result = await planWithClient({
+      root: dir, stack, strict: flags.strict, env: process.env, adopt: flags.adopt,
+      config: { vendorPrefix: resolveVendorPrefix(serviceOptionsFromEnv()) },
+      adoptCommand: `edgeplane plan ${dir} --stack ${stack}${targetArgs(flags)} --adopt`,
+    }, client);
+  } finally {
+    await client.close();
+  }
+  for (const p of result.problems) out.error(formatProblem(p));
+  if (hasErrors(result.problems) || !result.plan) throw new CliExit(EXIT.error);
+  const p = result.plan;
+  if (flags.out) writeFileSync(flags.out, renderJson(p));
+  const text = flags.json ? renderJson(p) : flags.markdown ? renderMarkdown(p) : renderText(p, { color: useColor() });
+  out.line(text.replace(/\n$/, ''));
+  if (flags.out && !flags.json) out.error(`plan saved to ${flags.out}`);
+  if (p.conflicts.length) throw new CliExit(EXIT.error);
+  if (p.blocked.length) throw new CliExit(EXIT.blocked);
+  if (flags.detailedExitcode && hasChanges(p)) throw new CliExit(EXIT.changes);
+}

@@ -1,0 +1,36 @@
+import { ApiClient } from '../client/api-client.js';
+import { embeddedTransport, readCredentials } from '../client/embedded.js';
+import { fetchTransport } from '../client/transport.js';
+import { LockHeldError } from '../store/dir-lock.js';
+import { openEngine, stateDirOf } from './engine.js';
+import { serviceOptionsFromEnv } from './service-config.js';
+
+export interface TargetFlags { apiUrl?: string; apiKey?: string; state?: string }
+
+/**
+ * The API a command talks to: `--api-url` + `--api-key` (or their environment variables), else the
+ * embedded service on the state directory. If another process (`edgeplane serve`) holds that
+ * directory, the CLI talks to it over HTTP at the URL its lock records, with the embedded key.
+ */
+export async function openTarget(flags: TargetFlags): Promise<ApiClient> {
+  if (flags.apiUrl) {
+    if (!flags.apiKey) throw new Error('--api-url needs --api-key (or EDGEPLANE_API_KEY)');
+    return new ApiClient(fetchTransport(flags.apiUrl, flags.apiKey));
+  }
+  if (flags.apiKey) throw new Error('--api-key needs --api-url (or EDGEPLANE_API_URL); without both the embedded service is used');
+  const stateDir = stateDirOf({ stateDir: flags.state });
+  try {
+    const db = await openEngine({ stateDir });
+    return new ApiClient(await embeddedTransport(db, stateDir, serviceOptionsFromEnv()));
+  } catch (err) {
+    const creds = readCredentials(stateDir);
+    if (err instanceof LockHeldError && err.holder.url && creds) return new ApiClient(fetchTransport(err.holder.url, creds.api_key));
+    throw err;
+  }
+}
+
+/** The target flags as a user would repeat them in a command (no key: it stays in the environment). */
+export function targetArgs(flags: TargetFlags): string {
+  if (flags.apiUrl) return ` --api-url ${flags.apiUrl}`;
+  return flags.state ? ` --state ${flags.state}` : '';
+}

@@ -1,0 +1,109 @@
+import type { Body, KindDef, ModuleDef } from '../kinds/types.js';
+import { collectionPath } from '../service/serialize.js';
+import type { RawResponse, Transport } from './transport.js';
+
+/** The API's error body, kept whole so callers can show `error_code`, `msg` and the operation id. */
+export class ApiRequestError extends Error {
+  constructor(readonly method: string, readonly path: string, readonly status: number, readonly body: unknown) {
+    const b = body as { error_code?: string; msg?: string; details?: { operation_id?: string } } | undefined;
+    super(`${method} ${path} → ${status}${b?.error_code ? ` ${b.error_code}` : ''}: ${b?.msg ?? JSON.stringify(body)}${b?.details?.operation_id ? ` (operation ${b.details.operation_id})` : ''}`);
+    this.name = 'ApiRequestError';
+  }
+  get code(): string | undefined {
+    return (this.body as { error_code?: string } | undefined)?.error_code;
+  }
+}
+
+export const PAGE_SIZE = 100;
+
+export interface ClientOptions {
+  /** Attempts for reads on 429 / 5xx / network errors (writes are apply's to retry: it knows what is safe). */
+  readAttempts?: number;
+  /** Waits between read attempts; tests make them short. */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/**
+ * A typed client for the management API, over any transport. Reads go through list pages only
+ * (100 a page, following `next_page_uri`), never a GET per object; writes mirror the kind
+ * descriptions (create, update, delete, module put / delete).
+ */
+export class ApiClient {
+  private readonly attempts: number;
+  private readonly sleep: (ms: number) => Promise<void>;
+  /** Requests made, by method: for tests and `--verbose` (list pages, never per-object GETs). */
+  readonly counts: Record<string, number> = {};
+
+  constructor(readonly transport: Transport, opts: ClientOptions = {}) {
+    this.attempts = opts.readAttempts ?? 4;
+    this.sleep = opts.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
+  }
+
+  get target(): string {
+    return this.transport.target;
+  }
+
+  /** One request; a non-2xx answer throws `ApiRequestError`. */
+  async send(method: string, path: string, body?: unknown): Promise<unknown> {
+    this.counts[method] = (this.counts[method] ?? 0) + 1;
+    const res = await this.transport.request(method, path, body);
+    if (res.status >= 200 && res.status < 300) return res.body;
+    throw new ApiRequestError(method, path, res.status, res.body);
+  }
+
+  private async read(path: string): Promise<unknown> {
+    for (let attempt = 1; ; attempt++) {
+      let res: RawResponse | undefined;
+      try {
+        this.counts.GET = (this.counts.GET ?? 0) + 1;
+        res = await this.transport.request('GET', path);
+      } catch (err) {
+        if (attempt >= this.attempts) throw err;
+      }
+      if (res && res.status >= 200 && res.status < 300) return res.body;
+      const retryable = !res || res.status === 429 || res.status >= 500;
+      if (!retryable || attempt >= this.attempts) throw new ApiRequestError('GET', path, res!.status, res!.body);
+      const after = Number(res?.headers['retry-after']);
+      await this.sleep(Number.isFinite(after) && after > 0 ? Math.min(after * 1000, 30_000) : Math.min(200 * 2 ** attempt, 5000) * (0.5 + Math.random() / 2));
+    }
+  }
+
+  /** Every object of a kind, all pages (children are listed inside their parent). */
+  async list(kind: KindDef, parentId?: string): Promise<Body[]> {
+    if (!kind.listKey) throw new Error(`${kind.title}s cannot be listed`);
+    const out: Body[] = [];
+    let next: string | null = `${collectionPath(kind, parentId ?? null)}?limit=${PAGE_SIZE}`;
+    while (next) {
+      const page = (await this.read(next)) as Record<string, unknown>;
+      const items = page[kind.listKey];
+      if (!Array.isArray(items)) throw new Error(`list of ${kind.title}s: the response has no "${kind.listKey}" array`);
+      out.push(...(items as Body[]));
+      next = typeof page.next_page_uri === 'string' && items.length ? page.next_page_uri : null;
+    }
+    return out;
+  }
+
+  create(kind: KindDef, body: Body, parentId?: string): Promise<Body> {
+    return this.send('POST', collectionPath(kind, parentId ?? null), body) as Promise<Body>;
+  }
+
+  update(kind: KindDef, id: string, body: Body, parentId?: string): Promise<Body> {
+    return this.send('PATCH', `${collectionPath(kind, parentId ?? null)}/${id}`, body) as Promise<Body>;
+  }
+
+  async remove(kind: KindDef, id: string, parentId?: string): Promise<void> {
+    await this.send('DELETE', `${collectionPath(kind, parentId ?? null)}/${id}`);
+  }
+
+  putModule(kind: KindDef, mod: ModuleDef, id: string, body: Body, parentId?: string): Promise<Body> {
+    return this.send('PUT', `${collectionPath(kind, parentId ?? null)}/${id}/${mod.name}`, body) as Promise<Body>;
+  }
+
+  async deleteModule(kind: KindDef, mod: ModuleDef, id: string, parentId?: string): Promise<void> {
+    await this.send('DELETE', `${collectionPath(kind, parentId ?? null)}/${id}/${mod.name}`);
+  }
+
+  close(): Promise<void> {
+    return this.transport.close();
+  }
+}

@@ -1,0 +1,29 @@
+import type { NormalizerName } from './types.js';
+
+const PEM = /-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----/g;
+
+/** PEM blocks re-wrapped at 64 columns with one trailing newline: how the service stores them. */
+function pem(v: unknown): unknown {
+  if (typeof v !== 'string') return v;
+  const blocks = [...v.matchAll(PEM)];
+  if (!blocks.length) return v;
+  return blocks.map(([, label, b64]) => {
+    const body = b64.replace(/\s+/g, '');
+    const lines = body.match(/.{1,64}/g) ?? [];
+    return `-----BEGIN ${label}-----\n${lines.join('\n')}\n-----END ${label}-----\n`;
+  }).join('');
+}
+
+/**
+ * The one table of value normalisers that kind and module descriptions name in
+ * `reconcile.normalize`. Pure functions of one value: the differ and export both apply them.
+ */
+export const NORMALIZERS: Record<NormalizerName, (v: unknown) => unknown> = {
+  pem,
+  lowercase: (v) => (typeof v === 'string' ? v.toLowerCase() : v),
+  'lowercase-items': (v) => (Array.isArray(v) ? v.map((x) => (typeof x === 'string' ? x.toLowerCase() : x)) : v),
+  'lowercase-keys': (v) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k.toLowerCase(), x]))
+      : v,
+};

@@ -1,0 +1,31 @@
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { parse } from 'yaml';
+import { CONFIG_FILES } from './load.js';
+
+export const DEFAULT_STACK = 'default';
+const STACK = /^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$/;
+
+export interface StackConfig { stack: string; source: string }
+
+/**
+ * The stack: `--stack`, else `stack:` of `edgeplane.yaml` beside the manifests, else `default`.
+ * The stack name goes into every marker, so two repositories (or environments) sharing an account
+ * never delete each other's objects.
+ */
+export function resolveStack(root: string, flag?: string): StackConfig {
+  if (flag !== undefined) return { stack: checkStack(flag, '--stack'), source: '--stack' };
+  const dir = existsSync(root) && statSync(root).isFile() ? dirname(root) : root;
+  for (const name of CONFIG_FILES) {
+    const path = join(dir, name);
+    if (!existsSync(path)) continue;
+    const cfg = parse(readFileSync(path, 'utf8')) as { stack?: unknown } | null;
+    if (cfg && typeof cfg === 'object' && cfg.stack !== undefined) return { stack: checkStack(String(cfg.stack), path), source: path };
+  }
+  return { stack: DEFAULT_STACK, source: 'default' };
+}
+
+function checkStack(s: string, where: string): string {
+  if (!STACK.test(s)) throw new Error(`${where}: stack "${s}" must be lower-case letters, digits, ".", "_" or "-" (1-64 characters)`);
+  return s;
+}

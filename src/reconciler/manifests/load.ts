@@ -1,0 +1,97 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { basename, join, relative } from 'node:path';
+import { isMap, isPair, isScalar, isSeq, LineCounter, parseAllDocuments, type Document, type Node } from 'yaml';
+import type { Position, Problem } from './problems.js';
+
+/** The stack configuration file; it sits beside the manifests and is not a manifest. */
+export const CONFIG_FILES = ['edgeplane.yaml', 'edgeplane.yml'];
+
+/** One YAML document of a manifest file, its value and a way back to source positions. */
+export interface SourceDoc {
+  file: string;
+  /** 0-based index of the document in its file. */
+  index: number;
+  value: unknown;
+  /** Position of the node at `path` (or of the nearest ancestor that exists); `key` for the key of a pair. */
+  locate(path: (string | number)[], opts?: { key?: boolean }): Position;
+}
+
+export interface Loaded { docs: SourceDoc[]; problems: Problem[]; files: string[] }
+
+/** Every `.yaml` / `.yml` file under `root` (a directory read recursively, or one file), sorted. */
+export function manifestFiles(root: string): string[] {
+  const st = statSync(root);
+  if (st.isFile()) return [root];
+  const out: string[] = [];
+  const walk = (dir: string, top: boolean) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      if (entry.name.startsWith('.') || entry.name === 'node_modules') continue;
+      const p = join(dir, entry.name);
+      if (entry.isDirectory()) walk(p, false);
+      else if (/\.ya?ml$/.test(entry.name) && !(top && CONFIG_FILES.includes(entry.name))) out.push(p);
+    }
+  };
+  walk(root, true);
+  return out;
+}
+
+/** Reads and parses every manifest under `root`; paths in problems are relative to `cwd`. */
+export function loadManifests(root: string, cwd = process.cwd()): Loaded {
+  const files = manifestFiles(root);
+  const docs: SourceDoc[] = [];
+  const problems: Problem[] = [];
+  for (const path of files) {
+    const shown = relative(cwd, path) || basename(path);
+    const parsed = parseSource(shown, readFileSync(path, 'utf8'));
+    docs.push(...parsed.docs);
+    problems.push(...parsed.problems);
+  }
+  return { docs, problems, files };
+}
+
+/** Parses one file's text into documents with positions (`yaml`'s ranges through a LineCounter). */
+export function parseSource(file: string, text: string): { docs: SourceDoc[]; problems: Problem[] } {
+  const lc = new LineCounter();
+  const parsed = parseAllDocuments(text, { lineCounter: lc, prettyErrors: false, uniqueKeys: true });
+  const all = Array.isArray(parsed) ? parsed : [];
+  const problems: Problem[] = [];
+  const docs: SourceDoc[] = [];
+  const pos = (offset: number): Position => {
+    const { line, col } = lc.linePos(offset);
+    return { file, line, col };
+  };
+  all.forEach((doc, index) => {
+    for (const e of doc.errors) {
+      problems.push({ ...pos(e.pos[0]), severity: 'error', path: '', rule: 'yaml', message: e.message.split('\n')[0] });
+    }
+    if (doc.errors.length) return;
+    const value = doc.toJS({ maxAliasCount: 100 });
+    if (value === null || value === undefined) return; // an empty document (a trailing `---`)
+    docs.push({ file, index, value, locate: (path, opts) => pos(offsetOf(doc, path, opts?.key ?? false)) });
+  });
+  return { docs, problems };
+}
+
+function offsetOf(doc: Document, path: (string | number)[], key: boolean): number {
+  let node: unknown = doc.contents;
+  let best = (doc.contents as Node | null)?.range?.[0] ?? 0;
+  for (let i = 0; i < path.length; i++) {
+    const seg = path[i];
+    if (isMap(node)) {
+      const pair = node.items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(seg));
+      if (!pair) return best;
+      const last = i === path.length - 1;
+      if (last && key) return (pair.key as Node).range?.[0] ?? best;
+      node = pair.value;
+      best = (pair.value as Node | null)?.range?.[0] ?? (pair.key as Node).range?.[0] ?? best;
+    } else if (isSeq(node) && typeof seg === 'number') {
+      const item = node.items[seg] as Node | undefined;
+      if (!item) return best;
+      node = item;
+      best = item.range?.[0] ?? best;
+    } else {
+      return best;
+    }
+  }
+  return best;
+}

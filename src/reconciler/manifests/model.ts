@@ -1,0 +1,40 @@
+import type { Body, KindDef } from '../../kinds/types.js';
+import type { SourceDoc } from './load.js';
+import type { Position } from './problems.js';
+
+/** One object of the manifests: a document, or a child nested in one (a route in its edge). */
+export interface ManifestObject {
+  kind: KindDef;
+  name: string;
+  /** Stable identity across runs: `CertificateAuthority/root`, `HTTPSEdge/web/routes/api`. */
+  identity: string;
+  parent?: ManifestObject;
+  doc: SourceDoc;
+  /** Where this object sits inside its document (`[]`, or `['routes', 0]`). */
+  at: (string | number)[];
+  /** The API fields and modules as written (refs by name or id, secrets by reference). */
+  body: Body;
+  protect: boolean;
+  children: ManifestObject[];
+  /** Passed the schema; semantic passes look only at valid objects. */
+  valid: boolean;
+}
+
+export function identityOf(kind: KindDef, name: string, parent?: { identity: string; field: string }): string {
+  return parent ? `${parent.identity}/${parent.field}/${name}` : `${kind.manifestKind}/${name}`;
+}
+
+export function positionOf(o: ManifestObject, path: (string | number)[] = [], key = false): Position {
+  return o.doc.locate([...o.at, ...path], { key });
+}
+
+/** A manifest's reference to a secret; the value is read when planning, never stored in a plan. */
+export interface SecretRef { env?: string; fromEnv?: string; file?: string }
+
+export function isSecretRef(v: unknown): v is SecretRef {
+  return !!v && typeof v === 'object' && !Array.isArray(v) && ['env', 'fromEnv', 'file'].some((k) => k in (v as object));
+}
+
+export function describeSecretRef(r: SecretRef): string {
+  return r.file !== undefined ? `file ${r.file}` : `env ${r.env ?? r.fromEnv}`;
+}

@@ -1,0 +1,58 @@
+import { readFileSync } from 'node:fs';
+import { dirname, relative, resolve } from 'node:path';
+import { fingerprintSecret } from '../ownership/marker.js';
+import { isSecretRef, positionOf, type ManifestObject, type SecretRef } from './model.js';
+import { formatPath, type Problem } from './problems.js';
+import { secretValues } from './validate.js';
+
+/** Where a secret comes from, as a plan may record it: a reference, or the place of a literal. */
+export type SecretSource = SecretRef | { literal: string };
+
+/** A resolved secret: its source and salted fingerprint. The value itself stays in memory only. */
+export interface ResolvedSecret { source: SecretSource; fingerprint: string; value: string }
+
+export interface SecretEnv {
+  env: Record<string, string | undefined>;
+  /** Base directory of `file:` references is the manifest's own directory; `cwd` turns displayed paths absolute. */
+  cwd: string;
+}
+
+/**
+ * Reads every secret the manifests reference (environment variables, files) and fingerprints it
+ * for the stack. Missing variables or files are problems at the reference's position.
+ */
+export function resolveSecrets(objects: ManifestObject[], stack: string, src: SecretEnv): { secrets: Map<string, ResolvedSecret>; problems: Problem[] } {
+  const secrets = new Map<string, ResolvedSecret>();
+  const problems: Problem[] = [];
+  for (const o of objects.flatMap((x) => [x, ...x.children])) {
+    for (const s of secretValues(o)) {
+      const path = s.path.join('.');
+      const pos = positionOf(o, s.path);
+      let value: string | undefined;
+      let source: SecretSource;
+      if (isSecretRef(s.value)) {
+        source = s.value;
+        const name = s.value.env ?? s.value.fromEnv;
+        if (name !== undefined) {
+          value = src.env[name];
+          if (value === undefined || value === '') problems.push({ ...pos, severity: 'error', path: formatPath([...o.at, ...s.path]), rule: 'secret-missing', message: `environment variable ${name} is not set` });
+        } else {
+          const file = resolve(src.cwd, dirname(o.doc.file), s.value.file!);
+          // The plan records the file relative to the working directory, where apply reads it.
+          source = { file: relative(src.cwd, file) || file };
+          try {
+            value = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+          } catch (err) {
+            problems.push({ ...pos, severity: 'error', path: formatPath([...o.at, ...s.path]), rule: 'secret-missing', message: `cannot read secret file ${s.value.file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` });
+          }
+        }
+      } else {
+        source = { literal: `${pos.file}:${pos.line}:${pos.col}` };
+        value = typeof s.value === 'string' ? s.value : JSON.stringify(s.value);
+      }
+      if (value === undefined) continue;
+      secrets.set(`${o.identity}#${path}`, { source, value, fingerprint: fingerprintSecret(stack, o.identity, path, value) });
+    }
+  }
+  return { secrets, problems };
+}

@@ -1,0 +1,292 @@
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { kindByName } from '../../kinds/registry.js';
+import type { Body, KindDef, RefDef } from '../../kinds/types.js';
+import { collectingAjv, describeAjvError } from '../../service/validation.js';
+import { encodeMetadata, METADATA_LIMIT, TOOL, MARKER_VERSION } from '../ownership/marker.js';
+import { matchPaths } from '../paths.js';
+import { utf8Bytes } from '../../util/bytes.js';
+import { normalize } from '../plan/normalize.js';
+import type { SourceDoc } from './load.js';
+import { identityOf, isSecretRef, positionOf, type ManifestObject } from './model.js';
+import { formatPath, sortProblems, type Problem } from './problems.js';
+import { buildManifestSchema, manifestKinds, MANIFEST_SCHEMA_ID, NAME_PATTERN, namedTarget } from './schema.js';
+
+export interface ValidateOptions {
+  /** Literal secrets are errors instead of warnings. */
+  strict?: boolean;
+  /** The stack the marker will name (its length counts against the metadata limit). */
+  stack: string;
+}
+
+export interface Validated { objects: ManifestObject[]; problems: Problem[] }
+
+let validators: Map<string, ValidateFunction> | undefined;
+function validatorFor(manifestKind: string): ValidateFunction {
+  if (!validators) {
+    const ajv = collectingAjv();
+    if (!ajv.getSchema(MANIFEST_SCHEMA_ID)) ajv.addSchema(buildManifestSchema());
+    validators = new Map(manifestKinds().map((k) => [k.manifestKind!, ajv.getSchema(`${MANIFEST_SCHEMA_ID}#/definitions/${k.manifestKind}`)!]));
+  }
+  return validators.get(manifestKind)!;
+}
+
+type Add = (o: ManifestObject | { doc: SourceDoc; at: (string | number)[] }, path: (string | number)[], rule: string, message: string, opts?: { key?: boolean; severity?: Problem['severity'] }) => void;
+
+/**
+ * Validates parsed manifests in passes — shape, schema, names, references, uniqueness, cycles,
+ * exclusive modules, secrets, metadata size — and returns every problem found, each with its
+ * position, plus the objects (with `valid` set on those that passed the schema).
+ */
+export function validateManifests(docs: SourceDoc[], opts: ValidateOptions): Validated {
+  const problems: Problem[] = [];
+  const add: Add = (o, path, rule, message, x = {}) => {
+    const full = [...o.at, ...path];
+    problems.push({ ...o.doc.locate(full, { key: x.key }), severity: x.severity ?? 'error', path: formatPath(full), rule, message });
+  };
+  const objects: ManifestObject[] = [];
+  for (const doc of docs) {
+    const o = shapePass(doc, add);
+    if (o) objects.push(o);
+  }
+  const all = objects.flatMap((o) => [o, ...o.children]);
+  namePass(objects, add);
+  const byKind = indexByKind(all);
+  for (const o of all) {
+    // These read the body defensively, so they also run on objects with schema errors.
+    referencePass(o, byKind, add);
+    exclusivePass(o, add);
+    secretPass(o, add, !!opts.strict);
+    if (o.valid) metadataPass(o, add, opts.stack);
+  }
+  uniquePass(all, add);
+  cyclePass(all, byKind, add);
+  return { objects, problems: sortProblems(problems) };
+}
+
+/** Pass 1 and 2: the document is an object of a known kind, and matches that kind's schema. */
+function shapePass(doc: SourceDoc, add: Add): ManifestObject | undefined {
+  const here = { doc, at: [] as (string | number)[] };
+  const v = doc.value as Record<string, unknown>;
+  if (!v || typeof v !== 'object' || Array.isArray(v)) {
+    add(here, [], 'shape', 'a manifest document must be a mapping with kind and name');
+    return undefined;
+  }
+  const known = manifestKinds().map((k) => k.manifestKind!);
+  const kind = manifestKinds().find((k) => k.manifestKind === v.kind);
+  if (!kind) {
+    add(here, v.kind === undefined ? [] : ['kind'], 'schema', v.kind === undefined ? `kind is required (one of ${known.join(', ')})` : `must be one of ${known.join(', ')}`);
+    return undefined;
+  }
+  const validate = validatorFor(kind.manifestKind!);
+  const valid = validate(v) as boolean;
+  if (!valid) for (const e of relevantErrors(validate.errors ?? [])) schemaProblem(here, e, add);
+  return toObject(kind, v, doc, [], valid);
+}
+
+function toObject(kind: KindDef, v: Record<string, unknown>, doc: SourceDoc, at: (string | number)[], valid: boolean, parent?: ManifestObject, field?: string): ManifestObject | undefined {
+  if (typeof v.name !== 'string') return undefined;
+  const body: Body = {};
+  for (const [k, x] of Object.entries(v)) {
+    if (k === 'kind' || k === 'name' || k === 'protect' || (kind.embeds && k in kind.embeds)) continue;
+    if (x === null && kind.modules?.some((m) => m.name === k)) continue; // `oidc: null` = not configured
+    body[k] = x;
+  }
+  const o: ManifestObject = {
+    kind, name: v.name, identity: identityOf(kind, v.name, parent && field ? { identity: parent.identity, field } : undefined),
+    parent, doc, at, body, protect: v.protect === true, children: [], valid,
+  };
+  for (const [f, childName] of Object.entries(kind.embeds ?? {})) {
+    const list = v[f];
+    if (!Array.isArray(list)) continue;
+    list.forEach((c, i) => {
+      if (!c || typeof c !== 'object') return;
+      const child = toObject(kindByName(childName), c as Record<string, unknown>, doc, [...at, f, i], valid, o, f);
+      if (child) o.children.push(child);
+    });
+  }
+  return o;
+}
+
+/** `if/then` secret fields add a wrapper error; the inner error says what is wrong. */
+function relevantErrors(errors: ErrorObject[]): ErrorObject[] {
+  return errors.filter((e) => e.keyword !== 'if');
+}
+
+function schemaProblem(here: { doc: SourceDoc; at: (string | number)[] }, e: ErrorObject, add: Add) {
+  const path: (string | number)[] = e.instancePath.split('/').slice(1).map((p) => {
+    const s = p.replace(/~1/g, '/').replace(/~0/g, '~');
+    return /^\d+$/.test(s) ? Number(s) : s;
+  });
+  const p = describeAjvError(e);
+  const params = e.params as Record<string, unknown>;
+  if (e.keyword === 'additionalProperties') {
+    add(here, [...path, String(params.additionalProperty)], 'schema', 'is not a known field', { key: true });
+  } else if (e.keyword === 'required') {
+    add(here, path, 'schema', `${String(params.missingProperty)} is required`);
+  } else {
+    const rule = (e.parentSchema as Record<string, unknown> | undefined)?.['x-rule'];
+    add(here, path, 'schema', e.keyword === 'not' && typeof rule === 'string' ? rule : p.rule);
+  }
+}
+
+/** Pass 3: names are unique per kind, children's per parent. */
+function namePass(objects: ManifestObject[], add: Add) {
+  const check = (list: ManifestObject[], what: (o: ManifestObject) => string) => {
+    const seen = new Map<string, ManifestObject>();
+    for (const o of list) {
+      const key = what(o);
+      const first = seen.get(key);
+      if (first) {
+        const p = positionOf(first, ['name']);
+        add(o, ['name'], 'duplicate-name', `${o.kind.manifestKind ?? o.kind.title} name "${o.name}" is already used at ${p.file}:${p.line}:${p.col}`);
+      } else seen.set(key, o);
+    }
+  };
+  check(objects, (o) => o.identity);
+  for (const o of objects) check(o.children, (c) => c.identity);
+}
+
+function indexByKind(all: ManifestObject[]): Map<string, Map<string, ManifestObject>> {
+  const out = new Map<string, Map<string, ManifestObject>>();
+  for (const o of all) {
+    if (o.parent) continue;
+    const m = out.get(o.kind.name) ?? new Map<string, ManifestObject>();
+    if (!m.has(o.name)) m.set(o.name, o);
+    out.set(o.kind.name, m);
+  }
+  return out;
+}
+
+/** Every reference value of an object: its own fields' and its modules', with where it sits. */
+export function refValues(o: { kind: KindDef; body: Body }): { def: RefDef; value: string; path: (string | number)[] }[] {
+  const out: { def: RefDef; value: string; path: (string | number)[] }[] = [];
+  const take = (defs: RefDef[] | undefined, holder: unknown, prefix: string[]) => {
+    for (const def of defs ?? []) {
+      for (const hit of matchPaths(holder, def.field)) {
+        const at = [...prefix, ...hit.path];
+        if (def.many && Array.isArray(hit.value)) hit.value.forEach((x, i) => typeof x === 'string' && out.push({ def, value: x, path: [...at, i] }));
+        else if (typeof hit.value === 'string') out.push({ def, value: hit.value, path: at });
+      }
+    }
+  };
+  take(o.kind.refs, o.body, []);
+  for (const m of o.kind.modules ?? []) if (o.body[m.name]) take(m.refs, o.body[m.name], [m.name]);
+  return out;
+}
+
+/** A ref value that is a manifest name (not a raw id) of a kind the manifests manage. */
+const NAME_RE = new RegExp(`^${NAME_PATTERN}$`);
+export function isName(def: RefDef, value: string): boolean {
+  return !!namedTarget(def) && NAME_RE.test(value);
+}
+
+/** Pass 4: every name a reference uses exists among the manifests. */
+function referencePass(o: ManifestObject, byKind: Map<string, Map<string, ManifestObject>>, add: Add) {
+  for (const r of refValues(o)) {
+    if (!isName(r.def, r.value)) continue;
+    const target = namedTarget(r.def)!;
+    if (!byKind.get(target.name)?.has(r.value)) {
+      add(o, r.path, 'unknown-reference', `no ${target.manifestKind} named "${r.value}" in the manifests (use its id to point at an object the manifests do not manage)`);
+    }
+  }
+}
+
+/** Pass 5: values the service keeps unique (hostports, route matches) are unique across the manifests. */
+function uniquePass(all: ManifestObject[], add: Add) {
+  const seen = new Map<string, ManifestObject>();
+  for (const o of all) {
+    for (const u of o.kind.uniques ?? []) {
+      let values: string[];
+      try { values = u.values({ ...o.body, ...normalize(o.kind, o.body, (x) => x).fields }); } catch { continue; }
+      for (const value of values) {
+        const key = `${o.kind.name}:${u.scope}:${u.perParent ? o.parent?.identity : ''}:${value}`;
+        const first = seen.get(key);
+        if (!first) { seen.set(key, o); continue; }
+        const p = positionOf(first, fieldHolding(first, value));
+        add(o, fieldHolding(o, value), `duplicate-${u.scope}`, `${u.conflict(value).replace(/^[a-z_]+: /, '')} (also in ${first.identity} at ${p.file}:${p.line}:${p.col})`);
+      }
+    }
+  }
+}
+
+/** Which field of an object holds a value (for the position of a unique-key clash). */
+function fieldHolding(o: ManifestObject, value: string): (string | number)[] {
+  for (const [k, v] of Object.entries(o.body)) {
+    if (typeof v === 'string' && v.toLowerCase() === value.toLowerCase()) return [k];
+    if (Array.isArray(v)) {
+      const i = v.findIndex((x) => typeof x === 'string' && x.toLowerCase() === value.toLowerCase());
+      if (i >= 0) return [k, i];
+    }
+  }
+  return ['name'];
+}
+
+/** Pass 6: references declared acyclic (failover children) form no cycle among the manifests. */
+function cyclePass(all: ManifestObject[], byKind: Map<string, Map<string, ManifestObject>>, add: Add) {
+  const edges = (o: ManifestObject) =>
+    refValues(o).filter((r) => r.def.acyclic && isName(r.def, r.value))
+      .map((r) => ({ to: byKind.get(namedTarget(r.def)!.name)?.get(r.value), path: r.path }))
+      .filter((e): e is { to: ManifestObject; path: (string | number)[] } => !!e.to);
+  const state = new Map<ManifestObject, 'open' | 'done'>();
+  const reported = new Set<string>();
+  const visit = (o: ManifestObject, stack: ManifestObject[]) => {
+    state.set(o, 'open');
+    for (const e of edges(o)) {
+      if (state.get(e.to) === 'open') {
+        const trail = [...stack, o];
+        const cycle = [...trail.slice(trail.indexOf(e.to)), e.to];
+        const key = cycle.slice(0, -1).map((x) => x.identity).sort().join(',');
+        if (!reported.has(key)) {
+          reported.add(key);
+          add(o, e.path, 'reference-cycle', `references form a cycle: ${cycle.map((x) => x.name).join(' → ')}`);
+        }
+      } else if (!state.has(e.to)) visit(e.to, [...stack, o]);
+    }
+    state.set(o, 'done');
+  };
+  for (const o of all) if (!state.has(o) && edges(o).length) visit(o, []);
+}
+
+/** Pass 7: at most one module of an exclusive group (oauth / oidc / saml) per object. */
+function exclusivePass(o: ManifestObject, add: Add) {
+  const groups = new Map<string, string[]>();
+  for (const m of o.kind.modules ?? []) {
+    if (m.exclusiveGroup && o.body[m.name]) groups.set(m.exclusiveGroup, [...(groups.get(m.exclusiveGroup) ?? []), m.name]);
+  }
+  for (const [group, set] of groups) {
+    if (set.length < 2) continue;
+    const all = (o.kind.modules ?? []).filter((m) => m.exclusiveGroup === group).map((m) => m.name);
+    add(o, [set[1]], `exclusive-${group}`, `at most one ${group} module (${all.join(', ')}) may be configured; found ${set.join(', ')}`, { key: true });
+  }
+}
+
+/** Secret fields of an object: concrete paths (`oidc.client_secret`) and values as written. */
+export function secretValues(o: { kind: KindDef; body: Body }): { path: string[]; value: unknown }[] {
+  const out: { path: string[]; value: unknown }[] = [];
+  for (const w of o.kind.writeOnly ?? []) out.push(...matchPaths(o.body, w));
+  for (const m of o.kind.modules ?? []) {
+    if (!o.body[m.name]) continue;
+    for (const w of m.writeOnly ?? []) out.push(...matchPaths(o.body[m.name], w).map((h) => ({ ...h, path: [m.name, ...h.path] })));
+  }
+  return out;
+}
+
+/** Pass 8: secrets come from the environment or a file, not from the manifest. */
+function secretPass(o: ManifestObject, add: Add, strict: boolean) {
+  for (const s of secretValues(o)) {
+    if (isSecretRef(s.value)) continue;
+    add(o, s.path, 'literal-secret', 'a secret is written in the manifest; use {env: NAME} (or {file: path}) so it stays out of Git', { severity: strict ? 'error' : 'warning' });
+  }
+}
+
+/** Pass 9: the user's metadata plus the ownership marker fits the API's 4096 bytes. */
+function metadataPass(o: ManifestObject, add: Add, stack: string) {
+  const user = o.body.metadata;
+  if (!('metadata' in o.kind.fields)) return;
+  const fp = Object.fromEntries(secretValues(o).map((s) => [s.path.join('.'), 'x'.repeat(22)]));
+  const size = utf8Bytes(encodeMetadata({ tool: TOOL, v: MARKER_VERSION, stack, id: o.identity, fp, protect: o.protect }, typeof user === 'string' ? user : undefined));
+  if (size > METADATA_LIMIT) {
+    const room = METADATA_LIMIT - (size - (typeof user === 'string' ? utf8Bytes(JSON.stringify(user)) - 2 : 0));
+    add(o, ['metadata'], 'metadata-size', `with the ownership marker the stored metadata would be ${size} bytes, over the API's ${METADATA_LIMIT}; keep this metadata under about ${Math.max(0, room)} bytes`);
+  }
+}

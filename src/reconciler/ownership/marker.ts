@@ -1,0 +1,68 @@
+import { createHmac } from 'node:crypto';
+import { canonicalJson } from '../../util/canonical-json.js';
+import { utf8Bytes } from '../../util/bytes.js';
+
+export const TOOL = 'edgeplane';
+export const MARKER_VERSION = 1;
+/** The API's limit on `metadata`, in UTF-8 bytes. */
+export const METADATA_LIMIT = 4096;
+
+/**
+ * What the reconciler writes into the `metadata` of every object it manages. Identity lives on the
+ * objects, so any runner can plan with no state file, and an interrupted apply is recovered by
+ * finding the object through its marker.
+ */
+export interface Marker {
+  tool: typeof TOOL;
+  v: number;
+  stack: string;
+  /** Manifest identity: `CertificateAuthority/root`, `HTTPSEdge/web/routes/api`. */
+  id: string;
+  /** Salted fingerprints of secret fields, by field path (`oidc.client_secret`). */
+  fp?: Record<string, string>;
+  /** Never deleted by prune, even once gone from the manifests. */
+  protect?: boolean;
+}
+
+/** Stored metadata: `{"managed_by": <marker>, "metadata": <the user's own string>}` as canonical JSON. */
+export function encodeMetadata(marker: Marker, user: string | undefined): string {
+  const m: Marker = { ...marker };
+  if (!m.fp || Object.keys(m.fp).length === 0) delete m.fp;
+  if (!m.protect) delete m.protect;
+  return canonicalJson({ managed_by: m, ...(user !== undefined && user !== '' ? { metadata: user } : {}) });
+}
+
+export interface DecodedMetadata { marker?: Marker; user?: string }
+
+/** Splits stored metadata into our marker and the user's own string; foreign metadata is all user's. */
+export function decodeMetadata(stored: unknown): DecodedMetadata {
+  if (typeof stored !== 'string' || stored === '') return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(stored);
+  } catch {
+    return { user: stored };
+  }
+  const obj = parsed as Record<string, unknown> | null;
+  const marker = obj && typeof obj === 'object' && !Array.isArray(obj) ? (obj.managed_by as Marker | undefined) : undefined;
+  const keys = obj && typeof obj === 'object' ? Object.keys(obj) : [];
+  const shaped = marker && typeof marker === 'object' && marker.tool === TOOL && typeof marker.stack === 'string' &&
+    typeof marker.id === 'string' && keys.every((k) => k === 'managed_by' || k === 'metadata') &&
+    (obj!.metadata === undefined || typeof obj!.metadata === 'string');
+  if (!shaped) return { user: stored };
+  return { marker, user: obj!.metadata as string | undefined };
+}
+
+/**
+ * Salted fingerprint of a secret: HMAC-SHA256 keyed by stack, identity and field path. The salt is
+ * derived, not random, so planning stays a pure function and the same secret on two objects (or two
+ * stacks) never shows the same fingerprint. 128 bits, base64url.
+ */
+export function fingerprintSecret(stack: string, identity: string, path: string, secret: string): string {
+  return createHmac('sha256', `${TOOL}\0${stack}\0${identity}\0${path}`).update(secret).digest('base64url').slice(0, 22);
+}
+
+/** Bytes the user's metadata may take next to a marker, or how far over the limit it is. */
+export function metadataBytes(marker: Marker, user: string | undefined): number {
+  return utf8Bytes(encodeMetadata(marker, user));
+}

@@ -1,0 +1,52 @@
+import type { ApiClient } from '../client/api-client.js';
+import { loadManifests } from './manifests/load.js';
+import type { ManifestObject } from './manifests/model.js';
+import { hasErrors, sortProblems, type Problem } from './manifests/problems.js';
+import { resolveSecrets } from './manifests/secrets.js';
+import { validateManifests } from './manifests/validate.js';
+import { buildDesired } from './plan/desired.js';
+import { diff, type DiffOptions } from './plan/diff.js';
+import { observeLists, type ObservedLists } from './plan/observed.js';
+import type { Plan } from './plan/types.js';
+import { readLiveState } from './state/read-state.js';
+
+export interface ValidateInput { root: string; stack: string; strict?: boolean; cwd?: string }
+
+export interface ValidateResult { problems: Problem[]; objects: ManifestObject[]; files: string[] }
+
+/** Load and validate a manifest directory: every problem, nothing thrown for bad input. */
+export function validateDir(input: ValidateInput): ValidateResult {
+  const loaded = loadManifests(input.root, input.cwd);
+  const v = validateManifests(loaded.docs, { stack: input.stack, strict: input.strict });
+  return { problems: sortProblems([...loaded.problems, ...v.problems]), objects: v.objects, files: loaded.files };
+}
+
+export interface PlanInput extends ValidateInput, Omit<DiffOptions, 'target' | 'stack'> {
+  /** Where `{env: NAME}` secrets are read from. */
+  env: Record<string, string | undefined>;
+}
+
+export interface PlanResult { problems: Problem[]; plan?: Plan }
+
+/** Validated manifests + live state → a plan. Problems (invalid manifests, missing secrets) stop before reading. */
+export function planFromState(input: PlanInput, lists: ObservedLists, target: string): PlanResult {
+  return planDocs(validateDir(input), input, lists, target);
+}
+
+/** The same, from already validated documents (tests and `watch` keep them in memory). */
+export function planDocs(v: { problems: Problem[]; objects: ManifestObject[] }, input: Omit<PlanInput, 'root'>, lists: ObservedLists, target: string): PlanResult {
+  if (hasErrors(v.problems)) return { problems: v.problems };
+  const s = resolveSecrets(v.objects, input.stack, { env: input.env, cwd: input.cwd ?? process.cwd() });
+  const problems = sortProblems([...v.problems, ...s.problems]);
+  if (hasErrors(problems)) return { problems };
+  const desired = buildDesired(v.objects, s.secrets);
+  const observed = observeLists(lists, input.stack);
+  const plan = diff(desired, observed, { ...input, target });
+  return { problems, plan };
+}
+
+export async function planWithClient(input: PlanInput, client: ApiClient): Promise<PlanResult> {
+  const v = validateDir(input);
+  if (hasErrors(v.problems)) return { problems: v.problems };
+  return planFromState(input, await readLiveState(client), client.target);
+}

@@ -1,0 +1,576 @@
+import type { Body, KindDef, KindRuntimeConfig, ModuleDef } from '../../kinds/types.js';
+import { collectionPath } from '../../service/serialize.js';
+import { refValues } from '../manifests/validate.js';
+import { encodeMetadata, MARKER_VERSION, TOOL, type Marker } from '../ownership/marker.js';
+import { creationChanges, diffValues } from './changes.js';
+import { DEFAULT_CONFIG, normalize, resetValue, same, type Normal, type Symbolize } from './normalize.js';
+import { orderSteps } from './order.js';
+import { DEFAULT_THRESHOLD, safetyBlocks, type Threshold } from './safety.js';
+import type { DesiredObject, ObservedObject } from './state.js';
+import { isRefToken, placeholder, type RefToken } from './tokens.js';
+import { PLAN_FORMAT_VERSION, type Change, type Conflict, type Plan, type Step, type StepObject } from './types.js';
+
+export interface DiffOptions {
+  stack: string;
+  /** The API URL or `embedded:<dir>`, recorded in the plan. */
+  target: string;
+  /** Take over unmanaged objects that collide with manifest objects (same hostport, same CA). */
+  adopt?: boolean;
+  /** The command to show for adopting (the CLI knows the directory and flags). */
+  adoptCommand?: string;
+  threshold?: Threshold;
+  /** Deployment settings some defaults depend on (the session cookie prefix). */
+  config?: KindRuntimeConfig;
+}
+
+/** What the planner decided for one desired object. */
+interface Decision {
+  d: DesiredObject;
+  o?: ObservedObject;
+  replaced?: boolean;
+  adopted?: boolean;
+  conflicted?: boolean;
+  /** Ids of steps acting on this object (its create / update / module steps). */
+  steps: string[];
+}
+
+/**
+ * The plan that takes `observed` to `desired`: a pure function (no I/O, clock or randomness), so
+ * the same inputs give the same plan, byte for byte.
+ */
+export function diff(desired: DesiredObject[], observed: ObservedObject[], opts: DiffOptions): Plan {
+  return new Planner(desired, observed, opts).plan();
+}
+
+class Planner {
+  private readonly decisions = new Map<string, Decision>();
+  private readonly steps: Step[] = [];
+  private readonly warnings: string[] = [];
+  private readonly conflicts: Conflict[] = [];
+  /** Observed id → the steps that delete it (its own, or its parent's). */
+  private readonly deletedBy = new Map<string, string>();
+  private readonly stepsOfObserved = new Map<string, string[]>();
+  private readonly stepById = new Map<string, Step>();
+  private readonly claimed = new Set<string>();
+  private sym: Symbolize = (id) => id;
+
+  constructor(private readonly desired: DesiredObject[], private readonly observed: ObservedObject[], private readonly opts: DiffOptions) {}
+
+  plan(): Plan {
+    this.match();
+    this.symbols();
+    for (const d of this.desired) this.planObject(this.decisions.get(d.identity)!);
+    this.planDeletes();
+    this.uniqueOrder();
+    const steps = orderSteps(this.steps);
+    const touched = new Set<string>();
+    for (const s of steps) if (s.object.id) touched.add(s.object.id);
+    const observed: Record<string, string> = {};
+    for (const o of [...this.observed].sort((a, b) => a.id.localeCompare(b.id))) if (touched.has(o.id)) observed[o.id] = o.fingerprint;
+    return {
+      formatVersion: PLAN_FORMAT_VERSION,
+      stack: this.opts.stack,
+      target: this.opts.target,
+      observed,
+      steps,
+      summary: this.summary(),
+      warnings: this.warnings,
+      conflicts: this.conflicts,
+      blocked: safetyBlocks(steps, this.observed, this.opts.threshold ?? DEFAULT_THRESHOLD),
+    };
+  }
+
+  private norm(kind: KindDef, body: Body, sym: Symbolize = this.sym): Normal {
+    return normalize(kind, body, sym, this.opts.config ?? DEFAULT_CONFIG);
+  }
+
+  /** Values a kind keeps unique, read from the normal form (hostports lower-cased). */
+  private uniqueValues(kind: KindDef, body: Body, u: NonNullable<KindDef['uniques']>[number]): string[] {
+    try {
+      return u.values({ ...body, ...this.norm(kind, body, (x) => x).fields });
+    } catch {
+      return [];
+    }
+  }
+
+  // ——— matching desired objects to observed ones ———
+
+  private match() {
+    const owned = new Map<string, ObservedObject[]>();
+    for (const o of this.observed) {
+      if (o.owner.type !== 'this' || !o.marker) continue;
+      owned.set(o.marker.id, [...(owned.get(o.marker.id) ?? []), o]);
+    }
+    for (const d of this.desired) {
+      const dec: Decision = { d, steps: [] };
+      this.decisions.set(d.identity, dec);
+      const parent = d.parentIdentity ? this.decisions.get(d.parentIdentity) : undefined;
+      if (d.parentIdentity && (!parent?.o || parent.replaced)) continue; // a new parent has no children yet
+      const candidates = (owned.get(d.identity) ?? []).filter((o) => o.kind === d.kind && o.parentId === parent?.o?.id);
+      if (candidates.length) {
+        const best = candidates.find((o) => !this.immutableChanged(d, o)) ?? candidates.reduce((a, b) => (a.id > b.id ? a : b));
+        dec.o = best;
+        dec.replaced = this.immutableChanged(d, best);
+        this.claimed.add(best.id);
+        continue;
+      }
+      this.collide(dec, parent?.o?.id);
+    }
+  }
+
+  private immutableChanged(d: DesiredObject, o: ObservedObject): boolean {
+    const id: Symbolize = (x) => x;
+    const a = this.norm(d.kind, d.body, id).fields;
+    const b = this.norm(o.kind, o.body, id).fields;
+    return (d.kind.immutable ?? []).some((f) => !same(a[f], b[f]));
+  }
+
+  /** Values that identify an object for adoption: declared collision keys and unique values. */
+  private keys(kind: KindDef, body: Body): string[] {
+    const n = this.norm(kind, body, (x) => x).fields;
+    const out: string[] = [];
+    for (const f of kind.collisionKeys ?? []) {
+      const v = n[f];
+      for (const x of Array.isArray(v) ? v : v === undefined ? [] : [v]) out.push(`${f}=${JSON.stringify(x)}`);
+    }
+    for (const u of kind.uniques ?? []) for (const v of this.uniqueValues(kind, body, u)) out.push(`${u.scope}=${v}`);
+    return out;
+  }
+
+  private readonly keyCache = new Map<string, string[]>();
+  private observedKeys(o: ObservedObject): string[] {
+    let k = this.keyCache.get(o.id);
+    if (!k) this.keyCache.set(o.id, (k = this.keys(o.kind, o.body)));
+    return k;
+  }
+
+  /** A new manifest object that matches an existing object of someone else: adopt, or report. */
+  private collide(dec: Decision, parentId: string | undefined) {
+    const { d } = dec;
+    const mine = new Set(this.keys(d.kind, d.body));
+    if (!mine.size) return;
+    const hits = this.observed.filter((o) => o.kind === d.kind && o.parentId === parentId && o.owner.type !== 'this' && !this.claimed.has(o.id) &&
+      this.observedKeys(o).some((k) => mine.has(k)));
+    for (const o of hits) {
+      const what = `${d.identity} matches existing ${d.kind.title} ${o.id}`;
+      if (o.owner.type === 'stack') {
+        this.conflicts.push({ identity: d.identity, kind: d.kind.name, id: o.id, owner: 'stack', stack: o.owner.stack, message: `${what}, owned by stack "${o.owner.stack}"; remove it from one of the stacks` });
+      } else if (this.opts.adopt && hits.length === 1) {
+        dec.o = o;
+        dec.adopted = true;
+        this.claimed.add(o.id);
+        return;
+      } else {
+        this.conflicts.push({
+          identity: d.identity, kind: d.kind.name, id: o.id, owner: 'unmanaged',
+          message: hits.length > 1 ? `${what} (one of ${hits.length}); only one object can be adopted` : `${what}, which no stack manages`,
+          ...(hits.length === 1 && this.opts.adoptCommand ? { adopt: this.opts.adoptCommand } : {}),
+        });
+      }
+    }
+    if (hits.length) dec.conflicted = true;
+  }
+
+  /** Observed ids that stand for a manifest identity; replaced objects keep their raw id (referrers move). */
+  private symbols() {
+    const map = new Map<string, RefToken>();
+    for (const dec of this.decisions.values()) if (dec.o && !dec.replaced) map.set(dec.o.id, { $ref: dec.d.identity });
+    this.sym = (id) => map.get(id) ?? id;
+  }
+
+  // ——— steps for one desired object ———
+
+  private planObject(dec: Decision) {
+    if (dec.conflicted) return;
+    if (!dec.o) return this.planCreate(dec, 'create');
+    if (dec.replaced) return this.planCreate(dec, 'replace');
+    this.planUpdate(dec);
+  }
+
+  private stepObject(dec: Decision): StepObject {
+    const o: StepObject = { kind: dec.d.kind.name, identity: dec.d.identity, name: dec.d.name };
+    if (dec.o) o.id = dec.o.id;
+    if (dec.d.parentIdentity) o.parent = dec.d.parentIdentity;
+    return o;
+  }
+
+  /** The id to send for an identity: the existing object's, or a placeholder for one this plan creates. */
+  private idOf(identity: string): string {
+    const dec = this.decisions.get(identity);
+    return dec?.o && !dec.replaced ? dec.o.id : placeholder(identity);
+  }
+
+  /** The step that brings an identity into existence in this plan, if any. */
+  private creator(identity: string): string | undefined {
+    const dec = this.decisions.get(identity);
+    return dec && (!dec.o || dec.replaced) ? `${identity}:${dec.replaced ? 'replace' : 'create'}` : undefined;
+  }
+
+  /** Request value: references as ids (or placeholders), secret tokens left for apply. */
+  private materialize(v: unknown): unknown {
+    if (isRefToken(v)) return this.idOf(v.$ref);
+    if (Array.isArray(v)) return v.map((x) => this.materialize(x));
+    if (v && typeof v === 'object' && !('$secret' in v)) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, this.materialize(x)]));
+    return v;
+  }
+
+  /** Steps creating the objects a body references must come first. */
+  private refDeps(body: Body, only?: string[]): string[] {
+    const deps: string[] = [];
+    const visit = (v: unknown) => {
+      if (isRefToken(v)) {
+        const c = this.creator(v.$ref);
+        if (c) deps.push(c);
+      } else if (Array.isArray(v)) v.forEach(visit);
+      else if (v && typeof v === 'object') Object.values(v).forEach(visit);
+    };
+    for (const [k, v] of Object.entries(body)) if (!only || only.includes(k)) visit(v);
+    return deps;
+  }
+
+  private marker(d: DesiredObject): Marker {
+    return { tool: TOOL, v: MARKER_VERSION, stack: this.opts.stack, id: d.identity, fp: d.fp, protect: d.protect };
+  }
+
+  private collection(d: DesiredObject): string {
+    if (!d.kind.parent) return collectionPath(d.kind, null);
+    return collectionPath(d.kind, this.idOf(d.parentIdentity!));
+  }
+
+  private objectPath(kind: KindDef, id: string, parentId?: string): string {
+    return `${collectionPath(kind, parentId ?? null)}/${id}`;
+  }
+
+  private addStep(dec: Decision | null, step: Step): Step {
+    this.steps.push(step);
+    this.stepById.set(step.id, step);
+    if (dec) dec.steps.push(step.id);
+    if (step.object.id) this.stepsOfObserved.set(step.object.id, [...(this.stepsOfObserved.get(step.object.id) ?? []), step.id]);
+    return step;
+  }
+
+  private planCreate(dec: Decision, action: 'create' | 'replace') {
+    const { d } = dec;
+    const mods = (d.kind.modules ?? []).filter((m) => d.body[m.name]);
+    const guarded = mods.some((m) => m.role === 'guard');
+    const later = guarded ? mods.filter((m) => m.role === 'traffic') : [];
+    const body: Body = {};
+    for (const [k, v] of Object.entries(d.body)) if (!later.some((m) => m.name === k)) body[k] = this.materialize(v);
+    body.metadata = encodeMetadata(this.marker(d), d.userMetadata);
+    const shown = this.norm(d.kind, d.body);
+    const changes: Change[] = creationChanges({ ...shown.fields, ...shown.modules });
+    if (d.userMetadata !== undefined) changes.push({ path: 'metadata', after: d.userMetadata });
+    const parentDep = d.parentIdentity ? this.creator(d.parentIdentity) : undefined;
+    const id = `${d.identity}:${action}`;
+    const step = this.addStep(dec, {
+      id, action, object: this.stepObject(dec),
+      request: { method: 'POST', path: this.collection(d), body },
+      changes, dependsOn: [...(parentDep ? [parentDep] : []), ...this.refDeps(d.body)], yields: d.identity,
+    });
+    if (action === 'replace') {
+      const old = dec.o!;
+      const fields = (d.kind.immutable ?? []).filter((f) => !same(this.norm(d.kind, d.body).fields[f], this.norm(old.kind, old.body).fields[f]));
+      step.reason = `${fields.join(', ')} cannot change in place: create the new ${d.kind.title}, move every referrer to it, then delete ${old.id}`;
+      step.changes = fields.flatMap((f) => diffValues(f, this.norm(old.kind, old.body).fields[f], shown.fields[f]));
+      this.addDelete(old, d.identity, `${d.identity}:delete-replaced`, `replaced by the new ${d.kind.title} (${d.identity}:replace)`);
+    }
+    for (const m of later) {
+      this.addStep(dec, {
+        id: `${d.identity}:module.put:${m.name}`, action: 'module.put', object: this.stepObject(dec), module: m.name,
+        request: { method: 'PUT', path: `${this.collection(d)}/${placeholder(d.identity)}/${m.name}`, body: this.materialize(d.body[m.name]) },
+        changes: [], dependsOn: [id, ...this.refDeps(d.body, [m.name])],
+        reason: `fail closed: ${m.name} is attached only after the ${mods.filter((x) => x.role === 'guard').map((x) => x.name).join(', ')} module${mods.filter((x) => x.role === 'guard').length > 1 ? 's are' : ' is'} in place`,
+      });
+    }
+  }
+
+  private planUpdate(dec: Decision) {
+    const d = dec.d;
+    const o = dec.o!;
+    const want = this.norm(d.kind, d.body);
+    const have = this.norm(o.kind, o.body);
+    const patch: Body = {};
+    const changes: Change[] = [];
+    const fieldNames = [...new Set([...Object.keys(want.fields), ...Object.keys(have.fields)])];
+    for (const f of Object.keys(d.kind.fields).filter((x) => fieldNames.includes(x))) {
+      if (same(want.fields[f], have.fields[f])) continue;
+      patch[f] = f in d.body ? this.materialize(d.body[f]) : resetValue(d.kind, f);
+      if (patch[f] === undefined) {
+        delete patch[f];
+        this.warnings.push(`${d.identity}: ${f} was removed from the manifest but has no default to restore; it keeps ${JSON.stringify(have.fields[f])}`);
+        continue;
+      }
+      changes.push(...diffValues(f, have.fields[f], want.fields[f]));
+    }
+    const metaChanges = this.metadataChanges(d, o);
+    if (metaChanges.length) {
+      patch.metadata = encodeMetadata(this.marker(d), d.userMetadata);
+      changes.push(...metaChanges);
+    }
+    const needPatch = Object.keys(patch).length > 0;
+    const { inPatch, moduleSteps } = this.planModules(dec, want, have, needPatch);
+    for (const m of inPatch) {
+      patch[m.name] = this.materialize(d.body[m.name]);
+      changes.push(...diffValues(m.name, have.modules[m.name], want.modules[m.name]));
+    }
+    if (!needPatch) return;
+    this.addStep(dec, {
+      id: `${d.identity}:update`, action: 'update', object: this.stepObject(dec),
+      request: { method: 'PATCH', path: this.objectPath(d.kind, o.id, o.parentId), body: patch },
+      changes, dependsOn: [...this.refDeps(d.body, Object.keys(patch)), ...moduleSteps],
+      ...(dec.adopted ? { reason: `adopts unmanaged ${d.kind.title} ${o.id}: stamps the ownership marker` } : {}),
+    });
+  }
+
+  /** The user's metadata and the marker; the marker changes with secrets, stack, protect or adoption. */
+  private metadataChanges(d: DesiredObject, o: ObservedObject): Change[] {
+    const out: Change[] = [];
+    if ((d.userMetadata ?? '') !== (o.userMetadata ?? '')) out.push({ path: 'metadata', before: o.userMetadata, after: d.userMetadata });
+    const want = encodeMetadata(this.marker(d), undefined);
+    const have = o.marker ? encodeMetadata(o.marker, undefined) : undefined;
+    if (want !== have) {
+      const describe = (m?: Marker) => (m ? `${m.stack}/${m.id}${m.protect ? ' (protected)' : ''}` : '(none)');
+      const strip = (m: Marker) => encodeMetadata({ ...m, fp: {} }, undefined);
+      const secretsOnly = o.marker && strip(o.marker) === strip(this.marker(d));
+      if (!secretsOnly) out.push({ path: 'metadata (ownership marker)', before: describe(o.marker), after: describe(this.marker(d)) });
+      else if (!out.length) out.push({ path: 'metadata (ownership marker)', before: 'secret fingerprints', after: 'secret fingerprints', sensitive: true });
+    }
+    return out;
+  }
+
+  /**
+   * Module steps of an existing object. PATCH cannot delete a module, so removals are DELETEs;
+   * changes ride in the PATCH when there is one (one atomic write with the marker), else PUTs.
+   * Fail closed: traffic modules come off before guards change and go on after them; swapping one
+   * exclusive module for another (oauth → oidc) takes the traffic module off, swaps, puts it back.
+   */
+  private planModules(dec: Decision, want: Normal, have: Normal, needPatch: boolean): { inPatch: ModuleDef[]; moduleSteps: string[] } {
+    const d = dec.d;
+    const mods = d.kind.modules ?? [];
+    const added = mods.filter((m) => want.modules[m.name] && !same(want.modules[m.name], have.modules[m.name]));
+    const removed = mods.filter((m) => have.modules[m.name] && !want.modules[m.name]);
+    const swapped = added.filter((m) => m.exclusiveGroup && removed.some((r) => r.exclusiveGroup === m.exclusiveGroup));
+    const guardsChange = [...added, ...removed].some((m) => m.role === 'guard');
+    const traffic = mods.filter((m) => m.role === 'traffic' && have.modules[m.name]);
+    const bounce = swapped.length ? traffic.filter((m) => !removed.includes(m)) : [];
+    const ids: string[] = [];
+    const path = (m: ModuleDef) => `${this.objectPath(d.kind, dec.o!.id, dec.o!.parentId)}/${m.name}`;
+    const put = (m: ModuleDef, deps: string[], reason?: string) => {
+      const id = `${d.identity}:module.put:${m.name}`;
+      this.addStep(dec, {
+        id, action: 'module.put', object: this.stepObject(dec), module: m.name,
+        request: { method: 'PUT', path: path(m), body: this.materialize(d.body[m.name]) },
+        changes: diffValues(m.name, have.modules[m.name], want.modules[m.name]),
+        dependsOn: [...deps, ...this.refDeps(d.body, [m.name])], ...(reason ? { reason } : {}),
+      });
+      ids.push(id);
+      return id;
+    };
+    const del = (m: ModuleDef, deps: string[], reason?: string) => {
+      const id = `${d.identity}:module.delete:${m.name}`;
+      this.addStep(dec, {
+        id, action: 'module.delete', object: this.stepObject(dec), module: m.name,
+        request: { method: 'DELETE', path: path(m) },
+        changes: [{ path: m.name, before: '(configured)', after: '(removed)' }], dependsOn: deps, ...(reason ? { reason } : {}),
+      });
+      ids.push(id);
+      return id;
+    };
+    const swapNames = swapped.map((m) => `${removed.find((r) => r.exclusiveGroup === m.exclusiveGroup)!.name} → ${m.name}`).join(', ');
+    const off = bounce.map((m) => del(m, [], `fail closed: ${m.name} is taken off while ${swapNames} is swapped, and put back after`));
+    const trafficOff = removed.filter((m) => m.role === 'traffic').map((m) => del(m, []));
+    const guardOff = removed.filter((m) => m.role !== 'traffic').map((m) => del(m, [...off, ...trafficOff]));
+    const swappedOn = swapped.map((m) => put(m, guardOff, `replaces ${removed.find((r) => r.exclusiveGroup === m.exclusiveGroup)!.name}: at most one ${m.exclusiveGroup} module may exist`));
+    const rest = added.filter((m) => !swapped.includes(m) && !bounce.includes(m));
+    // With a PATCH, the changed modules ride in it: one atomic write (with the marker's fingerprints).
+    const inPatch = needPatch ? rest : [];
+    const guardsOn = [...swappedOn];
+    if (!needPatch) {
+      for (const m of rest.filter((x) => x.role === 'guard')) guardsOn.push(put(m, guardOff));
+      for (const m of rest.filter((x) => x.role !== 'guard')) {
+        const after = m.role === 'traffic' && guardsChange;
+        put(m, after ? [...guardsOn, ...guardOff] : [], after ? 'fail closed: attached after the guard modules change' : undefined);
+      }
+    }
+    for (const m of bounce) {
+      if (want.modules[m.name]) put(m, guardsOn, `fail closed: ${m.name} goes back on after ${swapNames}`);
+    }
+    return { inPatch, moduleSteps: ids };
+  }
+
+  // ——— deletes ———
+
+  private readonly pendingDeletes: { o: ObservedObject; identity: string; id: string; reason: string }[] = [];
+
+  private planDeletes() {
+    const keptIds = new Set([...this.decisions.values()].filter((x) => x.o).map((x) => x.o!.id));
+    for (const o of this.observed) {
+      if (o.owner.type !== 'this' || keptIds.has(o.id)) continue;
+      // Children go with their parent; only children of kept parents are deleted one by one.
+      if (o.parentId && !keptIds.has(o.parentId)) continue;
+      const identity = o.marker!.id;
+      const dup = this.decisions.get(identity)?.o;
+      if (o.marker!.protect && !dup) {
+        this.warnings.push(`${identity} (${o.id}) is no longer in the manifests but is protected: kept`);
+        continue;
+      }
+      const reason = dup ? `duplicate of ${identity} (${dup.id}), left by an interrupted apply` : 'no longer in the manifests (prune)';
+      this.addDelete(o, identity, `${identity}:delete${dup ? ':' + o.id : ''}`, reason);
+    }
+    this.resolveDeletes();
+  }
+
+  private addDelete(o: ObservedObject, identity: string, id: string, reason: string) {
+    this.pendingDeletes.push({ o, identity, id, reason });
+  }
+
+  /**
+   * Each DELETE waits for every step that drops a reference to its object (referrers updated or
+   * deleted, children deleted with their parent). A delete something still needs is left out with a
+   * warning, and that may leave others out in turn: repeat until nothing changes.
+   */
+  private resolveDeletes() {
+    let pending = [...this.pendingDeletes];
+    // Who refers to whom, and which decision holds an observed object: computed once, not per delete.
+    const referrers = new Map<string, ObservedObject[]>();
+    for (const r of this.observed) {
+      for (const target of new Set(refValues({ kind: r.kind, body: r.body }).map((x) => x.value))) referrers.set(target, [...(referrers.get(target) ?? []), r]);
+    }
+    const decisionOf = new Map<string, Decision>();
+    for (const dec of this.decisions.values()) if (dec.o && !dec.replaced) decisionOf.set(dec.o.id, dec);
+    const refusals = new Map<string, string>();
+    for (;;) {
+      const deleting = new Map(pending.map((p) => [p.o.id, p.id]));
+      const goneWith = (id: string, parentId?: string) => deleting.get(id) ?? (parentId ? deleting.get(parentId) : undefined);
+      const blocked = new Map<string, string[]>();
+      const deps = new Map<string, string[]>();
+      for (const p of pending) {
+        const need: string[] = [];
+        for (const r of referrers.get(p.o.id) ?? []) {
+          if (r.id === p.o.id) continue;
+          const gone = goneWith(r.id, r.parentId);
+          const dec = decisionOf.get(r.id);
+          if (gone) need.push(gone);
+          else if (dec && dec.steps.length && !this.stillReferences(dec, p.o.id)) need.push(...dec.steps);
+          else blocked.set(p.id, [...(blocked.get(p.id) ?? []), r.marker ? `${r.marker.id} (${r.id})` : `${r.kind.title} ${r.id}`]);
+        }
+        deps.set(p.id, need);
+      }
+      if (!blocked.size) {
+        for (const p of pending) this.emitDelete(p, deps.get(p.id)!);
+        break;
+      }
+      for (const [id, users] of blocked) refusals.set(id, users.join(', '));
+      pending = pending.filter((p) => !blocked.has(p.id));
+    }
+    for (const p of this.pendingDeletes) {
+      const users = refusals.get(p.id);
+      if (users) this.warnings.push(`${p.identity} (${p.o.id}) is not deleted: still used by ${users}`);
+    }
+  }
+
+  private emitDelete(p: { o: ObservedObject; identity: string; id: string; reason: string }, deps: string[]) {
+    const { o } = p;
+    this.addStep(null, {
+      id: p.id, action: 'delete',
+      object: { kind: o.kind.name, identity: p.identity, name: p.identity.split('/').pop()!, id: o.id, ...(o.parentId ? { parent: this.parentIdentity(o.parentId) } : {}) },
+      request: { method: 'DELETE', path: this.objectPath(o.kind, o.id, o.parentId) },
+      changes: [], dependsOn: deps, reason: p.reason,
+    });
+  }
+
+  private parentIdentity(parentId: string): string {
+    return this.observed.find((x) => x.id === parentId)?.marker?.id ?? parentId;
+  }
+
+  private stillReferences(dec: Decision, id: string): boolean {
+    return JSON.stringify(this.materialize(dec.d.body)).includes(`"${id}"`);
+  }
+
+  /**
+   * A value the service keeps unique (a hostport, a route match) moving from one object to another:
+   * the step that frees it goes before the step that takes it.
+   */
+  private uniqueOrder() {
+    const holders = new Map<string, ObservedObject>();
+    for (const o of this.observed) {
+      for (const u of o.kind.uniques ?? []) {
+        for (const v of this.uniqueValues(o.kind, o.body, u)) holders.set(`${o.kind.name}:${u.scope}:${u.perParent ? o.parentId : ''}:${v}`, o);
+      }
+    }
+    for (const dec of this.decisions.values()) {
+      if (!dec.d.kind.uniques?.length) continue;
+      const main = dec.steps.map((id) => this.stepById.get(id)!).find((s) => s.action === 'create' || s.action === 'replace' || s.action === 'update');
+      if (!main) continue;
+      const parentId = dec.d.parentIdentity ? this.decisions.get(dec.d.parentIdentity)?.o?.id : undefined;
+      for (const u of dec.d.kind.uniques ?? []) {
+        for (const v of this.uniqueValues(dec.d.kind, dec.d.body, u)) {
+          const holder = holders.get(`${dec.d.kind.name}:${u.scope}:${u.perParent ? parentId : ''}:${v}`);
+          if (!holder || holder.id === dec.o?.id) continue;
+          const theirs = this.stepsOfObserved.get(holder.id) ?? [];
+          if (!theirs.some((id) => this.reaches(id, main.id))) main.dependsOn.push(...theirs);
+          else main.dependsOn.push(this.release(holder, v, dec.d.identity));
+        }
+      }
+    }
+  }
+
+  /** Whether step `from` depends, directly or not, on step `to`. */
+  private reaches(from: string, to: string): boolean {
+    const byId = this.stepById;
+    const seen = new Set<string>();
+    const stack = [from];
+    while (stack.length) {
+      const id = stack.pop()!;
+      if (id === to) return true;
+      if (seen.has(id)) continue;
+      seen.add(id);
+      stack.push(...(byId.get(id)?.dependsOn ?? []));
+    }
+    return false;
+  }
+
+  /**
+   * Two objects trading unique values (routes swapping matches, edges swapping hostports) would
+   * wait for each other: the holder first lets go of the value — a list drops it, a single value
+   * takes a temporary form — and its own update sets the final value later.
+   */
+  private release(holder: ObservedObject, value: string, taker: string): string {
+    const identity = holder.marker?.id ?? holder.id;
+    const id = `${identity}:release`;
+    let step = this.stepById.get(id);
+    const body = (step?.request.body as Body | undefined) ?? {};
+    const field = Object.keys(holder.body).find((k) => {
+      const x = body[k] ?? holder.body[k];
+      return Array.isArray(x) ? x.some((y) => String(y).toLowerCase() === value) : String(x).toLowerCase() === value;
+    });
+    if (!field) return id;
+    const current = body[field] ?? holder.body[field];
+    body[field] = Array.isArray(current) ? current.filter((y) => String(y).toLowerCase() !== value) : `${String(current)}~edgeplane-swap`;
+    if (!step) {
+      step = this.addStep(null, {
+        id, action: 'update',
+        object: { kind: holder.kind.name, identity, name: identity.split('/').pop()!, id: holder.id, ...(holder.parentId ? { parent: this.parentIdentity(holder.parentId) } : {}) },
+        request: { method: 'PATCH', path: this.objectPath(holder.kind, holder.id, holder.parentId), body },
+        changes: [], dependsOn: [], reason: `frees ${value} for ${taker} first: the two objects trade unique values`,
+      });
+      for (const other of this.stepsOfObserved.get(holder.id) ?? []) {
+        if (other !== id) this.stepById.get(other)!.dependsOn.push(id);
+      }
+    } else step.reason += `, ${value} for ${taker}`;
+    step.changes = Object.keys(body).map((f) => ({ path: f, before: holder.body[f], after: body[f] }));
+    return id;
+  }
+
+  private summary() {
+    const s = { create: 0, update: 0, replace: 0, delete: 0 };
+    for (const dec of this.decisions.values()) {
+      if (!dec.steps.length) continue;
+      if (!dec.o) s.create++;
+      else if (dec.replaced) s.replace++;
+      else s.update++;
+    }
+    s.delete = this.steps.filter((x) => x.action === 'delete' && !x.id.endsWith(':delete-replaced')).length;
+    return s;
+  }
+}

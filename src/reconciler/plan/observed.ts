@@ -1,0 +1,91 @@
+import { createHash } from 'node:crypto';
+import { kindByName } from '../../kinds/registry.js';
+import type { Body, KindDef, ModuleDef, RefDef } from '../../kinds/types.js';
+import { canonicalJson } from '../../util/canonical-json.js';
+import { manifestKinds } from '../manifests/schema.js';
+import { decodeMetadata } from '../ownership/marker.js';
+import type { ObservedObject, Owner } from './state.js';
+import type { SecretToken } from './tokens.js';
+
+/** API list bodies by list key (`certificate_authorities`, `backends`, `https_edges`): what `plan` reads. */
+export type ObservedLists = Record<string, Body[]>;
+
+function refBack(r: RefDef, out: unknown): unknown {
+  if (r.many) return Array.isArray(out) ? out.map((x) => (x && typeof x === 'object' ? (x as { id: string }).id : x)) : [];
+  return out && typeof out === 'object' ? (out as { id: string }).id : undefined;
+}
+
+/** A response's module back in request form: Refs → ids, derived and unknown fields dropped. */
+function moduleToRequest(m: ModuleDef, resp: Body): Body {
+  const out: Body = {};
+  for (const key of Object.keys((m.request.properties as object) ?? {})) {
+    const r = m.refs?.find((x) => x.field === key);
+    if (r?.outField) {
+      const v = refBack(r, resp[r.outField]);
+      if (v !== undefined) out[key] = v;
+    } else if (key in resp) out[key] = resp[key];
+  }
+  return out;
+}
+
+/** A response in request form: the shape the manifests are written in, so both sides compare. */
+export function responseToRequest(kind: KindDef, resp: Body): Body {
+  const out: Body = {};
+  for (const f of Object.keys(kind.fields)) {
+    const r = kind.refs?.find((x) => x.field === f && x.outField);
+    if (r) {
+      const v = refBack(r, resp[r.outField!]);
+      if (v !== undefined) out[f] = v;
+    } else if (f in resp) out[f] = resp[f];
+  }
+  for (const m of kind.modules ?? []) {
+    const v = resp[m.name];
+    if (v && typeof v === 'object') out[m.name] = moduleToRequest(m, v as Body);
+  }
+  return out;
+}
+
+export function fingerprintResponse(resp: Body): string {
+  return createHash('sha256').update(canonicalJson(resp)).digest('base64url').slice(0, 16);
+}
+
+/** Secrets are never returned: their slots are filled from the marker's fingerprints. */
+function withSecretTokens(body: Body, fp: Record<string, string>): Body {
+  for (const [path, fingerprint] of Object.entries(fp)) {
+    const segs = path.split('.');
+    let holder = body as Record<string, unknown>;
+    let ok = true;
+    for (const seg of segs.slice(0, -1)) {
+      if (!holder[seg] || typeof holder[seg] !== 'object') { ok = false; break; }
+      holder = holder[seg] as Record<string, unknown>;
+    }
+    if (ok) holder[segs[segs.length - 1]] = { $secret: 'stored', fingerprint } satisfies SecretToken;
+  }
+  return body;
+}
+
+/** One response → an observed object, classified by its marker. */
+export function observeOne(kind: KindDef, resp: Body, stack: string, parentId?: string): ObservedObject {
+  const { marker, user } = decodeMetadata(resp.metadata);
+  const owner: Owner = !marker ? { type: 'unmanaged' } : marker.stack === stack ? { type: 'this' } : { type: 'stack', stack: marker.stack };
+  const body = withSecretTokens(responseToRequest(kind, resp), marker?.fp ?? {});
+  delete body.metadata;
+  return {
+    kind, id: resp.id as string, parentId, body, metadata: resp.metadata as string | undefined, marker,
+    userMetadata: user, owner, fingerprint: fingerprintResponse(resp),
+  };
+}
+
+/** Every object of the lists, children (routes inside edges) flattened after their parent. */
+export function observeLists(lists: ObservedLists, stack: string): ObservedObject[] {
+  const out: ObservedObject[] = [];
+  for (const kind of manifestKinds()) {
+    for (const resp of lists[kind.listKey!] ?? []) {
+      out.push(observeOne(kind, resp, stack));
+      for (const [field, childName] of Object.entries(kind.embeds ?? {})) {
+        for (const child of (resp[field] as Body[] | undefined) ?? []) out.push(observeOne(kindByName(childName), child, stack, resp.id as string));
+      }
+    }
+  }
+  return out;
+}

@@ -1,0 +1,39 @@
+import type { Body, KindDef } from '../../kinds/types.js';
+import type { Position } from '../manifests/problems.js';
+import type { Marker } from '../ownership/marker.js';
+
+/** One object as the manifests want it; refs are `RefToken`s or raw ids, secrets `SecretToken`s. */
+export interface DesiredObject {
+  kind: KindDef;
+  identity: string;
+  name: string;
+  parentIdentity?: string;
+  /** Field holding children in the parent (`routes`). */
+  embedField?: string;
+  protect: boolean;
+  /** Request-form fields and modules, `metadata` excluded. */
+  body: Body;
+  /** The user's own metadata, stored beside the marker. */
+  userMetadata?: string;
+  /** Salted fingerprints of this object's secrets, by field path. */
+  fp: Record<string, string>;
+  source?: Position;
+}
+
+export type Owner = { type: 'this' } | { type: 'stack'; stack: string } | { type: 'unmanaged' };
+
+/** One object read from the API, in request form, with what its metadata says about ownership. */
+export interface ObservedObject {
+  kind: KindDef;
+  id: string;
+  parentId?: string;
+  /** Request-form fields and modules; refs are ids, secrets `SecretToken`s from the marker. */
+  body: Body;
+  /** The stored metadata as read. */
+  metadata?: string;
+  marker?: Marker;
+  userMetadata?: string;
+  owner: Owner;
+  /** Hash of the response as read: apply refuses a plan whose objects changed since. */
+  fingerprint: string;
+}

@@ -1,0 +1,91 @@
+/**
+ * Plan data: the versioned contract between `plan` (this module's producer, `diff`) and `apply`
+ * (which executes steps), and what the JSON renderer writes. A plan holds no secret: request
+ * bodies carry `{"$secret": <source>, "fingerprint": …}` where a secret goes; apply reads the
+ * source (environment variable or file), checks the fingerprint, and sends the value.
+ */
+export const PLAN_FORMAT_VERSION = 1 as const;
+
+export type Action = 'create' | 'update' | 'replace' | 'delete' | 'module.put' | 'module.delete';
+
+export interface StepObject {
+  /** Registry name of the kind (`certificateAuthority`, `httpsEdgeRoute`). */
+  kind: string;
+  /** Manifest identity (`CertificateAuthority/root`, `HTTPSEdge/web/routes/api`). */
+  identity: string;
+  name: string;
+  /** Id of the existing object; absent for creates (apply learns it from the response). */
+  id?: string;
+  /** Identity of the parent for child kinds (routes). */
+  parent?: string;
+}
+
+export interface HttpRequest {
+  method: 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+  /** May hold `{<identity>.id}` placeholders for objects created earlier in the plan. */
+  path: string;
+  /** Request body; may hold placeholders (in reference fields) and secret sources. */
+  body?: unknown;
+}
+
+/** One changed field, before → after, for people (secrets shown as "(sensitive)"). */
+export interface Change {
+  path: string;
+  before?: unknown;
+  after?: unknown;
+  /** The value is a secret: only its fingerprint changed (or it was added / removed). */
+  sensitive?: boolean;
+}
+
+export interface Step {
+  /** Stable within a plan: `CertificateAuthority/root:create`, `…/routes/api:module.put:oidc`. */
+  id: string;
+  action: Action;
+  object: StepObject;
+  /** Module name for module steps. */
+  module?: string;
+  request: HttpRequest;
+  changes: Change[];
+  dependsOn: string[];
+  /** For create / replace: the identity whose new id this step's response (`.id`) supplies. */
+  yields?: string;
+  /** Why the step exists or sits where it does; for humans, never read by apply. */
+  reason?: string;
+}
+
+/** An object the manifests mean that already exists outside this stack. */
+export interface Conflict {
+  identity: string;
+  kind: string;
+  id: string;
+  owner: 'unmanaged' | 'stack';
+  /** The other stack, when owner is `stack`. */
+  stack?: string;
+  message: string;
+  /** For unmanaged objects: the exact command that adopts them. */
+  adopt?: string;
+}
+
+/** A kind whose share of changed owned objects trips the safety threshold. */
+export interface SafetyBlock { kind: string; owned: number; changed: number; deletes: number; updates: number }
+
+export interface PlanSummary { create: number; update: number; replace: number; delete: number }
+
+export interface Plan {
+  formatVersion: typeof PLAN_FORMAT_VERSION;
+  stack: string;
+  /** The API URL, or `embedded:<dir>`. */
+  target: string;
+  /** Object id → fingerprint of the object as read; apply refuses when any differs (stale). */
+  observed: Record<string, string>;
+  steps: Step[];
+  summary: PlanSummary;
+  warnings: string[];
+  conflicts: Conflict[];
+  /** Non-empty: apply refuses without --force. */
+  blocked: SafetyBlock[];
+}
+
+export function hasChanges(plan: Plan): boolean {
+  return plan.steps.length > 0;
+}

@@ -1,0 +1,15 @@
+import { PLAN_FORMAT_VERSION, type Plan } from '../plan/types.js';
+
+/** The plan as saved by `plan --out` and read by `apply`: versioned, stable order, no secret values. */
+export function renderJson(plan: Plan): string {
+  return JSON.stringify(plan, null, 2) + '\n';
+}
+
+/** Reads a saved plan; refuses other format versions rather than guessing. */
+export function parsePlan(text: string): Plan {
+  const plan = JSON.parse(text) as Plan;
+  if (!plan || typeof plan !== 'object' || plan.formatVersion !== PLAN_FORMAT_VERSION) {
+    throw new Error(`not an edgeplane plan of format version ${PLAN_FORMAT_VERSION} (formatVersion: ${JSON.stringify((plan as Partial<Plan> | null)?.formatVersion)})`);
+  }
+  return plan;
+}

@@ -1,0 +1,91 @@
+import { findKind } from '../../kinds/registry.js';
+import type { Plan, Step } from '../plan/types.js';
+import { masked, short, summaryLine, SYMBOL } from './values.js';
+
+/** GitHub refuses comments over 65,536 characters; stay clear of it. */
+export const MARKDOWN_LIMIT = 65_000;
+
+const ICON: Record<Step['action'], string> = {
+  create: '🟢', update: '🟡', replace: '🟣', delete: '🔴', 'module.put': '🟡', 'module.delete': '🔴',
+};
+
+function code(s: string): string {
+  return '`' + s.replace(/`/g, 'ˋ') + '`';
+}
+
+function cell(s: string): string {
+  return s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+}
+
+function stepTitle(s: Step): string {
+  return `${ICON[s.action]} ${s.action} ${code(s.object.identity)}${s.module ? ` ${code(s.module)}` : ''}${s.object.id ? ` (${code(s.object.id)})` : ''}`;
+}
+
+interface Detail { changes: boolean; bodies: boolean; maxSteps: number }
+
+function details(plan: Plan, d: Detail): string[] {
+  const shown = plan.steps.slice(0, d.maxSteps);
+  const out = ['<details><summary>Steps (' + plan.steps.length + ')</summary>', ''];
+  for (const s of shown) {
+    out.push(`#### ${SYMBOL[s.action]} ${stepTitle(s)}`);
+    if (s.reason) out.push(`_${s.reason}_`);
+    if (d.changes && s.changes.length) {
+      out.push('', '| field | before | after |', '|---|---|---|');
+      for (const c of s.changes) out.push(`| ${cell(code(c.path))} | ${cell(c.before === undefined ? '' : code(short(c.before, 60)))} | ${cell(c.after === undefined ? '' : code(short(c.after, 60)))} |`);
+    }
+    out.push('', `${code(`${s.request.method} ${s.request.path}`)}${s.dependsOn.length ? ` after ${s.dependsOn.map(code).join(', ')}` : ''}`);
+    if (d.bodies && s.request.body !== undefined) out.push('', '```json', JSON.stringify(masked(s.request.body), null, 2), '```');
+    out.push('');
+  }
+  if (shown.length < plan.steps.length) out.push(`… and ${plan.steps.length - shown.length} more steps: run \`edgeplane plan --json\` for all of them.`, '');
+  out.push('</details>');
+  return out;
+}
+
+function head(plan: Plan, maxCallouts: number): string[] {
+  const s = plan.summary;
+  const out = [
+    `### edgeplane plan for stack ${code(plan.stack)}`, '',
+    `Target: ${code(plan.target)}`, '',
+    '| | create | update | replace | delete |', '|---|---|---|---|---|',
+    `| objects | ${s.create} | ${s.update} | ${s.replace} | ${s.delete} |`, '',
+    `**${plan.steps.length ? summaryLine(plan) : plan.conflicts.length ? 'No changes planned until the conflicts below are resolved.' : 'No changes.'}**`, '',
+  ];
+  const called = plan.steps.filter((x) => x.action === 'delete' || x.action === 'replace');
+  if (called.length) {
+    out.push('> [!WARNING]', `> **${called.length} deletion${called.length > 1 ? 's' : ''} or replacement${called.length > 1 ? 's' : ''}**`, '>');
+    for (const x of called.slice(0, maxCallouts)) out.push(`> - ${stepTitle(x)}${x.reason ? ` — ${cell(x.reason)}` : ''}`);
+    if (called.length > maxCallouts) out.push(`> - … and ${called.length - maxCallouts} more`);
+    out.push('');
+  }
+  for (const b of plan.blocked) out.push(`> [!CAUTION]`, `> Blocked by the safety threshold: ${b.changed} of ${b.owned} owned ${findKind(b.kind)?.title ?? b.kind}s would change; \`apply\` needs \`--force\`.`, '');
+  for (const k of plan.conflicts.slice(0, maxCallouts)) out.push(`> [!CAUTION]`, `> Conflict: ${cell(k.message)}${k.adopt ? `<br>Adopt with ${code(k.adopt)}` : ''}`, '');
+  if (plan.warnings.length) {
+    out.push('Warnings:', '');
+    for (const w of plan.warnings.slice(0, maxCallouts)) out.push(`- ${cell(w)}`);
+    if (plan.warnings.length > maxCallouts) out.push(`- … and ${plan.warnings.length - maxCallouts} more`);
+    out.push('');
+  }
+  return out;
+}
+
+/**
+ * The plan as a pull-request comment: summary table first, deletions and replacements called
+ * out, every step in a collapsible block. Large plans are summarised (bodies, then change tables,
+ * then steps are left out) so the comment stays under 65,000 characters.
+ */
+export function renderMarkdown(plan: Plan): string {
+  const levels: Detail[] = [
+    { changes: true, bodies: true, maxSteps: Infinity },
+    { changes: true, bodies: false, maxSteps: Infinity },
+    { changes: false, bodies: false, maxSteps: Infinity },
+  ];
+  for (let n = 1000; n >= 10; n = Math.floor(n / 2)) levels.push({ changes: false, bodies: false, maxSteps: n });
+  for (const callouts of [200, 50, 10]) {
+    for (const d of levels) {
+      const text = [...head(plan, callouts), ...(plan.steps.length ? details(plan, d) : [])].join('\n') + '\n';
+      if (text.length <= MARKDOWN_LIMIT) return text;
+    }
+  }
+  return [...head(plan, 5), 'The plan is too large to show here; run `edgeplane plan --json`.'].join('\n').slice(0, MARKDOWN_LIMIT) + '\n';
+}

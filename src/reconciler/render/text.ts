@@ -1,0 +1,52 @@
+import { createColors } from 'picocolors';
+import { findKind } from '../../kinds/registry.js';
+import type { Plan, Step } from '../plan/types.js';
+import { short, summaryLine, SYMBOL } from './values.js';
+
+type Colors = ReturnType<typeof createColors>;
+
+export interface TextOptions {
+  /** Colour output; the CLI turns it on only for a TTY without NO_COLOR. */
+  color?: boolean;
+}
+
+function paint(c: Colors, step: Step, s: string): string {
+  if (step.action === 'create') return c.green(s);
+  if (step.action === 'delete' || step.action === 'module.delete') return c.red(s);
+  if (step.action === 'replace') return c.magenta(s);
+  return c.yellow(s);
+}
+
+function heading(step: Step): string {
+  const what = step.module ? `${step.object.identity} ${step.module}` : step.object.identity;
+  const id = step.object.id ? ` (${step.object.id})` : '';
+  return `${SYMBOL[step.action]} ${step.action} ${what}${id}`;
+}
+
+/** The plan for a terminal: one block per step, then warnings, conflicts and the summary line. */
+export function renderText(plan: Plan, opts: TextOptions = {}): string {
+  const c = createColors(!!opts.color);
+  const out: string[] = [`edgeplane plan: stack ${c.bold(plan.stack)} on ${plan.target}`, ''];
+  for (const step of plan.steps) {
+    out.push(paint(c, step, heading(step)));
+    if (step.reason) out.push(c.dim(`    # ${step.reason}`));
+    for (const ch of step.changes) {
+      const mark = ch.before === undefined ? '+' : ch.after === undefined ? '-' : '~';
+      const value = ch.before === undefined ? short(ch.after) : ch.after === undefined ? short(ch.before) : `${short(ch.before, 60)} → ${short(ch.after, 60)}`;
+      out.push(`    ${mark} ${ch.path}: ${ch.sensitive && ch.before !== undefined && ch.after !== undefined ? '(sensitive value changed)' : value}`);
+    }
+    out.push(c.dim(`    ${step.request.method} ${step.request.path}`));
+  }
+  if (plan.steps.length) out.push('');
+  for (const w of plan.warnings) out.push(c.yellow(`warning: ${w}`));
+  for (const k of plan.conflicts) {
+    out.push(c.red(`conflict: ${k.message}`));
+    if (k.adopt) out.push(`  adopt it with: ${k.adopt}`);
+  }
+  for (const b of plan.blocked) {
+    out.push(c.red(`blocked: ${b.changed} of ${b.owned} owned ${findKind(b.kind)?.title ?? b.kind}s would change (${b.deletes} deleted or replaced, ${b.updates} updated); apply needs --force`));
+  }
+  if (plan.warnings.length || plan.conflicts.length || plan.blocked.length) out.push('');
+  out.push(plan.steps.length ? c.bold(summaryLine(plan)) : plan.conflicts.length ? 'No changes planned until the conflicts above are resolved.' : 'No changes. The live state matches the manifests.');
+  return out.join('\n') + '\n';
+}

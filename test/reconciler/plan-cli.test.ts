@@ -1,0 +1,128 @@
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { plan } from '../../src/cli/commands/plan.js';
+import { validate } from '../../src/cli/commands/validate.js';
+import { EXIT } from '../../src/cli/exit.js';
+import { ApiClient } from '../../src/client/api-client.js';
+import { fetchTransport } from '../../src/client/transport.js';
+import { kindByName } from '../../src/kinds/registry.js';
+import { planWithClient } from '../../src/reconciler/pipeline.js';
+import { parsePlan } from '../../src/reconciler/render/json.js';
+import { applySequentially } from '../helpers/apply-plan.js';
+import { capture, exitCode } from '../helpers/capture.js';
+import { startTestService, type TestClient, type TestService } from '../helpers/service.js';
+
+const CA = readFileSync(join(import.meta.dirname, '..', 'fixtures', 'certs', 'rsa-ca.pem'), 'utf8');
+let svc: TestService;
+beforeAll(async () => { svc = await startTestService('pglite'); });
+afterAll(async () => { await svc?.close(); });
+
+function manifestDir(files: Record<string, string>): string {
+  const dir = mkdtempSync(join(tmpdir(), 'edgeplane-m-'));
+  for (const [name, text] of Object.entries(files)) {
+    mkdirSync(join(dir, name, '..'), { recursive: true });
+    writeFileSync(join(dir, name), text);
+  }
+  return dir;
+}
+
+const caYaml = (name: string, extra = '') => `kind: CertificateAuthority\nname: ${name}\n${extra}ca_pem: |\n${CA.replace(/^/gm, '  ')}`;
+const foYaml = (name: string, backends: string[]) => `kind: FailoverBackend\nname: ${name}\nbackends: ${JSON.stringify(backends)}\n`;
+
+describe('API client', () => {
+  it('reads every object through list pages of 100, following next_page_uri, and nothing else', async () => {
+    const c = await svc.account();
+    for (let i = 0; i < 230; i++) expect((await c.post('/backends/failover', { backends: [] })).status).toBe(201);
+    const client = new ApiClient(fetchTransport(svc.url, c.apiKey!));
+    const all = await client.list(kindByName('failoverBackend'));
+    expect(all).toHaveLength(230);
+    expect(new Set(all.map((o) => o.id)).size).toBe(230);
+    expect(client.counts).toEqual({ GET: 3 });
+  });
+
+  it('plan reads one list per kind, never a GET per object', async () => {
+    const c = await svc.account();
+    for (let i = 0; i < 20; i++) await c.post('/backends/failover', { backends: [] });
+    const client = new ApiClient(fetchTransport(svc.url, c.apiKey!));
+    const r = await planWithClient({ root: manifestDir({ 'a.yaml': foYaml('one', []) }), stack: 's', env: {} }, client);
+    expect(r.plan!.summary.create).toBe(1);
+    expect(client.counts).toEqual({ GET: 3 }); // failover backends, certificate authorities, HTTPS edges (routes inside)
+  });
+
+  it('sends the version header and Bearer key; errors carry the API error code', async () => {
+    const client = new ApiClient(fetchTransport(svc.url, 'ep_not_a_key'));
+    await expect(client.list(kindByName('certificateAuthority'))).rejects.toMatchObject({ status: 401, code: 'ERR_UNAUTHORIZED' });
+  });
+});
+
+describe('edgeplane plan / validate', () => {
+  let c: TestClient;
+  let flags: { apiUrl: string; apiKey: string };
+  beforeAll(async () => {
+    c = await svc.account();
+    flags = { apiUrl: svc.url, apiKey: c.apiKey! };
+  });
+
+  it('exit codes: 2 with --detailed-exitcode when there are changes, 0 once applied, 1 for invalid manifests', async () => {
+    const dir = manifestDir({ 'edgeplane.yaml': 'stack: ci\n', 'cas.yaml': caYaml('root', 'description: clients\n'), 'sub/fo.yaml': foYaml('primary', ['secondary']) + '---\n' + foYaml('secondary', []) });
+    const out = capture();
+    expect(await exitCode(() => plan(out, dir, { ...flags, detailedExitcode: true, out: join(dir, 'plan.json') }))).toBe(EXIT.changes);
+    expect(out.text()).toContain('Plan: 3 to create, 0 to update, 0 to delete');
+    expect(out.text()).toContain('stack ci');
+    const saved = parsePlan(readFileSync(join(dir, 'plan.json'), 'utf8'));
+    expect(saved.steps.map((s) => s.id)).toEqual(['CertificateAuthority/root:create', 'FailoverBackend/secondary:create', 'FailoverBackend/primary:create']);
+
+    await applySequentially(new ApiClient(fetchTransport(svc.url, c.apiKey!)), saved);
+    const again = capture();
+    expect(await exitCode(() => plan(again, dir, { ...flags, detailedExitcode: true }))).toBe(EXIT.ok);
+    expect(again.text()).toContain('No changes.');
+
+    const md = capture();
+    writeFileSync(join(dir, 'cas.yaml'), caYaml('root', 'description: client CA v2\n'));
+    expect(await exitCode(() => plan(md, dir, { ...flags, markdown: true }))).toBe(EXIT.ok);
+    expect(md.text()).toMatch(/^### edgeplane plan for stack `ci`/);
+    expect(md.text()).toContain('| `description` | `"clients"` | `"client CA v2"` |');
+
+    writeFileSync(join(dir, 'bad.yaml'), foYaml('third', ['nowhere']));
+    const bad = capture();
+    expect(await exitCode(() => plan(bad, dir, flags))).toBe(EXIT.error);
+    expect(bad.errors.join('\n')).toMatch(/bad\.yaml:3:\d+: error: backends\[0\]: no FailoverBackend named "nowhere"/);
+  });
+
+  it('exit 3 when the safety threshold blocks the plan; exit 1 on a conflict, with the adopt command', async () => {
+    const own = await svc.account();
+    const f = { apiUrl: svc.url, apiKey: own.apiKey! };
+    const names = Array.from({ length: 10 }, (_, i) => `b${i}`);
+    const dir = manifestDir({ 'fo.yaml': names.map((n) => foYaml(n, [])).join('---\n') });
+    const first = capture();
+    await exitCode(() => plan(first, dir, { ...f, out: join(dir, 'p.json') }));
+    await applySequentially(new ApiClient(fetchTransport(svc.url, own.apiKey!)), parsePlan(readFileSync(join(dir, 'p.json'), 'utf8')));
+    writeFileSync(join(dir, 'fo.yaml'), names.slice(0, 6).map((n) => foYaml(n, [])).join('---\n'));
+    const blocked = capture();
+    expect(await exitCode(() => plan(blocked, dir, f))).toBe(EXIT.blocked);
+    expect(blocked.text()).toContain('blocked: 4 of 10 owned failover backends would change');
+
+    const other = await svc.account();
+    const g = { apiUrl: svc.url, apiKey: other.apiKey! };
+    await other.post('/certificate_authorities', { ca_pem: CA });
+    const cdir = manifestDir({ 'ca.yaml': caYaml('root') });
+    const conflict = capture();
+    expect(await exitCode(() => plan(conflict, cdir, g))).toBe(EXIT.error);
+    expect(conflict.text()).toContain(`adopt it with: edgeplane plan ${cdir} --stack default --api-url ${svc.url} --adopt`);
+    const adopt = capture();
+    expect(await exitCode(() => plan(adopt, cdir, { ...g, adopt: true, detailedExitcode: true }))).toBe(EXIT.changes);
+    expect(adopt.text()).toContain('adopts unmanaged certificate authority');
+  });
+
+  it('validate: literal problems listed with positions; exit 1; a valid directory exits 0', async () => {
+    const out = capture();
+    const dir = manifestDir({ 'a.yaml': foYaml('a', ['a']) });
+    expect(await exitCode(() => validate(out, dir, {}))).toBe(EXIT.error);
+    expect(out.errors[0]).toMatch(/a\.yaml:3:12: error: backends\[0\]: references form a cycle: a → a \[reference-cycle\]/);
+    const ok = capture();
+    expect(await exitCode(() => validate(ok, manifestDir({ 'a.yaml': foYaml('a', []) }), {}))).toBe(EXIT.ok);
+    expect(ok.text()).toBe('1 file, 1 object: valid');
+  });
+});

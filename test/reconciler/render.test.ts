@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { kindByName } from '../../src/kinds/registry.js';
+import { diff } from '../../src/reconciler/plan/diff.js';
+import type { DesiredObject, ObservedObject } from '../../src/reconciler/plan/state.js';
+import { observeOne } from '../../src/reconciler/plan/observed.js';
+import { encodeMetadata } from '../../src/reconciler/ownership/marker.js';
+import { MARKDOWN_LIMIT, renderMarkdown } from '../../src/reconciler/render/markdown.js';
+import { parsePlan, renderJson } from '../../src/reconciler/render/json.js';
+import { renderText } from '../../src/reconciler/render/text.js';
+
+const fo = kindByName('failoverBackend');
+const id = (n: number) => `bkdfo_${String(n).padStart(27, '0')}`;
+
+/** A plan with `n` creates and `n` prunes of failover backends with long descriptions. */
+function bigPlan(n: number) {
+  const desired: DesiredObject[] = Array.from({ length: n }, (_, i) => ({
+    kind: fo, identity: `FailoverBackend/new-${i}`, name: `new-${i}`, protect: false, fp: {},
+    body: { description: 'x'.repeat(200), backends: [`bkdhr_${String(i).padStart(27, '0')}`] },
+  }));
+  const observed: ObservedObject[] = Array.from({ length: n }, (_, i) => observeOne(fo, {
+    id: id(i), backends: [],
+    metadata: encodeMetadata({ tool: 'edgeplane', v: 1, stack: 's', id: `FailoverBackend/old-${i}` }, undefined),
+  }, 's'));
+  return diff(desired, observed, { stack: 's', target: 't' });
+}
+
+describe('renderings', () => {
+  it('Markdown stays under 65,000 characters however large the plan, keeping the summary and the deletions call-out', () => {
+    for (const n of [10, 300, 3000]) {
+      const md = renderMarkdown(bigPlan(n));
+      expect(md.length, `${n} objects`).toBeLessThanOrEqual(MARKDOWN_LIMIT);
+      expect(md).toContain(`**Plan: ${n} to create, 0 to update, ${n} to delete**`);
+      expect(md).toContain(`**${n} deletions or replacements**`);
+    }
+    expect(renderMarkdown(bigPlan(10))).toContain('<details><summary>Steps (20)</summary>');
+  });
+
+  it('text is coloured only when asked (the CLI asks on a TTY without NO_COLOR)', () => {
+    const plan = bigPlan(1);
+    expect(renderText(plan)).not.toMatch(/\x1b\[/);
+    expect(renderText(plan, { color: true })).toMatch(/\x1b\[32m\+ create FailoverBackend\/new-0/);
+    expect(renderText(plan, { color: true })).toMatch(/\x1b\[31m- delete FailoverBackend\/old-0/);
+  });
+
+  it('JSON round-trips and refuses another format version', () => {
+    const plan = bigPlan(2);
+    expect(parsePlan(renderJson(plan))).toEqual(plan);
+    expect(() => parsePlan(JSON.stringify({ ...plan, formatVersion: 2 }))).toThrow(/format version 1/);
+  });
+
+  it('diff is pure: the same inputs give the same plan, byte for byte', () => {
+    expect(renderJson(bigPlan(50))).toBe(renderJson(bigPlan(50)));
+  });
+});
