@@ -49,6 +49,43 @@ targetOptions(
     .option('--strict', 'literal secrets are errors, not warnings'),
 ).action(async (dir, flags) => (await import('./commands/plan.js')).plan(stdio, dir, flags));
 
+targetOptions(
+  program
+    .command('apply [dir]')
+    .description('plan and apply the manifests (asks on a terminal), or apply a saved plan with --plan FILE')
+    .option('--plan <file>', 'apply exactly this saved plan (from `plan --out`); refuses (exit 4) when the live state changed since')
+    .option('--stack <name>', 'stack name (default: stack: in edgeplane.yaml, else "default")')
+    .option('--auto-approve', 'do not ask for confirmation (CI)')
+    .option('--parallelism <n>', 'steps run at once', '8')
+    .option('--force', 'go ahead although the safety threshold is exceeded')
+    .option('--json', 'one JSON event per line (plan, each step, summary)')
+    .option('--adopt', 'take over unmanaged objects that match manifest objects')
+    .option('--strict', 'literal secrets are errors, not warnings'),
+).action(async (dir, flags) => (await import('./commands/apply.js')).apply(stdio, dir, flags));
+
+targetOptions(
+  program
+    .command('watch <dir>')
+    .description('apply the manifests on every save (creates and updates; deletions with --prune)')
+    .option('--stack <name>', 'stack name (default: stack: in edgeplane.yaml, else "default")')
+    .option('--prune', 'also delete owned objects that left the manifests')
+    .option('--plan-only', 'show plans, apply nothing')
+    .option('--interval <seconds>', 're-plan periodically to report drift made outside the manifests')
+    .option('--repair', 'with --interval: undo drift instead of reporting it')
+    .option('--parallelism <n>', 'steps run at once', '8')
+    .option('--debounce <ms>', 'quiet time after the last save before a run', '200')
+    .option('--strict', 'literal secrets are errors, not warnings'),
+).action(async (dir, flags) => (await import('./commands/watch.js')).watch(stdio, dir, flags));
+
+targetOptions(
+  program
+    .command('export')
+    .description('write the live objects as manifests (one file per kind; references by name, secrets from the environment)')
+    .option('--out <dir>', 'write files into this directory (default: print to stdout)')
+    .option('--stack <name>', 'stack whose objects to export (default: stack: in <dir>/edgeplane.yaml, else "default")')
+    .option('--all', 'also export objects no stack manages (to adopt them with `plan --adopt`)'),
+).action(async (flags) => (await import('./commands/export.js')).exportCmd(stdio, flags));
+
 const admin = program.command('admin').description('operator commands: accounts, API keys, abuse reports, application users');
 const accounts = admin.command('accounts').description('accounts');
 accounts

@@ -24,7 +24,7 @@ export function runCli(args: string[], opts: { env?: Record<string, string | und
   });
 }
 
-function cliEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+export function cliEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' };
   delete env.DATABASE_URL;
   delete env.EDGEPLANE_API_URL;
@@ -60,4 +60,36 @@ export function startServe(args: string[], opts: { env?: Record<string, string |
     child.stderr.on('data', (d) => (out += d));
     child.on('close', (code) => { clearTimeout(timer); reject(new Error(`serve exited with ${code}:\n${out}`)); });
   });
+}
+
+export interface Running {
+  child: ChildProcess;
+  out: () => string;
+  /** Resolves once stdout + stderr match `re` (after `from` characters), with the match. */
+  waitFor: (re: RegExp, opts?: { from?: number; timeoutMs?: number }) => Promise<RegExpExecArray>;
+  exited: Promise<number | null>;
+}
+
+/** Starts `edgeplane ARGS` and lets the test watch its output while it runs (watch, interrupted applies). */
+export function startCli(args: string[], opts: { env?: Record<string, string | undefined>; cwd?: string } = {}): Running {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: opts.cwd ?? ROOT, env: cliEnv(opts.env), stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const listeners = new Set<() => void>();
+  const onData = (d: Buffer) => { out += d; for (const l of listeners) l(); };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  const exited = new Promise<number | null>((r) => child.on('close', (code) => { for (const l of listeners) l(); r(code); }));
+  let closed = false;
+  void exited.then(() => { closed = true; });
+  const waitFor = (re: RegExp, o: { from?: number; timeoutMs?: number } = {}) => new Promise<RegExpExecArray>((resolve, reject) => {
+    const check = () => {
+      const m = re.exec(out.slice(o.from ?? 0));
+      if (m) { done(); resolve(m); } else if (closed) { done(); reject(new Error(`exited before ${re}:\n${out}`)); }
+    };
+    const timer = setTimeout(() => { done(); reject(new Error(`timed out waiting for ${re}:\n${out}`)); }, o.timeoutMs ?? 60_000);
+    const done = () => { clearTimeout(timer); listeners.delete(check); };
+    listeners.add(check);
+    check();
+  });
+  return { child, out: () => out, waitFor, exited };
 }

@@ -1,0 +1,327 @@
+/**
+ * `npm run bench:reconcile` — the reconciler at scale (issue 6): 1,000 HTTPS edges × 5 routes +
+ * 100 CAs + 100 failover backends (6,200 objects), on PostgreSQL and on the embedded engine.
+ *
+ *   apply from empty        wall time of apply (library, parallelism 8) beside the same creates
+ *                           replayed raw (no DAG, retries or progress) at the same concurrency
+ *   no-op plan              requests, wall time, beside fetching the list pages alone and beside a
+ *                           one-GET-per-object refresh; plus `edgeplane plan` as a process (wall
+ *                           time and peak RSS, /usr/bin/time)
+ *   watch                   save → applied for a one-field change, median of 20
+ *
+ * Flags: --engines pglite,postgres  --edges N (default 1000)  --watch-runs N (default 20)
+ * Env: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test; a private schema is created
+ * and dropped). Results: a table on stdout, JSON in bench/results/reconcile-<time>.json.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ApiClient, PAGE_SIZE } from '../src/client/api-client.js';
+import { fetchTransport, injectTransport } from '../src/client/transport.js';
+import { kindByName } from '../src/kinds/registry.js';
+import { applyPlan } from '../src/reconciler/apply/execute.js';
+import { materializeRequest, secretsFromMap } from '../src/reconciler/apply/materialize.js';
+import { preparePlan } from '../src/reconciler/apply/prepare.js';
+import { manifestKinds } from '../src/reconciler/manifests/schema.js';
+import type { Plan, Step } from '../src/reconciler/plan/types.js';
+import { readLiveState } from '../src/reconciler/state/read-state.js';
+import { startWatchSession, type WatchReport } from '../src/reconciler/watch/session.js';
+import { buildApp } from '../src/service/app.js';
+import { createAccount } from '../src/service/auth.js';
+import { collectionPath } from '../src/service/serialize.js';
+import type { Db } from '../src/store/db.js';
+import { migrate } from '../src/store/migrate.js';
+import { openPglite } from '../src/store/pglite.js';
+import { openPostgres } from '../src/store/postgres.js';
+import { caCertificates } from './ca-certs.js';
+import { FULL, objectCount, writeManifests, type BenchSize } from './reconcile-manifests.js';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const CACHE = join(ROOT, 'bench', '.cache');
+const PARALLELISM = 8;
+
+function flag(name: string, dflt: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? process.argv[i + 1] : dflt;
+}
+const ENGINES = flag('engines', 'postgres,pglite').split(',');
+const SIZE: BenchSize = { ...FULL, edges: Number(flag('edges', String(FULL.edges))) };
+const WATCH_RUNS = Number(flag('watch-runs', '20'));
+const PG_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+const now = () => performance.now();
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const log = (s: string) => process.stderr.write(s + '\n');
+
+/** Runs `fn` over `items` with at most `n` at once. */
+async function pool<T>(items: T[], n: number, fn: (x: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(n, items.length) }, async () => {
+    while (next < items.length) await fn(items[next++]);
+  }));
+}
+
+interface Engine {
+  name: string;
+  /** A fresh account and a client for it. */
+  account(): Promise<{ key: string; accountId: string; keyId: string; client: ApiClient }>;
+  /** How `edgeplane` (a process) reaches the account. */
+  cli(acct: { key: string; accountId: string; keyId: string }): Promise<{ args: string[]; env: Record<string, string> }>;
+  close(): Promise<void>;
+}
+
+async function engine(name: string): Promise<Engine> {
+  if (name === 'postgres') {
+    const schema = 'ep_bench_rec_' + randomBytes(4).toString('hex');
+    const db = await openPostgres(PG_URL, { schema, max: 10 });
+    await migrate(db);
+    const app = await buildApp({ db });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const addr = app.server.address();
+    const url = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+    return {
+      name: 'PostgreSQL',
+      async account() {
+        const k = await createAccount(db, { name: 'bench' });
+        return { key: k.api_key, accountId: k.account_id, keyId: k.key_id, client: new ApiClient(fetchTransport(url, k.api_key)) };
+      },
+      async cli(acct) { return { args: [], env: { EDGEPLANE_API_URL: url, EDGEPLANE_API_KEY: acct.key } }; },
+      async close() {
+        await app.close();
+        await db.query(`DROP SCHEMA ${schema} CASCADE`);
+        await db.close();
+      },
+    };
+  }
+  // Embedded: the service in this process over PGlite on disk, called with inject, as the CLI does.
+  const stateDir = mkdtempSync(join(tmpdir(), 'ep-bench-state-'));
+  let db: Db | undefined = await openPglite(stateDir);
+  await migrate(db);
+  let app: Awaited<ReturnType<typeof buildApp>> | undefined = await buildApp({ db });
+  await app.ready();
+  return {
+    name: 'embedded (PGlite)',
+    async account() {
+      const k = await createAccount(db!, { name: 'bench' });
+      return { key: k.api_key, accountId: k.account_id, keyId: k.key_id, client: new ApiClient(injectTransport(app!, k.api_key, `embedded:${stateDir}`, async () => {})) };
+    },
+    async cli(acct) {
+      // The CLI opens the directory itself: release it, and hand it the account's key.
+      await app!.close();
+      await db!.close();
+      app = undefined;
+      db = undefined;
+      writeFileSync(join(stateDir, 'embedded.json'), JSON.stringify({ account_id: acct.accountId, api_key: acct.key, key_id: acct.keyId }));
+      return { args: ['--state', stateDir], env: {} };
+    },
+    async close() {
+      await app?.close();
+      await db?.close();
+      rmSync(stateDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The plan's creates replayed with no DAG executor: dependency levels, each at the same concurrency. */
+async function rawCreates(client: ApiClient, plan: Plan): Promise<number> {
+  const ids = new Map<string, string>();
+  const level = new Map<string, number>();
+  const byId = new Map(plan.steps.map((s) => [s.id, s]));
+  const depth = (s: Step): number => level.get(s.id) ?? (level.set(s.id, s.dependsOn.reduce((m, d) => Math.max(m, depth(byId.get(d)!) + 1), 0)), level.get(s.id)!);
+  const levels: Step[][] = [];
+  for (const s of plan.steps) (levels[depth(s)] ??= []).push(s);
+  const t0 = now();
+  for (const steps of levels) {
+    await pool(steps, PARALLELISM, async (s) => {
+      const req = materializeRequest(s, ids, { value: () => '' });
+      const res = await client.transport.request(req.method, req.path, req.body);
+      if (res.status >= 300) throw new Error(`${req.method} ${req.path}: ${res.status} ${JSON.stringify(res.body)}`);
+      if (s.yields) ids.set(s.yields, (res.body as { id: string }).id);
+    });
+  }
+  return now() - t0;
+}
+
+/** Every object read one GET at a time (the refresh a naive tool would do). */
+async function perObjectRefresh(client: ApiClient): Promise<{ ms: number; requests: number }> {
+  const lists = await readLiveState(client);
+  const paths: string[] = [];
+  for (const kind of manifestKinds()) {
+    for (const o of lists[kind.listKey!] ?? []) {
+      paths.push(`${collectionPath(kind, null)}/${o.id}`);
+      for (const [field, child] of Object.entries(kind.embeds ?? {})) {
+        for (const c of (o[field] as { id: string }[] | undefined) ?? []) paths.push(`${collectionPath(kindByName(child), o.id as string)}/${c.id}`);
+      }
+    }
+  }
+  const t0 = now();
+  await pool(paths, PARALLELISM, async (p) => { await client.send('GET', p); });
+  return { ms: now() - t0, requests: paths.length };
+}
+
+/** save → applied for a one-field change, `runs` times, through the watch session. */
+async function watchLatency(client: ApiClient, dir: string, runs: number): Promise<number[]> {
+  const reports: WatchReport[] = [];
+  let wake: (() => void) | undefined;
+  const session = startWatchSession({ input: { root: dir, stack: 'bench', env: {} }, client, report: (r) => { reports.push(r); wake?.(); } });
+  const until = async (pred: (r: WatchReport) => boolean, from: number) => {
+    while (!reports.slice(from).some(pred)) await new Promise<void>((r) => { wake = r; setTimeout(r, 50); });
+  };
+  await session.ready;
+  await until((r) => r.type === 'run-end', 0);
+  const file = join(dir, 'edges-00.yaml');
+  const text = readFileSync(file, 'utf8');
+  const out: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const mark = reports.length;
+    const t0 = now();
+    writeFileSync(file, text.replace('description: bench edge 0\n', `description: bench edge 0 v${i + 1}\n`));
+    await until((r) => r.type === 'applied' && r.result.done.includes('HTTPSEdge/edge-0:update'), mark);
+    out.push(now() - t0);
+    await until((r) => r.type === 'run-end', mark);
+    await session.idle();
+  }
+  await session.stop();
+  return out;
+}
+
+/**
+ * `edgeplane plan DIR` as a process: wall time and peak RSS (/usr/bin/time -f %M). Asynchronous:
+ * with PostgreSQL the service it calls runs in this very process.
+ */
+function cliPlan(dir: string, cli: { args: string[]; env: Record<string, string> }): Promise<{ ms: number; rssMb: number; code: number | null }> {
+  const t0 = now();
+  const child = spawn('/usr/bin/time', ['-f', 'maxrss_kb=%M', process.execPath, join(ROOT, 'bin', 'edgeplane.js'), 'plan', dir, ...cli.args, '--detailed-exitcode'], {
+    env: { ...process.env, ...cli.env, NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  return new Promise((resolve) => child.on('close', (code) => {
+    const ms = now() - t0;
+    const m = /maxrss_kb=(\d+)/.exec(stderr);
+    if (code !== 0) log(`edgeplane plan exited ${code}: ${stdout.slice(-500)} ${stderr.slice(-500)}`);
+    resolve({ ms, rssMb: m ? Number(m[1]) / 1024 : NaN, code });
+  }));
+}
+
+interface Row { engine: string; [k: string]: unknown }
+
+async function benchEngine(name: string, manifests: string, rawManifests: string): Promise<Row> {
+  log(`\n== ${name}`);
+  const eng = await engine(name);
+  try {
+    const acct = await eng.account();
+    const client = acct.client;
+
+    log('apply from empty…');
+    const prepared = await preparePlan({ root: manifests, stack: 'bench', env: {} }, client);
+    if (!prepared.plan) throw new Error(JSON.stringify(prepared.problems.slice(0, 5)));
+    const plan = prepared.plan;
+    const t0 = now();
+    const applied = await applyPlan(plan, { client, secrets: secretsFromMap(prepared.secrets), parallelism: PARALLELISM });
+    const applyMs = now() - t0;
+    if (applied.failed.length) throw new Error(`apply failed: ${JSON.stringify(applied.failed.slice(0, 3))}`);
+
+    log('raw creates (same requests, no executor)…');
+    const rawAcct = await eng.account();
+    // Hostports are unique service-wide: the replay uses manifests that differ only in hostports.
+    const rawPlan = (await preparePlan({ root: rawManifests, stack: 'bench', env: {} }, rawAcct.client)).plan!;
+    const rawMs = await rawCreates(rawAcct.client, rawPlan);
+
+    log('no-op plan…');
+    for (const k of Object.keys(client.counts)) delete client.counts[k];
+    const p0 = now();
+    const noop = await preparePlan({ root: manifests, stack: 'bench', env: {} }, client);
+    const planMs = now() - p0;
+    const planRequests = { ...client.counts };
+    if (noop.plan!.steps.length) throw new Error(`no-op plan has ${noop.plan!.steps.length} steps: ${noop.plan!.steps.slice(0, 3).map((s) => s.id)}`);
+    const f0 = now();
+    await readLiveState(client);
+    const fetchMs = now() - f0;
+    const refresh = await perObjectRefresh(client);
+
+    log(`watch latency (${WATCH_RUNS} edits)…`);
+    const watchDir = mkdtempSync(join(tmpdir(), 'ep-bench-watch-'));
+    cpSync(manifests, watchDir, { recursive: true });
+    const watchMs = await watchLatency(client, watchDir, WATCH_RUNS);
+    rmSync(watchDir, { recursive: true, force: true });
+    // Put edge-0 back as the manifests say, for the CLI plan below.
+    await preparePlan({ root: manifests, stack: 'bench', env: {} }, client).then((p) => applyPlan(p.plan!, { client, secrets: secretsFromMap(p.secrets) }));
+
+    log('edgeplane plan as a process…');
+    const cli = await cliPlan(manifests, await eng.cli(acct));
+
+    const kinds = manifestKinds().map((k) => ({ kind: k.name, objects: k.name === 'httpsEdge' ? SIZE.edges : k.name === 'certificateAuthority' ? SIZE.cas : SIZE.backends }));
+    return {
+      engine: eng.name,
+      objects: objectCount(SIZE),
+      steps: plan.steps.length,
+      apply_ms: Math.round(applyMs),
+      raw_create_ms: Math.round(rawMs),
+      apply_vs_raw: +(rawMs / applyMs).toFixed(2),
+      plan_requests: planRequests,
+      expected_list_requests: kinds.reduce((n, k) => n + Math.ceil(k.objects / PAGE_SIZE), 0),
+      noop_plan_ms: Math.round(planMs),
+      page_fetch_ms: Math.round(fetchMs),
+      plan_vs_fetch: +(planMs / fetchMs).toFixed(2),
+      per_object_refresh_ms: Math.round(refresh.ms),
+      per_object_refresh_requests: refresh.requests,
+      cli_plan_ms: Math.round(cli.ms),
+      cli_plan_peak_rss_mb: Math.round(cli.rssMb),
+      cli_plan_exit: cli.code,
+      watch_median_ms: Math.round(median(watchMs)),
+      watch_min_ms: Math.round(Math.min(...watchMs)),
+      watch_max_ms: Math.round(Math.max(...watchMs)),
+    };
+  } finally {
+    await eng.close();
+  }
+}
+
+function table(rows: Row[]): string {
+  const lines = [
+    ['', ...rows.map((r) => r.engine)],
+    ['objects (steps of apply from empty)', ...rows.map((r) => `${r.objects} (${r.steps})`)],
+    ['apply from empty, parallelism 8', ...rows.map((r) => `${(Number(r.apply_ms) / 1000).toFixed(1)} s`)],
+    ['same creates replayed raw, concurrency 8', ...rows.map((r) => `${(Number(r.raw_create_ms) / 1000).toFixed(1)} s`)],
+    ['apply throughput / raw (target ≥ 0.70)', ...rows.map((r) => String(r.apply_vs_raw))],
+    ['no-op plan: requests (target: Σ ceil(N/100))', ...rows.map((r) => `${JSON.stringify(r.plan_requests)} (${r.expected_list_requests})`)],
+    ['no-op plan, in-process', ...rows.map((r) => `${r.noop_plan_ms} ms`)],
+    ['list pages alone', ...rows.map((r) => `${r.page_fetch_ms} ms`)],
+    ['plan / page fetch (target ≤ 1.5)', ...rows.map((r) => String(r.plan_vs_fetch))],
+    ['one GET per object', ...rows.map((r) => `${r.per_object_refresh_ms} ms (${r.per_object_refresh_requests} requests)`)],
+    ['`edgeplane plan` process: wall', ...rows.map((r) => `${r.cli_plan_ms} ms (exit ${r.cli_plan_exit})`)],
+    ['`edgeplane plan` process: peak RSS (target ≤ 400 MB)', ...rows.map((r) => `${r.cli_plan_peak_rss_mb} MB`)],
+    [`watch save → applied, median of ${WATCH_RUNS} (target ≤ 300 ms)`, ...rows.map((r) => `${r.watch_median_ms} ms (min ${r.watch_min_ms}, max ${r.watch_max_ms})`)],
+  ];
+  const widths = lines[0].map((_, i) => Math.max(...lines.map((l) => l[i].length)));
+  const fmt = (l: string[]) => `| ${l.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
+  return [fmt(lines[0]), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...lines.slice(1).map(fmt)].join('\n');
+}
+
+async function main() {
+  const started = new Date();
+  const load = loadavg().map((x) => x.toFixed(2)).join(' ');
+  const pems = caCertificates(SIZE.cas, join(CACHE, 'ca-certs.json'));
+  const manifests = join(CACHE, `manifests-${SIZE.edges}`);
+  const rawManifests = join(CACHE, `manifests-${SIZE.edges}-raw`);
+  const rows: Row[] = [];
+  for (const name of ENGINES) {
+    writeManifests(manifests, SIZE, pems, randomBytes(3).toString('hex'));
+    writeManifests(rawManifests, SIZE, pems, randomBytes(3).toString('hex'));
+    rows.push(await benchEngine(name, manifests, rawManifests));
+  }
+  const out = table(rows);
+  process.stdout.write(`\nedgeplane reconciler benchmark — ${started.toISOString()}, load average at start ${load}\n\n${out}\n`);
+  mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
+  const file = join(ROOT, 'bench', 'results', `reconcile-${started.toISOString().replace(/[:.]/g, '-')}.json`);
+  writeFileSync(file, JSON.stringify({ started, load_average: load, size: SIZE, parallelism: PARALLELISM, rows }, null, 2) + '\n');
+  log(`\nresults: ${file}`);
+}
+
+await main();

@@ -1,0 +1,150 @@
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { applyPlan, type ApplyResult } from '../../reconciler/apply/execute.js';
+import { planSecrets, secretsFromMap, secretsFromSources, StaleSecretError, type SecretLookup } from '../../reconciler/apply/materialize.js';
+import { preparePlan } from '../../reconciler/apply/prepare.js';
+import { staleReasons } from '../../reconciler/apply/stale.js';
+import { resolveStack } from '../../reconciler/manifests/config.js';
+import { formatProblem, hasErrors } from '../../reconciler/manifests/problems.js';
+import type { Plan } from '../../reconciler/plan/types.js';
+import { parsePlan } from '../../reconciler/render/json.js';
+import { renderText } from '../../reconciler/render/text.js';
+import { summaryLine } from '../../reconciler/render/values.js';
+import { readLiveState } from '../../reconciler/state/read-state.js';
+import type { ApiClient } from '../../client/api-client.js';
+import { canPrompt, confirm } from '../confirm.js';
+import { CliExit, EXIT } from '../exit.js';
+import type { Output } from '../output.js';
+import { progressFor } from '../progress.js';
+import { openTarget, targetArgs, type TargetFlags } from '../target.js';
+import { useColor } from './plan.js';
+
+export interface ApplyFlags extends TargetFlags {
+  plan?: string;
+  stack?: string;
+  autoApprove?: boolean;
+  parallelism?: string;
+  force?: boolean;
+  json?: boolean;
+  adopt?: boolean;
+  strict?: boolean;
+}
+
+function parallelismOf(flags: ApplyFlags): number {
+  const n = flags.parallelism === undefined ? 8 : Number(flags.parallelism);
+  if (!Number.isInteger(n) || n < 1 || n > 64) throw new CliExit(EXIT.error, `--parallelism must be an integer from 1 to 64, not ${flags.parallelism}`);
+  return n;
+}
+
+/** `apply DIR` plans and applies; `apply --plan FILE` (or `apply FILE.json`) applies a saved plan. */
+export async function apply(out: Output, dir: string | undefined, flags: ApplyFlags): Promise<void> {
+  const planFile = flags.plan ?? (dir && /\.json$/i.test(dir) && existsSync(dir) && statSync(dir).isFile() ? dir : undefined);
+  if (planFile && dir && dir !== planFile) throw new CliExit(EXIT.error, 'give either a manifest directory or --plan FILE, not both');
+  if (!planFile && !dir) throw new CliExit(EXIT.error, 'apply needs a manifest directory (or --plan FILE)');
+  const parallelism = parallelismOf(flags);
+  if (planFile) return applySaved(out, planFile, flags, parallelism);
+  return applyDir(out, dir!, flags, parallelism);
+}
+
+async function applyDir(out: Output, dir: string, flags: ApplyFlags, parallelism: number): Promise<void> {
+  const { stack } = resolveStack(dir, flags.stack);
+  const client = await openTarget(flags);
+  try {
+    const prepared = await preparePlan({
+      root: dir, stack, strict: flags.strict, env: process.env, adopt: flags.adopt,
+      adoptCommand: `edgeplane apply ${dir} --stack ${stack}${targetArgs(flags)} --adopt`,
+    }, client);
+    for (const p of prepared.problems) out.error(formatProblem(p));
+    if (hasErrors(prepared.problems) || !prepared.plan) throw new CliExit(EXIT.error);
+    const plan = prepared.plan;
+    if (flags.json) out.json({ event: 'plan', stack: plan.stack, target: plan.target, summary: plan.summary, steps: plan.steps.length, warnings: plan.warnings, conflicts: plan.conflicts, blocked: plan.blocked });
+    else out.line(renderText(plan, { color: useColor() }).replace(/\n$/, ''));
+    gate(out, plan, flags);
+    if (!plan.steps.length) {
+      if (flags.json) out.json({ event: 'summary', total: 0, done: 0, failed: 0, skipped: 0, ms: 0 });
+      return;
+    }
+    if (!flags.autoApprove) {
+      if (!canPrompt()) throw new CliExit(EXIT.error, 'apply: no terminal to ask for confirmation; pass --auto-approve (CI) or save a plan with `plan --out` and apply it');
+      if (!(await confirm(`\nApply ${summaryLine(plan).replace(/^Plan: /, '')} on ${plan.target}? Only "yes" is accepted: `))) {
+        throw new CliExit(EXIT.error, 'apply cancelled');
+      }
+    }
+    await execute(out, client, plan, secretsFromMap(prepared.secrets), flags, parallelism);
+  } finally {
+    await client.close();
+  }
+}
+
+async function applySaved(out: Output, file: string, flags: ApplyFlags, parallelism: number): Promise<void> {
+  let plan: Plan;
+  try {
+    plan = parsePlan(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new CliExit(EXIT.error, `${file}: ${(err as Error).message}`);
+  }
+  const client = await openTarget(flags);
+  try {
+    if (plan.target !== client.target) throw new CliExit(EXIT.error, `${file} was planned for ${plan.target}, not ${client.target}`);
+    if (flags.stack !== undefined && flags.stack !== plan.stack) throw new CliExit(EXIT.error, `${file} was planned for stack "${plan.stack}", not "${flags.stack}"`);
+    gate(out, plan, flags);
+    const stale = staleReasons(plan, await readLiveState(client));
+    const secrets = secretsFromSources({ stack: plan.stack, env: process.env, readFile: (p) => (existsSync(p) ? readFileSync(p, 'utf8').replace(/\r?\n$/, '') : undefined) });
+    const secretProblems: string[] = [];
+    for (const s of planSecrets(plan.steps)) {
+      try {
+        secrets.value(s.step.object.identity, s.path, s.token);
+      } catch (err) {
+        if (err instanceof StaleSecretError) stale.push(err.message);
+        else secretProblems.push((err as Error).message);
+      }
+    }
+    if (stale.length) {
+      for (const r of stale) out.error(`stale: ${r}`);
+      throw new CliExit(EXIT.stale, `${file} is stale: the live state changed since it was planned; run plan again`);
+    }
+    if (secretProblems.length) {
+      for (const r of secretProblems) out.error(`error: ${r}`);
+      throw new CliExit(EXIT.error);
+    }
+    if (!plan.steps.length) {
+      out.line('No changes. The live state matches the manifests.');
+      return;
+    }
+    if (!flags.json) out.line(`Applying ${file}: ${summaryLine(plan).replace(/^Plan: /, '')} on ${plan.target}`);
+    await execute(out, client, plan, secrets, flags, parallelism);
+  } finally {
+    await client.close();
+  }
+}
+
+/** Conflicts stop everything; the safety threshold stops unless forced. */
+function gate(out: Output, plan: Plan, flags: ApplyFlags): void {
+  if (plan.conflicts.length) throw new CliExit(EXIT.error, `apply: ${plan.conflicts.length} conflict${plan.conflicts.length > 1 ? 's' : ''} with objects this stack does not own; nothing applied`);
+  if (plan.blocked.length && !flags.force) {
+    throw new CliExit(EXIT.blocked, `apply blocked by the safety threshold (${plan.blocked.map((b) => `${b.changed} of ${b.owned} ${b.kind}`).join(', ')}); review the plan and pass --force to go ahead`);
+  }
+  if (plan.blocked.length) out.error('warning: safety threshold exceeded; going ahead because of --force');
+}
+
+async function execute(out: Output, client: ApiClient, plan: Plan, secrets: SecretLookup, flags: ApplyFlags, parallelism: number): Promise<ApplyResult> {
+  const progress = progressFor(out, { json: flags.json, color: useColor(), total: plan.steps.length });
+  const ac = new AbortController();
+  // Ctrl-C: stop starting steps, let running ones finish, report; a second Ctrl-C exits at once.
+  const onSigint = () => {
+    if (ac.signal.aborted) process.exit(130);
+    ac.abort(new Error('interrupted'));
+    out.error('\ninterrupted: finishing the steps in flight (Ctrl-C again to quit now); run apply again to converge');
+  };
+  process.on('SIGINT', onSigint);
+  let result: ApplyResult;
+  try {
+    result = await applyPlan(plan, { client, secrets, parallelism, onEvent: (e) => progress.event(e), signal: ac.signal });
+  } finally {
+    process.off('SIGINT', onSigint);
+  }
+  progress.finish(result);
+  if (result.failed.length || result.skipped.length) {
+    throw new CliExit(EXIT.error, flags.json ? '' : 'apply did not finish: fix the failures above and run apply again (it resumes from the live state)');
+  }
+  return result;
+}

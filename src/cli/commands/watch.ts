@@ -1,0 +1,86 @@
+import { lineProgress, type ProgressRenderer } from '../../reconciler/apply/progress.js';
+import { resolveStack } from '../../reconciler/manifests/config.js';
+import { formatProblem } from '../../reconciler/manifests/problems.js';
+import type { Step } from '../../reconciler/plan/types.js';
+import { renderText } from '../../reconciler/render/text.js';
+import { summaryLine } from '../../reconciler/render/values.js';
+import { startWatchSession, type WatchReport } from '../../reconciler/watch/session.js';
+import { CliExit, EXIT } from '../exit.js';
+import type { Output } from '../output.js';
+import { stepLabel } from '../progress.js';
+import { openTarget, type TargetFlags } from '../target.js';
+import { useColor } from './plan.js';
+
+export interface WatchFlags extends TargetFlags {
+  stack?: string;
+  prune?: boolean;
+  planOnly?: boolean;
+  interval?: string;
+  repair?: boolean;
+  parallelism?: string;
+  debounce?: string;
+  strict?: boolean;
+}
+
+function seconds(v: string | undefined, flag: string): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new CliExit(EXIT.error, `${flag} must be a positive number of seconds, not ${v}`);
+  return n * 1000;
+}
+
+/** Turns session reports into lines, each prefixed with its run id. */
+function reporter(out: Output, color: boolean) {
+  let progress: ProgressRenderer<Step> | undefined;
+  return (r: WatchReport) => {
+    const tag = 'runId' in r ? `[${r.runId}] ` : '';
+    switch (r.type) {
+      case 'ready': return out.line(`watching ${r.root} — Ctrl-C to stop`);
+      case 'run-start': return out.line(`${tag}${r.trigger}${r.paths.length ? `: ${r.paths.join(', ')}` : ''}`);
+      case 'invalid':
+        for (const p of r.problems) out.error(formatProblem(p));
+        return out.line(`${tag}manifests are not valid: nothing applied; waiting for the next save`);
+      case 'plan':
+        if (r.skippedPrunes) out.line(`${tag}${r.skippedPrunes} deletion step(s) held back: run watch with --prune (or apply) to delete`);
+        if (!r.plan.steps.length) return out.line(`${tag}${r.mode === 'drift' ? 'no drift' : 'no changes'}`);
+        if (r.mode === 'apply') {
+          progress = lineProgress({ write: (t) => out.line(`${tag}${t.replace(/\n$/, '')}`) }, { label: stepLabel, total: r.plan.steps.length, color });
+          return out.line(`${tag}${summaryLine(r.plan)}`);
+        }
+        if (r.mode === 'drift') out.line(`${tag}drift: the live state no longer matches the manifests (--repair undoes it)`);
+        return out.line(renderText(r.plan, { color }).replace(/\n$/, ''));
+      case 'step': return progress?.event(r.event);
+      case 'applied': progress?.finish(r.result); progress = undefined; return;
+      case 'blocked': return out.line(`${tag}blocked by the safety threshold: run \`edgeplane apply --force\` after reviewing the plan`);
+      case 'run-end': return r.status === 'retry' ? out.error(`${tag}failed: ${r.error}`) : out.line(`${tag}${r.status} in ${Math.round(r.ms)} ms`);
+      case 'retry-scheduled': return out.line(`${tag}retrying in ${(r.delayMs / 1000).toFixed(1)} s (attempt ${r.attempt + 1})`);
+      case 'watch-error': return out.error(`watch: ${r.error}`);
+    }
+  };
+}
+
+/** Runs until SIGINT / SIGTERM, then stops cleanly: the run in flight finishes, files and the database are closed. */
+export async function watch(out: Output, dir: string, flags: WatchFlags): Promise<void> {
+  const intervalMs = seconds(flags.interval, '--interval');
+  if (flags.repair && !intervalMs) throw new CliExit(EXIT.error, '--repair needs --interval');
+  const debounceMs = flags.debounce === undefined ? undefined : Number(flags.debounce);
+  const { stack } = resolveStack(dir, flags.stack);
+  const client = await openTarget(flags);
+  const session = startWatchSession({
+    input: { root: dir, stack, strict: flags.strict, env: process.env },
+    client, prune: flags.prune, planOnly: flags.planOnly, intervalMs, repair: flags.repair,
+    parallelism: flags.parallelism ? Number(flags.parallelism) : undefined, debounceMs,
+    report: reporter(out, useColor()),
+  });
+  await new Promise<void>((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      out.line('stopping…');
+      void session.stop().then(() => client.close()).finally(resolve);
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+  out.line('stopped');
+}

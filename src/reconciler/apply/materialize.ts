@@ -1,0 +1,111 @@
+import { fingerprintSecret } from '../ownership/marker.js';
+import type { SecretSource } from '../manifests/secrets.js';
+import { isSecretToken, type SecretToken } from '../plan/tokens.js';
+import type { HttpRequest, Step } from '../plan/types.js';
+
+/**
+ * Turns a step's request as planned into the request sent: `{<identity>.id}` placeholders become
+ * the ids that earlier creates returned, secret tokens become the secret's value (read now, from
+ * its source, and checked against the fingerprint the plan was made with).
+ */
+export interface SecretLookup {
+  /** The value for the secret at `path` of `identity`, or an error message. */
+  value(identity: string, path: string, token: SecretToken): string;
+}
+
+export class StaleSecretError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StaleSecretError';
+  }
+}
+
+const PLACEHOLDER = /\{([^{}]+)\.id\}/g;
+const WHOLE_PLACEHOLDER = /^\{([^{}]+)\.id\}$/;
+
+export function materializeRequest(step: Step, ids: ReadonlyMap<string, string>, secrets: SecretLookup): HttpRequest {
+  const idOf = (identity: string): string => {
+    const id = ids.get(identity);
+    if (!id) throw new Error(`${step.id}: the id of ${identity} is not known (its create did not run)`);
+    return id;
+  };
+  const path = step.request.path.replace(PLACEHOLDER, (_, identity: string) => idOf(identity));
+  // Secret paths are relative to the object: a module PUT's body sits under the module's name.
+  const base = step.action === 'module.put' && step.module ? [step.module] : [];
+  const walk = (v: unknown, at: string[]): unknown => {
+    if (typeof v === 'string') {
+      const m = WHOLE_PLACEHOLDER.exec(v);
+      return m ? idOf(m[1]) : v;
+    }
+    if (isSecretToken(v)) return secrets.value(step.object.identity, at.join('.'), v);
+    if (Array.isArray(v)) return v.map((x) => walk(x, at));
+    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x, [...at, k])]));
+    return v;
+  };
+  return { method: step.request.method, path, ...(step.request.body === undefined ? {} : { body: walk(step.request.body, base) }) };
+}
+
+/** Secrets resolved while planning from the manifests (`apply DIR`): nothing to read again. */
+export function secretsFromMap(map: ReadonlyMap<string, { value: string; fingerprint: string }>): SecretLookup {
+  return {
+    value(identity, path, token) {
+      const s = map.get(`${identity}#${path}`);
+      if (!s) throw new Error(`${identity}: no value for the secret ${path}`);
+      if (token.fingerprint && s.fingerprint !== token.fingerprint) throw new StaleSecretError(`${identity}: the secret ${path} changed while applying`);
+      return s.value;
+    },
+  };
+}
+
+export interface SourceEnv {
+  stack: string;
+  env: Record<string, string | undefined>;
+  /** Reads a `file:` secret; the plan does not know the manifest's directory, so it is relative to cwd. */
+  readFile(path: string): string | undefined;
+}
+
+/**
+ * Secrets of a saved plan (`apply --plan FILE`): read from their source now. A value whose
+ * fingerprint differs from the plan's is a stale plan (the secret changed since `plan`); a literal
+ * secret from a manifest cannot be recovered from the plan at all.
+ */
+export function secretsFromSources(src: SourceEnv): SecretLookup {
+  return {
+    value(identity, path, token) {
+      const source = token.$secret as SecretSource | 'stored';
+      let value: string | undefined;
+      let where: string;
+      if (source === 'stored' || 'literal' in source) {
+        const at = source === 'stored' ? 'the live object' : source.literal;
+        throw new Error(`${identity}: the secret ${path} was written literally in the manifest (${at}); a saved plan never holds secrets — move it to {env: NAME} or apply from the manifests directory`);
+      }
+      if (source.file !== undefined) {
+        where = `file ${source.file}`;
+        value = src.readFile(source.file);
+      } else {
+        const name = (source.env ?? source.fromEnv)!;
+        where = `environment variable ${name}`;
+        value = src.env[name];
+      }
+      if (value === undefined || value === '') throw new Error(`${identity}: the secret ${path} comes from ${where}, which is not set`);
+      if (token.fingerprint && fingerprintSecret(src.stack, identity, path, value) !== token.fingerprint) {
+        throw new StaleSecretError(`${identity}: the secret ${path} (${where}) is not the value the plan was made with`);
+      }
+      return value;
+    },
+  };
+}
+
+/** Every secret token of a plan, with where it sits: `apply --plan` checks them all before sending anything. */
+export function planSecrets(steps: Step[]): { step: Step; path: string; token: SecretToken }[] {
+  const out: { step: Step; path: string; token: SecretToken }[] = [];
+  for (const step of steps) {
+    const walk = (v: unknown, at: string[]) => {
+      if (isSecretToken(v)) out.push({ step, path: at.join('.'), token: v });
+      else if (Array.isArray(v)) v.forEach((x) => walk(x, at));
+      else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) walk(x, [...at, k]);
+    };
+    walk(step.request.body, step.action === 'module.put' && step.module ? [step.module] : []);
+  }
+  return out;
+}

@@ -1,0 +1,127 @@
+/**
+ * Retries of one HTTP call: 429 (after `Retry-After`), 5xx and network errors, with capped
+ * exponential backoff and jitter. Clock, sleep and randomness are injected so tests run instantly
+ * and deterministically.
+ *
+ * A create (a POST that makes a new object) is not idempotent: when its outcome is unknown — a
+ * 5xx or a lost connection, where the server may have committed it — `resolveUnknown` is asked
+ * first (apply lists for the object's ownership marker). Only when it finds nothing is the POST
+ * sent again, so a retry never makes a duplicate. A 429 means "not processed" and is retried
+ * directly.
+ */
+export interface HttpResponse {
+  status: number;
+  headers: Record<string, string | undefined>;
+  body: unknown;
+}
+
+export interface RetryInfo { attempt: number; delayMs: number; reason: string }
+
+export interface RetryOptions {
+  /** Attempts in all, the first included; default 6. */
+  attempts?: number;
+  baseMs?: number;
+  capMs?: number;
+  /** Longest `Retry-After` honoured; a server asking for more gets this. */
+  maxRetryAfterMs?: number;
+  /** The call creates an object: unknown outcomes go through `resolveUnknown` before a retry. */
+  create?: boolean;
+  /** Finds what an unknown create made; a response when it exists, undefined when it does not. */
+  resolveUnknown?: () => Promise<HttpResponse | undefined>;
+  onRetry?: (info: RetryInfo) => void;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  now?: () => number;
+  random?: () => number;
+  signal?: AbortSignal;
+}
+
+export const RETRY_DEFAULTS = { attempts: 6, baseMs: 200, capMs: 10_000, maxRetryAfterMs: 60_000 } as const;
+
+export function realSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason ?? new Error('aborted'));
+    const t = setTimeout(() => { signal?.removeEventListener('abort', onAbort); resolve(); }, ms);
+    const onAbort = () => { clearTimeout(t); reject(signal!.reason ?? new Error('aborted')); };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** Equal jitter: half the exponential step guaranteed, half random, so retries spread but never hammer. */
+export function backoffMs(retry: number, opts: { baseMs?: number; capMs?: number; random?: () => number } = {}): number {
+  const base = opts.baseMs ?? RETRY_DEFAULTS.baseMs;
+  const cap = opts.capMs ?? RETRY_DEFAULTS.capMs;
+  const step = Math.min(cap, base * 2 ** Math.max(0, retry - 1));
+  return Math.round(step / 2 + (opts.random ?? Math.random)() * (step / 2));
+}
+
+/** `Retry-After` as delta-seconds or an HTTP date, in ms from now; undefined when absent or unreadable. */
+export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
+  if (value === undefined) return undefined;
+  const v = value.trim();
+  if (/^\d+$/.test(v)) return Number(v) * 1000;
+  const at = Date.parse(v);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, at - now);
+}
+
+export type Verdict = 'ok' | 'retry' | 'unknown';
+
+/** What a response means for retrying: 429 retry, 5xx unknown (the server may have acted), else final. */
+export function classify(res: HttpResponse): Verdict {
+  if (res.status === 429) return 'retry';
+  if (res.status >= 500) return 'unknown';
+  return 'ok';
+}
+
+export class NetworkError extends Error {
+  constructor(message: string, override readonly cause?: unknown) {
+    super(message);
+    this.name = 'NetworkError';
+  }
+}
+
+function isAbort(err: unknown, signal?: AbortSignal): boolean {
+  return !!signal?.aborted || (err instanceof Error && err.name === 'AbortError');
+}
+
+/**
+ * Sends until the response is final (any non-retryable status, returned as is) or attempts run out
+ * (the last 429/5xx response is returned; the last network error is thrown).
+ */
+export async function withRetry(send: () => Promise<HttpResponse>, opts: RetryOptions = {}): Promise<HttpResponse> {
+  const attempts = Math.max(1, opts.attempts ?? RETRY_DEFAULTS.attempts);
+  const sleep = opts.sleep ?? realSleep;
+  const now = opts.now ?? Date.now;
+  const maxRetryAfter = opts.maxRetryAfterMs ?? RETRY_DEFAULTS.maxRetryAfterMs;
+  for (let attempt = 1; ; attempt++) {
+    let res: HttpResponse | undefined;
+    let error: unknown;
+    try {
+      res = await send();
+    } catch (err) {
+      if (isAbort(err, opts.signal)) throw err;
+      error = err;
+    }
+    const verdict: Verdict = res ? classify(res) : 'unknown';
+    if (verdict === 'ok') return res!;
+    if (verdict === 'unknown' && opts.create && opts.resolveUnknown) {
+      // The create may have happened: find it before deciding anything else.
+      const found = await opts.resolveUnknown();
+      if (found) return found;
+    }
+    if (attempt >= attempts) {
+      if (res) return res;
+      throw error;
+    }
+    const retryAfter = res?.status === 429 || res?.status === 503 ? parseRetryAfter(header(res, 'retry-after'), now()) : undefined;
+    const delayMs = retryAfter !== undefined ? Math.min(retryAfter, maxRetryAfter) : backoffMs(attempt, opts);
+    const reason = res ? `HTTP ${res.status}` : `network error: ${error instanceof Error ? error.message : String(error)}`;
+    opts.onRetry?.({ attempt: attempt + 1, delayMs, reason });
+    await sleep(delayMs, opts.signal);
+  }
+}
+
+function header(res: HttpResponse, name: string): string | undefined {
+  for (const [k, v] of Object.entries(res.headers)) if (k.toLowerCase() === name) return v;
+  return undefined;
+}

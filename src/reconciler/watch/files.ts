@@ -1,0 +1,33 @@
+import type { Stats } from 'node:fs';
+import { watch, type FSWatcher } from 'chokidar';
+
+/** Manifest files only: chokidar 5 has no globs, so the filter is a function of path and stats. */
+export function ignoreNonManifest(path: string, stats?: Stats): boolean {
+  if (/(^|[\\/])(\.git|node_modules)([\\/]|$)/.test(path)) return true;
+  return !!stats?.isFile() && !/\.ya?ml$/i.test(path);
+}
+
+export interface FileWatch {
+  /** Resolves once the initial scan is done: events after this are real edits. */
+  ready: Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Watches a manifest directory (or file). `awaitWriteFinish` waits until a file's size has been
+ * stable for a moment, so an editor's partial write is not read half-done; atomic rename-over
+ * saves arrive as `change`.
+ */
+export function watchManifestFiles(root: string, onChange: (path: string, event: string) => void, opts: { stableMs?: number; onError?: (err: Error) => void } = {}): FileWatch {
+  const w: FSWatcher = watch(root, {
+    ignoreInitial: true,
+    ignored: ignoreNonManifest,
+    awaitWriteFinish: { stabilityThreshold: opts.stableMs ?? 100, pollInterval: 25 },
+  });
+  w.on('all', (event, path) => {
+    if (event === 'add' || event === 'change' || event === 'unlink' || event === 'unlinkDir') onChange(path, event);
+  });
+  w.on('error', (err) => opts.onError?.(err as Error));
+  const ready = new Promise<void>((resolve) => w.once('ready', () => resolve()));
+  return { ready, close: () => w.close() };
+}

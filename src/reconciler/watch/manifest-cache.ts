@@ -1,0 +1,33 @@
+import { readFileSync } from 'node:fs';
+import { basename, relative } from 'node:path';
+import { manifestFiles, parseSource, type Loaded, type SourceDoc } from '../manifests/load.js';
+import type { Problem } from '../manifests/problems.js';
+
+/**
+ * Parsed manifest files kept between watch runs. Every run still reads every file (the event is
+ * never trusted); only a file whose text is unchanged skips YAML parsing, which is most of the
+ * cost of loading a large tree when one file was saved.
+ */
+export class ManifestCache {
+  private readonly files = new Map<string, { text: string; docs: SourceDoc[]; problems: Problem[] }>();
+
+  load(root: string, cwd = process.cwd()): Loaded {
+    const files = manifestFiles(root);
+    const docs: SourceDoc[] = [];
+    const problems: Problem[] = [];
+    const seen = new Set<string>();
+    for (const path of files) {
+      seen.add(path);
+      const text = readFileSync(path, 'utf8');
+      let entry = this.files.get(path);
+      if (!entry || entry.text !== text) {
+        entry = { text, ...parseSource(relative(cwd, path) || basename(path), text) };
+        this.files.set(path, entry);
+      }
+      docs.push(...entry.docs);
+      problems.push(...entry.problems);
+    }
+    for (const path of this.files.keys()) if (!seen.has(path)) this.files.delete(path);
+    return { docs, problems, files };
+  }
+}

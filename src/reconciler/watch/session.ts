@@ -1,0 +1,131 @@
+import type { ApiClient } from '../../client/api-client.js';
+import type { DagEvent } from '../apply/dag.js';
+import { applyPlan, type ApplyResult } from '../apply/execute.js';
+import { secretsFromMap } from '../apply/materialize.js';
+import { preparePlan } from '../apply/prepare.js';
+import { hasErrors, type Problem } from '../manifests/problems.js';
+import type { PlanInput } from '../pipeline.js';
+import { DEFAULT_THRESHOLD, safetyBlocks } from '../plan/safety.js';
+import type { ObservedObject } from '../plan/state.js';
+import type { Plan, Step } from '../plan/types.js';
+import { watchManifestFiles, type FileWatch } from './files.js';
+import { ManifestCache } from './manifest-cache.js';
+import { WatchLoop, type RunContext, type RunOutcome, type RunTrigger } from './loop.js';
+
+/** What a watch session tells its renderer; the CLI prints these, tests collect them. */
+export type WatchReport =
+  | { type: 'ready'; root: string }
+  | { type: 'run-start'; runId: string; trigger: RunTrigger; paths: string[] }
+  | { type: 'invalid'; runId: string; problems: Problem[] }
+  | { type: 'plan'; runId: string; plan: Plan; mode: 'apply' | 'preview' | 'drift'; skippedPrunes: number }
+  | { type: 'step'; runId: string; event: DagEvent<Step> }
+  | { type: 'applied'; runId: string; result: ApplyResult }
+  | { type: 'blocked'; runId: string; plan: Plan }
+  | { type: 'run-end'; runId: string; status: RunOutcome['status']; ms: number; error?: string }
+  | { type: 'retry-scheduled'; runId: string; attempt: number; delayMs: number }
+  | { type: 'watch-error'; error: string };
+
+export interface WatchSessionOptions {
+  input: Omit<PlanInput, 'env'> & { env: Record<string, string | undefined> };
+  client: ApiClient;
+  /** Deletions of objects gone from the manifests; off by default (a half-saved file must not delete). */
+  prune?: boolean;
+  /** Show plans, apply nothing. */
+  planOnly?: boolean;
+  /** Periodic re-plan; without `repair` drift is reported, with it it is undone. */
+  intervalMs?: number;
+  repair?: boolean;
+  parallelism?: number;
+  debounceMs?: number;
+  stableMs?: number;
+  report(r: WatchReport): void;
+}
+
+/**
+ * Steps that delete objects the manifests no longer mention (prunes), and everything waiting on
+ * them. Deletes of replaced objects and of duplicates an interrupted apply left behind are kept:
+ * their identity is still in the manifests.
+ */
+export function withoutPrunes(plan: Plan, identities: Set<string>, observed: ObservedObject[]): { plan: Plan; dropped: number } {
+  const drop = new Set(plan.steps.filter((s) => s.action === 'delete' && !identities.has(s.object.identity)).map((s) => s.id));
+  if (!drop.size) return { plan, dropped: 0 };
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const s of plan.steps) if (!drop.has(s.id) && s.dependsOn.some((d) => drop.has(d))) { drop.add(s.id); grew = true; }
+  }
+  const steps = plan.steps.filter((s) => !drop.has(s.id));
+  const prunes = plan.steps.filter((s) => drop.has(s.id) && s.action === 'delete').length;
+  const blocked = safetyBlocks(steps, observed, DEFAULT_THRESHOLD);
+  return { plan: { ...plan, steps, summary: { ...plan.summary, delete: plan.summary.delete - prunes }, blocked }, dropped: drop.size };
+}
+
+export interface WatchSession {
+  ready: Promise<void>;
+  /** Resolves when no run is running or queued (tests). */
+  idle(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * `watch`: file saves → validate → plan → apply, with the loop's debounce, serial runs, run ids
+ * and retry with backoff. The client stays open for the whole session (the embedded database is
+ * opened once), and every run reads the manifests and the live state again.
+ */
+export function startWatchSession(opts: WatchSessionOptions): WatchSession {
+  const root = opts.input.root;
+  const cache = new ManifestCache();
+  const run = async (ctx: RunContext): Promise<RunOutcome> => {
+    let prepared;
+    try {
+      prepared = await preparePlan(opts.input, opts.client, { load: (r) => cache.load(r, opts.input.cwd) });
+    } catch (err) {
+      // A file vanishing between listing and reading (an editor's rename-over save) is a bad moment, not an API failure.
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { status: 'invalid', error: (err as Error).message };
+      throw err;
+    }
+    if (hasErrors(prepared.problems) || !prepared.plan) {
+      opts.report({ type: 'invalid', runId: ctx.runId, problems: prepared.problems });
+      return { status: 'invalid' };
+    }
+    const drift = ctx.trigger === 'interval' && !opts.repair;
+    const mode = opts.planOnly || drift ? (drift && !opts.planOnly ? 'drift' : 'preview') : 'apply';
+    const { plan, dropped } = opts.prune ? { plan: prepared.plan, dropped: 0 } : withoutPrunes(prepared.plan, prepared.identities, prepared.observed);
+    opts.report({ type: 'plan', runId: ctx.runId, plan, mode, skippedPrunes: dropped });
+    if (mode !== 'apply' || !plan.steps.length) return { status: 'ok' };
+    if (plan.conflicts.length) return { status: 'invalid', error: 'conflicts with objects this stack does not own' };
+    if (plan.blocked.length) {
+      opts.report({ type: 'blocked', runId: ctx.runId, plan });
+      return { status: 'invalid' };
+    }
+    const result = await applyPlan(plan, {
+      client: opts.client, secrets: secretsFromMap(prepared.secrets), parallelism: opts.parallelism, signal: ctx.signal,
+      onEvent: (event) => opts.report({ type: 'step', runId: ctx.runId, event }),
+    });
+    opts.report({ type: 'applied', runId: ctx.runId, result });
+    // A step the API refused (4xx) will fail the same way until the manifests change: wait for a save.
+    return result.failed.length || result.skipped.length ? { status: 'invalid', error: `${result.failed.length} step(s) failed` } : { status: 'ok' };
+  };
+
+  const stableMs = opts.stableMs ?? 100;
+  const loop = new WatchLoop({
+    run, debounceMs: opts.debounceMs, intervalMs: opts.intervalMs,
+    onEvent: (e) => opts.report(e),
+  });
+  let files: FileWatch | undefined;
+  const ready = (async () => {
+    files = watchManifestFiles(root, (path) => loop.notify(path, stableMs), { stableMs, onError: (err) => opts.report({ type: 'watch-error', error: err.message }) });
+    await files.ready;
+    opts.report({ type: 'ready', root });
+    loop.request('start', []);
+  })();
+  return {
+    ready,
+    idle: () => loop.idle(),
+    async stop() {
+      await ready.catch(() => {});
+      await files?.close();
+      await loop.stop();
+    },
+  };
+}

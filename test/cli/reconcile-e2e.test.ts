@@ -1,0 +1,161 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runCli, startCli, startServe } from '../helpers/cli.js';
+import { cleanupDirs, copyExample, EXAMPLE_ENV, manifestDir, tempDir } from '../helpers/reconcile.js';
+
+/**
+ * The reconciler as a user runs it: `edgeplane` processes against the embedded default
+ * (--state) and against a `serve` process on PostgreSQL.
+ */
+afterAll(() => cleanupDirs());
+
+const edit = (file: string, from: string | RegExp, to: string) => {
+  const before = readFileSync(file, 'utf8');
+  const after = before.replace(from, to);
+  expect(after, `edit of ${file}`).not.toBe(before);
+  writeFileSync(file, after);
+};
+
+// Each CLI process starts tsx and reopens PGlite (~2 s idle, far more on a loaded 2-core machine).
+describe('edgeplane apply / plan / export / watch on the embedded default', { timeout: 240_000 }, () => {
+  const state = tempDir('ep-state-');
+  const dir = copyExample('small');
+  const at = ['--state', state];
+
+  it('plans, refuses without confirmation off a terminal, applies, and plans no changes', async () => {
+    const plan = await runCli(['plan', dir, ...at, '--detailed-exitcode']);
+    expect(plan.code, plan.stderr).toBe(2);
+    expect(plan.stdout).toContain('Plan: 5 to create, 0 to update, 0 to delete');
+
+    const refused = await runCli(['apply', dir, ...at]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('--auto-approve');
+
+    const applied = await runCli(['apply', dir, ...at, '--auto-approve']);
+    expect(applied.code, applied.stderr).toBe(0);
+    expect(applied.stdout).toMatch(/\[5\/5\] done/);
+    expect(applied.stdout).toContain('Apply: 5 done, 0 failed, 0 skipped (5 steps)');
+    expect(applied.stdout).not.toMatch(/\r|\x1b/); // not a terminal: one line per step
+
+    const again = await runCli(['plan', dir, ...at, '--detailed-exitcode']);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain('No changes.');
+  });
+
+  it('applies exactly a saved plan, and refuses a stale one with exit code 4', async () => {
+    edit(join(dir, 'https-edge.yaml'), 'Public site and partner API', 'Public site');
+    const planFile = join(state, '..', `plan-${randomBytes(3).toString('hex')}.json`);
+    const saved = await runCli(['plan', dir, ...at, '--out', planFile, '--detailed-exitcode']);
+    expect(saved.code).toBe(2);
+    const applied = await runCli(['apply', '--plan', planFile, ...at, '--json']);
+    expect(applied.code, applied.stdout + applied.stderr).toBe(0);
+    const events = applied.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    expect(events.map((e) => e.event)).toEqual(['start', 'done', 'summary']);
+    expect(events[1]).toMatchObject({ step: 'HTTPSEdge/web:update', action: 'update', identity: 'HTTPSEdge/web' });
+
+    edit(join(dir, 'https-edge.yaml'), 'description: Public site', 'description: Public site v3');
+    const stalePlan = planFile.replace('.json', '-2.json');
+    expect((await runCli(['plan', dir, ...at, '--out', stalePlan])).code).toBe(0);
+    edit(join(dir, 'https-edge.yaml'), 'description: Public site v3', 'description: Public site v4');
+    expect((await runCli(['apply', dir, ...at, '--auto-approve'])).code).toBe(0);
+    const stale = await runCli(['apply', '--plan', stalePlan, ...at]);
+    expect(stale.code).toBe(4);
+    expect(stale.stderr).toMatch(/stale: HTTPSEdge\/web \(edghts_\w+\) changed since the plan was made/);
+  });
+
+  it('blocks deleting more than the safety threshold with exit code 3 unless --force', async () => {
+    const many = Array.from({ length: 12 }, (_, i) => `kind: FailoverBackend\nname: pool-${i}\nbackends: []\n`);
+    manifestDir({ 'pools.yaml': many.join('---\n') }, dir);
+    expect((await runCli(['apply', dir, ...at, '--auto-approve'])).code).toBe(0);
+    manifestDir({ 'pools.yaml': many.slice(0, 7).join('---\n') }, dir);
+    const blocked = await runCli(['apply', dir, ...at, '--auto-approve']);
+    expect(blocked.code).toBe(3);
+    expect(blocked.stderr).toContain('--force');
+    const forced = await runCli(['apply', dir, ...at, '--auto-approve', '--force']);
+    expect(forced.code, forced.stderr).toBe(0);
+    expect(forced.stdout).toContain('Plan: 0 to create, 0 to update, 5 to delete');
+  });
+
+  it('exports manifests that plan to no changes', async () => {
+    const out = tempDir('ep-export-');
+    const exported = await runCli(['export', ...at, '--stack', 'small-example', '--out', out]);
+    expect(exported.code, exported.stderr).toBe(0);
+    expect(readFileSync(join(out, 'https-edge.yaml'), 'utf8')).toMatch(/certificate_authority_ids:\n\s+- clients/);
+    const plan = await runCli(['plan', out, ...at, '--detailed-exitcode']);
+    expect(plan.code, plan.stdout + plan.stderr).toBe(0);
+  });
+
+  it('watch applies real file edits, keeps going through an invalid save, and stops cleanly on Ctrl-C', async () => {
+    const w = startCli(['watch', dir, ...at]);
+    try {
+      await w.waitFor(/\[run-1\] (ok|invalid)/, { timeoutMs: 90_000 });
+      let mark = w.out().length;
+      writeFileSync(join(dir, 'broken.yaml'), 'kind: HTTPSEdge\nname: Broken Name\n');
+      await w.waitFor(/\[run-\d+\] manifests are not valid/, { from: mark });
+      expect(w.out().slice(mark)).toMatch(/broken\.yaml:2:7: error: name:/);
+      mark = w.out().length;
+      writeFileSync(join(dir, 'broken.yaml'), 'kind: FailoverBackend\nname: from-watch\nbackends: []\n');
+      await w.waitFor(/done\s+create FailoverBackend\/from-watch/, { from: mark });
+      await w.waitFor(/\[run-\d+\] ok in \d+ ms/, { from: mark });
+    } finally {
+      w.child.kill('SIGINT');
+    }
+    expect(await w.exited).toBe(0);
+    expect(w.out()).toMatch(/stopped\s*$/);
+    const plan = await runCli(['plan', dir, ...at, '--detailed-exitcode']);
+    expect(plan.code, plan.stdout).toBe(0);
+  });
+});
+
+describe.skipIf(!process.env.DATABASE_URL)('edgeplane against a serve process on PostgreSQL', () => {
+  it('applies the full example, plans no changes, converges after edits, exports to no changes', async () => {
+    const schema = 'ep_e2e_' + randomBytes(5).toString('hex');
+    const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await admin.connect();
+    await admin.query(`CREATE SCHEMA ${schema}`);
+    const url = new URL(process.env.DATABASE_URL!);
+    url.searchParams.set('options', `-c search_path=${schema}`);
+    const env = { DATABASE_URL: url.toString() };
+    try {
+      const served = await startServe([], { env });
+      try {
+        const created = await runCli(['admin', 'accounts', 'create', '--name', 'e2e', '--json'], { env });
+        expect(created.code, created.stderr).toBe(0);
+        const key = JSON.parse(created.stdout).api_key as string;
+        const target = { EDGEPLANE_API_URL: served.url, EDGEPLANE_API_KEY: key, ...EXAMPLE_ENV };
+        const dir = copyExample('full');
+
+        const applied = await runCli(['apply', dir, '--auto-approve', '--parallelism', '4'], { env: target });
+        expect(applied.code, applied.stdout + applied.stderr).toBe(0);
+        expect(applied.stdout).toContain('Apply: 17 done, 0 failed, 0 skipped');
+        expect((await runCli(['plan', dir, '--detailed-exitcode'], { env: target })).code).toBe(0);
+
+        edit(join(dir, 'https-edge.yaml'), '    compression: {}\n', '');
+        edit(join(dir, 'https-edge.yaml'), 'min_version: "1.3"', 'min_version: "1.2"');
+        const second = await runCli(['apply', dir, '--auto-approve'], { env: target });
+        expect(second.code, second.stdout + second.stderr).toBe(0);
+        expect(second.stdout).toMatch(/module\.delete HTTPSEdge\/shop\/routes\/storefront compression/);
+        expect((await runCli(['plan', dir, '--detailed-exitcode'], { env: target })).code).toBe(0);
+
+        const out = tempDir('ep-export-pg-');
+        const exported = await runCli(['export', '--stack', 'full-example', '--out', out], { env: target });
+        expect(exported.code, exported.stderr).toBe(0);
+        // Exported secrets are environment references: give them the values applied.
+        const names = [...exported.stderr.matchAll(/^\s+(EDGEPLANE_SECRET_\w+)\s+\((\S+) (\S+)\)$/gm)];
+        expect(names).toHaveLength(3);
+        const bySuffix: Record<string, string> = { 'webhook_verification.secret': EXAMPLE_ENV.SHOP_STRIPE_WEBHOOK_SECRET, 'oauth.provider.github.client_secret': EXAMPLE_ENV.SHOP_GITHUB_CLIENT_SECRET, 'oidc.client_secret': EXAMPLE_ENV.SHOP_OIDC_CLIENT_SECRET };
+        const secretEnv = Object.fromEntries(names.map((m) => [m[1], bySuffix[m[3]]]));
+        const plan = await runCli(['plan', out, '--detailed-exitcode'], { env: { ...target, ...secretEnv } });
+        expect(plan.code, plan.stdout + plan.stderr).toBe(0);
+      } finally {
+        await served.stop();
+      }
+    } finally {
+      await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+      await admin.end();
+    }
+  }, 240_000);
+});

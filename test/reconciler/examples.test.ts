@@ -1,0 +1,57 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { describe, expect, it } from 'vitest';
+import { formatProblem } from '../../src/reconciler/manifests/problems.js';
+import { resolveStack } from '../../src/reconciler/manifests/config.js';
+import { validateDir } from '../../src/reconciler/pipeline.js';
+import { runCli } from '../helpers/cli.js';
+import { EXAMPLES } from '../helpers/reconcile.js';
+
+const manifestExamples = readdirSync(EXAMPLES).filter((d) => statSync(join(EXAMPLES, d)).isDirectory() && d !== 'ci');
+
+describe('examples', () => {
+  it.each(manifestExamples)('examples/%s validates strictly: no errors, no warnings, no literal secrets', (name) => {
+    const root = join(EXAMPLES, name);
+    const { stack } = resolveStack(root);
+    const r = validateDir({ root, stack, strict: true });
+    expect(r.problems.map(formatProblem)).toEqual([]);
+    expect(r.objects.length).toBeGreaterThan(0);
+  });
+
+  it('examples/full uses every module of every kind at least once', () => {
+    const r = validateDir({ root: join(EXAMPLES, 'full'), stack: 'full-example' });
+    const used = new Set<string>();
+    const kinds = new Set<string>();
+    for (const o of r.objects.flatMap((x) => [x, ...x.children])) {
+      kinds.add(o.kind.name);
+      for (const m of o.kind.modules ?? []) if (o.body[m.name]) used.add(`${o.kind.name}.${m.name}`);
+    }
+    const all = r.objects.flatMap((x) => [x, ...x.children]).map((o) => o.kind);
+    const expected = [...new Map(all.map((k) => [k.name, k])).values()].flatMap((k) => (k.modules ?? []).map((m) => `${k.name}.${m.name}`));
+    expect([...used].sort()).toEqual(expected.sort());
+    expect([...kinds].sort()).toEqual(['certificateAuthority', 'failoverBackend', 'httpsEdge', 'httpsEdgeRoute']);
+  });
+
+  it('the CI workflow plans pull requests into a comment and applies on merge, with flags the CLI has', async () => {
+    const wf = parse(readFileSync(join(EXAMPLES, 'ci', 'github-workflow.yml'), 'utf8'));
+    expect(Object.keys(wf.on).sort()).toEqual(['pull_request', 'push']);
+    const runs: string[] = Object.values(wf.jobs as Record<string, { steps: { run?: string }[] }>)
+      .flatMap((j) => j.steps.map((s) => s.run ?? '')).join('\n').split('\n');
+    const commands = runs.map((l) => l.trim()).filter((l) => l.startsWith('edgeplane '));
+    expect(commands.some((c) => /^edgeplane plan .*--markdown/.test(c))).toBe(true);
+    expect(commands.some((c) => /^edgeplane apply .*--auto-approve/.test(c))).toBe(true);
+    expect(JSON.stringify(wf.jobs.plan.steps)).toContain('createComment');
+    const bySub = new Map<string, Set<string>>();
+    for (const c of commands) {
+      const [, sub, ...rest] = c.split(/\s+/);
+      const flags = rest.filter((x) => x.startsWith('--'));
+      bySub.set(sub, new Set([...(bySub.get(sub) ?? []), ...flags]));
+    }
+    for (const [sub, flags] of bySub) {
+      const help = await runCli([sub, '--help']);
+      expect(help.code, help.stderr).toBe(0);
+      for (const f of flags) expect(help.stdout, `edgeplane ${sub} ${f}`).toContain(f);
+    }
+  }, 120_000);
+});
