@@ -132,7 +132,17 @@ async function openEngine(engine: Engine, opts: Options): Promise<{ db: Db; disp
     db,
     dispose: async () => {
       try {
-        await db.query(`DROP SCHEMA ${schema} CASCADE`);
+        // Handlers of requests whose load-generator connection was cut can still be mid-transaction
+        // after app.close(); a DROP racing them may be picked as a deadlock victim: try again.
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await db.query(`DROP SCHEMA ${schema} CASCADE`);
+            break;
+          } catch (err) {
+            if ((err as { code?: string }).code !== '40P01' || attempt >= 5) throw err;
+            await new Promise((r) => setTimeout(r, 200 * attempt));
+          }
+        }
       } finally {
         await db.close();
       }
