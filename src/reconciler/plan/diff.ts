@@ -1,4 +1,4 @@
-import type { Body, KindDef, KindRuntimeConfig, ModuleDef } from '../../kinds/types.js';
+import type { Body, KindDef, KindRuntimeConfig, ModuleDef, UniqueDef } from '../../kinds/types.js';
 import { collectionPath } from '../../service/serialize.js';
 import { refValues } from '../manifests/validate.js';
 import { encodeMetadata, MARKER_VERSION, TOOL, type Marker } from '../ownership/marker.js';
@@ -509,7 +509,7 @@ class Planner {
           if (!holder || holder.id === dec.o?.id) continue;
           const theirs = this.stepsOfObserved.get(holder.id) ?? [];
           if (!theirs.some((id) => this.reaches(id, main.id))) main.dependsOn.push(...theirs);
-          else main.dependsOn.push(this.release(holder, v, dec.d.identity));
+          else main.dependsOn.push(this.release(holder, u, v, dec.d.identity));
         }
       }
     }
@@ -535,18 +535,22 @@ class Planner {
    * wait for each other: the holder first lets go of the value — a list drops it, a single value
    * takes a temporary form — and its own update sets the final value later.
    */
-  private release(holder: ObservedObject, value: string, taker: string): string {
+  private release(holder: ObservedObject, u: UniqueDef, value: string, taker: string): string {
     const identity = holder.marker?.id ?? holder.id;
     const id = `${identity}:release`;
     let step = this.stepById.get(id);
     const body = (step?.request.body as Body | undefined) ?? {};
+    const freed = (x: unknown): unknown =>
+      Array.isArray(x) ? x.filter((y) => String(y).toLowerCase() !== value) : `${String(x)}~edgeplane-swap`;
+    // The field that carries the value is the one whose release makes the unique let go of it (a
+    // description may hold the same text as the hostport or match it describes).
     const field = Object.keys(holder.body).find((k) => {
       const x = body[k] ?? holder.body[k];
-      return Array.isArray(x) ? x.some((y) => String(y).toLowerCase() === value) : String(x).toLowerCase() === value;
+      const holds = Array.isArray(x) ? x.some((y) => String(y).toLowerCase() === value) : String(x).toLowerCase() === value;
+      return holds && !this.uniqueValues(holder.kind, { ...holder.body, ...body, [k]: freed(x) }, u).includes(value);
     });
     if (!field) return id;
-    const current = body[field] ?? holder.body[field];
-    body[field] = Array.isArray(current) ? current.filter((y) => String(y).toLowerCase() !== value) : `${String(current)}~edgeplane-swap`;
+    body[field] = freed(body[field] ?? holder.body[field]);
     if (!step) {
       step = this.addStep(null, {
         id, action: 'update',
