@@ -42,6 +42,9 @@ export function diff(desired: DesiredObject[], observed: ObservedObject[], opts:
   return new Planner(desired, observed, opts).plan();
 }
 
+/** Reads ids as they are (one function, so normal forms computed with it can be cached). */
+const RAW_IDS: Symbolize = (x) => x;
+
 class Planner {
   private readonly decisions = new Map<string, Decision>();
   private readonly steps: Step[] = [];
@@ -80,14 +83,22 @@ class Planner {
     };
   }
 
+  /** Normal forms by body and symbolizer: each object is normalised once per way of reading ids. */
+  private readonly normCache = new WeakMap<Body, Map<Symbolize, Normal>>();
+
+  /** The normal form of a body (shared: callers must not modify it). */
   private norm(kind: KindDef, body: Body, sym: Symbolize = this.sym): Normal {
-    return normalize(kind, body, sym, this.opts.config ?? DEFAULT_CONFIG);
+    let bySym = this.normCache.get(body);
+    if (!bySym) this.normCache.set(body, (bySym = new Map()));
+    let n = bySym.get(sym);
+    if (!n) bySym.set(sym, (n = normalize(kind, body, sym, this.opts.config ?? DEFAULT_CONFIG)));
+    return n;
   }
 
   /** Values a kind keeps unique, read from the normal form (hostports lower-cased). */
   private uniqueValues(kind: KindDef, body: Body, u: NonNullable<KindDef['uniques']>[number]): string[] {
     try {
-      return u.values({ ...body, ...this.norm(kind, body, (x) => x).fields });
+      return u.values({ ...body, ...this.norm(kind, body, RAW_IDS).fields });
     } catch {
       return [];
     }
@@ -119,15 +130,14 @@ class Planner {
   }
 
   private immutableChanged(d: DesiredObject, o: ObservedObject): boolean {
-    const id: Symbolize = (x) => x;
-    const a = this.norm(d.kind, d.body, id).fields;
-    const b = this.norm(o.kind, o.body, id).fields;
+    const a = this.norm(d.kind, d.body, RAW_IDS).fields;
+    const b = this.norm(o.kind, o.body, RAW_IDS).fields;
     return (d.kind.immutable ?? []).some((f) => !same(a[f], b[f]));
   }
 
   /** Values that identify an object for adoption: declared collision keys and unique values. */
   private keys(kind: KindDef, body: Body): string[] {
-    const n = this.norm(kind, body, (x) => x).fields;
+    const n = this.norm(kind, body, RAW_IDS).fields;
     const out: string[] = [];
     for (const f of kind.collisionKeys ?? []) {
       const v = n[f];
