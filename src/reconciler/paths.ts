@@ -2,22 +2,30 @@
 
 export interface Hit { path: string[]; value: unknown }
 
+const split = new Map<string, string[]>();
+function segments(pattern: string): string[] {
+  let s = split.get(pattern);
+  if (!s) split.set(pattern, (s = pattern.split('.')));
+  return s;
+}
+
 /** Every concrete path in `value` matching `pattern`, with the value found there. */
 export function matchPaths(value: unknown, pattern: string): Hit[] {
   const out: Hit[] = [];
-  const walk = (v: unknown, segs: string[], at: string[]) => {
-    if (segs.length === 0) {
+  const segs = segments(pattern);
+  const walk = (v: unknown, i: number, at: string[]) => {
+    if (i === segs.length) {
       if (v !== undefined) out.push({ path: at, value: v });
       return;
     }
     if (!v || typeof v !== 'object' || Array.isArray(v)) return;
-    const [head, ...rest] = segs;
+    const head = segs[i];
     const obj = v as Record<string, unknown>;
     for (const key of head === '*' ? Object.keys(obj) : [head]) {
-      if (key in obj) walk(obj[key], rest, [...at, key]);
+      if (key in obj) walk(obj[key], i + 1, [...at, key]);
     }
   };
-  walk(value, pattern.split('.'), []);
+  walk(value, 0, []);
   return out;
 }
 
@@ -26,18 +34,11 @@ export function mapPaths(value: unknown, pattern: string, fn: (v: unknown, path:
   const hits = matchPaths(value, pattern);
   if (!hits.length) return value;
   const copy = structuredClone(value);
-  return replaceHits(copy, matchPaths(copy, pattern), fn);
+  return replaceHits(copy, hits, fn);
 }
 
-/**
- * The same in place, for a value the caller owns (a copy it made once for several rules): cloning
- * per rule was most of the cost of normalising thousands of objects.
- */
-export function mapPathsInPlace(value: unknown, pattern: string, fn: (v: unknown, path: string[]) => unknown): unknown {
-  return replaceHits(value, matchPaths(value, pattern), fn);
-}
-
-function replaceHits(value: unknown, hits: Hit[], fn: (v: unknown, path: string[]) => unknown): unknown {
+/** Replaces the value at each hit's path (hits found in `value` or in an identical copy of it). */
+export function replaceHits(value: unknown, hits: Hit[], fn: (v: unknown, path: string[]) => unknown): unknown {
   for (const h of hits) {
     let holder = value as Record<string, unknown>;
     for (const seg of h.path.slice(0, -1)) holder = holder[seg] as Record<string, unknown>;

@@ -1,7 +1,7 @@
 import { NORMALIZERS } from '../../kinds/normalizers.js';
 import type { Body, KindDef, KindRuntimeConfig, ModuleDef, RefDef, ReconcileRules } from '../../kinds/types.js';
 import { canonicalJson } from '../../util/canonical-json.js';
-import { mapPathsInPlace, matchPaths } from '../paths.js';
+import { matchPaths, replaceHits } from '../paths.js';
 import { isRefToken, isSecretToken, type RefToken } from './tokens.js';
 
 /** Maps a raw id to the identity of the managed object it names (or leaves it as is). */
@@ -26,12 +26,13 @@ class Rewrite {
   constructor(public v: unknown) {}
 
   map(pattern: string, fn: (v: unknown, path: string[]) => unknown) {
-    if (!matchPaths(this.v, pattern).length) return;
+    const hits = matchPaths(this.v, pattern);
+    if (!hits.length) return;
     if (!this.owned) {
       this.v = structuredClone(this.v);
       this.owned = true;
     }
-    this.v = mapPathsInPlace(this.v, pattern, fn);
+    this.v = replaceHits(this.v, hits, fn); // the copy has the same paths
   }
 
   /** Sets `path`'s last key to `dflt` in every object its parent path reaches, where it is absent. */
