@@ -2,22 +2,30 @@
 
 export interface Hit { path: string[]; value: unknown }
 
+const split = new Map<string, string[]>();
+function segments(pattern: string): string[] {
+  let s = split.get(pattern);
+  if (!s) split.set(pattern, (s = pattern.split('.')));
+  return s;
+}
+
 /** Every concrete path in `value` matching `pattern`, with the value found there. */
 export function matchPaths(value: unknown, pattern: string): Hit[] {
   const out: Hit[] = [];
-  const walk = (v: unknown, segs: string[], at: string[]) => {
-    if (segs.length === 0) {
+  const segs = segments(pattern);
+  const walk = (v: unknown, i: number, at: string[]) => {
+    if (i === segs.length) {
       if (v !== undefined) out.push({ path: at, value: v });
       return;
     }
     if (!v || typeof v !== 'object' || Array.isArray(v)) return;
-    const [head, ...rest] = segs;
+    const head = segs[i];
     const obj = v as Record<string, unknown>;
     for (const key of head === '*' ? Object.keys(obj) : [head]) {
-      if (key in obj) walk(obj[key], rest, [...at, key]);
+      if (key in obj) walk(obj[key], i + 1, [...at, key]);
     }
   };
-  walk(value, pattern.split('.'), []);
+  walk(value, 0, []);
   return out;
 }
 
@@ -25,14 +33,19 @@ export function matchPaths(value: unknown, pattern: string): Hit[] {
 export function mapPaths(value: unknown, pattern: string, fn: (v: unknown, path: string[]) => unknown): unknown {
   const hits = matchPaths(value, pattern);
   if (!hits.length) return value;
-  const copy = structuredClone(value) as Record<string, unknown>;
+  const copy = structuredClone(value);
+  return replaceHits(copy, hits, fn);
+}
+
+/** Replaces the value at each hit's path (hits found in `value` or in an identical copy of it). */
+export function replaceHits(value: unknown, hits: Hit[], fn: (v: unknown, path: string[]) => unknown): unknown {
   for (const h of hits) {
-    let holder = copy;
+    let holder = value as Record<string, unknown>;
     for (const seg of h.path.slice(0, -1)) holder = holder[seg] as Record<string, unknown>;
     const last = h.path[h.path.length - 1];
     const next = fn(holder[last], h.path);
     if (next === undefined) delete holder[last];
     else holder[last] = next;
   }
-  return copy;
+  return value;
 }

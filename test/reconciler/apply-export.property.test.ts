@@ -67,8 +67,8 @@ function render(g: Gen, tag: string): { files: Record<string, string>; env: Reco
     docs.push({ kind: 'FailoverBackend', name: `fo-${i}`, backends: children, ...(f.description !== undefined ? { description: f.description } : {}) });
   });
   g.edges.forEach((e, ei) => {
-    // Hostports stay with their edge across versions: swapping hostports between two edges makes
-    // the planner order two updates against each other (a cycle, reported; see the skipped test).
+    // Hostports stay with their edge across versions; hostports moving between edges are covered by
+    // the swap test below and the hostport scenarios.
     const edge: Record<string, unknown> = { kind: 'HTTPSEdge', name: `e-${ei}`, hostports: e.hosts.map((h) => `h${ei}-${h}.${tag}.example.com:443`) };
     if (e.description !== undefined) edge.description = e.description;
     if (e.metadata !== undefined) edge.metadata = e.metadata;
@@ -146,10 +146,9 @@ describe('properties (real service, real executor)', () => {
     }), { numRuns: Math.max(1, Math.round(RUNS * 0.7)), endOnFailure: true });
   });
 
-  // Known planner limitation, found by the sequence property (seed 1683305141): two edges swapping
-  // hostports need one of them to give its hostport up first; the planner orders each update
-  // after the other and reports a cycle. Unskip when diff.ts handles it.
-  it.skip('two edges swapping hostports converge', async () => {
+  // Found by the sequence property (seed 1683305141): two edges swapping hostports; one of them
+  // gives its hostport up first (a release step), or the updates would wait for each other.
+  it('two edges swapping hostports converge', async () => {
     const client = await clientFor(svc);
     const t = tag();
     const edges = (a: string, b: string) => `kind: HTTPSEdge\nname: one\nhostports: ["${a}.${t}.example.com:443"]\n---\nkind: HTTPSEdge\nname: two\nhostports: ["${b}.${t}.example.com:443"]\n`;

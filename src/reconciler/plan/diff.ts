@@ -1,4 +1,4 @@
-import type { Body, KindDef, KindRuntimeConfig, ModuleDef } from '../../kinds/types.js';
+import type { Body, KindDef, KindRuntimeConfig, ModuleDef, UniqueDef } from '../../kinds/types.js';
 import { collectionPath } from '../../service/serialize.js';
 import { refValues } from '../manifests/validate.js';
 import { encodeMetadata, MARKER_VERSION, TOOL, type Marker } from '../ownership/marker.js';
@@ -42,6 +42,9 @@ export function diff(desired: DesiredObject[], observed: ObservedObject[], opts:
   return new Planner(desired, observed, opts).plan();
 }
 
+/** Reads ids as they are (one function, so normal forms computed with it can be cached). */
+const RAW_IDS: Symbolize = (x) => x;
+
 class Planner {
   private readonly decisions = new Map<string, Decision>();
   private readonly steps: Step[] = [];
@@ -80,14 +83,22 @@ class Planner {
     };
   }
 
+  /** Normal forms by body and symbolizer: each object is normalised once per way of reading ids. */
+  private readonly normCache = new WeakMap<Body, Map<Symbolize, Normal>>();
+
+  /** The normal form of a body (shared: callers must not modify it). */
   private norm(kind: KindDef, body: Body, sym: Symbolize = this.sym): Normal {
-    return normalize(kind, body, sym, this.opts.config ?? DEFAULT_CONFIG);
+    let bySym = this.normCache.get(body);
+    if (!bySym) this.normCache.set(body, (bySym = new Map()));
+    let n = bySym.get(sym);
+    if (!n) bySym.set(sym, (n = normalize(kind, body, sym, this.opts.config ?? DEFAULT_CONFIG)));
+    return n;
   }
 
   /** Values a kind keeps unique, read from the normal form (hostports lower-cased). */
   private uniqueValues(kind: KindDef, body: Body, u: NonNullable<KindDef['uniques']>[number]): string[] {
     try {
-      return u.values({ ...body, ...this.norm(kind, body, (x) => x).fields });
+      return u.values({ ...body, ...this.norm(kind, body, RAW_IDS).fields });
     } catch {
       return [];
     }
@@ -119,15 +130,14 @@ class Planner {
   }
 
   private immutableChanged(d: DesiredObject, o: ObservedObject): boolean {
-    const id: Symbolize = (x) => x;
-    const a = this.norm(d.kind, d.body, id).fields;
-    const b = this.norm(o.kind, o.body, id).fields;
+    const a = this.norm(d.kind, d.body, RAW_IDS).fields;
+    const b = this.norm(o.kind, o.body, RAW_IDS).fields;
     return (d.kind.immutable ?? []).some((f) => !same(a[f], b[f]));
   }
 
   /** Values that identify an object for adoption: declared collision keys and unique values. */
   private keys(kind: KindDef, body: Body): string[] {
-    const n = this.norm(kind, body, (x) => x).fields;
+    const n = this.norm(kind, body, RAW_IDS).fields;
     const out: string[] = [];
     for (const f of kind.collisionKeys ?? []) {
       const v = n[f];
@@ -509,7 +519,7 @@ class Planner {
           if (!holder || holder.id === dec.o?.id) continue;
           const theirs = this.stepsOfObserved.get(holder.id) ?? [];
           if (!theirs.some((id) => this.reaches(id, main.id))) main.dependsOn.push(...theirs);
-          else main.dependsOn.push(this.release(holder, v, dec.d.identity));
+          else main.dependsOn.push(this.release(holder, u, v, dec.d.identity));
         }
       }
     }
@@ -535,18 +545,22 @@ class Planner {
    * wait for each other: the holder first lets go of the value — a list drops it, a single value
    * takes a temporary form — and its own update sets the final value later.
    */
-  private release(holder: ObservedObject, value: string, taker: string): string {
+  private release(holder: ObservedObject, u: UniqueDef, value: string, taker: string): string {
     const identity = holder.marker?.id ?? holder.id;
     const id = `${identity}:release`;
     let step = this.stepById.get(id);
     const body = (step?.request.body as Body | undefined) ?? {};
+    const freed = (x: unknown): unknown =>
+      Array.isArray(x) ? x.filter((y) => String(y).toLowerCase() !== value) : `${String(x)}~edgeplane-swap`;
+    // The field that carries the value is the one whose release makes the unique let go of it (a
+    // description may hold the same text as the hostport or match it describes).
     const field = Object.keys(holder.body).find((k) => {
       const x = body[k] ?? holder.body[k];
-      return Array.isArray(x) ? x.some((y) => String(y).toLowerCase() === value) : String(x).toLowerCase() === value;
+      const holds = Array.isArray(x) ? x.some((y) => String(y).toLowerCase() === value) : String(x).toLowerCase() === value;
+      return holds && !this.uniqueValues(holder.kind, { ...holder.body, ...body, [k]: freed(x) }, u).includes(value);
     });
     if (!field) return id;
-    const current = body[field] ?? holder.body[field];
-    body[field] = Array.isArray(current) ? current.filter((y) => String(y).toLowerCase() !== value) : `${String(current)}~edgeplane-swap`;
+    body[field] = freed(body[field] ?? holder.body[field]);
     if (!step) {
       step = this.addStep(null, {
         id, action: 'update',

@@ -70,10 +70,11 @@ export function observeOne(kind: KindDef, resp: Body, stack: string, parentId?: 
   const owner: Owner = !marker ? { type: 'unmanaged' } : marker.stack === stack ? { type: 'this' } : { type: 'stack', stack: marker.stack };
   const body = withSecretTokens(responseToRequest(kind, resp), marker?.fp ?? {});
   delete body.metadata;
-  return {
-    kind, id: resp.id as string, parentId, body, metadata: resp.metadata as string | undefined, marker,
-    userMetadata: user, owner, fingerprint: fingerprintResponse(resp),
-  };
+  const o = { kind, id: resp.id as string, parentId, body, metadata: resp.metadata as string | undefined, marker, userMetadata: user, owner } as ObservedObject;
+  // Only objects a plan touches need a fingerprint: hashing every response made no-op plans slow.
+  let fingerprint: string | undefined;
+  Object.defineProperty(o, 'fingerprint', { enumerable: true, get: () => (fingerprint ??= fingerprintResponse(resp)) });
+  return o;
 }
 
 /** Every object of the lists, children (routes inside edges) flattened after their parent. */
