@@ -12,21 +12,22 @@ function segments(pattern: string): string[] {
 /** Every concrete path in `value` matching `pattern`, with the value found there. */
 export function matchPaths(value: unknown, pattern: string): Hit[] {
   const out: Hit[] = [];
-  const segs = segments(pattern);
-  const walk = (v: unknown, i: number, at: string[]) => {
-    if (i === segs.length) {
-      if (v !== undefined) out.push({ path: at, value: v });
-      return;
-    }
-    if (!v || typeof v !== 'object' || Array.isArray(v)) return;
-    const head = segs[i];
-    const obj = v as Record<string, unknown>;
-    for (const key of head === '*' ? Object.keys(obj) : [head]) {
-      if (key in obj) walk(obj[key], i + 1, [...at, key]);
-    }
-  };
-  walk(value, 0, []);
+  walk(value, segments(pattern), 0, [], out);
   return out;
+}
+
+// A top-level function, not a closure per call: matching runs for every rule of every object.
+function walk(v: unknown, segs: string[], i: number, at: string[], out: Hit[]) {
+  if (i === segs.length) {
+    if (v !== undefined) out.push({ path: at, value: v });
+    return;
+  }
+  if (!v || typeof v !== 'object' || Array.isArray(v)) return;
+  const head = segs[i];
+  const obj = v as Record<string, unknown>;
+  for (const key of head === '*' ? Object.keys(obj) : [head]) {
+    if (key in obj) walk(obj[key], segs, i + 1, [...at, key], out);
+  }
 }
 
 /** Replaces the value at each concrete path matching `pattern` (in a deep copy). */

@@ -5,7 +5,7 @@ import { collectingAjv, describeAjvError } from '../../service/validation.js';
 import { encodeMetadata, METADATA_LIMIT, TOOL, MARKER_VERSION } from '../ownership/marker.js';
 import { matchPaths } from '../paths.js';
 import { utf8Bytes } from '../../util/bytes.js';
-import { normalize } from '../plan/normalize.js';
+import { normalizeFields } from '../plan/normalize.js';
 import type { SourceDoc } from './load.js';
 import { identityOf, isSecretRef, positionOf, type ManifestObject } from './model.js';
 import { formatPath, sortProblems, type Problem } from './problems.js';
@@ -197,7 +197,7 @@ function uniquePass(all: ManifestObject[], add: Add) {
   for (const o of all) {
     for (const u of o.kind.uniques ?? []) {
       let values: string[];
-      try { values = u.values({ ...o.body, ...normalize(o.kind, o.body, (x) => x).fields }); } catch { continue; }
+      try { values = u.values({ ...o.body, ...normalizeFields(o.kind, o.body, (x) => x) }); } catch { continue; }
       for (const value of values) {
         const key = `${o.kind.name}:${u.scope}:${u.perParent ? o.parent?.identity : ''}:${value}`;
         const first = seen.get(key);

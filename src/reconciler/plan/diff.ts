@@ -3,7 +3,7 @@ import { collectionPath } from '../../service/serialize.js';
 import { refValues } from '../manifests/validate.js';
 import { encodeMetadata, MARKER_VERSION, TOOL, type Marker } from '../ownership/marker.js';
 import { creationChanges, diffValues } from './changes.js';
-import { DEFAULT_CONFIG, normalize, resetValue, same, type Normal, type Symbolize } from './normalize.js';
+import { DEFAULT_CONFIG, normalize, normalizeFields, resetValue, same, type Normal, type Symbolize } from './normalize.js';
 import { orderSteps } from './order.js';
 import { DEFAULT_THRESHOLD, safetyBlocks, type Threshold } from './safety.js';
 import type { DesiredObject, ObservedObject } from './state.js';
@@ -95,10 +95,19 @@ class Planner {
     return n;
   }
 
+  private readonly rawCache = new WeakMap<Body, Body>();
+
+  /** The normal plain fields with ids as they are (what matching and unique values compare). */
+  private rawFields(kind: KindDef, body: Body): Body {
+    let f = this.rawCache.get(body);
+    if (!f) this.rawCache.set(body, (f = normalizeFields(kind, body, RAW_IDS)));
+    return f;
+  }
+
   /** Values a kind keeps unique, read from the normal form (hostports lower-cased). */
   private uniqueValues(kind: KindDef, body: Body, u: NonNullable<KindDef['uniques']>[number]): string[] {
     try {
-      return u.values({ ...body, ...this.norm(kind, body, RAW_IDS).fields });
+      return u.values({ ...body, ...this.rawFields(kind, body) });
     } catch {
       return [];
     }
@@ -130,14 +139,14 @@ class Planner {
   }
 
   private immutableChanged(d: DesiredObject, o: ObservedObject): boolean {
-    const a = this.norm(d.kind, d.body, RAW_IDS).fields;
-    const b = this.norm(o.kind, o.body, RAW_IDS).fields;
+    const a = this.rawFields(d.kind, d.body);
+    const b = this.rawFields(o.kind, o.body);
     return (d.kind.immutable ?? []).some((f) => !same(a[f], b[f]));
   }
 
   /** Values that identify an object for adoption: declared collision keys and unique values. */
   private keys(kind: KindDef, body: Body): string[] {
-    const n = this.norm(kind, body, RAW_IDS).fields;
+    const n = this.rawFields(kind, body);
     const out: string[] = [];
     for (const f of kind.collisionKeys ?? []) {
       const v = n[f];

@@ -84,6 +84,17 @@ export function normalizeModule(m: ModuleDef, given: Body, sym: Symbolize, confi
 }
 
 export function normalize(kind: KindDef, body: Body, sym: Symbolize, config: KindRuntimeConfig = DEFAULT_CONFIG): Normal {
+  const fields = normalizeFields(kind, body, sym);
+  const modules: Record<string, Body> = {};
+  for (const m of kind.modules ?? []) {
+    const v = body[m.name];
+    if (v && typeof v === 'object') modules[m.name] = normalizeModule(m, v as Body, sym, config);
+  }
+  return { fields, modules };
+}
+
+/** The plain fields' part of the normal form (unique values and collision keys need no more). */
+export function normalizeFields(kind: KindDef, body: Body, sym: Symbolize): Body {
   const fields: Body = {};
   for (const f of Object.keys(kind.fields)) {
     if (f === 'metadata' || kind.derived?.includes(f)) continue;
@@ -94,12 +105,7 @@ export function normalize(kind: KindDef, body: Body, sym: Symbolize, config: Kin
   const r = new Rewrite(fields);
   symbolizeRefs(r, kind.refs, sym);
   applyRules(r, kind.reconcile);
-  const modules: Record<string, Body> = {};
-  for (const m of kind.modules ?? []) {
-    const v = body[m.name];
-    if (v && typeof v === 'object') modules[m.name] = normalizeModule(m, v as Body, sym, config);
-  }
-  return { fields: r.v as Body, modules };
+  return r.v as Body;
 }
 
 /** Whether two normal values are the same (secrets by fingerprint only). */
