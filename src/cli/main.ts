@@ -12,6 +12,10 @@ const program = new Command('edgeplane')
   .exitOverride();
 
 const stateOption = () => new Option('--state <dir>', 'embedded database directory (when DATABASE_URL is not set)').env('EDGEPLANE_STATE');
+// Options shared by the reconciler commands: one declaration each.
+const stackOption = () => new Option('--stack <name>', 'stack name (default: stack: in edgeplane.yaml, else "default")');
+const strictOption = () => new Option('--strict', 'literal secrets are errors, not warnings');
+const parallelismOption = () => new Option('--parallelism <n>', 'steps run at once').default('8');
 
 program
   .command('serve')
@@ -31,8 +35,8 @@ const targetOptions = (c: Command) =>
 program
   .command('validate <dir>')
   .description('validate manifests (a directory, read recursively, or one file) and report every problem')
-  .option('--strict', 'literal secrets are errors, not warnings')
-  .option('--stack <name>', 'stack name (default: stack: in edgeplane.yaml, else "default")')
+  .addOption(strictOption())
+  .addOption(stackOption())
   .option('--json', 'print {"valid", "problems"}')
   .action(async (dir, flags) => (await import('./commands/validate.js')).validate(stdio, dir, flags));
 
@@ -40,13 +44,13 @@ targetOptions(
   program
     .command('plan <dir>')
     .description('show the API calls that would make the live state match the manifests')
-    .option('--stack <name>', 'stack name (default: stack: in edgeplane.yaml, else "default")')
+    .addOption(stackOption())
     .option('--out <file>', 'save the plan (JSON) for `apply <file>`')
     .option('--json', 'print the plan as JSON')
     .option('--markdown', 'print the plan as Markdown (pull-request comments)')
     .option('--detailed-exitcode', 'exit 2 when the plan has changes')
     .option('--adopt', 'take over unmanaged objects that match manifest objects (same hostport, same CA certificate)')
-    .option('--strict', 'literal secrets are errors, not warnings'),
+    .addOption(strictOption()),
 ).action(async (dir, flags) => (await import('./commands/plan.js')).plan(stdio, dir, flags));
 
 targetOptions(
@@ -54,27 +58,27 @@ targetOptions(
     .command('apply [dir]')
     .description('plan and apply the manifests (asks on a terminal), or apply a saved plan with --plan FILE')
     .option('--plan <file>', 'apply exactly this saved plan (from `plan --out`); refuses (exit 4) when the live state changed since')
-    .option('--stack <name>', 'stack name (default: stack: in edgeplane.yaml, else "default")')
+    .addOption(stackOption())
     .option('--auto-approve', 'do not ask for confirmation (CI)')
-    .option('--parallelism <n>', 'steps run at once', '8')
+    .addOption(parallelismOption())
     .option('--force', 'go ahead although the safety threshold is exceeded')
     .option('--json', 'one JSON event per line (plan, each step, summary)')
     .option('--adopt', 'take over unmanaged objects that match manifest objects')
-    .option('--strict', 'literal secrets are errors, not warnings'),
+    .addOption(strictOption()),
 ).action(async (dir, flags) => (await import('./commands/apply.js')).apply(stdio, dir, flags));
 
 targetOptions(
   program
     .command('watch <dir>')
     .description('apply the manifests on every save (creates and updates; deletions with --prune)')
-    .option('--stack <name>', 'stack name (default: stack: in edgeplane.yaml, else "default")')
+    .addOption(stackOption())
     .option('--prune', 'also delete owned objects that left the manifests')
     .option('--plan-only', 'show plans, apply nothing')
     .option('--interval <seconds>', 're-plan periodically to report drift made outside the manifests')
     .option('--repair', 'with --interval: undo drift instead of reporting it')
-    .option('--parallelism <n>', 'steps run at once', '8')
+    .addOption(parallelismOption())
     .option('--debounce <ms>', 'quiet time after the last save before a run', '200')
-    .option('--strict', 'literal secrets are errors, not warnings'),
+    .addOption(strictOption()),
 ).action(async (dir, flags) => (await import('./commands/watch.js')).watch(stdio, dir, flags));
 
 targetOptions(
