@@ -21,9 +21,12 @@ function pem(v: unknown): unknown {
 export const NORMALIZERS: Record<NormalizerName, (v: unknown) => unknown> = {
   pem,
   lowercase: (v) => (typeof v === 'string' ? v.toLowerCase() : v),
-  'lowercase-items': (v) => (Array.isArray(v) ? v.map((x) => (typeof x === 'string' ? x.toLowerCase() : x)) : v),
+  // A value already in normal form comes back as the same value: the differ then copies nothing.
+  'lowercase-items': (v) => (Array.isArray(v) && v.some((x) => typeof x === 'string' && x !== x.toLowerCase())
+    ? v.map((x) => (typeof x === 'string' ? x.toLowerCase() : x))
+    : v),
   'lowercase-keys': (v) =>
-    v && typeof v === 'object' && !Array.isArray(v)
+    v && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).some((k) => k !== k.toLowerCase())
       ? Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k.toLowerCase(), x]))
       : v,
 };

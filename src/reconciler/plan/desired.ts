@@ -6,9 +6,22 @@ import { isName, refValues, secretValues } from '../manifests/validate.js';
 import type { DesiredObject } from './state.js';
 import type { RefToken, SecretToken } from './tokens.js';
 
-function setAt(body: Body, path: (string | number)[], value: unknown) {
+/**
+ * Sets a value at a path of `body` (a copy of the manifest's top level), copying each container on
+ * the way the first time it is written into: the manifest object itself is never modified, and what
+ * no reference or secret reaches stays shared with it.
+ */
+function setAt(body: Body, path: (string | number)[], value: unknown, copied: Set<object>) {
   let holder = body as Record<string | number, unknown>;
-  for (const seg of path.slice(0, -1)) holder = holder[seg] as Record<string | number, unknown>;
+  for (let i = 0; i < path.length - 1; i++) {
+    let child = holder[path[i]] as Record<string | number, unknown>;
+    if (!copied.has(child)) {
+      child = (Array.isArray(child) ? [...child] : { ...child }) as Record<string | number, unknown>;
+      copied.add(child);
+      holder[path[i]] = child;
+    }
+    holder = child;
+  }
   holder[path[path.length - 1]] = value;
 }
 
@@ -19,13 +32,14 @@ function setAt(body: Body, path: (string | number)[], value: unknown) {
 export function buildDesired(objects: ManifestObject[], secrets: Map<string, ResolvedSecret>): DesiredObject[] {
   const out: DesiredObject[] = [];
   const one = (o: ManifestObject) => {
-    const body = structuredClone(o.body);
+    const body: Body = { ...o.body };
+    const copied = new Set<object>();
     const userMetadata = typeof body.metadata === 'string' ? body.metadata : undefined;
     delete body.metadata;
     for (const r of refValues(o)) {
       if (!isName(r.def, r.value)) continue;
       const token: RefToken = { $ref: `${namedTarget(r.def)!.manifestKind}/${r.value}` };
-      setAt(body, r.path, token);
+      setAt(body, r.path, token, copied);
     }
     const fp: Record<string, string> = {};
     for (const s of secretValues(o)) {
@@ -36,7 +50,7 @@ export function buildDesired(objects: ManifestObject[], secrets: Map<string, Res
         fingerprint: resolved?.fingerprint ?? null,
       };
       if (resolved) fp[path] = resolved.fingerprint;
-      setAt(body, s.path, token);
+      setAt(body, s.path, token, copied);
     }
     out.push({
       kind: o.kind, identity: o.identity, name: o.name, protect: o.protect, body, userMetadata, fp,

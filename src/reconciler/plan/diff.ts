@@ -119,7 +119,9 @@ class Planner {
     const owned = new Map<string, ObservedObject[]>();
     for (const o of this.observed) {
       if (o.owner.type !== 'this' || !o.marker) continue;
-      owned.set(o.marker.id, [...(owned.get(o.marker.id) ?? []), o]);
+      const list = owned.get(o.marker.id);
+      if (list) list.push(o);
+      else owned.set(o.marker.id, [o]);
     }
     for (const d of this.desired) {
       const dec: Decision = { d, steps: [] };
@@ -139,6 +141,7 @@ class Planner {
   }
 
   private immutableChanged(d: DesiredObject, o: ObservedObject): boolean {
+    if (!d.kind.immutable?.length) return false;
     const a = this.rawFields(d.kind, d.body);
     const b = this.rawFields(o.kind, o.body);
     return (d.kind.immutable ?? []).some((f) => !same(a[f], b[f]));
@@ -345,9 +348,7 @@ class Planner {
   private metadataChanges(d: DesiredObject, o: ObservedObject): Change[] {
     const out: Change[] = [];
     if ((d.userMetadata ?? '') !== (o.userMetadata ?? '')) out.push({ path: 'metadata', before: o.userMetadata, after: d.userMetadata });
-    const want = encodeMetadata(this.marker(d), undefined);
-    const have = o.marker ? encodeMetadata(o.marker, undefined) : undefined;
-    if (want !== have) {
+    if (!sameMarker(this.marker(d), o.marker)) {
       const describe = (m?: Marker) => (m ? `${m.stack}/${m.id}${m.protect ? ' (protected)' : ''}` : '(none)');
       const strip = (m: Marker) => encodeMetadata({ ...m, fp: {} }, undefined);
       const secretsOnly = o.marker && strip(o.marker) === strip(this.marker(d));
@@ -368,6 +369,7 @@ class Planner {
     const mods = d.kind.modules ?? [];
     const added = mods.filter((m) => want.modules[m.name] && !same(want.modules[m.name], have.modules[m.name]));
     const removed = mods.filter((m) => have.modules[m.name] && !want.modules[m.name]);
+    if (!added.length && !removed.length) return { inPatch: [], moduleSteps: [] };
     const swapped = added.filter((m) => m.exclusiveGroup && removed.some((r) => r.exclusiveGroup === m.exclusiveGroup));
     const guardsChange = [...added, ...removed].some((m) => m.role === 'guard');
     const traffic = mods.filter((m) => m.role === 'traffic' && have.modules[m.name]);
@@ -449,6 +451,7 @@ class Planner {
    * warning, and that may leave others out in turn: repeat until nothing changes.
    */
   private resolveDeletes() {
+    if (!this.pendingDeletes.length) return;
     let pending = [...this.pendingDeletes];
     // Who refers to whom, and which decision holds an observed object: computed once, not per delete.
     const referrers = new Map<string, ObservedObject[]>();
@@ -511,6 +514,7 @@ class Planner {
    * the step that frees it goes before the step that takes it.
    */
   private uniqueOrder() {
+    if (!this.steps.length) return; // nothing takes a value from anyone
     const holders = new Map<string, ObservedObject>();
     for (const o of this.observed) {
       for (const u of o.kind.uniques ?? []) {
@@ -597,3 +601,19 @@ class Planner {
     return s;
   }
 }
+
+/** Whether two markers encode alike (what `encodeMetadata` writes), without encoding them. */
+function sameMarker(a: Marker, b: Marker | undefined): boolean {
+  if (!b || (b.protect !== undefined && typeof b.protect !== 'boolean')) return false;
+  if (a.tool !== b.tool || a.v !== b.v || a.stack !== b.stack || a.id !== b.id || !a.protect !== !b.protect) return false;
+  const fa = a.fp ?? {};
+  const fb = b.fp ?? {};
+  const ka = Object.keys(fa);
+  if (ka.length !== Object.keys(fb).length) return false;
+  for (const k of ka) if (fa[k] !== fb[k]) return false;
+  // Anything else a stored marker carries (a field a later version added) is a difference.
+  for (const k of Object.keys(b)) if (!MARKER_KEYS.has(k)) return false;
+  return true;
+}
+
+const MARKER_KEYS = new Set(['tool', 'v', 'stack', 'id', 'fp', 'protect']);

@@ -1,7 +1,7 @@
 import { NORMALIZERS } from '../../kinds/normalizers.js';
 import type { Body, KindDef, KindRuntimeConfig, ModuleDef, RefDef, ReconcileRules } from '../../kinds/types.js';
 import { canonicalJson } from '../../util/canonical-json.js';
-import { matchPaths, replaceHits } from '../paths.js';
+import { matchPaths } from '../paths.js';
 import { isRefToken, isSecretToken, type RefToken } from './tokens.js';
 
 /** Maps a raw id to the identity of the managed object it names (or leaves it as is). */
@@ -18,54 +18,101 @@ export const DEFAULT_CONFIG: KindRuntimeConfig = { vendorPrefix: 'service' };
 export interface Normal { fields: Body; modules: Record<string, Body> }
 
 /**
- * A value the rules rewrite: copied on the first rewrite that hits, then edited in place (a copy per
- * rule made normalising thousands of objects slow). Until then it may share parts with the input.
+ * A value the rules rewrite, copy-on-write along the paths a rule changes: a container is copied
+ * (shallowly) the first time a change reaches into it, and a rule whose result is the value it was
+ * given changes nothing. Everything no rule touched stays shared with the input, so normalising
+ * thousands of bodies that are already in normal form allocates almost nothing.
  */
 class Rewrite {
-  private owned = false;
-  constructor(public v: unknown) {}
+  private owned: Set<object> | undefined;
+  constructor(public v: unknown, private readonly ownedRoot = false) {}
 
-  map(pattern: string, fn: (v: unknown, path: string[]) => unknown) {
-    const hits = matchPaths(this.v, pattern);
-    if (!hits.length) return;
-    if (!this.owned) {
-      this.v = structuredClone(this.v);
-      this.owned = true;
+  map(pattern: string, fn: (v: unknown) => unknown) {
+    for (const h of matchPaths(this.v, pattern)) {
+      const next = fn(h.value);
+      if (next !== h.value) this.set(h.path, next);
     }
-    this.v = replaceHits(this.v, hits, fn); // the copy has the same paths
   }
 
   /** Sets `path`'s last key to `dflt` in every object its parent path reaches, where it is absent. */
   fill(path: string, dflt: unknown) {
-    const segs = path.split('.');
-    const last = segs.pop()!;
-    const fill = (o: unknown) => (o && typeof o === 'object' && !Array.isArray(o) && !(last in o) ? { ...(o as Body), [last]: structuredClone(dflt) } : o);
-    if (segs.length) this.map(segs.join('.'), fill);
-    else this.v = fill(this.v); // a new top level; what it holds is still shared until a rule copies it
+    const cut = path.lastIndexOf('.');
+    const last = path.slice(cut + 1);
+    if (cut < 0) {
+      if (isObject(this.v) && !(last in this.v)) this.set([last], structuredClone(dflt));
+      return;
+    }
+    for (const h of matchPaths(this.v, path.slice(0, cut))) {
+      if (isObject(h.value) && !(last in h.value)) this.set([...h.path, last], structuredClone(dflt));
+    }
+  }
+
+  private own<T extends object>(c: T): T {
+    if (this.ownedRoot && c === this.v) return c;
+    if (this.owned?.has(c)) return c;
+    const copy = (Array.isArray(c) ? [...c] : { ...c }) as T;
+    (this.owned ??= new Set()).add(copy);
+    return copy;
+  }
+
+  private set(path: string[], value: unknown) {
+    let holder = (this.v = this.own(this.v as object)) as Record<string, unknown>;
+    for (let i = 0; i < path.length - 1; i++) {
+      const child = this.own(holder[path[i]] as object);
+      holder[path[i]] = child;
+      holder = child as Record<string, unknown>;
+    }
+    const last = path[path.length - 1];
+    if (value === undefined) delete holder[last];
+    else holder[last] = value;
   }
 }
 
+function isObject(v: unknown): v is Record<string, unknown> {
+  return !!v && typeof v === 'object' && !Array.isArray(v);
+}
+
 function applyRules(r: Rewrite, rules: ReconcileRules | undefined) {
-  for (const [path, dflt] of Object.entries(rules?.fill ?? {})) r.fill(path, dflt);
-  for (const [path, name] of Object.entries(rules?.normalize ?? {})) r.map(path, NORMALIZERS[name]);
-  for (const path of rules?.sets ?? []) r.map(path, asSet);
+  if (!rules) return;
+  if (rules.fill) for (const path in rules.fill) r.fill(path, rules.fill[path]);
+  if (rules.normalize) for (const path in rules.normalize) r.map(path, NORMALIZERS[rules.normalize[path]]);
+  if (rules.sets) for (const path of rules.sets) r.map(path, asSet);
 }
 
 /** `null` is how clients say "the default": drop it so the default applies. */
 function withoutNulls(b: Body): Body {
-  return Object.fromEntries(Object.entries(b).filter(([, x]) => x !== null));
+  for (const k in b) if (b[k] === null) return Object.fromEntries(Object.entries(b).filter(([, x]) => x !== null));
+  return b;
 }
 
+/** Order ignored, duplicates dropped: sorted by canonical JSON. An array already so is returned as is. */
 function asSet(v: unknown): unknown {
   if (!Array.isArray(v)) return v;
+  const keys = v.map((x) => (typeof x === 'string' ? JSON.stringify(x) : canonicalJson(x)));
+  let ordered = true;
+  for (let i = 1; i < keys.length && ordered; i++) ordered = keys[i - 1] < keys[i];
+  if (ordered) return v;
   const seen = new Map<string, unknown>();
-  for (const x of v) seen.set(canonicalJson(x), x);
+  keys.forEach((k, i) => seen.set(k, v[i]));
   return [...seen.keys()].sort().map((k) => seen.get(k));
 }
 
 function symbolizeRefs(r: Rewrite, refs: RefDef[] | undefined, sym: Symbolize) {
-  const one = (x: unknown) => (typeof x === 'string' ? sym(x) : x);
-  for (const ref of refs ?? []) r.map(ref.field, (x) => (ref.many && Array.isArray(x) ? x.map(one) : one(x)));
+  if (!refs) return;
+  for (const ref of refs) r.map(ref.field, ref.many ? (x) => (Array.isArray(x) ? symbolizeAll(x, sym) : symbolizeOne(x, sym)) : (x) => symbolizeOne(x, sym));
+}
+
+function symbolizeOne(x: unknown, sym: Symbolize): unknown {
+  return typeof x === 'string' ? sym(x) : x;
+}
+
+function symbolizeAll(list: unknown[], sym: Symbolize): unknown[] {
+  let out: unknown[] | undefined;
+  for (let i = 0; i < list.length; i++) {
+    const next = symbolizeOne(list[i], sym);
+    if (next !== list[i]) (out ??= [...list])[i] = next;
+  }
+  return out ?? list;
 }
 
 /** Optional strings (description, metadata) read back absent when empty. */
@@ -73,11 +120,20 @@ function clearable(kind: KindDef, field: string): boolean {
   return kind.fields[field]?.type === 'string' && !kind.required?.includes(field);
 }
 
+const configDefaultsCache = new WeakMap<KindRuntimeConfig, Map<ModuleDef, Body | undefined>>();
+function configDefaults(m: ModuleDef, config: KindRuntimeConfig): Body | undefined {
+  if (!m.reconcile?.configDefaults) return undefined;
+  let byModule = configDefaultsCache.get(config);
+  if (!byModule) configDefaultsCache.set(config, (byModule = new Map()));
+  if (!byModule.has(m)) byModule.set(m, m.reconcile.configDefaults(config));
+  return byModule.get(m);
+}
+
 export function normalizeModule(m: ModuleDef, given: Body, sym: Symbolize, config: KindRuntimeConfig = DEFAULT_CONFIG): Body {
   const own = m.normalize ? m.normalize(withoutNulls(given)) : withoutNulls(given);
-  const v: Body = { ...(m.defaults ?? {}), ...(m.reconcile?.configDefaults?.(config) ?? {}), ...own };
+  const v: Body = { ...m.defaults, ...configDefaults(m, config), ...own };
   for (const d of m.derived ?? []) delete v[d];
-  const r = new Rewrite(v);
+  const r = new Rewrite(v, true);
   symbolizeRefs(r, m.refs, sym);
   applyRules(r, m.reconcile);
   return r.v as Body;
@@ -102,7 +158,7 @@ export function normalizeFields(kind: KindDef, body: Body, sym: Symbolize): Body
     if (v === undefined || v === null || (v === '' && clearable(kind, f))) continue;
     fields[f] = v;
   }
-  const r = new Rewrite(fields);
+  const r = new Rewrite(fields, true);
   symbolizeRefs(r, kind.refs, sym);
   applyRules(r, kind.reconcile);
   return r.v as Body;
