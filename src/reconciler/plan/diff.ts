@@ -83,19 +83,17 @@ class Planner {
     };
   }
 
-  /** Normal forms by body and symbolizer: each object is normalised once per way of reading ids. */
-  private readonly normCache = new WeakMap<Body, Map<Symbolize, Normal>>();
+  /** Normal forms by body, read with the plan's ids (`symbols()` runs before the first one). */
+  private readonly normCache = new Map<Body, Normal>();
 
   /** The normal form of a body (shared: callers must not modify it). */
-  private norm(kind: KindDef, body: Body, sym: Symbolize = this.sym): Normal {
-    let bySym = this.normCache.get(body);
-    if (!bySym) this.normCache.set(body, (bySym = new Map()));
-    let n = bySym.get(sym);
-    if (!n) bySym.set(sym, (n = normalize(kind, body, sym, this.opts.config ?? DEFAULT_CONFIG)));
+  private norm(kind: KindDef, body: Body): Normal {
+    let n = this.normCache.get(body);
+    if (!n) this.normCache.set(body, (n = normalize(kind, body, this.sym, this.opts.config ?? DEFAULT_CONFIG)));
     return n;
   }
 
-  private readonly rawCache = new WeakMap<Body, Body>();
+  private readonly rawCache = new Map<Body, Body>();
 
   /** The normal plain fields with ids as they are (what matching and unique values compare). */
   private rawFields(kind: KindDef, body: Body): Body {

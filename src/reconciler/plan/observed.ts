@@ -15,29 +15,33 @@ function refBack(r: RefDef, out: unknown): unknown {
   return out && typeof out === 'object' ? (out as { id: string }).id : undefined;
 }
 
-/** A response's module back in request form: Refs → ids, derived and unknown fields dropped. */
-function moduleToRequest(m: ModuleDef, resp: Body): Body {
-  const out: Body = {};
-  for (const key of Object.keys((m.request.properties as object) ?? {})) {
-    const r = m.refs?.find((x) => x.field === key);
-    if (r?.outField) {
-      const v = refBack(r, resp[r.outField]);
-      if (v !== undefined) out[key] = v;
-    } else if (key in resp) out[key] = resp[key];
-  }
+/** Request fields of a kind or module, each with the ref whose response field it is read back from. */
+const requestFieldsCache = new WeakMap<object, [string, RefDef | undefined][]>();
+function requestFields(def: KindDef | ModuleDef, names: string[]): [string, RefDef | undefined][] {
+  let out = requestFieldsCache.get(def);
+  if (!out) requestFieldsCache.set(def, (out = names.map((f) => [f, def.refs?.find((x) => x.field === f && x.outField)])));
   return out;
 }
 
-/** A response in request form: the shape the manifests are written in, so both sides compare. */
-export function responseToRequest(kind: KindDef, resp: Body): Body {
+function toRequest(fields: [string, RefDef | undefined][], resp: Body): Body {
   const out: Body = {};
-  for (const f of Object.keys(kind.fields)) {
-    const r = kind.refs?.find((x) => x.field === f && x.outField);
+  for (const [f, r] of fields) {
     if (r) {
       const v = refBack(r, resp[r.outField!]);
       if (v !== undefined) out[f] = v;
     } else if (f in resp) out[f] = resp[f];
   }
+  return out;
+}
+
+/** A response's module back in request form: Refs → ids, derived and unknown fields dropped. */
+function moduleToRequest(m: ModuleDef, resp: Body): Body {
+  return toRequest(requestFields(m, Object.keys((m.request.properties as object) ?? {})), resp);
+}
+
+/** A response in request form: the shape the manifests are written in, so both sides compare. */
+export function responseToRequest(kind: KindDef, resp: Body): Body {
+  const out = toRequest(requestFields(kind, Object.keys(kind.fields)), resp);
   for (const m of kind.modules ?? []) {
     const v = resp[m.name];
     if (v && typeof v === 'object') out[m.name] = moduleToRequest(m, v as Body);
@@ -72,9 +76,15 @@ export function observeOne(kind: KindDef, resp: Body, stack: string, parentId?: 
   delete body.metadata;
   const o = { kind, id: resp.id as string, parentId, body, metadata: resp.metadata as string | undefined, marker, userMetadata: user, owner } as ObservedObject;
   // Only objects a plan touches need a fingerprint: hashing every response made no-op plans slow.
-  let fingerprint: string | undefined;
-  Object.defineProperty(o, 'fingerprint', { enumerable: true, get: () => (fingerprint ??= fingerprintResponse(resp)) });
+  Object.defineProperty(o, RESPONSE, { value: resp });
+  Object.defineProperty(o, 'fingerprint', { enumerable: true, get: lazyFingerprint });
   return o;
+}
+
+const RESPONSE = Symbol('response');
+const FINGERPRINT = Symbol('fingerprint');
+function lazyFingerprint(this: Record<symbol, unknown>): string {
+  return (this[FINGERPRINT] ??= fingerprintResponse(this[RESPONSE] as Body)) as string;
 }
 
 /** Every object of the lists, children (routes inside edges) flattened after their parent. */
