@@ -77,7 +77,7 @@ targetOptions(
     .option('--interval <seconds>', 're-plan periodically to report drift made outside the manifests')
     .option('--repair', 'with --interval: undo drift instead of reporting it')
     .addOption(parallelismOption())
-    .option('--debounce <ms>', 'quiet time after the last save before a run', '200')
+    .option('--debounce <ms>', 'quiet time after the last save before a run', '50')
     .addOption(strictOption()),
 ).action(async (dir, flags) => (await import('./commands/watch.js')).watch(stdio, dir, flags));
 

@@ -42,6 +42,11 @@ function reporter(out: Output, color: boolean) {
         return out.line(`${tag}manifests are not valid: nothing applied; waiting for the next save`);
       case 'plan':
         if (r.skippedPrunes) out.line(`${tag}${r.skippedPrunes} deletion step(s) held back: run watch with --prune (or apply) to delete`);
+        out.line(`${tag}${r.read.full ? 'read the whole live state' : `read ${r.read.requests} object${r.read.requests === 1 ? '' : 's'} the save touched`}`);
+        if (r.mode === 'apply' && r.plan.conflicts.length) {
+          for (const k of r.plan.conflicts) out.error(`${tag}conflict: ${k.message}${k.adopt ? ` (adopt it: ${k.adopt})` : ''}`);
+          return out.line(`${tag}nothing applied until the conflicts are resolved`);
+        }
         if (!r.plan.steps.length) return out.line(`${tag}${r.mode === 'drift' ? 'no drift' : 'no changes'}`);
         if (r.mode === 'apply') {
           progress = lineProgress({ write: (t) => out.line(`${tag}${t.replace(/\n$/, '')}`) }, { label: stepLabel, total: r.plan.steps.length, color });
@@ -51,6 +56,7 @@ function reporter(out: Output, color: boolean) {
         return out.line(renderText(r.plan, { color }).replace(/\n$/, ''));
       case 'step': return progress?.event(r.event);
       case 'applied': progress?.finish(r.result); progress = undefined; return;
+      case 'superseded': return out.line(`${tag}the manifests changed while planning: nothing applied; the next run plans the newer save`);
       case 'blocked': return out.line(`${tag}blocked by the safety threshold: run \`edgeplane apply --force\` after reviewing the plan`);
       case 'run-end': return r.status === 'retry' ? out.error(`${tag}failed: ${r.error}`) : out.line(`${tag}${r.status} in ${Math.round(r.ms)} ms`);
       case 'retry-scheduled': return out.line(`${tag}retrying in ${(r.delayMs / 1000).toFixed(1)} s (attempt ${r.attempt + 1})`);

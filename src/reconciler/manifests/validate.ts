@@ -37,30 +37,66 @@ type Add = (o: ManifestObject | { doc: SourceDoc; at: (string | number)[] }, pat
  * exclusive modules, secrets, metadata size — and returns every problem found, each with its
  * position, plus the objects (with `valid` set on those that passed the schema).
  */
-export function validateManifests(docs: SourceDoc[], opts: ValidateOptions): Validated {
+export function validateManifests(docs: SourceDoc[], opts: ValidateOptions, memo?: ValidationMemo): Validated {
   const problems: Problem[] = [];
-  const add: Add = (o, path, rule, message, x = {}) => {
-    const full = [...o.at, ...path];
-    problems.push({ ...o.doc.locate(full, { key: x.key }), severity: x.severity ?? 'error', path: formatPath(full), rule, message });
-  };
+  const add = adder(problems);
   const objects: ManifestObject[] = [];
   for (const doc of docs) {
-    const o = shapePass(doc, add);
-    if (o) objects.push(o);
+    const local = memo?.local(doc, opts) ?? localPasses(doc, opts);
+    if (local.object) objects.push(local.object);
+    problems.push(...local.problems);
   }
   const all = objects.flatMap((o) => [o, ...o.children]);
   namePass(objects, add);
   const byKind = indexByKind(all);
-  for (const o of all) {
+  for (const o of all) referencePass(o, byKind, add);
+  uniquePass(all, add);
+  cyclePass(all, byKind, add);
+  return { objects, problems: sortProblems(problems) };
+}
+
+function adder(problems: Problem[]): Add {
+  return (o, path, rule, message, x = {}) => {
+    const full = [...o.at, ...path];
+    problems.push({ ...o.doc.locate(full, { key: x.key }), severity: x.severity ?? 'error', path: formatPath(full), rule, message });
+  };
+}
+
+interface Local { object?: ManifestObject; problems: Problem[] }
+
+/** The passes that read one document alone: shape and schema, exclusive modules, secrets, metadata size. */
+function localPasses(doc: SourceDoc, opts: ValidateOptions): Local {
+  const problems: Problem[] = [];
+  const add = adder(problems);
+  const object = shapePass(doc, add);
+  for (const o of object ? [object, ...object.children] : []) {
     // These read the body defensively, so they also run on objects with schema errors.
-    referencePass(o, byKind, add);
     exclusivePass(o, add);
     secretPass(o, add, !!opts.strict);
     if (o.valid) metadataPass(o, add, opts.stack);
   }
-  uniquePass(all, add);
-  cyclePass(all, byKind, add);
-  return { objects, problems: sortProblems(problems) };
+  return { object, problems };
+}
+
+/**
+ * What validation found in each document on its own, kept while the document is (a watch session
+ * re-validates only the files a save changed; the passes across documents run every time). The
+ * objects it returns are shared between runs: nothing may modify them.
+ */
+export class ValidationMemo {
+  private docs = new WeakMap<SourceDoc, Local>();
+  private key = '';
+
+  local(doc: SourceDoc, opts: ValidateOptions): Local {
+    const key = `${opts.stack}\0${!!opts.strict}`;
+    if (key !== this.key) {
+      this.key = key;
+      this.docs = new WeakMap();
+    }
+    let hit = this.docs.get(doc);
+    if (!hit) this.docs.set(doc, (hit = localPasses(doc, opts)));
+    return hit;
+  }
 }
 
 /** Pass 1 and 2: the document is an object of a known kind, and matches that kind's schema. */
@@ -174,6 +210,14 @@ export function refValues(o: { kind: KindDef; body: Body }): { def: RefDef; valu
   return out;
 }
 
+/** `refValues` of a manifest object, computed once per object (objects are shared between watch runs). */
+const refsMemo = new WeakMap<ManifestObject, ReturnType<typeof refValues>>();
+function refsOf(o: ManifestObject): ReturnType<typeof refValues> {
+  let r = refsMemo.get(o);
+  if (!r) refsMemo.set(o, (r = refValues(o)));
+  return r;
+}
+
 /** A ref value that is a manifest name (not a raw id) of a kind the manifests manage. */
 const NAME_RE = new RegExp(`^${NAME_PATTERN}$`);
 export function isName(def: RefDef, value: string): boolean {
@@ -182,7 +226,7 @@ export function isName(def: RefDef, value: string): boolean {
 
 /** Pass 4: every name a reference uses exists among the manifests. */
 function referencePass(o: ManifestObject, byKind: Map<string, Map<string, ManifestObject>>, add: Add) {
-  for (const r of refValues(o)) {
+  for (const r of refsOf(o)) {
     if (!isName(r.def, r.value)) continue;
     const target = namedTarget(r.def)!;
     if (!byKind.get(target.name)?.has(r.value)) {
@@ -192,13 +236,30 @@ function referencePass(o: ManifestObject, byKind: Map<string, Map<string, Manife
 }
 
 /** Pass 5: values the service keeps unique (hostports, route matches) are unique across the manifests. */
+const uniquesMemo = new WeakMap<ManifestObject, string[][]>();
+/** Each unique's values of an object (per `kind.uniques`), computed once per object. */
+function uniqueValuesOf(o: ManifestObject): string[][] {
+  let v = uniquesMemo.get(o);
+  if (!v) {
+    let fields: Body | undefined;
+    try { fields = { ...o.body, ...normalizeFields(o.kind, o.body, (x) => x) }; } catch { /* a body with schema errors */ }
+    v = (o.kind.uniques ?? []).map((u) => {
+      try { return fields ? u.values(fields) : []; } catch { return []; }
+    });
+    uniquesMemo.set(o, v);
+  }
+  return v;
+}
+
 function uniquePass(all: ManifestObject[], add: Add) {
   const seen = new Map<string, ManifestObject>();
   for (const o of all) {
-    for (const u of o.kind.uniques ?? []) {
-      let values: string[];
-      try { values = u.values({ ...o.body, ...normalizeFields(o.kind, o.body, (x) => x) }); } catch { continue; }
-      for (const value of values) {
+    const uniques = o.kind.uniques ?? [];
+    if (!uniques.length) continue;
+    const valuesOf = uniqueValuesOf(o);
+    for (let i = 0; i < uniques.length; i++) {
+      const u = uniques[i];
+      for (const value of valuesOf[i]) {
         const key = `${o.kind.name}:${u.scope}:${u.perParent ? o.parent?.identity : ''}:${value}`;
         const first = seen.get(key);
         if (!first) { seen.set(key, o); continue; }
@@ -224,7 +285,7 @@ function fieldHolding(o: ManifestObject, value: string): (string | number)[] {
 /** Pass 6: references declared acyclic (failover children) form no cycle among the manifests. */
 function cyclePass(all: ManifestObject[], byKind: Map<string, Map<string, ManifestObject>>, add: Add) {
   const edges = (o: ManifestObject) =>
-    refValues(o).filter((r) => r.def.acyclic && isName(r.def, r.value))
+    refsOf(o).filter((r) => r.def.acyclic && isName(r.def, r.value))
       .map((r) => ({ to: byKind.get(namedTarget(r.def)!.name)?.get(r.value), path: r.path }))
       .filter((e): e is { to: ManifestObject; path: (string | number)[] } => !!e.to);
   const state = new Map<ManifestObject, 'open' | 'done'>();

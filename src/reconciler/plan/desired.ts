@@ -26,12 +26,24 @@ function setAt(body: Body, path: (string | number)[], value: unknown, copied: Se
 }
 
 /**
+ * Desired objects by manifest object, kept between watch runs (validation shares the objects of
+ * unchanged documents); an entry is used while the object's secrets keep their fingerprints.
+ */
+export type DesiredMemo = WeakMap<ManifestObject, DesiredObject>;
+
+/**
  * Valid manifest objects → desired objects: names become `RefToken`s of the identity they name,
  * secrets `SecretToken`s (source and fingerprint, never the value), metadata is split off.
  */
-export function buildDesired(objects: ManifestObject[], secrets: Map<string, ResolvedSecret>): DesiredObject[] {
+export function buildDesired(objects: ManifestObject[], secrets: Map<string, ResolvedSecret>, memo?: DesiredMemo): DesiredObject[] {
   const out: DesiredObject[] = [];
   const one = (o: ManifestObject) => {
+    const known = memo?.get(o);
+    if (known && secretValues(o).every((s) => secrets.get(`${o.identity}#${s.path.join('.')}`)?.fingerprint === known.fp[s.path.join('.')])) {
+      out.push(known);
+      o.children.forEach(one);
+      return;
+    }
     const body: Body = { ...o.body };
     const copied = new Set<object>();
     const userMetadata = typeof body.metadata === 'string' ? body.metadata : undefined;
@@ -52,11 +64,13 @@ export function buildDesired(objects: ManifestObject[], secrets: Map<string, Res
       if (resolved) fp[path] = resolved.fingerprint;
       setAt(body, s.path, token, copied);
     }
-    out.push({
+    const d: DesiredObject = {
       kind: o.kind, identity: o.identity, name: o.name, protect: o.protect, body, userMetadata, fp,
       parentIdentity: o.parent?.identity, embedField: o.parent ? (o.at[o.at.length - 2] as string) : undefined,
       source: positionOf(o),
-    });
+    };
+    memo?.set(o, d);
+    out.push(d);
     o.children.forEach(one);
   };
   objects.forEach(one);

@@ -3,7 +3,7 @@ import { collectionPath } from '../../service/serialize.js';
 import { refValues } from '../manifests/validate.js';
 import { encodeMetadata, MARKER_VERSION, TOOL, type Marker } from '../ownership/marker.js';
 import { creationChanges, diffValues } from './changes.js';
-import { DEFAULT_CONFIG, normalize, normalizeFields, resetValue, same, type Normal, type Symbolize } from './normalize.js';
+import { DEFAULT_CONFIG, NormMemo, resetValue, same, type Normal, type Symbolize } from './normalize.js';
 import { orderSteps } from './order.js';
 import { DEFAULT_THRESHOLD, safetyBlocks, type Threshold } from './safety.js';
 import type { DesiredObject, ObservedObject } from './state.js';
@@ -38,12 +38,9 @@ interface Decision {
  * The plan that takes `observed` to `desired`: a pure function (no I/O, clock or randomness), so
  * the same inputs give the same plan, byte for byte.
  */
-export function diff(desired: DesiredObject[], observed: ObservedObject[], opts: DiffOptions): Plan {
-  return new Planner(desired, observed, opts).plan();
+export function diff(desired: DesiredObject[], observed: ObservedObject[], opts: DiffOptions, memo: NormMemo = new NormMemo()): Plan {
+  return new Planner(desired, observed, opts, memo).plan();
 }
-
-/** Reads ids as they are (one function, so normal forms computed with it can be cached). */
-const RAW_IDS: Symbolize = (x) => x;
 
 class Planner {
   private readonly decisions = new Map<string, Decision>();
@@ -57,7 +54,8 @@ class Planner {
   private readonly claimed = new Set<string>();
   private sym: Symbolize = (id) => id;
 
-  constructor(private readonly desired: DesiredObject[], private readonly observed: ObservedObject[], private readonly opts: DiffOptions) {}
+  /** `memo`: normal forms kept across plans (watch); a plan of its own otherwise. */
+  constructor(private readonly desired: DesiredObject[], private readonly observed: ObservedObject[], private readonly opts: DiffOptions, private readonly memo: NormMemo) {}
 
   plan(): Plan {
     this.match();
@@ -69,7 +67,7 @@ class Planner {
     const touched = new Set<string>();
     for (const s of steps) if (s.object.id) touched.add(s.object.id);
     const observed: Record<string, string> = {};
-    for (const o of [...this.observed].sort((a, b) => a.id.localeCompare(b.id))) if (touched.has(o.id)) observed[o.id] = o.fingerprint;
+    for (const o of this.observed.filter((x) => touched.has(x.id)).sort((a, b) => a.id.localeCompare(b.id))) observed[o.id] = o.fingerprint;
     return {
       formatVersion: PLAN_FORMAT_VERSION,
       stack: this.opts.stack,
@@ -83,23 +81,14 @@ class Planner {
     };
   }
 
-  /** Normal forms by body, read with the plan's ids (`symbols()` runs before the first one). */
-  private readonly normCache = new Map<Body, Normal>();
-
-  /** The normal form of a body (shared: callers must not modify it). */
+  /** The normal form of a body, read with the plan's ids (shared: callers must not modify it). */
   private norm(kind: KindDef, body: Body): Normal {
-    let n = this.normCache.get(body);
-    if (!n) this.normCache.set(body, (n = normalize(kind, body, this.sym, this.opts.config ?? DEFAULT_CONFIG)));
-    return n;
+    return this.memo.normalForm(kind, body, this.sym, this.opts.config ?? DEFAULT_CONFIG);
   }
-
-  private readonly rawCache = new Map<Body, Body>();
 
   /** The normal plain fields with ids as they are (what matching and unique values compare). */
   private rawFields(kind: KindDef, body: Body): Body {
-    let f = this.rawCache.get(body);
-    if (!f) this.rawCache.set(body, (f = normalizeFields(kind, body, RAW_IDS)));
-    return f;
+    return this.memo.rawFields(kind, body);
   }
 
   /** Values a kind keeps unique, read from the normal form (hostports lower-cased). */
@@ -311,8 +300,8 @@ class Planner {
     const have = this.norm(o.kind, o.body);
     const patch: Body = {};
     const changes: Change[] = [];
-    const fieldNames = [...new Set([...Object.keys(want.fields), ...Object.keys(have.fields)])];
-    for (const f of Object.keys(d.kind.fields).filter((x) => fieldNames.includes(x))) {
+    for (const f in d.kind.fields) {
+      if (!(f in want.fields) && !(f in have.fields)) continue;
       if (same(want.fields[f], have.fields[f])) continue;
       patch[f] = f in d.body ? this.materialize(d.body[f]) : resetValue(d.kind, f);
       if (patch[f] === undefined) {
@@ -422,7 +411,8 @@ class Planner {
   private readonly pendingDeletes: { o: ObservedObject; identity: string; id: string; reason: string }[] = [];
 
   private planDeletes() {
-    const keptIds = new Set([...this.decisions.values()].filter((x) => x.o).map((x) => x.o!.id));
+    const keptIds = new Set<string>();
+    for (const dec of this.decisions.values()) if (dec.o) keptIds.add(dec.o.id);
     for (const o of this.observed) {
       if (o.owner.type !== 'this' || keptIds.has(o.id)) continue;
       // Children go with their parent; only children of kept parents are deleted one by one.

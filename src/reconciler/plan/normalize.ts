@@ -171,7 +171,8 @@ export function same(a: unknown, b: unknown): boolean {
   return identical(a, b) || canonicalJson(comparable(a)) === canonicalJson(comparable(b));
 }
 
-function identical(a: unknown, b: unknown): boolean {
+/** Structural equality of JSON values (key order ignored). */
+export function identical(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (!a || !b || typeof a !== 'object' || typeof b !== 'object') return false;
   if (Array.isArray(a)) {
@@ -200,4 +201,39 @@ export function resetValue(kind: KindDef, field: string): unknown {
   if (clearable(kind, field)) return '';
   if (kind.fields[field]?.type === 'array') return [];
   return undefined;
+}
+
+/**
+ * Normal forms kept from one plan to the next (a watch session plans the same thousands of
+ * bodies again after every save). Normalising is a pure function of the body, the config and the
+ * ids it looked up, so each entry records those look-ups and is used only while every one of them
+ * still reads the same. Bodies are never modified once built, so the body object is the key.
+ */
+export class NormMemo {
+  private readonly normal = new WeakMap<Body, { n: Normal; config: KindRuntimeConfig; lookups: [string, string | RefToken][] }>();
+  private readonly raw = new WeakMap<Body, Body>();
+
+  normalForm(kind: KindDef, body: Body, sym: Symbolize, config: KindRuntimeConfig): Normal {
+    const hit = this.normal.get(body);
+    if (hit && hit.config === config && hit.lookups.every(([id, was]) => sameLookup(sym(id), was))) return hit.n;
+    const lookups: [string, string | RefToken][] = [];
+    const n = normalize(kind, body, (id) => {
+      const r = sym(id);
+      lookups.push([id, r]);
+      return r;
+    }, config);
+    this.normal.set(body, { n, config, lookups });
+    return n;
+  }
+
+  /** The plain fields with ids as they are (no look-ups: always valid). */
+  rawFields(kind: KindDef, body: Body): Body {
+    let f = this.raw.get(body);
+    if (!f) this.raw.set(body, (f = normalizeFields(kind, body, (x) => x)));
+    return f;
+  }
+}
+
+function sameLookup(now: string | RefToken, was: string | RefToken): boolean {
+  return typeof now === 'string' ? now === was : typeof was !== 'string' && now.$ref === was.$ref;
 }

@@ -22,7 +22,7 @@ export function watchManifestFiles(root: string, onChange: (path: string, event:
   const w: FSWatcher = watch(root, {
     ignoreInitial: true,
     ignored: ignoreNonManifest,
-    awaitWriteFinish: { stabilityThreshold: opts.stableMs ?? 100, pollInterval: 25 },
+    awaitWriteFinish: { stabilityThreshold: opts.stableMs ?? 50, pollInterval: 10 },
   });
   w.on('all', (event, path) => {
     if (event === 'add' || event === 'change' || event === 'unlink' || event === 'unlinkDir') onChange(path, event);

@@ -37,7 +37,7 @@ export interface WatchLoopOptions {
   now?: () => number;
 }
 
-export const DEFAULT_DEBOUNCE_MS = 200;
+export const DEFAULT_DEBOUNCE_MS = 50;
 
 export class WatchLoop {
   private seq = 0;

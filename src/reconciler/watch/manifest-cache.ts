@@ -30,4 +30,29 @@ export class ManifestCache {
     for (const path of this.files.keys()) if (!seen.has(path)) this.files.delete(path);
     return { docs, problems, files };
   }
+
+  /**
+   * Whether any manifest file differs from what the last `load` read (edited, added or removed
+   * since). Checked right before applying, so a file still being written when it was read is
+   * never applied half-done: the save that finishes it starts the next run.
+   */
+  changedSinceLoad(root: string): boolean {
+    let files: string[];
+    try {
+      files = manifestFiles(root);
+    } catch {
+      return true;
+    }
+    if (files.length !== this.files.size) return true;
+    for (const path of files) {
+      const entry = this.files.get(path);
+      if (!entry) return true;
+      try {
+        if (readFileSync(path, 'utf8') !== entry.text) return true;
+      } catch {
+        return true;
+      }
+    }
+    return false;
+  }
 }

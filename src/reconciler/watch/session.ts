@@ -2,13 +2,13 @@ import type { ApiClient } from '../../client/api-client.js';
 import type { DagEvent } from '../apply/dag.js';
 import { applyPlan, type ApplyResult } from '../apply/execute.js';
 import { secretsFromMap } from '../apply/materialize.js';
-import { preparePlan } from '../apply/prepare.js';
 import { hasErrors, type Problem } from '../manifests/problems.js';
 import type { PlanInput } from '../pipeline.js';
 import { DEFAULT_THRESHOLD, safetyBlocks } from '../plan/safety.js';
 import type { ObservedObject } from '../plan/state.js';
 import type { Plan, Step } from '../plan/types.js';
 import { watchManifestFiles, type FileWatch } from './files.js';
+import { IncrementalPlanner, type LiveRead } from './incremental.js';
 import { ManifestCache } from './manifest-cache.js';
 import { WatchLoop, type RunContext, type RunOutcome, type RunTrigger } from './loop.js';
 
@@ -17,10 +17,12 @@ export type WatchReport =
   | { type: 'ready'; root: string }
   | { type: 'run-start'; runId: string; trigger: RunTrigger; paths: string[] }
   | { type: 'invalid'; runId: string; problems: Problem[] }
-  | { type: 'plan'; runId: string; plan: Plan; mode: 'apply' | 'preview' | 'drift'; skippedPrunes: number }
+  | { type: 'plan'; runId: string; plan: Plan; mode: 'apply' | 'preview' | 'drift'; skippedPrunes: number; read: LiveRead }
   | { type: 'step'; runId: string; event: DagEvent<Step> }
   | { type: 'applied'; runId: string; result: ApplyResult }
   | { type: 'blocked'; runId: string; plan: Plan }
+  /** The files changed after they were read: nothing applied, the next run plans the newer save. */
+  | { type: 'superseded'; runId: string }
   | { type: 'run-end'; runId: string; status: RunOutcome['status']; ms: number; error?: string }
   | { type: 'retry-scheduled'; runId: string; attempt: number; delayMs: number }
   | { type: 'watch-error'; error: string };
@@ -75,13 +77,16 @@ export interface WatchSession {
 export function startWatchSession(opts: WatchSessionOptions): WatchSession {
   const root = opts.input.root;
   const cache = new ManifestCache();
+  const planner = new IncrementalPlanner(opts.input, opts.client, (r) => cache.load(r, opts.input.cwd));
   const run = async (ctx: RunContext): Promise<RunOutcome> => {
     let prepared;
     try {
-      prepared = await preparePlan(opts.input, opts.client, { load: (r) => cache.load(r, opts.input.cwd) });
+      // A drift check and a retry after a failure read everything; a save re-reads what it touches.
+      prepared = await planner.prepare({ full: ctx.trigger === 'interval' || ctx.trigger === 'retry' });
     } catch (err) {
       // A file vanishing between listing and reading (an editor's rename-over save) is a bad moment, not an API failure.
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { status: 'invalid', error: (err as Error).message };
+      planner.invalidate();
       throw err;
     }
     if (hasErrors(prepared.problems) || !prepared.plan) {
@@ -91,23 +96,35 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
     const drift = ctx.trigger === 'interval' && !opts.repair;
     const mode = opts.planOnly || drift ? (drift && !opts.planOnly ? 'drift' : 'preview') : 'apply';
     const { plan, dropped } = opts.prune ? { plan: prepared.plan, dropped: 0 } : withoutPrunes(prepared.plan, prepared.identities, prepared.observed);
-    opts.report({ type: 'plan', runId: ctx.runId, plan, mode, skippedPrunes: dropped });
+    opts.report({ type: 'plan', runId: ctx.runId, plan, mode, skippedPrunes: dropped, read: prepared.read });
+    // Nothing is applied while a manifest object collides with an object this stack does not own.
+    if (plan.conflicts.length && mode === 'apply') return { status: 'invalid', error: 'conflicts with objects this stack does not own' };
     if (mode !== 'apply' || !plan.steps.length) return { status: 'ok' };
-    if (plan.conflicts.length) return { status: 'invalid', error: 'conflicts with objects this stack does not own' };
     if (plan.blocked.length) {
       opts.report({ type: 'blocked', runId: ctx.runId, plan });
       return { status: 'invalid' };
+    }
+    if (cache.changedSinceLoad(root)) {
+      // Saved again while planning (or read mid-write): the newer save's run plans it instead.
+      opts.report({ type: 'superseded', runId: ctx.runId });
+      return { status: 'ok' };
     }
     const result = await applyPlan(plan, {
       client: opts.client, secrets: secretsFromMap(prepared.secrets), parallelism: opts.parallelism, signal: ctx.signal,
       onEvent: (event) => opts.report({ type: 'step', runId: ctx.runId, event }),
     });
     opts.report({ type: 'applied', runId: ctx.runId, result });
+    planner.applied(plan, result, prepared.observed);
+    if (!result.failed.length && !result.skipped.length) return { status: 'ok' };
+    const error = `${result.failed.length} step(s) failed`;
+    // Planned from the state kept since the last full read: something may have changed elsewhere.
+    // Plan again from a full read (after the retry back-off) before blaming the manifests.
+    if (!prepared.read.full) return { status: 'retry', error: `${error}; planning again from a full read of the live state` };
     // A step the API refused (4xx) will fail the same way until the manifests change: wait for a save.
-    return result.failed.length || result.skipped.length ? { status: 'invalid', error: `${result.failed.length} step(s) failed` } : { status: 'ok' };
+    return { status: 'invalid', error };
   };
 
-  const stableMs = opts.stableMs ?? 100;
+  const stableMs = opts.stableMs ?? 50;
   const loop = new WatchLoop({
     run, debounceMs: opts.debounceMs, intervalMs: opts.intervalMs,
     onEvent: (e) => opts.report(e),

@@ -1,0 +1,193 @@
+import type { ApiClient } from '../../client/api-client.js';
+import { ApiRequestError } from '../../client/api-client.js';
+import type { Body, KindDef } from '../../kinds/types.js';
+import { collectionPath } from '../../service/serialize.js';
+import type { ApplyResult } from '../apply/execute.js';
+import type { Prepared } from '../apply/prepare.js';
+import type { Loaded } from '../manifests/load.js';
+import { hasErrors, sortProblems } from '../manifests/problems.js';
+import { manifestKinds } from '../manifests/schema.js';
+import { resolveSecrets } from '../manifests/secrets.js';
+import { validateManifests, ValidationMemo } from '../manifests/validate.js';
+import type { PlanInput } from '../pipeline.js';
+import { buildDesired, type DesiredMemo } from '../plan/desired.js';
+import { diff } from '../plan/diff.js';
+import { identical, NormMemo } from '../plan/normalize.js';
+import { observeOne, type ObservedLists } from '../plan/observed.js';
+import type { DesiredObject, ObservedObject } from '../plan/state.js';
+import type { Plan } from '../plan/types.js';
+import { readLiveState } from '../state/read-state.js';
+import { kindByName } from '../../kinds/registry.js';
+
+/** `HTTPSEdge/web` for `HTTPSEdge/web/routes/api`: the object a list page (or a GET) returns whole. */
+export function topIdentity(identity: string): string {
+  return identity.split('/').slice(0, 2).join('/');
+}
+
+/** How a run read the live state: every list page, or a GET per object a save or apply touched. */
+export interface LiveRead { full: boolean; requests: number }
+
+export interface IncrementalPrepared extends Prepared {
+  read: LiveRead;
+  /** Identities whose desired state differs from the previous run's. */
+  changed: string[];
+}
+
+/**
+ * The planning side of a watch session, kept warm between runs. A full plan reads every list page
+ * and normalises every object; after a save only a few objects differ, so this keeps:
+ *
+ * - the live state as last read, re-reading by id only the top-level objects a save changed or
+ *   the last apply wrote (an edge comes back with its routes). Everything is read again at start,
+ *   on `--interval` runs, and after any run that failed, so drift made elsewhere shows there;
+ * - the desired bodies of objects whose manifest did not change (same object, so the planner's
+ *   memo of normal forms answers for them);
+ * - the observed objects of responses not re-read.
+ *
+ * The plan itself is still the planner's, over every object: only the inputs are reused.
+ */
+export class IncrementalPlanner {
+  private readonly memo = new NormMemo();
+  private readonly validation = new ValidationMemo();
+  private readonly desiredMemo: DesiredMemo = new WeakMap();
+  private lists: ObservedLists | undefined;
+  private readonly observedOf = new WeakMap<Body, ObservedObject[]>();
+  private desiredBefore = new Map<string, DesiredObject>();
+  /** Top-level ids the last apply wrote: read again before the next plan. */
+  private readonly dirty = new Set<string>();
+
+  constructor(private readonly input: PlanInput, private readonly client: ApiClient, private readonly load: (root: string) => Loaded) {}
+
+  /** The next plan reads everything (after a failure, or for a drift check). */
+  invalidate(): void {
+    this.lists = undefined;
+    this.dirty.clear();
+  }
+
+  async prepare(opts: { full?: boolean } = {}): Promise<IncrementalPrepared> {
+    const input = this.input;
+    const none = { secrets: new Map(), identities: new Set<string>(), observed: [], read: { full: false, requests: 0 }, changed: [] };
+    const loaded = this.load(input.root);
+    const v = validateManifests(loaded.docs, { stack: input.stack, strict: input.strict }, this.validation);
+    const vProblems = sortProblems([...loaded.problems, ...v.problems]);
+    if (hasErrors(vProblems)) return { problems: vProblems, ...none };
+    const s = resolveSecrets(v.objects, input.stack, { env: input.env, cwd: input.cwd ?? process.cwd() });
+    const problems = sortProblems([...vProblems, ...s.problems]);
+    if (hasErrors(problems)) return { problems, ...none };
+
+    const desired = buildDesired(v.objects, s.secrets, this.desiredMemo);
+    const changed = this.reuseUnchanged(desired);
+    const identities = new Set(desired.map((d) => d.identity));
+
+    const read = await this.readLive(opts.full === true, changed);
+    const observed = this.observeAll();
+    const plan = diff(desired, observed, { ...input, target: this.client.target }, this.memo);
+    return { problems, plan, secrets: s.secrets, identities, observed, read, changed };
+  }
+
+  /**
+   * Swaps in last run's desired body for every object whose desired state is unchanged, and names
+   * the identities that changed (new, edited, or gone).
+   */
+  private reuseUnchanged(desired: DesiredObject[]): string[] {
+    const changed: string[] = [];
+    const now = new Map<string, DesiredObject>();
+    for (const d of desired) {
+      now.set(d.identity, d);
+      const before = this.desiredBefore.get(d.identity);
+      if (before && before.kind === d.kind && before.protect === d.protect && before.userMetadata === d.userMetadata &&
+        before.parentIdentity === d.parentIdentity && identical(before.fp, d.fp) && identical(before.body, d.body)) {
+        d.body = before.body;
+      } else changed.push(d.identity);
+    }
+    for (const identity of this.desiredBefore.keys()) if (!now.has(identity)) changed.push(identity);
+    this.desiredBefore = now;
+    return changed;
+  }
+
+  private async readLive(full: boolean, changed: string[]): Promise<LiveRead> {
+    if (full || !this.lists) {
+      const before = this.requestCount();
+      this.lists = await readLiveState(this.client);
+      this.dirty.clear();
+      return { full: true, requests: this.requestCount() - before };
+    }
+    const tops = new Set(changed.map(topIdentity));
+    const ids = new Map<string, KindDef>();
+    for (const kind of manifestKinds()) {
+      for (const resp of this.lists[kind.listKey!] ?? []) {
+        const id = resp.id as string;
+        const marker = this.observedOf.get(resp)?.[0]?.marker ?? observeOne(kind, resp, this.input.stack).marker;
+        if (this.dirty.has(id) || (marker && marker.stack === this.input.stack && tops.has(marker.id))) ids.set(id, kind);
+      }
+    }
+    for (const id of this.dirty) {
+      if (ids.has(id)) continue;
+      const kind = this.kindOfNewId(id);
+      if (kind) ids.set(id, kind);
+    }
+    this.dirty.clear();
+    await Promise.all([...ids].map(([id, kind]) => this.reread(kind, id)));
+    return { full: false, requests: ids.size };
+  }
+
+  /** A created object's kind, from its id prefix (it is not in the lists yet). */
+  private kindOfNewId(id: string): KindDef | undefined {
+    return manifestKinds().find((k) => k.listKey && id.startsWith(`${k.idPrefix}_`));
+  }
+
+  private async reread(kind: KindDef, id: string): Promise<void> {
+    const list = (this.lists![kind.listKey!] ??= []);
+    const at = list.findIndex((x) => x.id === id);
+    try {
+      const resp = (await this.client.send('GET', `${collectionPath(kind, null)}/${id}`)) as Body;
+      if (at >= 0) list[at] = resp;
+      else list.push(resp);
+    } catch (err) {
+      if (!(err instanceof ApiRequestError && err.status === 404)) throw err;
+      if (at >= 0) list.splice(at, 1);
+    }
+  }
+
+  private requestCount(): number {
+    return Object.values(this.client.counts).reduce((a, b) => a + b, 0);
+  }
+
+  /** Observed objects in list order, children after their parent; unchanged responses are not observed again. */
+  private observeAll(): ObservedObject[] {
+    const out: ObservedObject[] = [];
+    for (const kind of manifestKinds()) {
+      for (const resp of this.lists![kind.listKey!] ?? []) {
+        let objs = this.observedOf.get(resp);
+        if (!objs) {
+          objs = [observeOne(kind, resp, this.input.stack)];
+          for (const [field, childName] of Object.entries(kind.embeds ?? {})) {
+            for (const child of (resp[field] as Body[] | undefined) ?? []) objs.push(observeOne(kindByName(childName), child, this.input.stack, resp.id as string));
+          }
+          this.observedOf.set(resp, objs);
+        }
+        out.push(...objs);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * After an apply: the top-level objects it wrote are read again before the next plan (their
+   * responses carry what the service made of the writes). A failed or skipped step means the
+   * live state is not known well enough: the next plan reads everything.
+   */
+  applied(plan: Plan, result: ApplyResult, observed: ObservedObject[]): void {
+    if (result.failed.length || result.skipped.length) return this.invalidate();
+    const parentOf = new Map(observed.map((o) => [o.id, o.parentId]));
+    const topIds = new Map<string, string>();
+    for (const o of observed) if (!o.parentId && o.marker) topIds.set(o.marker.id, o.id);
+    for (const [identity, id] of Object.entries(result.created)) if (topIdentity(identity) === identity) topIds.set(identity, id);
+    for (const step of plan.steps) {
+      const id = step.object.id;
+      if (id && parentOf.has(id)) this.dirty.add(parentOf.get(id) ?? id);
+      const top = topIds.get(topIdentity(step.object.identity));
+      if (top) this.dirty.add(top);
+    }
+  }
+}

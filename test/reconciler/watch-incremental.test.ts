@@ -1,0 +1,148 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ApiClient } from '../../src/client/api-client.js';
+import { ManifestCache } from '../../src/reconciler/watch/manifest-cache.js';
+import { startWatchSession, type WatchReport } from '../../src/reconciler/watch/session.js';
+import { cleanupDirs, clientFor, copyExample, liveObjects, remaining } from '../helpers/reconcile.js';
+import { startTestService, type TestService } from '../helpers/service.js';
+
+let svc: TestService;
+beforeAll(async () => { svc = await startTestService('pglite'); });
+afterAll(async () => { await svc?.close(); cleanupDirs(); });
+
+type Plan = Extract<WatchReport, { type: 'plan' }>;
+
+/** A watch session on a copy of examples/small, with helpers to edit and wait. */
+async function session(stack: string, extra: { intervalMs?: number } = {}) {
+  const client = await clientFor(svc);
+  const dir = copyExample('small');
+  const reports: WatchReport[] = [];
+  const s = startWatchSession({ input: { root: dir, stack, env: {} }, client, debounceMs: 30, stableMs: 30, ...extra, report: (r) => reports.push(r) });
+  const waitFor = async <T extends WatchReport>(pred: (r: WatchReport) => r is T, from: number): Promise<T> => {
+    for (let t = 0; t < 600; t++) {
+      const hit = reports.slice(from).find(pred);
+      if (hit) return hit;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    throw new Error(`timed out; reports: ${reports.slice(from).map((r) => r.type).join(' ')}`);
+  };
+  const isPlan = (r: WatchReport): r is Plan => r.type === 'plan';
+  const endOk = (r: WatchReport): r is Extract<WatchReport, { type: 'run-end' }> => r.type === 'run-end' && r.status === 'ok';
+  await s.ready;
+  await waitFor(endOk, 0);
+  const edit = async (file: string, from: string, to: string) => {
+    const mark = reports.length;
+    const path = join(dir, file);
+    writeFileSync(path, readFileSync(path, 'utf8').replace(from, to));
+    const plan = await waitFor(isPlan, mark);
+    await waitFor(endOk, mark);
+    await s.idle();
+    return { plan, reports: reports.slice(mark) };
+  };
+  return { client, dir, reports, s, edit, waitFor, isPlan };
+}
+
+async function routeId(client: ApiClient, identity: string): Promise<string> {
+  return (await liveObjects(client)).find((o) => o.identity === identity)!.id;
+}
+
+describe('watch keeps its state warm between runs', () => {
+  it('a save re-reads only the object it touches, and the live state then matches the manifests', async () => {
+    const w = await session('warm');
+    try {
+      const first = w.reports.find(w.isPlan)!;
+      expect(first.read).toEqual({ full: true, requests: 3 }); // one list page per kind
+      // The run after an apply re-reads what it wrote (here: the three objects it created).
+      const { plan } = await w.edit('failover-backend.yaml', 'App servers, primary then standby', 'Edited once');
+      expect(plan.read).toEqual({ full: false, requests: 3 });
+      expect(plan.plan.steps.map((x) => x.id)).toEqual(['FailoverBackend/app:update']);
+      // The backend it just wrote, and the edge this save touches.
+      const second = await w.edit('https-edge.yaml', 'Public site and partner API', 'Edited edge');
+      expect(second.plan.read).toEqual({ full: false, requests: 2 });
+      // A save that changes no object re-reads only what the last run wrote.
+      const quiet = await w.edit('failover-backend.yaml', 'kind: FailoverBackend', '# a comment\nkind: FailoverBackend');
+      expect(quiet.plan.read).toEqual({ full: false, requests: 1 });
+      expect(quiet.plan.plan.steps).toEqual([]);
+      const none = await w.edit('failover-backend.yaml', '# a comment\n', '# another comment\n');
+      expect(none.plan.read).toEqual({ full: false, requests: 0 });
+      expect(second.plan.plan.steps.map((x) => x.id)).toEqual(['HTTPSEdge/web:update']);
+      // A route edit re-reads its edge (which lists its routes), and adding a route creates only it.
+      const third = await w.edit('https-edge.yaml', '  - name: api\n', '  - name: extra\n    match_type: path_prefix\n    match: /extra/\n    backend: { backend_id: app }\n  - name: api\n');
+      expect(third.plan.plan.steps.map((x) => x.id)).toEqual(['HTTPSEdge/web/routes/extra:create']);
+      expect(await remaining(w.client, w.dir, 'warm')).toEqual([]);
+    } finally {
+      await w.s.stop();
+    }
+  });
+
+  it('a save does not see changes made elsewhere to objects it does not touch; a save that does, does', async () => {
+    const w = await session('stale');
+    try {
+      await w.edit('failover-backend.yaml', 'kind: FailoverBackend', '# settle: re-read what the first apply wrote\nkind: FailoverBackend');
+      // Deleted behind the session's back: the kept state still has the route.
+      const api = await routeId(w.client, 'stale:HTTPSEdge/web/routes/api');
+      const edge = await routeId(w.client, 'stale:HTTPSEdge/web');
+      await w.client.send('DELETE', `/edges/https/${edge}/routes/${api}`);
+      const backendOnly = await w.edit('failover-backend.yaml', 'App servers, primary then standby', 'Edited');
+      expect(backendOnly.plan.read.full).toBe(false);
+      expect(backendOnly.plan.plan.steps.map((x) => x.id)).toEqual(['FailoverBackend/app:update']);
+      // A save to the edge re-reads it (with its routes) and puts the route back.
+      const { plan } = await w.edit('https-edge.yaml', 'Public site and partner API', 'Edited edge');
+      expect(plan.plan.steps.map((x) => x.id).sort()).toEqual(['HTTPSEdge/web/routes/api:create', 'HTTPSEdge/web:update']);
+      expect(await remaining(w.client, w.dir, 'stale')).toEqual([]);
+    } finally {
+      await w.s.stop();
+    }
+  });
+
+  it('a step that fails on a plan from the kept state is planned again from a full read', async () => {
+    const w = await session('retry');
+    try {
+      // Someone else takes a hostport; then a save adds an edge that wants it.
+      await w.client.send('POST', '/edges/https', { hostports: ['taken.retry.example:443'] });
+      const mark = w.reports.length;
+      writeFileSync(join(w.dir, 'second-edge.yaml'), 'kind: HTTPSEdge\nname: second\nhostports: ["taken.retry.example:443"]\n');
+      // The kept state does not have the other edge: the create is tried and refused (409) …
+      const failed = await w.waitFor((r): r is Extract<WatchReport, { type: 'run-end' }> => r.type === 'run-end' && r.status === 'retry', mark);
+      expect(failed.error).toMatch(/planning again from a full read/);
+      // … and the retry, from a full read, reports the conflict instead of trying again.
+      const replan = await w.waitFor((r): r is Plan => r.type === 'plan' && r.read.full, mark);
+      expect(replan.plan.conflicts.map((c) => c.identity)).toEqual(['HTTPSEdge/second']);
+      const end = await w.waitFor((r): r is Extract<WatchReport, { type: 'run-end' }> => r.type === 'run-end' && r.status !== 'retry', mark);
+      expect(end.status, JSON.stringify(w.reports.slice(mark).map((r) => r.type === 'run-end' ? `${r.type}:${r.status}:${r.error}` : r.type === 'plan' ? `plan:${JSON.stringify(r.read)}:${r.plan.steps.map((x) => x.id)}:${r.plan.conflicts.length}` : r.type === 'run-start' ? `start:${r.trigger}` : r.type))).toBe('invalid');
+    } finally {
+      await w.s.stop();
+    }
+  });
+
+  it('an interval run reads everything, so drift on objects no save touched is seen', async () => {
+    const w = await session('drift', { intervalMs: 700 });
+    try {
+      const backend = (await liveObjects(w.client)).find((o) => o.identity === 'drift:FailoverBackend/app')!.id;
+      const mark = w.reports.length;
+      await w.client.send('PATCH', `/backends/failover/${backend}`, { description: 'drifted' });
+      const drift = await w.waitFor((r): r is Plan => r.type === 'plan' && r.mode === 'drift' && r.plan.steps.length > 0, mark);
+      expect(drift.read.full).toBe(true);
+    } finally {
+      await w.s.stop();
+    }
+  });
+});
+
+describe('ManifestCache.changedSinceLoad', () => {
+  it('tells whether a file was edited, added or removed since it was read', () => {
+    const dir = copyExample('small');
+    const cache = new ManifestCache();
+    cache.load(dir);
+    expect(cache.changedSinceLoad(dir)).toBe(false);
+    const file = join(dir, 'failover-backend.yaml');
+    const text = readFileSync(file, 'utf8');
+    writeFileSync(file, text + '\n# a comment\n');
+    expect(cache.changedSinceLoad(dir)).toBe(true);
+    cache.load(dir);
+    expect(cache.changedSinceLoad(dir)).toBe(false);
+    writeFileSync(join(dir, 'more.yaml'), 'kind: FailoverBackend\nname: more\nbackends: []\n');
+    expect(cache.changedSinceLoad(dir)).toBe(true);
+  });
+});
