@@ -10,10 +10,12 @@
  *   watch                   save → applied for a one-field change, median of 20
  *
  * Flags: --engines pglite,postgres  --edges N (default 1000)  --watch-runs N (default 20)
- * Env: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test; a private schema is created
- * and dropped). Results: a table on stdout, JSON in bench/results/reconcile-<time>.json.
+ * Env: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test; a database of the bench's
+ * own is created on that server for an `edgeplane serve` process, and dropped). Results: a table on stdout, JSON in bench/results/reconcile-<time>.json.
  */
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import pg from 'pg';
 import { randomBytes } from 'node:crypto';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -53,6 +55,33 @@ const WATCH_RUNS = Number(flag('watch-runs', '20'));
 const PG_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 const now = () => performance.now();
+
+/** `edgeplane serve` on a free port (logging warnings only, as the bench's requests are many). */
+async function startServe(databaseUrl: string): Promise<{ url: string; stop(): Promise<void> }> {
+  const port = await new Promise<number>((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const a = probe.address();
+      probe.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
+    });
+  });
+  const child = spawn(process.execPath, [join(ROOT, 'bin', 'edgeplane.js'), 'serve', '--port', String(port), '--log-level', 'warn'], {
+    env: { ...process.env, DATABASE_URL: databaseUrl }, stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let err = '';
+  child.stderr.on('data', (d) => (err += d));
+  const closed = new Promise<void>((r) => child.on('close', () => r()));
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    try {
+      await fetch(url);
+      break;
+    } catch {
+      if (child.exitCode !== null || i > 600) throw new Error(`serve did not start: ${err}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return { url, stop: async () => { child.kill('SIGTERM'); await closed; } };
+}
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const log = (s: string) => process.stderr.write(s + '\n');
 
@@ -75,13 +104,18 @@ interface Engine {
 
 async function engine(name: string): Promise<Engine> {
   if (name === 'postgres') {
-    const schema = 'ep_bench_rec_' + randomBytes(4).toString('hex');
-    const db = await openPostgres(PG_URL, { schema, max: 10 });
+    // A deployment: `edgeplane serve` as a process of its own on a database of its own, so the
+    // reconciler's CPU (this process) and the service's are measured apart, as in real use.
+    const database = 'ep_bench_rec_' + randomBytes(4).toString('hex');
+    const admin = new pg.Client({ connectionString: PG_URL });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${database}`);
+    const dbUrl = new URL(PG_URL);
+    dbUrl.pathname = `/${database}`;
+    const db = await openPostgres(dbUrl.toString(), { max: 2 });
     await migrate(db);
-    const app = await buildApp({ db });
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    const addr = app.server.address();
-    const url = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+    const serve = await startServe(dbUrl.toString());
+    const url = serve.url;
     return {
       name: 'PostgreSQL',
       async account() {
@@ -90,9 +124,10 @@ async function engine(name: string): Promise<Engine> {
       },
       async cli(acct) { return { args: [], env: { EDGEPLANE_API_URL: url, EDGEPLANE_API_KEY: acct.key } }; },
       async close() {
-        await app.close();
-        await db.query(`DROP SCHEMA ${schema} CASCADE`);
+        await serve.stop();
         await db.close();
+        await admin.query(`DROP DATABASE ${database}`);
+        await admin.end();
       },
     };
   }
