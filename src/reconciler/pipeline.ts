@@ -1,4 +1,5 @@
 import type { ApiClient } from '../client/api-client.js';
+import { preparePlan } from './apply/prepare.js';
 import { loadManifests } from './manifests/load.js';
 import type { ManifestObject } from './manifests/model.js';
 import { hasErrors, sortProblems, type Problem } from './manifests/problems.js';
@@ -8,7 +9,6 @@ import { buildDesired } from './plan/desired.js';
 import { diff, type DiffOptions } from './plan/diff.js';
 import { observeLists, type ObservedLists } from './plan/observed.js';
 import type { Plan } from './plan/types.js';
-import { readLiveState } from './state/read-state.js';
 
 export interface ValidateInput { root: string; stack: string; strict?: boolean; cwd?: string }
 
@@ -46,7 +46,6 @@ export function planDocs(v: { problems: Problem[]; objects: ManifestObject[] }, 
 }
 
 export async function planWithClient(input: PlanInput, client: ApiClient): Promise<PlanResult> {
-  const v = validateDir(input);
-  if (hasErrors(v.problems)) return { problems: v.problems };
-  return planFromState(input, await readLiveState(client), client.target);
+  const { problems, plan } = await preparePlan(input, client);
+  return plan ? { problems, plan } : { problems };
 }

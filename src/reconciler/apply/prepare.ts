@@ -1,9 +1,11 @@
+import { basename, relative } from 'node:path';
+import { readFileSync } from 'node:fs';
 import type { ApiClient } from '../../client/api-client.js';
+import { manifestFiles, parseSource, type SourceDoc } from '../manifests/load.js';
 import { hasErrors, sortProblems, type Problem } from '../manifests/problems.js';
 import { resolveSecrets, type ResolvedSecret } from '../manifests/secrets.js';
-import type { Loaded } from '../manifests/load.js';
-import { validateManifests } from '../manifests/validate.js';
-import { validateDir, type PlanInput } from '../pipeline.js';
+import { validateManifests, ValidationMemo } from '../manifests/validate.js';
+import type { PlanInput } from '../pipeline.js';
 import { buildDesired } from '../plan/desired.js';
 import { diff } from '../plan/diff.js';
 import { observeLists } from '../plan/observed.js';
@@ -23,29 +25,59 @@ export interface Prepared {
 }
 
 /**
- * The plan step of `apply DIR` and `watch`: like `plan`, but keeps the secret values it read so
- * apply sends exactly what was fingerprinted, without reading sources twice.
+ * Gives the event loop a turn once `sliceMs` of work has passed since the last one. Planning
+ * requests the list pages first and then parses and validates while they arrive: without turns,
+ * each next page would only be asked for once all of that work was done.
  */
-export async function preparePlan(input: PlanInput, client: ApiClient, opts: { load?: (root: string) => Loaded } = {}): Promise<Prepared> {
+function timeSlicer(sliceMs = 8): () => Promise<void> {
+  let last = performance.now();
+  return async () => {
+    if (performance.now() - last < sliceMs) return;
+    await new Promise((r) => setImmediate(r));
+    last = performance.now();
+  };
+}
+
+/**
+ * `plan` and the plan step of `apply DIR`: reads the live state while it loads, validates and
+ * resolves the manifests, then diffs. Keeps the secret values it read so apply sends exactly
+ * what was fingerprinted, without reading sources twice.
+ */
+export async function preparePlan(input: PlanInput, client: ApiClient): Promise<Prepared> {
   // The list pages are requested first: waiting for them overlaps parsing and validating.
   const live = readLiveState(client);
   live.catch(() => {}); // invalid manifests return before awaiting it; its failure is not theirs
-  const v = opts.load ? validateLoaded(opts.load(input.root), input) : validateDir(input);
+  const turn = timeSlicer();
   const identities = new Set<string>();
-  if (hasErrors(v.problems)) return { problems: v.problems, secrets: new Map(), identities, observed: [] };
-  const s = resolveSecrets(v.objects, input.stack, { env: input.env, cwd: input.cwd ?? process.cwd() });
-  const problems = sortProblems([...v.problems, ...s.problems]);
-  if (hasErrors(problems)) return { problems, secrets: new Map(), identities, observed: [] };
+  const none = { secrets: new Map(), identities, observed: [] };
+
+  const docs: SourceDoc[] = [];
+  const loadProblems: Problem[] = [];
+  const cwd = input.cwd ?? process.cwd();
+  for (const path of manifestFiles(input.root)) {
+    const parsed = parseSource(relative(cwd, path) || basename(path), readFileSync(path, 'utf8'));
+    docs.push(...parsed.docs);
+    loadProblems.push(...parsed.problems);
+    await turn();
+  }
+  const opts = { stack: input.stack, strict: input.strict };
+  const memo = new ValidationMemo();
+  for (const doc of docs) {
+    memo.local(doc, opts);
+    await turn();
+  }
+  const v = validateManifests(docs, opts, memo);
+  const vProblems = sortProblems([...loadProblems, ...v.problems]);
+  if (hasErrors(vProblems)) return { problems: vProblems, ...none };
+  await turn();
+  const s = resolveSecrets(v.objects, input.stack, { env: input.env, cwd });
+  const problems = sortProblems([...vProblems, ...s.problems]);
+  if (hasErrors(problems)) return { problems, ...none };
+  await turn();
   const desired = buildDesired(v.objects, s.secrets);
   for (const d of desired) identities.add(d.identity);
   const lists = await live;
   const observed = observeLists(lists, input.stack);
   const plan = diff(desired, observed, { ...input, target: client.target });
   return { problems, plan, secrets: s.secrets, identities, observed };
-}
-
-/** `validateDir` over documents already loaded (watch keeps parsed files between runs). */
-function validateLoaded(loaded: Loaded, input: PlanInput) {
-  const v = validateManifests(loaded.docs, { stack: input.stack, strict: input.strict });
-  return { problems: sortProblems([...loaded.problems, ...v.problems]), objects: v.objects, files: loaded.files };
 }
