@@ -16,4 +16,6 @@ export const failoverBackend: KindDef = {
   required: ['backends'],
   responseOrder: ['description', 'metadata', 'backends'],
   refs: [{ field: 'backends', kind: 'failoverBackend', many: true, onlyPrefix: 'bkdfo', acyclic: true }],
+  // Nothing in a failover backend is unique: `export --all` then `plan --adopt` matches it whole.
+  adoptByContent: true,
 };

@@ -169,6 +169,13 @@ export interface KindDef {
    * shared hostport): an unmanaged match is offered for adoption, another stack's is a conflict.
    */
   collisionKeys?: string[];
+  /**
+   * For a top-level kind with no such identifying field: with `plan --adopt`, an unmanaged object
+   * whose fields and metadata are all the same as a new manifest object's (references compared
+   * once their targets are matched) is adopted. Without `--adopt` equal content is no conflict: two
+   * alike objects are allowed.
+   */
+  adoptByContent?: boolean;
   /** Kind-specific behaviour, by name. */
   hooks?: {
     /** Validates and derives fields of the stored body before it is written. */

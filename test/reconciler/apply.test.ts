@@ -146,7 +146,12 @@ describe('export --all and adoption', () => {
       hostports: [host], description: 'by hand', metadata: 'team=web', mutual_tls: { certificate_authority_ids: [ca.id] },
       tls_termination: { min_version: '1.3' },
     })) as { id: string };
-    await client.send('POST', `/edges/https/${edge.id}/routes`, { match_type: 'path_prefix', match: '/api/', compression: { enabled: true } });
+    // Failover backends have no identifying field: they are adopted by content, the one they
+    // contain first (its id is what the other's content holds), and a twin pair is reported.
+    const http = 'bkdhr_' + 'a'.repeat(27);
+    const leaf = (await client.send('POST', '/backends/failover', { backends: [http], description: 'leaf pool' })) as { id: string };
+    const outer = (await client.send('POST', '/backends/failover', { backends: [leaf.id], description: 'outer pool', metadata: 'team=web' })) as { id: string };
+    await client.send('POST', `/edges/https/${edge.id}/routes`, { match_type: 'path_prefix', match: '/api/', compression: { enabled: true }, backend: { backend_id: outer.id } });
 
     const owned = exportState(await readLiveState(client), { stack: 'adopt' });
     expect(owned.files).toEqual([]);
@@ -157,9 +162,10 @@ describe('export --all and adoption', () => {
     expect(text).toContain('metadata: team=web');
     expect(text).toContain('name: api');
 
+    expect(text).toMatch(/name: outer-pool\n(?:.*\n)*?backends:\n\s+- leaf-pool/);
     const p = (await prepare(client, exp.dir, 'adopt', {}, { adopt: true })).plan!;
     expect(p.conflicts).toEqual([]);
-    expect(p.steps.map((s) => s.action)).toEqual(['update', 'update', 'update']);
+    expect(p.steps.map((s) => s.action)).toEqual(['update', 'update', 'update', 'update', 'update']);
     for (const s of p.steps) {
       expect(Object.keys(s.request.body as object)).toEqual(['metadata']);
       expect(s.changes.map((c) => c.path)).toEqual(['metadata (ownership marker)']);
@@ -167,8 +173,19 @@ describe('export --all and adoption', () => {
     await applyPlan(p, { client, secrets: { value: () => '' } });
     expect(await remaining(client, exp.dir, 'adopt')).toEqual([]);
     expect((await liveObjects(client)).map((o) => o.identity).sort()).toEqual([
-      'adopt:CertificateAuthority/hand-made', `adopt:HTTPSEdge/${host.replace(':', '-')}`, `adopt:HTTPSEdge/${host.replace(':', '-')}/routes/api`,
+      'adopt:CertificateAuthority/hand-made', 'adopt:FailoverBackend/leaf-pool', 'adopt:FailoverBackend/outer-pool',
+      `adopt:HTTPSEdge/${host.replace(':', '-')}`, `adopt:HTTPSEdge/${host.replace(':', '-')}/routes/api`,
     ]);
+
+    // Two unmanaged twins: adopting either would be a guess.
+    await client.send('POST', '/backends/failover', { backends: [http], description: 'twin' });
+    await client.send('POST', '/backends/failover', { backends: [http], description: 'twin' });
+    const twins = manifestDir({ 'twin.yaml': `kind: FailoverBackend\nname: twin\ndescription: twin\nbackends: ["${http}"]\n` });
+    const t = (await prepare(client, twins, 'twins', {}, { adopt: true })).plan!;
+    expect(t.steps).toEqual([]);
+    expect(t.conflicts.map((c) => c.message)).toEqual([expect.stringMatching(/same as 2 unmanaged failover backends .*only one can be adopted/)]);
+    // Without --adopt, an object like an unmanaged one is simply created.
+    expect((await prepare(client, twins, 'twins')).plan!.steps.map((s) => s.id)).toEqual(['FailoverBackend/twin:create']);
   });
 });
 

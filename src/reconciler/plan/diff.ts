@@ -3,11 +3,15 @@ import { collectionPath } from '../../service/serialize.js';
 import { refValues } from '../manifests/validate.js';
 import { encodeMetadata, MARKER_VERSION, TOOL, type Marker } from '../ownership/marker.js';
 import { creationChanges, diffValues } from './changes.js';
-import { DEFAULT_CONFIG, NormMemo, resetValue, same, type Normal, type Symbolize } from './normalize.js';
+import { DEFAULT_CONFIG, normalizeFields, NormMemo, resetValue, same, type Normal, type Symbolize } from './normalize.js';
 import { orderSteps } from './order.js';
 import { DEFAULT_THRESHOLD, safetyBlocks, type Threshold } from './safety.js';
 import type { DesiredObject, ObservedObject } from './state.js';
 import { isRefToken, placeholder, type RefToken } from './tokens.js';
+import { canonicalJson } from '../../util/canonical-json.js';
+
+/** Stands for a reference whose target is not matched yet (no id has this form). */
+const UNRESOLVED = '<unresolved reference>';
 import { PLAN_FORMAT_VERSION, type Change, type Conflict, type Plan, type Step, type StepObject } from './types.js';
 
 export interface DiffOptions {
@@ -124,6 +128,56 @@ class Planner {
         continue;
       }
       this.collide(dec, parent?.o?.id);
+    }
+    if (this.opts.adopt) this.adoptByContent();
+  }
+
+  /**
+   * `--adopt` for kinds nothing identifies (`adoptByContent`): a new manifest object takes over the
+   * one unmanaged object with the same fields and metadata. References count once their targets
+   * are matched, so objects that refer to each other are adopted in rounds, leaves first.
+   */
+  private adoptByContent() {
+    const pending = this.desired.map((d) => this.decisions.get(d.identity)!)
+      .filter((dec) => !dec.o && !dec.conflicted && dec.d.kind.adoptByContent && !dec.d.parentIdentity);
+    if (!pending.length) return;
+    const content = (kind: KindDef, fields: Body, metadata: string | undefined) => `${kind.name}\0${canonicalJson(fields)}\0${metadata ?? ''}`;
+    const unmanaged = new Map<string, ObservedObject[]>();
+    for (const o of this.observed) {
+      if (o.owner.type !== 'unmanaged' || o.parentId || !o.kind.adoptByContent) continue;
+      const key = content(o.kind, this.rawFields(o.kind, o.body), o.metadata);
+      unmanaged.set(key, [...(unmanaged.get(key) ?? []), o]);
+    }
+    const resolve = (v: unknown): unknown => {
+      if (isRefToken(v)) {
+        const dec = this.decisions.get(v.$ref);
+        return dec?.o && !dec.replaced ? dec.o.id : UNRESOLVED;
+      }
+      if (Array.isArray(v)) return v.map(resolve);
+      if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, resolve(x)]));
+      return v;
+    };
+    for (let progress = true; progress;) {
+      progress = false;
+      for (const dec of pending) {
+        if (dec.o || dec.conflicted) continue;
+        const body = resolve(dec.d.body) as Body;
+        if (JSON.stringify(body).includes(UNRESOLVED)) continue; // wait for the targets' round
+        const fields = normalizeFields(dec.d.kind, body, (x) => x);
+        const hits = (unmanaged.get(content(dec.d.kind, fields, dec.d.userMetadata)) ?? []).filter((o) => !this.claimed.has(o.id));
+        if (hits.length === 1) {
+          dec.o = hits[0];
+          dec.adopted = true;
+          this.claimed.add(hits[0].id);
+          progress = true;
+        } else if (hits.length > 1) {
+          dec.conflicted = true;
+          this.conflicts.push({
+            identity: dec.d.identity, kind: dec.d.kind.name, id: hits[0].id, owner: 'unmanaged',
+            message: `${dec.d.identity} is the same as ${hits.length} unmanaged ${dec.d.kind.title}s (${hits.map((o) => o.id).join(', ')}); only one can be adopted: tell them apart (a description) first`,
+          });
+        }
+      }
     }
   }
 
