@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { _, Ajv, type ErrorObject } from 'ajv';
 
 /**
@@ -6,8 +7,11 @@ import { _, Ajv, type ErrorObject } from 'ajv';
  * are bytes, `maxLength` counts characters); `x-rule` is the human wording of a pattern
  * or of a forbidden field (`not: {}`).
  */
-export function createAjv(opts: { allErrors?: boolean } = {}): Ajv {
-  const ajv = new Ajv({ allErrors: opts.allErrors ?? false, verbose: true, strict: true, coerceTypes: false, useDefaults: false, removeAdditional: false });
+export function createAjv(opts: { allErrors?: boolean; standalone?: boolean } = {}): Ajv {
+  const ajv = new Ajv({
+    allErrors: opts.allErrors ?? false, verbose: true, strict: true, coerceTypes: false, useDefaults: false, removeAdditional: false,
+    ...(opts.standalone ? { code: { source: true, esm: true, lines: true } } : {}),
+  });
   ajv.addKeyword({
     keyword: 'maxBytes',
     type: 'string',
@@ -29,6 +33,20 @@ let collecting: Ajv | undefined;
  */
 export function collectingAjv(): Ajv {
   return (collecting ??= createAjv({ allErrors: true }));
+}
+
+/** What a validator is to its callers: precompiled (ajv standalone code, `npm run schemas`) or compiled now. */
+export interface Validator {
+  (data: unknown): boolean;
+  errors?: ErrorObject[] | null;
+}
+
+/**
+ * The key of a schema in a precompiled set: a hash of its JSON. A schema changed since
+ * `npm run schemas` has another key, so a stale precompiled validator is never used for it.
+ */
+export function schemaKey(schema: unknown): string {
+  return `s${createHash('sha256').update(JSON.stringify(schema)).digest('hex').slice(0, 24)}`;
 }
 
 /** `/backends/0` → `backends[0]`; `/add/X-Foo` → `add.X-Foo`. */
