@@ -6,7 +6,8 @@ import { Authenticator, type Principal } from './auth.js';
 import { ApiError, type ErrorCode } from './errors.js';
 import { registerKindRoutes } from './kind-routes.js';
 import { Resources, type Caller } from './resources.js';
-import { ajv, describeAjvError, findUnstorableText, problemMessage } from './validation.js';
+import { serviceValidator } from './precompiled.js';
+import { describeAjvError, findUnstorableText, problemMessage } from './validation.js';
 
 export interface AppOptions {
   db: Db;
@@ -64,7 +65,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       : false,
   });
 
-  app.setValidatorCompiler(({ schema }) => ajv.compile(schema));
+  // Route body schemas are precompiled (`npm run schemas`): start-up compiles none of them.
+  app.setValidatorCompiler(({ schema }) => serviceValidator(schema));
 
   // JSON only; a body-less request that still names a content type (GET, DELETE) is accepted.
   app.removeAllContentTypeParsers();

@@ -6,7 +6,8 @@ import type { Db } from '../store/db.js';
 import { rfc3339 } from '../util/time.js';
 import { ApiError } from './errors.js';
 import { Resources, uniqueScope, type Caller } from './resources.js';
-import { ajv, describeAjvError, problemMessage } from './validation.js';
+import { serviceValidator } from './precompiled.js';
+import { describeAjvError, problemMessage, type Validator } from './validation.js';
 
 /** One sign-in (or one imported user): who, through which provider, and when. */
 export interface UserRecord {
@@ -23,7 +24,10 @@ export interface UserRecord {
 export type RecordOutcome = 'created' | 'updated' | 'unchanged';
 export interface Recorded { outcome: RecordOutcome; user: Body }
 
-const validateFields = ajv.compile(requestSchema(applicationUser, 'create'));
+/** The fields of a record are those of the kind's create request (precompiled: src/service/precompiled.ts). */
+export const USER_FIELDS_SCHEMA = requestSchema(applicationUser, 'create');
+let validator: Validator | undefined;
+const validateFields = (fields: unknown) => (validator ??= serviceValidator(USER_FIELDS_SCHEMA))(fields);
 const USER_FIELDS = Object.keys(applicationUser.fields);
 
 export class UserRecordError extends Error {
@@ -42,7 +46,7 @@ export function checkUserRecords(records: unknown[], label = 'users'): string[] 
     const { account_id, ...fields } = r as Record<string, unknown>;
     if (typeof account_id !== 'string' || !account_id) problems.push(`${at}account_id: is required`);
     if (!validateFields(fields)) {
-      for (const e of validateFields.errors ?? []) problems.push(at + problemMessage(describeAjvError(e)));
+      for (const e of validator!.errors ?? []) problems.push(at + problemMessage(describeAjvError(e)));
     }
   });
   return problems;

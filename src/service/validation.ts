@@ -1,5 +1,5 @@
-import { Ajv, type ErrorObject } from 'ajv';
-import { utf8Bytes } from '../util/bytes.js';
+import { createHash } from 'node:crypto';
+import { _, Ajv, type ErrorObject } from 'ajv';
 
 /**
  * The one Ajv instance: the service validates requests with it and the reconciler validates
@@ -7,14 +7,18 @@ import { utf8Bytes } from '../util/bytes.js';
  * are bytes, `maxLength` counts characters); `x-rule` is the human wording of a pattern
  * or of a forbidden field (`not: {}`).
  */
-export function createAjv(opts: { allErrors?: boolean } = {}): Ajv {
-  const ajv = new Ajv({ allErrors: opts.allErrors ?? false, verbose: true, strict: true, coerceTypes: false, useDefaults: false, removeAdditional: false });
+export function createAjv(opts: { allErrors?: boolean; standalone?: boolean } = {}): Ajv {
+  const ajv = new Ajv({
+    allErrors: opts.allErrors ?? false, verbose: true, strict: true, coerceTypes: false, useDefaults: false, removeAdditional: false,
+    ...(opts.standalone ? { code: { source: true, esm: true, lines: true } } : {}),
+  });
   ajv.addKeyword({
     keyword: 'maxBytes',
     type: 'string',
     schemaType: 'number',
     error: { message: (cxt) => `must be at most ${cxt.schema as number} bytes (UTF-8)` },
-    validate: (max: number, data: string) => utf8Bytes(data) <= max,
+    // Inline code rather than a function, so precompiled (standalone) validators carry it too.
+    code: (cxt) => cxt.fail(_`Buffer.byteLength(${cxt.data}, "utf8") > ${cxt.schemaCode}`),
   });
   ajv.addKeyword({ keyword: 'x-rule', schemaType: 'string' });
   return ajv;
@@ -29,6 +33,20 @@ let collecting: Ajv | undefined;
  */
 export function collectingAjv(): Ajv {
   return (collecting ??= createAjv({ allErrors: true }));
+}
+
+/** What a validator is to its callers: precompiled (ajv standalone code, `npm run schemas`) or compiled now. */
+export interface Validator {
+  (data: unknown): boolean;
+  errors?: ErrorObject[] | null;
+}
+
+/**
+ * The key of a schema in a precompiled set: a hash of its JSON. A schema changed since
+ * `npm run schemas` has another key, so a stale precompiled validator is never used for it.
+ */
+export function schemaKey(schema: unknown): string {
+  return `s${createHash('sha256').update(JSON.stringify(schema)).digest('hex').slice(0, 24)}`;
 }
 
 /** `/backends/0` → `backends[0]`; `/add/X-Foo` → `add.X-Foo`. */

@@ -1,13 +1,47 @@
 import { readFileSync } from 'node:fs';
+import { relative } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { generatedFiles } from '../../scripts/generated-files.js';
+import * as generated from '../../src/generated/manifest-validators.js';
 import { KINDS } from '../../src/kinds/registry.js';
-import { MANIFEST_SCHEMA_FILE, renderManifestSchema } from '../../src/reconciler/manifests/schema-file.js';
-import { buildManifestSchema } from '../../src/reconciler/manifests/schema.js';
-import { createAjv } from '../../src/service/validation.js';
+import { MANIFEST_SCHEMA_FILE } from '../../src/reconciler/manifests/schema-file.js';
+import { buildManifestSchema, manifestKinds, MANIFEST_SCHEMA_ID } from '../../src/reconciler/manifests/schema.js';
+import { createAjv, schemaKey, type Validator } from '../../src/service/validation.js';
+import { exampleDocs, mutations } from '../helpers/mutations.js';
 
 describe('manifest JSON Schema', () => {
-  it('the committed schemas/manifest.schema.json is what `npm run schemas` generates', () => {
-    expect(readFileSync(MANIFEST_SCHEMA_FILE, 'utf8'), 'stale: run `npm run schemas`').toBe(renderManifestSchema());
+  it('every committed file `npm run schemas` writes is what it generates now (schema, precompiled validators)', async () => {
+    const files = await generatedFiles();
+    expect(files.map((f) => f.path)).toContain(MANIFEST_SCHEMA_FILE);
+    for (const f of files) expect(readFileSync(f.path, 'utf8'), `${relative(process.cwd(), f.path)} is stale: run \`npm run schemas\``).toBe(f.text);
+  });
+
+  it('generating twice gives identical output', async () => {
+    const [a, b] = [await generatedFiles(), await generatedFiles()];
+    expect(a.map((f) => f.text)).toEqual(b.map((f) => f.text));
+  });
+
+  it('the precompiled validators are those of this schema and report exactly what the collecting Ajv compiles', () => {
+    expect(generated.SCHEMA_KEY).toBe(schemaKey(buildManifestSchema()));
+    const ajv = createAjv({ allErrors: true });
+    ajv.addSchema(buildManifestSchema());
+    const precompiled = generated as unknown as Record<string, Validator>;
+    const differ: unknown[] = [];
+    const outcomes = { valid: 0, invalid: 0 };
+    const kinds = new Set(manifestKinds().map((k) => k.manifestKind!));
+    for (const doc of exampleDocs().filter((d) => kinds.has(d.kind as string))) {
+      const fresh = ajv.getSchema(`${MANIFEST_SCHEMA_ID}#/definitions/${doc.kind as string}`)!;
+      const pre = precompiled[doc.kind as string];
+      for (const input of [doc, ...mutations(doc)]) {
+        const ok = fresh(input);
+        outcomes[ok ? 'valid' : 'invalid']++;
+        if (pre(input) !== ok || !isDeepStrictEqual(pre.errors ?? null, fresh.errors ?? null)) differ.push({ input, pre: pre.errors, fresh: fresh.errors });
+      }
+    }
+    expect(differ.slice(0, 3)).toEqual([]);
+    expect(outcomes.valid).toBeGreaterThan(50);
+    expect(outcomes.invalid).toBeGreaterThan(1000);
   });
 
   it('is composed from the API request schemas of every managed kind, not a copy', () => {

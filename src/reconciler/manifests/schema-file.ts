@@ -1,9 +1,27 @@
 import { fileURLToPath } from 'node:url';
-import { buildManifestSchema } from './schema.js';
+import { createAjv, schemaKey } from '../../service/validation.js';
+import { standaloneModule } from '../../service/standalone.js';
+import { buildManifestSchema, manifestKinds, MANIFEST_SCHEMA_ID } from './schema.js';
 
 /** Where the generated manifest schema is committed (editors point `yaml-language-server` at it). */
 export const MANIFEST_SCHEMA_FILE = fileURLToPath(new URL('../../../schemas/manifest.schema.json', import.meta.url));
 
 export function renderManifestSchema(): string {
   return JSON.stringify(buildManifestSchema(), null, 2) + '\n';
+}
+
+/** Where the precompiled manifest validators are committed (`.js` and `.d.ts`). */
+export const MANIFEST_VALIDATORS_FILE = fileURLToPath(new URL('../../generated/manifest-validators', import.meta.url));
+
+/**
+ * The manifest validators, one per manifest kind, as ajv standalone code compiled by the
+ * collecting (all errors) Ajv configuration, with `SCHEMA_KEY`: the key of the manifest schema
+ * they were compiled from.
+ */
+export function renderManifestValidators(): { js: string; dts: string } {
+  const schema = buildManifestSchema();
+  const ajv = createAjv({ allErrors: true, standalone: true });
+  ajv.addSchema(schema);
+  const refs = Object.fromEntries(manifestKinds().map((k) => [k.manifestKind!, `${MANIFEST_SCHEMA_ID}#/definitions/${k.manifestKind}`]));
+  return standaloneModule(ajv, 'the manifest validators (src/reconciler/manifests/schema.ts)', refs, { SCHEMA_KEY: schemaKey(schema) });
 }

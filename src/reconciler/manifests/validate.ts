@@ -1,7 +1,8 @@
-import type { ErrorObject, ValidateFunction } from 'ajv';
+import type { ErrorObject } from 'ajv';
+import * as generated from '../../generated/manifest-validators.js';
 import { kindByName } from '../../kinds/registry.js';
 import type { Body, KindDef, RefDef } from '../../kinds/types.js';
-import { collectingAjv, describeAjvError } from '../../service/validation.js';
+import { collectingAjv, describeAjvError, schemaKey, type Validator } from '../../service/validation.js';
 import { encodeMetadata, METADATA_LIMIT, TOOL, MARKER_VERSION } from '../ownership/marker.js';
 import { matchPaths } from '../paths.js';
 import { utf8Bytes } from '../../util/bytes.js';
@@ -20,12 +21,23 @@ export interface ValidateOptions {
 
 export interface Validated { objects: ManifestObject[]; problems: Problem[] }
 
-let validators: Map<string, ValidateFunction> | undefined;
-function validatorFor(manifestKind: string): ValidateFunction {
+let validators: Map<string, Validator> | undefined;
+/**
+ * The validator of a manifest kind: precompiled by `npm run schemas`
+ * (src/generated/manifest-validators.js), or compiled now when the manifest schema has changed
+ * since (the precompiled ones are then stale; a test fails until they are regenerated).
+ */
+function validatorFor(manifestKind: string): Validator {
   if (!validators) {
-    const ajv = collectingAjv();
-    if (!ajv.getSchema(MANIFEST_SCHEMA_ID)) ajv.addSchema(buildManifestSchema());
-    validators = new Map(manifestKinds().map((k) => [k.manifestKind!, ajv.getSchema(`${MANIFEST_SCHEMA_ID}#/definitions/${k.manifestKind}`)!]));
+    const schema = buildManifestSchema();
+    const precompiled = generated as unknown as Record<string, Validator>;
+    if (generated.SCHEMA_KEY === schemaKey(schema)) {
+      validators = new Map(manifestKinds().map((k) => [k.manifestKind!, precompiled[k.manifestKind!]]));
+    } else {
+      const ajv = collectingAjv();
+      if (!ajv.getSchema(MANIFEST_SCHEMA_ID)) ajv.addSchema(schema);
+      validators = new Map(manifestKinds().map((k) => [k.manifestKind!, ajv.getSchema(`${MANIFEST_SCHEMA_ID}#/definitions/${k.manifestKind}`)! as Validator]));
+    }
   }
   return validators.get(manifestKind)!;
 }
@@ -114,7 +126,7 @@ function shapePass(doc: SourceDoc, add: Add): ManifestObject | undefined {
     return undefined;
   }
   const validate = validatorFor(kind.manifestKind!);
-  const valid = validate(v) as boolean;
+  const valid = validate(v);
   if (!valid) for (const e of relevantErrors(validate.errors ?? [])) schemaProblem(here, e, add);
   return toObject(kind, v, doc, [], valid);
 }

@@ -1,0 +1,49 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+
+/** The manifest documents of the examples (every kind and module at least once) and of the negative fixtures. */
+export function exampleDocs(): Record<string, unknown>[] {
+  const root = join(import.meta.dirname, '..', '..');
+  const files = (dir: string): string[] => readdirSync(dir, { withFileTypes: true })
+    .flatMap((e) => (e.isDirectory() ? files(join(dir, e.name)) : /\.ya?ml$/.test(e.name) ? [join(dir, e.name)] : []));
+  return [...files(join(root, 'examples')), ...files(join(root, 'test', 'fixtures', 'manifests', 'invalid'))].sort()
+    .flatMap((f) => { try { return parseAllDocuments(readFileSync(f, 'utf8')).map((d) => d.toJSON()); } catch { return []; } })
+    .filter((d): d is Record<string, unknown> => !!d && typeof d === 'object' && !Array.isArray(d) && typeof d.kind === 'string');
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
+
+/**
+ * Variants of a value that break one rule each, at every place in it: each value replaced by a
+ * value of another type, by an over-long or non-ASCII string, or by null; each key removed; an
+ * unknown key added to each object; an array item duplicated.
+ */
+export function mutations(value: unknown): unknown[] {
+  const out: unknown[] = [];
+  const replacements = (v: unknown): unknown[] => [
+    typeof v === 'string' ? 42 : 'text', null, 'é'.repeat(3000), 'x'.repeat(70_000), -1, 1.5, true, [], {}, ['x'],
+  ];
+  for (const r of replacements(value)) out.push(r);
+  if (Array.isArray(value)) {
+    value.forEach((item, i) => {
+      for (const m of mutations(item)) out.push(value.map((x, j) => (j === i ? m : x)));
+    });
+    if (value.length) out.push([...value, value[0]]);
+  } else if (isObject(value)) {
+    for (const [k, v] of Object.entries(value)) {
+      for (const m of mutations(v)) out.push({ ...value, [k]: m });
+      const { [k]: _gone, ...rest } = value;
+      out.push(rest);
+    }
+    out.push({ ...value, not_a_field: 1 });
+  }
+  return out;
+}
+
+/** Every object inside a value (the value included), e.g. the bodies and modules inside a manifest. */
+export function objectsIn(value: unknown): Record<string, unknown>[] {
+  if (Array.isArray(value)) return value.flatMap(objectsIn);
+  if (!isObject(value)) return [];
+  return [value, ...Object.values(value).flatMap(objectsIn)];
+}
