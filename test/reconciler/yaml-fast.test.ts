@@ -2,12 +2,27 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import fc from 'fast-check';
 import { parseAllDocuments, stringify, type ToStringOptions } from 'yaml';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { writeManifests } from '../../bench/reconcile-manifests.js';
+import { loadManifests, parseSource, parseWithLibrary, type SourceDoc } from '../../src/reconciler/manifests/load.js';
+import { resolveSecrets } from '../../src/reconciler/manifests/secrets.js';
+import { validateManifests } from '../../src/reconciler/manifests/validate.js';
 import { parseYamlFast, parseYamlFastDetailed, resolvePlain } from '../../src/reconciler/manifests/yaml-fast.js';
+import { planDocs } from '../../src/reconciler/pipeline.js';
+import { buildDesired } from '../../src/reconciler/plan/desired.js';
+import { renderJson } from '../../src/reconciler/render/json.js';
+import { renderMarkdown } from '../../src/reconciler/render/markdown.js';
+import { renderText } from '../../src/reconciler/render/text.js';
 import { ROOT } from '../helpers/cli.js';
-import { cleanupDirs, tempDir } from '../helpers/reconcile.js';
+import { cleanupDirs, EXAMPLE_ENV, EXAMPLES, tempDir } from '../helpers/reconcile.js';
 
+// Counts the library parses `load.ts` makes (the spy calls through to the real function).
+vi.mock('yaml', async (importOriginal) => {
+  const yaml = await importOriginal<typeof import('yaml')>();
+  return { ...yaml, parseAllDocuments: vi.fn(yaml.parseAllDocuments) };
+});
+const libraryParses = () => vi.mocked(parseAllDocuments).mock.calls.length;
+beforeEach(() => vi.mocked(parseAllDocuments).mockClear());
 afterAll(cleanupDirs);
 
 /** What the loader got from the library before the fast path: each document's `toJS()`, or 'error'. */
@@ -363,5 +378,79 @@ describe('fast YAML parser: property', () => {
       }),
       { numRuns: RUNS },
     );
+  });
+});
+
+// ——— the loader: fast path first, positions from the library only when asked ———
+
+/** Every path in a value, each with and without `key`. */
+function paths(v: unknown, at: (string | number)[] = []): (string | number)[][] {
+  const out = [at];
+  if (Array.isArray(v)) v.forEach((x, i) => out.push(...paths(x, [...at, i])));
+  else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) out.push(...paths(x, [...at, k]));
+  return out;
+}
+
+describe('loading manifests', () => {
+  it.each(FILES.map((f) => [relative(ROOT, f), f]))('%s: documents, problems and every position as the library alone gives them', (_, f) => {
+    const text = readFileSync(f, 'utf8');
+    const fast = parseSource('m.yaml', text);
+    const lib = parseWithLibrary('m.yaml', text);
+    const shape = (r: { docs: SourceDoc[] }) => r.docs.map((d) => ({ file: d.file, index: d.index, value: canon(d.value) }));
+    expect(shape(fast)).toEqual(shape(lib));
+    expect(fast.problems).toEqual(lib.problems);
+    fast.docs.forEach((d, i) => {
+      for (const p of [...paths(d.value), ['nope'], [...paths(d.value).at(-1)!, 'nope', 3]]) {
+        for (const key of [false, true]) expect(d.locate(p, { key }), JSON.stringify(p)).toEqual(lib.docs[i].locate(p, { key }));
+      }
+    });
+  });
+
+  it('parses a fast-path file with the library only on the first position asked for', () => {
+    const text = readFileSync(join(EXAMPLES, 'full', 'certificate-authorities.yaml'), 'utf8');
+    const { docs } = parseSource('cas.yaml', text);
+    expect(docs).toHaveLength(2);
+    expect(libraryParses()).toBe(0);
+    expect(docs[1].locate(['ca_pem'])).toEqual({ file: 'cas.yaml', line: 32, col: 9 });
+    expect(docs[0].locate(['name'], { key: true })).toEqual({ file: 'cas.yaml', line: 3, col: 1 });
+    expect(docs[1].locate(['protect'])).toEqual({ file: 'cas.yaml', line: 31, col: 10 });
+    expect(docs[1].locate(['protect'], { key: true })).toEqual({ file: 'cas.yaml', line: 31, col: 1 });
+    expect(libraryParses()).toBe(1);
+  });
+
+  it('a file outside the subset is parsed by the library at once, with its errors', () => {
+    const r = parseSource('x.yaml', 'a: &x 1\nb: *x\n---\nname: [unclosed\n');
+    expect(libraryParses()).toBe(1);
+    expect(r.docs.map((d) => d.value)).toEqual([{ a: 1, b: 1 }]);
+    expect(r.docs[0].locate(['b'])).toEqual({ file: 'x.yaml', line: 2, col: 4 });
+    expect(r.problems).toEqual([{ file: 'x.yaml', line: 5, col: 1, severity: 'error', path: '', rule: 'yaml', message: expect.stringContaining('Flow sequence') }]);
+    expect(libraryParses()).toBe(1);
+  });
+
+  it('validating, planning and rendering valid manifests never parses them with the library; a position read later does', () => {
+    const loaded = loadManifests(join(EXAMPLES, 'full'));
+    const v = validateManifests(loaded.docs, { stack: 'full-example', strict: true });
+    expect([...loaded.problems, ...v.problems]).toEqual([]);
+    const r = planDocs(v, { stack: 'full-example', env: EXAMPLE_ENV, cwd: ROOT }, {}, 'embedded:test');
+    expect(r.problems).toEqual([]);
+    expect(r.plan!.steps.length).toBeGreaterThan(10);
+    for (const render of [renderText, renderMarkdown, renderJson]) expect(render(r.plan!).length).toBeGreaterThan(100);
+    expect(libraryParses()).toBe(0);
+    const s = resolveSecrets(v.objects, 'full-example', { env: EXAMPLE_ENV, cwd: ROOT });
+    const desired = buildDesired(v.objects, s.secrets);
+    expect(libraryParses()).toBe(0);
+    const route = desired.find((d) => d.identity === 'HTTPSEdge/shop/routes/admin')!;
+    expect(route.source).toEqual({ file: relative(process.cwd(), join(EXAMPLES, 'full', 'https-edge.yaml')), line: 44, col: 5 });
+    expect(route.source).toBe(route.source);
+    expect(libraryParses()).toBe(1);
+  });
+
+  it('a literal secret records its place (which needs the positions)', () => {
+    const dir = tempDir('edgeplane-yaml-lit-');
+    const text = 'kind: HTTPSEdge\nname: web\nhostports: ["a.example.com:443"]\nroutes:\n  - name: r\n    match_type: path_prefix\n    match: /\n    webhook_verification: { provider: github, secret: "s3cret" }\n';
+    const loaded = parseSource(join(dir, 'e.yaml'), text);
+    const v = validateManifests(loaded.docs, { stack: 's' });
+    const s = resolveSecrets(v.objects, 's', { env: {}, cwd: dir });
+    expect([...s.secrets.values()].map((x) => x.source)).toEqual([{ literal: `${join(dir, 'e.yaml')}:8:55` }]);
   });
 });
