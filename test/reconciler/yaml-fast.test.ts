@@ -224,6 +224,7 @@ describe('fast YAML parser: bails out (the library parses) on', () => {
     ['an unclosed flow sequence', 'name: [unclosed\nbackends: []', /multi-line flow/],
     ['a quoted scalar followed by text', "a: 'x' y", /after a value/],
     ['a comment not separated by a space', 'a: "x"#c', /after a value/],
+    ['nesting deeper than the call stack', `${'['.repeat(20000)}${']'.repeat(20000)}`, /nested too deeply/],
   ];
   it.each(cases)('%s', (_, text, reason) => {
     const r = parseYamlFastDetailed(text);

@@ -38,6 +38,7 @@ export function parseYamlFastDetailed(text: string): FastResult {
     return { docs: new Parser(prepare(text)).documents() };
   } catch (e) {
     if (e instanceof Bail) return { bail: e.reason };
+    if (e instanceof RangeError) return { bail: 'nested too deeply' }; // the call stack ran out
     throw e;
   }
 }
