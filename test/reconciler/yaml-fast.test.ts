@@ -238,6 +238,8 @@ describe('fast YAML parser: bails out (the library parses) on', () => {
 // tests, whose default is 12 (EDGEPLANE_PROPERTY_RUNS=120 → 5,000 runs).
 const SCALE = process.env.EDGEPLANE_PROPERTY_RUNS ? Number(process.env.EDGEPLANE_PROPERTY_RUNS) / 12 : 1;
 const RUNS = Math.max(1, Math.round(500 * SCALE));
+/** Up to 10 ms a run on a busy machine (the default 500 take about 1 s). */
+const TIMEOUT = 30_000 + RUNS * 10;
 
 const piece = fc.constantFrom(
   ': ', ' #', '#', '"', "'", ' ', '  ', '-', '- ', '?', '? ', ':', '1e3', '0x10', '0o7', '1_000', '+1', '.5', '.inf', '.nan', '-0', '007',
@@ -340,7 +342,7 @@ describe('fast YAML parser: property', () => {
     );
     // The comparison means something only if the fast path is taken often.
     expect(counts.same, JSON.stringify({ counts, reasons: [...reasons] })).toBeGreaterThan(RUNS * 0.3);
-  });
+  }, TIMEOUT);
 
   it(`gives the library's values for hand-written-looking YAML, or bails out (${RUNS} runs)`, () => {
     let same = 0;
@@ -357,7 +359,7 @@ describe('fast YAML parser: property', () => {
       { numRuns: RUNS },
     );
     expect(same).toBeGreaterThan(RUNS * 0.05);
-  });
+  }, TIMEOUT);
 
   it(`never bails out on manifests written as export writes them (${RUNS} runs)`, () => {
     const manifest = fc.record({
@@ -381,7 +383,7 @@ describe('fast YAML parser: property', () => {
       }),
       { numRuns: RUNS },
     );
-  });
+  }, TIMEOUT);
 });
 
 // ——— the loader: fast path first, positions from the library only when asked ———
