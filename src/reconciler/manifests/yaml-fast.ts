@@ -99,6 +99,10 @@ const enum At { Root, NextLine, SeqEntry, MapValue }
 
 const BLOCK_STRIP = 1, BLOCK_KEEP = 2;
 
+/** Characters a plain scalar may not start with (`-`, `?`, `:` only before a space). */
+const INDICATOR = new Uint8Array(128);
+for (const c of '-?:,[]{}#&*!|>\'"%@`') INDICATOR[c.charCodeAt(0)] = 1;
+
 /** The characters a plain scalar goes on with in block context (a native scan: the first parse runs before the JIT has warmed up). */
 const PLAIN_RUN = /(?:[^:\n ]|:(?=[^ \n])| (?!#))*/y;
 
@@ -118,6 +122,7 @@ class Parser {
   constructor(private readonly t: string) {
     for (let i = t.indexOf('\n'); i !== -1; i = t.indexOf('\n', i + 1)) this.starts.push(i + 1);
     this.lines = this.starts.length;
+    this.starts.push(t.length + 1); // so that line i always ends at starts[i + 1] - 1
     if (t.includes('\t')) {
       this.tabs = new Uint8Array(this.lines);
       let line = 0;
@@ -128,20 +133,11 @@ class Parser {
     }
   }
 
-  /** End offset of line `i` (its `\n`, or the end of the text). */
-  private end(i: number): number {
-    return i + 1 < this.lines ? this.starts[i + 1] - 1 : this.t.length;
-  }
-
-  private noTab(i: number) {
-    if (this.tabs && this.tabs[i]) bail('tab character');
-  }
-
   /** First line from `i` that is neither blank nor a comment; sets `ind` (-1 for `---` and the end). */
   private content(i: number): number {
     const t = this.t;
     for (; i < this.lines; i++) {
-      const s = this.starts[i], e = this.end(i);
+      const s = this.starts[i], e = (this.starts[i + 1] - 1);
       let p = s;
       while (p < e && t.charCodeAt(p) === SP) p++;
       if (p === e) continue;
@@ -175,8 +171,8 @@ class Parser {
     }
     while (i < this.lines) {
       // `i` is a `---` line: nothing but a comment may follow the marker.
-      this.noTab(i);
-      const e = this.end(i);
+      if (this.tabs !== undefined && this.tabs[i] === 1) bail('tab character');
+      const e = (this.starts[i + 1] - 1);
       let p = this.starts[i] + 3;
       while (p < e && this.t.charCodeAt(p) === SP) p++;
       if (p < e && this.t.charCodeAt(p) !== HASH) bail('content on a --- line');
@@ -205,8 +201,8 @@ class Parser {
    * root). Sets `next` to the line after it.
    */
   private node(i: number, col: number, n: number, at: At): unknown {
-    this.noTab(i);
-    const t = this.t, s = this.starts[i], e = this.end(i), p = s + col;
+    if (this.tabs !== undefined && this.tabs[i] === 1) bail('tab character');
+    const t = this.t, s = this.starts[i], e = (this.starts[i + 1] - 1), p = s + col;
     const c = t.charCodeAt(p);
     if (c === DASH && (p + 1 === e || t.charCodeAt(p + 1) === SP)) {
       if (at === At.MapValue) bail('sequence as an inline mapping value');
@@ -232,7 +228,7 @@ class Parser {
       this.next = i + 1;
       return value;
     }
-    this.plainStart(p, e);
+    if (INDICATOR[t.charCodeAt(p)] === 1) this.plainStart(p, e);
     let q = this.scan(p);
     if (q < e && t.charCodeAt(q) === COLON) {
       if (at === At.MapValue) bail('mapping as an inline mapping value');
@@ -240,19 +236,19 @@ class Parser {
     }
     while (t.charCodeAt(q - 1) === SP) q--;
     this.next = i + 1;
-    return this.plainValue(p, q);
+    return this.values.get(t, p, q);
   }
 
   private isEntry(i: number, n: number): boolean {
-    const p = this.starts[i] + n, e = this.end(i);
+    const p = this.starts[i] + n, e = (this.starts[i + 1] - 1);
     return this.t.charCodeAt(p) === DASH && (p + 1 === e || this.t.charCodeAt(p + 1) === SP);
   }
 
   private seq(i: number, n: number): unknown[] {
     const t = this.t, out: unknown[] = [];
     for (;;) {
-      this.noTab(i);
-      const s = this.starts[i], e = this.end(i);
+      if (this.tabs !== undefined && this.tabs[i] === 1) bail('tab character');
+      const s = this.starts[i], e = (this.starts[i + 1] - 1);
       let p = s + n + 1;
       while (p < e && t.charCodeAt(p) === SP) p++;
       if (p === e || t.charCodeAt(p) === HASH) {
@@ -279,8 +275,8 @@ class Parser {
   private map(i: number, n: number, colon = -1): Record<string, unknown> {
     const t = this.t, out: Record<string, unknown> = {};
     for (;; colon = -1) {
-      this.noTab(i);
-      const s = this.starts[i], e = this.end(i), k0 = s + n;
+      if (this.tabs !== undefined && this.tabs[i] === 1) bail('tab character');
+      const s = this.starts[i], e = (this.starts[i + 1] - 1), k0 = s + n;
       let key: string, p: number;
       const c = t.charCodeAt(k0);
       if (c === DQ || c === SQ) {
@@ -292,12 +288,12 @@ class Parser {
         if (c === DASH && (k0 + 1 === e || t.charCodeAt(k0 + 1) === SP)) bail('sequence entry where a key is expected');
         let k = colon;
         if (k === -1) {
-          this.plainStart(k0, e);
+          if (INDICATOR[t.charCodeAt(k0)] === 1) this.plainStart(k0, e);
           k = this.scan(k0);
           if (k === e || t.charCodeAt(k) !== COLON) bail('plain scalar where a key is expected');
         }
         if (t.charCodeAt(k - 1) === SP) bail('space before the : of a key');
-        key = this.plainKey(k0, k);
+        key = (this.keys.get(t, k0, k) as string);
         p = k + 1;
       }
       if (p - k0 > 1000) bail('key over 1,000 characters');
@@ -348,16 +344,6 @@ class Parser {
     PLAIN_RUN.lastIndex = p;
     PLAIN_RUN.test(this.t);
     return PLAIN_RUN.lastIndex;
-  }
-
-  /** The value of the plain scalar at [p, q). */
-  private plainValue(p: number, q: number): unknown {
-    return this.values.get(this.t, p, q);
-  }
-
-  /** The JS key made from the plain scalar at [p, q). */
-  private plainKey(p: number, q: number): string {
-    return this.keys.get(this.t, p, q) as string;
   }
 
   /** Only spaces and a comment may follow a scalar or flow collection on its line. */
@@ -443,10 +429,10 @@ class Parser {
       if (c === DQ || c === SQ) {
         [key, p] = this.quoted(p, e);
       } else {
-        this.plainStart(p, e);
+        if (INDICATOR[t.charCodeAt(p)] === 1) this.plainStart(p, e);
         const p0 = p;
         p = this.flowPlainEnd(p, e);
-        key = this.plainKey(p0, p);
+        key = (this.keys.get(t, p0, p) as string);
       }
       if (t.charCodeAt(p) !== COLON || p + 1 >= e || t.charCodeAt(p + 1) !== SP) bail('flow mapping entry without ": "');
       p = this.skip(p + 1, e);
@@ -478,12 +464,12 @@ class Parser {
     if (c === LBRACK || c === LBRACE) [v, p] = this.flow(p, e);
     else if (c === DQ || c === SQ) [v, p] = this.quoted(p, e);
     else {
-      this.plainStart(p, e);
+      if (INDICATOR[t.charCodeAt(p)] === 1) this.plainStart(p, e);
       const n = t.charCodeAt(p + 1);
       if ((c === DASH || c === QMARK || c === COLON) && (n === COMMA || n === RBRACK || n === RBRACE || n === LBRACK || n === LBRACE)) bail(`${t[p]} in a flow collection`);
       const p0 = p;
       p = this.flowPlainEnd(p, e);
-      v = this.plainValue(p0, p);
+      v = this.values.get(t, p0, p);
     }
     // Keys of flow mappings are read by `flow`: a `:` here makes a pair in a sequence or a nested mapping.
     let q = p;
@@ -510,7 +496,7 @@ class Parser {
 
   /** A literal block scalar whose `|` is at offset `p` of line `i`, in a collection indented `n`. */
   private block(i: number, p: number, n: number): string {
-    const t = this.t, e = this.end(i);
+    const t = this.t, e = (this.starts[i + 1] - 1);
     let chomp = 0;
     p++;
     const h = t.charCodeAt(p);
@@ -524,7 +510,7 @@ class Parser {
     // The first line with text sets the indentation; it must be deeper than the collection's.
     let j = i + 1, first = -1, indent = 0, leadBlank = 0;
     for (; j < this.lines; j++) {
-      const s = this.starts[j], le = this.end(j);
+      const s = this.starts[j], le = (this.starts[j + 1] - 1);
       let q = s;
       while (q < le && t.charCodeAt(q) === SP) q++;
       if (q === le) {
@@ -541,10 +527,10 @@ class Parser {
       return '';
     }
     if (leadBlank > indent) bail('block scalar with more-indented leading blank lines');
-    let out = '\n'.repeat(first - i - 1) + t.slice(this.starts[first] + indent, this.end(first));
+    let out = '\n'.repeat(first - i - 1) + t.slice(this.starts[first] + indent, (this.starts[first + 1] - 1));
     let last = first, blanks = 0;
     for (j = first + 1; j < this.lines; j++) {
-      const s = this.starts[j], le = this.end(j);
+      const s = this.starts[j], le = (this.starts[j + 1] - 1);
       let q = s;
       while (q < le && t.charCodeAt(q) === SP) q++;
       if (q === le) {
