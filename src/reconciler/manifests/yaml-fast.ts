@@ -137,7 +137,7 @@ class Parser {
   private content(i: number): number {
     const t = this.t;
     for (; i < this.lines; i++) {
-      const s = this.starts[i], e = (this.starts[i + 1] - 1);
+      const s = this.starts[i], e = this.starts[i + 1] - 1;
       let p = s;
       while (p < e && t.charCodeAt(p) === SP) p++;
       if (p === e) continue;
@@ -172,7 +172,7 @@ class Parser {
     while (i < this.lines) {
       // `i` is a `---` line: nothing but a comment may follow the marker.
       if (this.tabs !== undefined && this.tabs[i] === 1) bail('tab character');
-      const e = (this.starts[i + 1] - 1);
+      const e = this.starts[i + 1] - 1;
       let p = this.starts[i] + 3;
       while (p < e && this.t.charCodeAt(p) === SP) p++;
       if (p < e && this.t.charCodeAt(p) !== HASH) bail('content on a --- line');
@@ -202,7 +202,7 @@ class Parser {
    */
   private node(i: number, col: number, n: number, at: At): unknown {
     if (this.tabs !== undefined && this.tabs[i] === 1) bail('tab character');
-    const t = this.t, s = this.starts[i], e = (this.starts[i + 1] - 1), p = s + col;
+    const t = this.t, s = this.starts[i], e = this.starts[i + 1] - 1, p = s + col;
     const c = t.charCodeAt(p);
     if (c === DASH && (p + 1 === e || t.charCodeAt(p + 1) === SP)) {
       if (at === At.MapValue) bail('sequence as an inline mapping value');
@@ -240,7 +240,7 @@ class Parser {
   }
 
   private isEntry(i: number, n: number): boolean {
-    const p = this.starts[i] + n, e = (this.starts[i + 1] - 1);
+    const p = this.starts[i] + n, e = this.starts[i + 1] - 1;
     return this.t.charCodeAt(p) === DASH && (p + 1 === e || this.t.charCodeAt(p + 1) === SP);
   }
 
@@ -248,7 +248,7 @@ class Parser {
     const t = this.t, out: unknown[] = [];
     for (;;) {
       if (this.tabs !== undefined && this.tabs[i] === 1) bail('tab character');
-      const s = this.starts[i], e = (this.starts[i + 1] - 1);
+      const s = this.starts[i], e = this.starts[i + 1] - 1;
       let p = s + n + 1;
       while (p < e && t.charCodeAt(p) === SP) p++;
       if (p === e || t.charCodeAt(p) === HASH) {
@@ -276,7 +276,7 @@ class Parser {
     const t = this.t, out: Record<string, unknown> = {};
     for (;; colon = -1) {
       if (this.tabs !== undefined && this.tabs[i] === 1) bail('tab character');
-      const s = this.starts[i], e = (this.starts[i + 1] - 1), k0 = s + n;
+      const s = this.starts[i], e = this.starts[i + 1] - 1, k0 = s + n;
       let key: string, p: number;
       const c = t.charCodeAt(k0);
       if (c === DQ || c === SQ) {
@@ -496,7 +496,7 @@ class Parser {
 
   /** A literal block scalar whose `|` is at offset `p` of line `i`, in a collection indented `n`. */
   private block(i: number, p: number, n: number): string {
-    const t = this.t, e = (this.starts[i + 1] - 1);
+    const t = this.t, e = this.starts[i + 1] - 1;
     let chomp = 0;
     p++;
     const h = t.charCodeAt(p);
@@ -510,7 +510,7 @@ class Parser {
     // The first line with text sets the indentation; it must be deeper than the collection's.
     let j = i + 1, first = -1, indent = 0, leadBlank = 0;
     for (; j < this.lines; j++) {
-      const s = this.starts[j], le = (this.starts[j + 1] - 1);
+      const s = this.starts[j], le = this.starts[j + 1] - 1;
       let q = s;
       while (q < le && t.charCodeAt(q) === SP) q++;
       if (q === le) {
@@ -530,7 +530,7 @@ class Parser {
     let out = '\n'.repeat(first - i - 1) + t.slice(this.starts[first] + indent, (this.starts[first + 1] - 1));
     let last = first, blanks = 0;
     for (j = first + 1; j < this.lines; j++) {
-      const s = this.starts[j], le = (this.starts[j + 1] - 1);
+      const s = this.starts[j], le = this.starts[j + 1] - 1;
       let q = s;
       while (q < le && t.charCodeAt(q) === SP) q++;
       if (q === le) {
