@@ -2,6 +2,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join, relative } from 'node:path';
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseAllDocuments, type Document, type Node } from 'yaml';
 import type { Position, Problem } from './problems.js';
+import { parseYamlFast } from './yaml-fast.js';
 
 /** The stack configuration file; it sits beside the manifests and is not a manifest. */
 export const CONFIG_FILES = ['edgeplane.yaml', 'edgeplane.yml'];
@@ -49,8 +50,33 @@ export function loadManifests(root: string, cwd = process.cwd()): Loaded {
   return { docs, problems, files };
 }
 
-/** Parses one file's text into documents with positions (`yaml`'s ranges through a LineCounter). */
+/**
+ * Parses one file's text into documents. Most manifests are inside the subset `yaml-fast.ts`
+ * parses quickly; their positions are found only when asked for (a problem to report, a literal
+ * secret), by parsing the text once more with the `yaml` library. Any other text, including every
+ * text with a syntax error, is parsed by the library at once, as it reports the errors.
+ */
 export function parseSource(file: string, text: string): { docs: SourceDoc[]; problems: Problem[] } {
+  const values = parseYamlFast(text);
+  if (!values) return parseWithLibrary(file, text);
+  const docs: SourceDoc[] = [];
+  let byIndex: Map<number, SourceDoc> | undefined;
+  values.forEach((value, index) => {
+    if (value === null) return; // an empty document (a trailing `---`)
+    docs.push({
+      file, index, value,
+      locate: (path, opts) => {
+        // Same documents, same indexes: the fast parser only accepts texts the library parses without errors.
+        byIndex ??= new Map(parseWithLibrary(file, text).docs.map((d) => [d.index, d]));
+        return byIndex.get(index)!.locate(path, opts);
+      },
+    });
+  });
+  return { docs, problems: [] };
+}
+
+/** The `yaml` library's parse, with positions through a LineCounter (the `Document`s are kept for `locate`). */
+export function parseWithLibrary(file: string, text: string): { docs: SourceDoc[]; problems: Problem[] } {
   const lc = new LineCounter();
   const parsed = parseAllDocuments(text, { lineCounter: lc, prettyErrors: false, uniqueKeys: true });
   const all = Array.isArray(parsed) ? parsed : [];

@@ -27,7 +27,8 @@ export function resolveSecrets(objects: ManifestObject[], stack: string, src: Se
   for (const o of objects.flatMap((x) => [x, ...x.children])) {
     for (const s of secretValues(o)) {
       const path = s.path.join('.');
-      const pos = positionOf(o, s.path);
+      // Positions are found only when needed (a problem, a literal's place): they may mean parsing the file again.
+      const pos = () => positionOf(o, s.path);
       let value: string | undefined;
       let source: SecretSource;
       if (isSecretRef(s.value)) {
@@ -35,7 +36,7 @@ export function resolveSecrets(objects: ManifestObject[], stack: string, src: Se
         const name = s.value.env ?? s.value.fromEnv;
         if (name !== undefined) {
           value = src.env[name];
-          if (value === undefined || value === '') problems.push({ ...pos, severity: 'error', path: formatPath([...o.at, ...s.path]), rule: 'secret-missing', message: `environment variable ${name} is not set` });
+          if (value === undefined || value === '') problems.push({ ...pos(), severity: 'error', path: formatPath([...o.at, ...s.path]), rule: 'secret-missing', message: `environment variable ${name} is not set` });
         } else {
           const file = resolve(src.cwd, dirname(o.doc.file), s.value.file!);
           // The plan records the file relative to the working directory, where apply reads it.
@@ -43,11 +44,12 @@ export function resolveSecrets(objects: ManifestObject[], stack: string, src: Se
           try {
             value = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
           } catch (err) {
-            problems.push({ ...pos, severity: 'error', path: formatPath([...o.at, ...s.path]), rule: 'secret-missing', message: `cannot read secret file ${s.value.file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` });
+            problems.push({ ...pos(), severity: 'error', path: formatPath([...o.at, ...s.path]), rule: 'secret-missing', message: `cannot read secret file ${s.value.file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` });
           }
         }
       } else {
-        source = { literal: `${pos.file}:${pos.line}:${pos.col}` };
+        const p = pos();
+        source = { literal: `${p.file}:${p.line}:${p.col}` };
         value = typeof s.value === 'string' ? s.value : JSON.stringify(s.value);
       }
       if (value === undefined) continue;

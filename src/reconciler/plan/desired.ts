@@ -67,7 +67,12 @@ export function buildDesired(objects: ManifestObject[], secrets: Map<string, Res
     const d: DesiredObject = {
       kind: o.kind, identity: o.identity, name: o.name, protect: o.protect, body, userMetadata, fp,
       parentIdentity: o.parent?.identity, embedField: o.parent ? (o.at[o.at.length - 2] as string) : undefined,
-      source: positionOf(o),
+      // Found on first read only: positions may need the manifest file parsed again.
+      get source() {
+        const source = positionOf(o);
+        Object.defineProperty(this, 'source', { value: source, writable: true, enumerable: true, configurable: true });
+        return source;
+      },
     };
     memo?.set(o, d);
     out.push(d);
