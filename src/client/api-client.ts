@@ -68,8 +68,8 @@ export class ApiClient {
     }
   }
 
-  /** Every object of a kind, all pages (children are listed inside their parent). */
-  async list(kind: KindDef, parentId?: string): Promise<Body[]> {
+  /** Every object of a kind, all pages (children are listed inside their parent); `onPage` sees each page as it arrives. */
+  async list(kind: KindDef, parentId?: string, onPage?: (items: Body[]) => void): Promise<Body[]> {
     if (!kind.listKey) throw new Error(`${kind.title}s cannot be listed`);
     const out: Body[] = [];
     let next: string | null = `${collectionPath(kind, parentId ?? null)}?limit=${PAGE_SIZE}`;
@@ -79,6 +79,7 @@ export class ApiClient {
       if (!Array.isArray(items)) throw new Error(`list of ${kind.title}s: the response has no "${kind.listKey}" array`);
       out.push(...(items as Body[]));
       next = typeof page.next_page_uri === 'string' && items.length ? page.next_page_uri : null;
+      onPage?.(items as Body[]);
     }
     return out;
   }

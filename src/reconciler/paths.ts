@@ -3,16 +3,33 @@
 export interface Hit { path: string[]; value: unknown }
 
 const split = new Map<string, string[]>();
+const wild = new Map<string, boolean>();
 function segments(pattern: string): string[] {
   let s = split.get(pattern);
-  if (!s) split.set(pattern, (s = pattern.split('.')));
+  if (!s) {
+    split.set(pattern, (s = pattern.split('.')));
+    wild.set(pattern, s.includes('*'));
+  }
   return s;
 }
 
-/** Every concrete path in `value` matching `pattern`, with the value found there. */
+/**
+ * Every concrete path in `value` matching `pattern`, with the value found there. Hits share their
+ * `path` arrays with the pattern's cache: callers copy before changing one.
+ */
 export function matchPaths(value: unknown, pattern: string): Hit[] {
+  const segs = segments(pattern);
+  if (!wild.get(pattern)) {
+    // No wildcard: at most one hit, found by walking the segments.
+    let v = value;
+    for (const seg of segs) {
+      if (!v || typeof v !== 'object' || Array.isArray(v) || !(seg in (v as object))) return [];
+      v = (v as Record<string, unknown>)[seg];
+    }
+    return v === undefined ? [] : [{ path: segs, value: v }];
+  }
   const out: Hit[] = [];
-  walk(value, segments(pattern), 0, [], out);
+  walk(value, segs, 0, [], out);
   return out;
 }
 

@@ -8,7 +8,10 @@ import { validateManifests, ValidationMemo } from '../manifests/validate.js';
 import type { PlanInput } from '../pipeline.js';
 import { buildDesired } from '../plan/desired.js';
 import { diff } from '../plan/diff.js';
-import { observeLists } from '../plan/observed.js';
+import { observeItem } from '../plan/observed.js';
+import { DEFAULT_CONFIG, NormMemo, type Symbolize } from '../plan/normalize.js';
+import { manifestKinds } from '../manifests/schema.js';
+import type { KindDef } from '../../kinds/types.js';
 import type { ObservedObject } from '../plan/state.js';
 import type { Plan } from '../plan/types.js';
 import { readLiveState } from '../state/read-state.js';
@@ -39,14 +42,42 @@ function timeSlicer(sliceMs = 8): () => Promise<void> {
 }
 
 /**
- * `plan` and the plan step of `apply DIR`: reads the live state while it loads, validates and
- * resolves the manifests, then diffs. Keeps the secret values it read so apply sends exactly
- * what was fingerprinted, without reading sources twice.
+ * `plan` and the plan step of `apply DIR`. The list pages are requested first, and everything that
+ * does not need them is done while they arrive: the manifests are loaded, validated and resolved,
+ * each page is observed as it comes, and both sides' normal forms are computed ahead into the
+ * planner's memo (with ids read through the ownership markers seen so far; the memo recomputes
+ * any whose look-ups read differently once the plan has matched its objects). What is left once
+ * the last page is in is matching and comparing. Keeps the secret values it read so apply sends
+ * exactly what was fingerprinted, without reading sources twice.
  */
 export async function preparePlan(input: PlanInput, client: ApiClient): Promise<Prepared> {
-  // The list pages are requested first: waiting for them overlaps parsing and validating.
-  const live = readLiveState(client);
-  live.catch(() => {}); // invalid manifests return before awaiting it; its failure is not theirs
+  const config = input.config ?? DEFAULT_CONFIG;
+  const memo = new NormMemo();
+  const observedByKind = new Map<KindDef, ObservedObject[]>();
+  const ahead: ObservedObject[] = [];
+  /** Ids of this stack's objects → their identity: how the plan will read references to them. */
+  const owned = new Map<string, string>();
+  const provisional: Symbolize = (id) => {
+    const identity = owned.get(id);
+    return identity ? { $ref: identity } : id;
+  };
+  let pageArrived = () => {};
+  let nextPage = new Promise<void>((r) => (pageArrived = r));
+  const live = readLiveState(client, (kind, items) => {
+    let list = observedByKind.get(kind);
+    if (!list) observedByKind.set(kind, (list = []));
+    for (const resp of items) {
+      for (const o of observeItem(kind, resp, input.stack)) {
+        list.push(o);
+        ahead.push(o);
+        if (o.owner.type === 'this' && o.marker) owned.set(o.id, o.marker.id);
+      }
+    }
+    pageArrived();
+    nextPage = new Promise<void>((r) => (pageArrived = r));
+  });
+  let liveSettled = false;
+  live.then(() => (liveSettled = true), () => (liveSettled = true)); // invalid manifests return before awaiting it; its failure is not theirs
   const turn = timeSlicer();
   const identities = new Set<string>();
   const none = { secrets: new Map(), identities, observed: [] };
@@ -61,12 +92,12 @@ export async function preparePlan(input: PlanInput, client: ApiClient): Promise<
     await turn();
   }
   const opts = { stack: input.stack, strict: input.strict };
-  const memo = new ValidationMemo();
+  const validation = new ValidationMemo();
   for (const doc of docs) {
-    memo.local(doc, opts);
+    validation.local(doc, opts);
     await turn();
   }
-  const v = validateManifests(docs, opts, memo);
+  const v = validateManifests(docs, opts, validation);
   const vProblems = sortProblems([...loadProblems, ...v.problems]);
   if (hasErrors(vProblems)) return { problems: vProblems, ...none };
   await turn();
@@ -75,9 +106,22 @@ export async function preparePlan(input: PlanInput, client: ApiClient): Promise<
   if (hasErrors(problems)) return { problems, ...none };
   await turn();
   const desired = buildDesired(v.objects, s.secrets);
-  for (const d of desired) identities.add(d.identity);
-  const lists = await live;
-  const observed = observeLists(lists, input.stack);
-  const plan = diff(desired, observed, { ...input, target: client.target });
+  for (const d of desired) {
+    identities.add(d.identity);
+    memo.normalForm(d.kind, d.body, provisional, config);
+    await turn();
+  }
+  // Normal forms of what has been read, page by page, until the last page is in.
+  for (let i = 0; ;) {
+    if (i < ahead.length) {
+      const o = ahead[i++];
+      memo.normalForm(o.kind, o.body, provisional, config);
+      await turn();
+    } else if (liveSettled) break;
+    else await Promise.race([nextPage, live.catch(() => {})]);
+  }
+  await live;
+  const observed = manifestKinds().flatMap((k) => observedByKind.get(k) ?? []);
+  const plan = diff(desired, observed, { ...input, target: client.target }, memo);
   return { problems, plan, secrets: s.secrets, identities, observed };
 }

@@ -224,7 +224,7 @@ export function refValues(o: { kind: KindDef; body: Body }): { def: RefDef; valu
 
 /** `refValues` of a manifest object, computed once per object (objects are shared between watch runs). */
 const refsMemo = new WeakMap<ManifestObject, ReturnType<typeof refValues>>();
-function refsOf(o: ManifestObject): ReturnType<typeof refValues> {
+export function refsOf(o: ManifestObject): ReturnType<typeof refValues> {
   let r = refsMemo.get(o);
   if (!r) refsMemo.set(o, (r = refValues(o)));
   return r;
@@ -333,9 +333,15 @@ function exclusivePass(o: ManifestObject, add: Add) {
   }
 }
 
+/** Secret hits by object; the objects (manifest objects, observed bodies' holders) are not modified after they are built. */
+const secretsMemo = new WeakMap<object, { path: string[]; value: unknown }[]>();
+
 /** Secret fields of an object: concrete paths (`oidc.client_secret`) and values as written. */
 export function secretValues(o: { kind: KindDef; body: Body }): { path: string[]; value: unknown }[] {
-  const out: { path: string[]; value: unknown }[] = [];
+  // Manifest objects are asked four times (validation, secrets, desired state): found once each.
+  let out = secretsMemo.get(o);
+  if (out) return out;
+  secretsMemo.set(o, (out = []));
   for (const w of o.kind.writeOnly ?? []) out.push(...matchPaths(o.body, w));
   for (const m of o.kind.modules ?? []) {
     if (!o.body[m.name]) continue;
@@ -356,7 +362,13 @@ function secretPass(o: ManifestObject, add: Add, strict: boolean) {
 function metadataPass(o: ManifestObject, add: Add, stack: string) {
   const user = o.body.metadata;
   if (!('metadata' in o.kind.fields)) return;
-  const fp = Object.fromEntries(secretValues(o).map((s) => [s.path.join('.'), 'x'.repeat(22)]));
+  const secrets = secretValues(o);
+  // A JSON string takes at most 6 bytes per UTF-16 unit (\u escapes); the rest of the encoding is
+  // under 200 bytes plus 30 per secret fingerprint. Most objects are far below the limit: only
+  // those that might not be are encoded to be measured exactly.
+  const chars = stack.length + o.identity.length + (typeof user === 'string' ? user.length : 0) + secrets.reduce((n, s) => n + s.path.join('.').length, 0);
+  if (6 * chars + 200 + 30 * secrets.length < METADATA_LIMIT) return;
+  const fp = Object.fromEntries(secrets.map((s) => [s.path.join('.'), 'x'.repeat(22)]));
   const size = utf8Bytes(encodeMetadata({ tool: TOOL, v: MARKER_VERSION, stack, id: o.identity, fp, protect: o.protect }, typeof user === 'string' ? user : undefined));
   if (size > METADATA_LIMIT) {
     const room = METADATA_LIMIT - (size - (typeof user === 'string' ? utf8Bytes(JSON.stringify(user)) - 2 : 0));

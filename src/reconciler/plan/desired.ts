@@ -2,7 +2,7 @@ import type { Body } from '../../kinds/types.js';
 import { isSecretRef, positionOf, type ManifestObject } from '../manifests/model.js';
 import type { ResolvedSecret } from '../manifests/secrets.js';
 import { namedTarget } from '../manifests/schema.js';
-import { isName, refValues, secretValues } from '../manifests/validate.js';
+import { isName, refsOf, secretValues } from '../manifests/validate.js';
 import type { DesiredObject } from './state.js';
 import type { RefToken, SecretToken } from './tokens.js';
 
@@ -48,7 +48,7 @@ export function buildDesired(objects: ManifestObject[], secrets: Map<string, Res
     const copied = new Set<object>();
     const userMetadata = typeof body.metadata === 'string' ? body.metadata : undefined;
     delete body.metadata;
-    for (const r of refValues(o)) {
+    for (const r of refsOf(o)) {
       if (!isName(r.def, r.value)) continue;
       const token: RefToken = { $ref: `${namedTarget(r.def)!.manifestKind}/${r.value}` };
       setAt(body, r.path, token, copied);

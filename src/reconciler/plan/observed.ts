@@ -87,16 +87,21 @@ function lazyFingerprint(this: Record<symbol, unknown>): string {
   return (this[FINGERPRINT] ??= fingerprintResponse(this[RESPONSE] as Body)) as string;
 }
 
+/** One listed object and the children listed inside it (routes inside an edge), parent first. */
+export function observeItem(kind: KindDef, resp: Body, stack: string): ObservedObject[] {
+  const out = [observeOne(kind, resp, stack)];
+  for (const field in kind.embeds) {
+    const childKind = kindByName(kind.embeds[field]);
+    for (const child of (resp[field] as Body[] | undefined) ?? []) out.push(observeOne(childKind, child, stack, resp.id as string));
+  }
+  return out;
+}
+
 /** Every object of the lists, children (routes inside edges) flattened after their parent. */
 export function observeLists(lists: ObservedLists, stack: string): ObservedObject[] {
   const out: ObservedObject[] = [];
   for (const kind of manifestKinds()) {
-    for (const resp of lists[kind.listKey!] ?? []) {
-      out.push(observeOne(kind, resp, stack));
-      for (const [field, childName] of Object.entries(kind.embeds ?? {})) {
-        for (const child of (resp[field] as Body[] | undefined) ?? []) out.push(observeOne(kindByName(childName), child, stack, resp.id as string));
-      }
-    }
+    for (const resp of lists[kind.listKey!] ?? []) out.push(...observeItem(kind, resp, stack));
   }
   return out;
 }

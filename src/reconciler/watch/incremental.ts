@@ -13,11 +13,10 @@ import type { PlanInput } from '../pipeline.js';
 import { buildDesired, type DesiredMemo } from '../plan/desired.js';
 import { diff } from '../plan/diff.js';
 import { identical, NormMemo } from '../plan/normalize.js';
-import { observeOne, type ObservedLists } from '../plan/observed.js';
+import { observeItem, observeOne, type ObservedLists } from '../plan/observed.js';
 import type { DesiredObject, ObservedObject } from '../plan/state.js';
 import type { Plan } from '../plan/types.js';
 import { readLiveState } from '../state/read-state.js';
-import { kindByName } from '../../kinds/registry.js';
 
 /** `HTTPSEdge/web` for `HTTPSEdge/web/routes/api`: the object a list page (or a GET) returns whole. */
 export function topIdentity(identity: string): string {
@@ -159,13 +158,7 @@ export class IncrementalPlanner {
     for (const kind of manifestKinds()) {
       for (const resp of this.lists![kind.listKey!] ?? []) {
         let objs = this.observedOf.get(resp);
-        if (!objs) {
-          objs = [observeOne(kind, resp, this.input.stack)];
-          for (const [field, childName] of Object.entries(kind.embeds ?? {})) {
-            for (const child of (resp[field] as Body[] | undefined) ?? []) objs.push(observeOne(kindByName(childName), child, this.input.stack, resp.id as string));
-          }
-          this.observedOf.set(resp, objs);
-        }
+        if (!objs) this.observedOf.set(resp, (objs = observeItem(kind, resp, this.input.stack)));
         out.push(...objs);
       }
     }
