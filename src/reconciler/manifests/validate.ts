@@ -47,8 +47,9 @@ type Add = (o: ManifestObject | { doc: SourceDoc; at: (string | number)[] }, pat
 
 /**
  * Validates parsed manifests in passes — shape, schema, names, references, uniqueness, cycles,
- * exclusive modules, secrets, metadata size, the service's checks — and returns every problem found, each with its
- * position, plus the objects (with `valid` set on those that passed the schema).
+ * exclusive modules, secrets, metadata size, the service's checks — and returns every problem
+ * found, each with its position, plus the objects (with `valid` set on those that passed the
+ * schema).
  */
 export function validateManifests(docs: SourceDoc[], opts: ValidateOptions, memo?: ValidationMemo): Validated {
   const problems: Problem[] = [];
