@@ -1,6 +1,5 @@
 import { X509Certificate } from 'node:crypto';
 import forge from 'node-forge';
-import { ApiError } from '../service/errors.js';
 import { rfc3339 } from '../util/time.js';
 
 const KEY_USAGE_BITS = [
@@ -29,27 +28,35 @@ export interface ParsedCa {
 
 const BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----/g;
 
-function invalid(msg: string): ApiError {
-  return new ApiError('ERR_INVALID_CA_PEM', `ca_pem: ${msg}`);
-}
-
 /**
- * Parses an uploaded CA certificate: exactly one PEM CERTIFICATE block, an X.509 certificate whose
- * basicConstraints mark it a CA, RSA or EC. Derives the fields the service returns.
+ * The certificate of an uploaded CA PEM, or what is wrong with it: the PEM must be exactly one
+ * CERTIFICATE block, an X.509 certificate whose basicConstraints mark it a CA.
  */
-export function parseCaPem(pem: string): ParsedCa {
+function readCaPem(pem: string): X509Certificate | string {
   const blocks = [...pem.matchAll(BLOCK)];
-  if (blocks.length === 0) throw invalid('no PEM block found; expected one "-----BEGIN CERTIFICATE-----" block');
+  if (blocks.length === 0) return 'no PEM block found; expected one "-----BEGIN CERTIFICATE-----" block';
   const others = blocks.filter((b) => b[1] !== 'CERTIFICATE').map((b) => b[1]);
-  if (others.length) throw invalid(`expected only a CERTIFICATE block, found ${others.join(', ')}`);
-  if (blocks.length > 1) throw invalid(`holds ${blocks.length} certificates; upload exactly one CA certificate`);
+  if (others.length) return `expected only a CERTIFICATE block, found ${others.join(', ')}`;
+  if (blocks.length > 1) return `holds ${blocks.length} certificates; upload exactly one CA certificate`;
   let cert: X509Certificate;
   try {
     cert = new X509Certificate(blocks[0][0]);
   } catch {
-    throw invalid('the CERTIFICATE block is not a valid X.509 certificate');
+    return 'the CERTIFICATE block is not a valid X.509 certificate';
   }
-  if (!cert.ca) throw invalid('the certificate is not a CA (basicConstraints CA:TRUE is missing)');
+  return cert.ca ? cert : 'the certificate is not a CA (basicConstraints CA:TRUE is missing)';
+}
+
+/** What is wrong with an uploaded CA PEM (the certificate authority's check), or null. */
+export function caPemProblem(pem: string): string | null {
+  const r = readCaPem(pem);
+  return typeof r === 'string' ? r : null;
+}
+
+/** The fields the service derives from a checked CA PEM (RSA or EC). */
+export function parseCaPem(pem: string): ParsedCa {
+  const cert = readCaPem(pem);
+  if (typeof cert === 'string') throw new Error(`ca_pem was not checked: ${cert}`);
   return {
     ca_pem: cert.toString().trimEnd() + '\n',
     subject_common_name: commonName(cert.subject),

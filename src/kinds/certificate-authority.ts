@@ -1,4 +1,4 @@
-import { parseCaPem } from './ca-pem.js';
+import { caPemProblem, parseCaPem } from './ca-pem.js';
 import { description, metadata } from './fields.js';
 import type { KindDef } from './types.js';
 
@@ -21,6 +21,12 @@ export const certificateAuthority: KindDef = {
     'key_usages', 'extended_key_usages',
   ],
   hooks: {
+    check(body, ctx) {
+      // ca_pem is immutable: it was checked when the CA was created.
+      if (ctx.stored?.previous) return;
+      const problem = caPemProblem(body.ca_pem as string);
+      if (problem) ctx.report(['ca_pem'], problem, { code: 'ERR_INVALID_CA_PEM' });
+    },
     prepare(ctx) {
       if (ctx.op === 'create') Object.assign(ctx.body, parseCaPem(ctx.body.ca_pem as string));
     },

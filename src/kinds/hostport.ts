@@ -1,33 +1,34 @@
-import { ApiError } from '../service/errors.js';
 import { dnsNameProblem } from './dns.js';
+import type { CheckContext } from './types.js';
 
 /** The port an HTTPS edge listens on: the only one its hostports may name. */
 export const HTTPS_PORT = 443;
 
 /**
- * Validates and canonicalises the hostports of an HTTPS edge: `host:443`, a DNS name (a leading
- * `*.` wildcard allowed), lower case (DNS names are case-insensitive and uniqueness across the
- * service compares the lower-case form), no repeats.
+ * Checks the hostports of an HTTPS edge: `host:443`, a DNS name (a leading `*.` wildcard
+ * allowed), no repeats ignoring case (DNS names are case-insensitive and uniqueness across the
+ * service compares the lower-case form).
  */
-export function normalizeHostports(list: string[]): string[] {
+export function checkHostports(list: string[], ctx: CheckContext): void {
   const seen = new Map<string, number>();
-  return list.map((raw, i) => {
-    const field = `hostports[${i}]`;
-    const value = raw.toLowerCase();
-    const colon = value.lastIndexOf(':');
-    if (colon < 0) throw invalid(field, raw, `must be host:port, like example.com:${HTTPS_PORT}`);
-    const host = value.slice(0, colon);
-    const port = value.slice(colon + 1);
-    if (port !== String(HTTPS_PORT)) throw invalid(field, raw, `port must be ${HTTPS_PORT} on an HTTPS edge`);
-    const problem = dnsNameProblem(host, { wildcard: true });
-    if (problem) throw invalid(field, raw, `host ${problem}`);
-    const first = seen.get(value);
-    if (first !== undefined) throw invalid(field, raw, `repeats hostports[${first}] (hostports are case-insensitive)`);
-    seen.set(value, i);
-    return value;
+  list.forEach((raw, i) => {
+    const problem = hostportProblem(raw.toLowerCase(), seen);
+    if (problem) ctx.report(['hostports', i], `${JSON.stringify(raw.length > 300 ? raw.slice(0, 300) + '…' : raw)} ${problem}`);
+    else seen.set(raw.toLowerCase(), i);
   });
 }
 
-function invalid(field: string, value: string, rule: string): ApiError {
-  return new ApiError('ERR_VALIDATION', `${field}: ${JSON.stringify(value.length > 300 ? value.slice(0, 300) + '…' : value)} ${rule}`);
+function hostportProblem(value: string, seen: Map<string, number>): string | null {
+  const colon = value.lastIndexOf(':');
+  if (colon < 0) return `must be host:port, like example.com:${HTTPS_PORT}`;
+  if (value.slice(colon + 1) !== String(HTTPS_PORT)) return `port must be ${HTTPS_PORT} on an HTTPS edge`;
+  const problem = dnsNameProblem(value.slice(0, colon), { wildcard: true });
+  if (problem) return `host ${problem}`;
+  const first = seen.get(value);
+  return first === undefined ? null : `repeats hostports[${first}] (hostports are case-insensitive)`;
+}
+
+/** The stored form of checked hostports: lower case. */
+export function normalizeHostports(list: string[]): string[] {
+  return list.map((h) => h.toLowerCase());
 }

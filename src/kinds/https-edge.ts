@@ -1,7 +1,7 @@
 import { hostportBanCheck } from '../service/abuse-reports.js';
 import { EDGE_MODULES } from './edge-modules.js';
 import { description, metadata } from './fields.js';
-import { normalizeHostports } from './hostport.js';
+import { checkHostports, normalizeHostports } from './hostport.js';
 import type { KindDef } from './types.js';
 
 export const httpsEdge: KindDef = {
@@ -31,6 +31,9 @@ export const httpsEdge: KindDef = {
   reconcile: { normalize: { hostports: 'lowercase-items' }, sets: ['hostports'] },
   embeds: { routes: 'httpsEdgeRoute' },
   hooks: {
+    check(body, ctx) {
+      checkHostports((body.hostports as string[] | undefined) ?? [], ctx);
+    },
     prepare(ctx) {
       ctx.body.hostports = normalizeHostports((ctx.body.hostports as string[] | undefined) ?? []);
     },

@@ -1,8 +1,7 @@
-import { ApiError } from '../service/errors.js';
 import { dnsNameProblem } from './dns.js';
 import { forbidden, object, secret, strings, uint32 } from './fields.js';
 import { defaultCookiePrefix, sessionConfigDefaults, sessionDefaults, sessionFields, sessionResponseOrder } from './session.js';
-import type { Body, JSONSchema, ModuleDef } from './types.js';
+import type { Body, CheckContext, JSONSchema, ModuleDef } from './types.js';
 
 /** The eight identity providers; only github has teams and organizations. */
 export const OAUTH_PROVIDERS = ['github', 'facebook', 'microsoft', 'google', 'linkedin', 'gitlab', 'twitch', 'amazon'];
@@ -26,48 +25,54 @@ function member(provider: string): JSONSchema {
   });
 }
 
-function invalid(field: string, rule: string): ApiError {
-  return new ApiError('ERR_VALIDATION', `${field}: ${rule}`);
-}
+type Rule = (v: string) => string | null;
+type List = [field: string, rule: Rule, fold: boolean];
 
-/** Checks each item, folds case where the value is case-insensitive, refuses repeats. */
-function checkList(m: Body, field: string, base: string, rule: (v: string) => string | null, fold: boolean): void {
-  const seen: string[] = [];
-  (m[field] as string[]).forEach((raw, i) => {
-    const v = fold ? raw.toLowerCase() : raw;
-    const problem = rule(v);
-    if (problem) throw invalid(`${base}.${field}[${i}]`, `${JSON.stringify(raw.slice(0, 100))} ${problem}`);
-    if (seen.includes(v)) throw invalid(`${base}.${field}[${i}]`, `${JSON.stringify(raw.slice(0, 100))} is listed twice`);
-    seen.push(v);
-  });
-  m[field] = seen;
-}
-
-function checkMember(m: Body, provider: string, previous?: Body): void {
-  const base = `oauth.provider.${provider}`;
-  const hasId = 'client_id' in m;
-  const hasSecret = 'client_secret' in m;
-  if (hasId && !hasSecret) {
-    const before = (previous?.provider as Body | undefined)?.[provider] as Body | undefined;
-    const hint = before?.client_secret !== undefined ? ' (the stored secret belonged to another client_id and is not kept when client_id changes)' : '';
-    throw invalid(`${base}.client_secret`, `is required with client_id${hint}`);
-  }
-  if (hasSecret && !hasId) throw invalid(`${base}.client_id`, 'is required with client_secret');
-  for (const f of ['scopes', 'email_addresses', 'email_domains', ...(provider === WITH_TEAMS ? ['teams', 'organizations'] : [])]) m[f] ??= [];
-  if ((m.scopes as string[]).length && !(hasId && hasSecret)) {
-    throw invalid(`${base}.scopes`, `may be set only with both client_id and client_secret (the managed application's scopes are fixed)`);
-  }
-  checkList(m, 'scopes', base, (v) => (SCOPE.test(v) ? null : 'must be one scope without spaces'), false);
-  checkList(m, 'email_addresses', base, (v) => {
+/** The lists of a member: the rule on each item and whether values are case-insensitive (stored folded). */
+const LISTS: List[] = [
+  ['scopes', (v) => (SCOPE.test(v) ? null : 'must be one scope without spaces'), false],
+  ['email_addresses', (v) => {
     if (!EMAIL.test(v)) return 'is not an email address (local@domain)';
     const problem = dnsNameProblem(v.slice(v.lastIndexOf('@') + 1));
     return problem ? `has an invalid domain: ${problem}` : null;
-  }, true);
-  checkList(m, 'email_domains', base, (v) => dnsNameProblem(v), true);
-  if (provider === WITH_TEAMS) {
-    checkList(m, 'teams', base, (v) => (TEAM.test(v) ? null : 'must be a team slug qualified with its organization: org/team'), false);
-    checkList(m, 'organizations', base, (v) => (ORG.test(v) ? null : 'must be an organization slug (letters, digits, hyphens; at most 39)'), false);
+  }, true],
+  ['email_domains', (v) => dnsNameProblem(v), true],
+];
+const TEAM_LISTS: List[] = [
+  ['teams', (v) => (TEAM.test(v) ? null : 'must be a team slug qualified with its organization: org/team'), false],
+  ['organizations', (v) => (ORG.test(v) ? null : 'must be an organization slug (letters, digits, hyphens; at most 39)'), false],
+];
+const lists = (provider: string): List[] => (provider === WITH_TEAMS ? [...LISTS, ...TEAM_LISTS] : LISTS);
+
+/** Checks each item (after folding case where the value is case-insensitive) and refuses repeats. */
+function checkList(m: Body, field: string, base: string[], rule: Rule, fold: boolean, ctx: CheckContext): void {
+  const seen = new Set<string>();
+  ((m[field] as string[] | undefined) ?? []).forEach((raw, i) => {
+    const v = fold ? raw.toLowerCase() : raw;
+    const problem = rule(v);
+    if (problem) ctx.report([...base, field, i], `${JSON.stringify(raw.slice(0, 100))} ${problem}`);
+    else if (seen.has(v)) ctx.report([...base, field, i], `${JSON.stringify(raw.slice(0, 100))} is listed twice`);
+    else seen.add(v);
+  });
+}
+
+function checkMember(m: Body, provider: string, ctx: CheckContext): void {
+  const base = ['oauth', 'provider', provider];
+  const hasId = 'client_id' in m;
+  const hasSecret = 'client_secret' in m;
+  // Without the stored module (`validate`) a secret the body leaves out may yet be carried over
+  // from it (same client_id): rules that need the secret absent are the service's.
+  const secretMayBeKept = !hasSecret && !ctx.stored;
+  if (hasId && !hasSecret && !secretMayBeKept) {
+    const before = (ctx.stored?.previous?.provider as Body | undefined)?.[provider] as Body | undefined;
+    const hint = before?.client_secret !== undefined ? ' (the stored secret belonged to another client_id and is not kept when client_id changes)' : '';
+    ctx.report([...base, 'client_secret'], `is required with client_id${hint}`);
   }
+  if (hasSecret && !hasId) ctx.report([...base, 'client_id'], 'is required with client_secret');
+  if (((m.scopes as string[] | undefined) ?? []).length && !(hasId && (hasSecret || secretMayBeKept))) {
+    ctx.report([...base, 'scopes'], `may be set only with both client_id and client_secret (the managed application's scopes are fixed)`);
+  }
+  for (const [field, rule, fold] of lists(provider)) checkList(m, field, base, rule, fold, ctx);
 }
 
 export const oauth: ModuleDef = {
@@ -92,14 +97,21 @@ export const oauth: ModuleDef = {
     normalize: { 'provider.*.email_addresses': 'lowercase-items', 'provider.*.email_domains': 'lowercase-items' },
     sets: ['provider.*.scopes', 'provider.*.email_addresses', 'provider.*.email_domains', 'provider.*.teams', 'provider.*.organizations'],
   },
-  prepare(m, ctx) {
+  check(m, ctx) {
     const providers = m.provider as Record<string, Body>;
     const given = Object.keys(providers);
     if (given.length !== 1) {
-      throw invalid('oauth.provider', `must configure exactly one of ${OAUTH_PROVIDERS.join(', ')}${given.length ? `; got ${given.join(', ')}` : ''}`);
+      return ctx.report(['oauth', 'provider'], `must configure exactly one of ${OAUTH_PROVIDERS.join(', ')}${given.length ? `; got ${given.join(', ')}` : ''}`);
     }
-    const name = given[0];
-    checkMember(providers[name], name, ctx.previousModule);
+    checkMember(providers[given[0]], given[0], ctx);
+  },
+  prepare(m, ctx) {
+    const [name, member] = Object.entries(m.provider as Record<string, Body>)[0];
+    // Every list is stored, empty when left out; case-insensitive values in lower case.
+    for (const [field, , fold] of lists(name)) {
+      const list = (member[field] as string[] | undefined) ?? [];
+      member[field] = fold ? list.map((v) => v.toLowerCase()) : list;
+    }
     defaultCookiePrefix(m, ctx);
   },
   responseOrder: [...sessionResponseOrder, 'auth_check_interval', 'provider'],

@@ -1,4 +1,3 @@
-import { ApiError } from '../service/errors.js';
 import { object, secret, strings } from './fields.js';
 import { defaultCookiePrefix, sessionConfigDefaults, sessionDefaults, sessionFields, sessionResponseOrder } from './session.js';
 import type { ModuleDef } from './types.js';
@@ -32,16 +31,19 @@ export const oidc: ModuleDef = {
   exclusiveGroup: 'authentication',
   role: 'guard',
   reconcile: { configDefaults: sessionConfigDefaults, sets: ['scopes'] },
-  prepare(m, ctx) {
+  check(m, ctx) {
     const problem = issuerProblem(m.issuer as string);
-    if (problem) throw new ApiError('ERR_VALIDATION', `oidc.issuer: ${problem}`);
-    if (!('client_secret' in m)) {
-      const changed = ctx.previousModule?.client_secret !== undefined;
-      throw new ApiError('ERR_VALIDATION', `oidc.client_secret: is required${changed ? ' (the stored secret is not kept when issuer or client_id changes)' : ''}`);
+    if (problem) ctx.report(['oidc', 'issuer'], problem);
+    // Without the stored module (`validate`) a left-out secret may yet be carried over: the service decides.
+    if (!('client_secret' in m) && ctx.stored) {
+      const changed = ctx.stored.previous?.client_secret !== undefined;
+      ctx.report(['oidc', 'client_secret'], `is required${changed ? ' (the stored secret is not kept when issuer or client_id changes)' : ''}`);
     }
     (m.scopes as string[]).forEach((s, i) => {
-      if (!/^[\x21-\x7e]+$/.test(s)) throw new ApiError('ERR_VALIDATION', `oidc.scopes[${i}]: must be one scope without spaces`);
+      if (!/^[\x21-\x7e]+$/.test(s)) ctx.report(['oidc', 'scopes', i], 'must be one scope without spaces');
     });
+  },
+  prepare(m, ctx) {
     defaultCookiePrefix(m, ctx);
   },
   responseOrder: [...sessionResponseOrder, 'issuer', 'client_id', 'scopes'],

@@ -1,4 +1,3 @@
-import { ApiError } from '../service/errors.js';
 import { object, strings } from './fields.js';
 import { checkIdpMetadata, XmlProblem } from './saml-metadata.js';
 import { generateSigningPair } from './saml-signing.js';
@@ -36,13 +35,15 @@ export const saml: ModuleDef = {
   exclusiveGroup: 'authentication',
   role: 'guard',
   reconcile: { configDefaults: sessionConfigDefaults, sets: ['authorized_groups'] },
-  async prepare(m, ctx) {
+  check(m, ctx) {
     try {
       checkIdpMetadata(m.idp_metadata as string);
     } catch (err) {
-      if (err instanceof XmlProblem) throw new ApiError('ERR_VALIDATION', `saml.idp_metadata: ${err.message}`);
-      throw err;
+      if (!(err instanceof XmlProblem)) throw err;
+      ctx.report(['saml', 'idp_metadata'], err.message);
     }
+  },
+  async prepare(m, ctx) {
     defaultCookiePrefix(m, ctx);
     const urls = samlUrls(ctx.publicBaseUrl, ctx.id);
     m.entity_id = urls.metadata_url;

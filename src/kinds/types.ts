@@ -26,6 +26,33 @@ export interface RefDef {
   stored?: boolean;
 }
 
+/**
+ * What a check sees: where to report, and — in the service only — what is stored. Checks are the
+ * rules the service enforces beyond the JSON Schema that need no database, no I/O and nothing
+ * generated: the service runs them on every write (`src/service/resources.ts`) and `edgeplane
+ * validate` on every manifest object (`src/reconciler/manifests/validate.ts`), so a pull request
+ * shows what an apply would be refused for.
+ */
+export interface CheckContext {
+  /**
+   * Reports a broken rule. `path` is the field inside the object, a module's name first
+   * (`['oauth', 'provider', 'github', 'scopes', 0]`); the service's message is `<path>: <rule>`
+   * (`oauth.provider.github.scopes[0]: …`). The service throws the first report as an ApiError
+   * (`code`, default ERR_VALIDATION); `validate` collects every report, so a check must carry on
+   * sensibly after one. `at` places the problem elsewhere in the manifest than `path` (a map key
+   * repeated ignoring case: the key, with `key`).
+   */
+  report(path: (string | number)[], rule: string, opts?: { code?: ErrorCode; at?: (string | number)[]; key?: boolean }): void;
+  /**
+   * The service's knowledge of what is stored; absent in `validate`, which has no state. With it,
+   * `previous` is the stored object (kind checks) or module (module checks), absent on create, and
+   * `carried` the write-only paths the service carried over from it. Without it a write-only field
+   * the body leaves out may still be carried over on apply, so rules on a missing secret are left
+   * to the service.
+   */
+  stored?: { previous?: Body; carried: string[] };
+}
+
 /** What a module's normaliser sees besides the hook context. */
 export interface ModuleContext extends HookContext {
   /** The module as stored before this write, if it was configured. */
@@ -112,7 +139,14 @@ export interface ModuleDef {
   exclusiveGroup?: string;
   /** Canonical form of the request (case folding) before secrets are compared and carried over. */
   normalize?(module: Body): Body;
-  /** Validates the module and derives fields into it (the stored form); may throw an ApiError. */
+  /**
+   * The module's rules beyond its schema, on the stored form before derivations (defaults under
+   * the request's canonical form, see `moduleCheckForm`; in `validate` secrets may be references
+   * such as `{env: NAME}`, whose value is unknown: a rule on a secret's value applies to strings
+   * only). Synchronous, pure, never modifies the module. Runs before `prepare`.
+   */
+  check?(module: Body, ctx: CheckContext): void;
+  /** Derives fields into the checked module (the stored form); may throw an ApiError for rules that need the store. */
   prepare?(module: Body, ctx: ModuleContext): Body | void | Promise<Body | void>;
   /** Response fields in order (after refs are mapped); default: request fields then derived. */
   responseOrder?: string[];
@@ -178,7 +212,12 @@ export interface KindDef {
   adoptByContent?: boolean;
   /** Kind-specific behaviour, by name. */
   hooks?: {
-    /** Validates and derives fields of the stored body before it is written. */
+    /**
+     * The kind's own rules beyond its schema, on the body being written (modules aside): pure,
+     * synchronous, never modifies it (see `CheckContext`). Runs before `prepare`.
+     */
+    check?(body: Body, ctx: CheckContext): void;
+    /** Derives fields of the checked stored body before it is written; may throw for rules that need the store. */
     prepare?(ctx: HookContext): void | Promise<void>;
     /** Extra checks inside the write transaction (e.g. a ban list). */
     inTransaction?(q: Queryable, ctx: HookContext): Promise<void>;

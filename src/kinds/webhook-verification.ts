@@ -1,4 +1,3 @@
-import { ApiError } from '../service/errors.js';
 import { enabled, object, secret } from './fields.js';
 import type { ModuleDef } from './types.js';
 
@@ -29,20 +28,25 @@ export const webhookVerification: ModuleDef = {
   // Requests without a valid signature are refused: it guards the backend like an auth module.
   role: 'guard',
   normalize: (m) => (typeof m.provider === 'string' ? { ...m, provider: m.provider.toLowerCase() } : m),
-  prepare(m, ctx) {
+  check(m, ctx) {
     const provider = m.provider as string;
     if (!WEBHOOK_PROVIDERS.includes(provider)) {
-      throw new ApiError('ERR_VALIDATION', `webhook_verification.provider: ${JSON.stringify(provider)} is not a supported provider; one of ${WEBHOOK_PROVIDERS.join(', ')}`);
+      return ctx.report(['webhook_verification', 'provider'], `${JSON.stringify(provider)} is not a supported provider; one of ${WEBHOOK_PROVIDERS.join(', ')}`);
     }
     if (SECRETLESS_PROVIDERS.includes(provider)) {
-      if ('secret' in m && !ctx.carried.includes('secret')) {
-        throw new ApiError('ERR_VALIDATION', `webhook_verification.secret: provider ${provider} takes no secret (its messages are signed with the provider's certificates); leave secret out`);
+      // A secret given by reference counts: it would be sent.
+      if ('secret' in m && !ctx.stored?.carried.includes('secret')) {
+        ctx.report(['webhook_verification', 'secret'], `provider ${provider} takes no secret (its messages are signed with the provider's certificates); leave secret out`);
       }
-      delete m.secret;
-    } else if (!('secret' in m)) {
-      const changed = ctx.previousModule?.provider !== undefined && ctx.previousModule.provider !== provider;
-      throw new ApiError('ERR_VALIDATION', `webhook_verification.secret: is required for provider ${provider}${changed ? ` (the stored secret belonged to ${String(ctx.previousModule!.provider)} and is not kept when the provider changes)` : ''}`);
+    } else if (!('secret' in m) && ctx.stored) {
+      // Only the service knows whether a left-out secret is carried over (same provider).
+      const before = ctx.stored.previous?.provider;
+      const changed = before !== undefined && before !== provider;
+      ctx.report(['webhook_verification', 'secret'], `is required for provider ${provider}${changed ? ` (the stored secret belonged to ${String(before)} and is not kept when the provider changes)` : ''}`);
     }
+  },
+  prepare(m) {
+    if (SECRETLESS_PROVIDERS.includes(m.provider as string)) delete m.secret;
   },
   responseOrder: ['enabled', 'provider'],
 };

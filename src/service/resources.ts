@@ -7,6 +7,7 @@ import {
   replaceRefs, replaceUniques, UniqueViolation, updateBody, type ObjectRow, type RefRow,
 } from '../store/objects.js';
 import { isDeepStrictEqual } from 'node:util';
+import { moduleCheckForm, throwingChecks } from '../kinds/check.js';
 import { getPath, hasPath, holderOf } from '../kinds/paths.js';
 import { newId } from '../util/ids.js';
 import { ApiError } from './errors.js';
@@ -195,25 +196,28 @@ export class Resources {
    * Request form → stored form of one module: canonical form, defaults filled in, secrets the
    * request leaves out carried over from the stored module (a client that GETs a module, edits it
    * and PUTs it back must not lose a secret it never saw) unless a field the secret belongs to
-   * changed (`secretBoundTo`), then the module's own validation and derivations.
+   * changed (`secretBoundTo`), then the module's checks (the rules `validate` also runs on
+   * manifests) and its derivations.
    */
   private async prepareModule(mod: ModuleDef, given: Body, previous: Body | null | undefined, ctx: HookContext): Promise<Body> {
-    const input = mod.normalize ? mod.normalize(given) : given;
-    const stored: Body = { ...(mod.defaults ?? {}), ...structuredClone(input) };
+    const stored: Body = structuredClone(moduleCheckForm(mod, given));
     const carried: string[] = [];
     for (const secret of mod.writeOnly ?? []) {
-      if (!previous || hasPath(input, secret) || !hasPath(previous, secret)) continue;
+      // Defaults hold no secrets: a secret in `stored` here is one the request gave.
+      if (!previous || hasPath(stored, secret) || !hasPath(previous, secret)) continue;
       const holder = holderOf(stored, secret);
       const bound = mod.secretBoundTo?.[secret] ?? [];
       if (!holder || bound.some((f) => !isDeepStrictEqual(getPath(stored, f), getPath(previous, f)))) continue;
       holder[secret.split('.').at(-1)!] = getPath(previous, secret);
       carried.push(secret);
     }
+    mod.check?.(stored, throwingChecks({ previous: previous ?? undefined, carried }));
     return (await mod.prepare?.(stored, { ...ctx, previousModule: previous ?? undefined, carried })) ?? stored;
   }
 
   private async prepare(kind: KindDef, ctx: HookContext): Promise<void> {
     checkExclusive(kind, ctx.body);
+    kind.hooks?.check?.(ctx.body, throwingChecks({ previous: ctx.previous, carried: [] }));
     await kind.hooks?.prepare?.(ctx);
   }
 

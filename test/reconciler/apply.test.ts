@@ -82,19 +82,20 @@ describe('apply (real executor, real service)', () => {
 
   it('a step the API refuses fails, its dependents are skipped, the rest is done; fixing the file converges', async () => {
     const client = await clientFor(svc);
+    // A webhook secret left out passes validate (on update the stored one would be kept) and is refused on create.
     const dir = manifestDir({
       'all.yaml': [
         'kind: FailoverBackend\nname: pool\nbackends: []\n',
-        `kind: HTTPSEdge\nname: web\nhostports: ["fail-${Date.now()}.example.com:443"]\nroutes:\n  - name: sso\n    match_type: path_prefix\n    match: /sso/\n    saml: { idp_metadata: "not xml" }\n    backend: { backend_id: pool }\n  - name: ok\n    match_type: path_prefix\n    match: /\n    backend: { backend_id: pool }\n`,
+        `kind: HTTPSEdge\nname: web\nhostports: ["fail-${Date.now()}.example.com:443"]\nroutes:\n  - name: hooks\n    match_type: path_prefix\n    match: /hooks/\n    webhook_verification: { provider: github }\n    backend: { backend_id: pool }\n  - name: ok\n    match_type: path_prefix\n    match: /\n    backend: { backend_id: pool }\n`,
       ].join('---\n'),
     });
     const p = await prepare(client, dir, 'fail');
     const r = await applyPlan(p.plan!, { client, secrets: { value: () => '' }, retry: instant });
-    expect(r.failed.map((f) => f.id)).toEqual(['HTTPSEdge/web/routes/sso:create']);
-    expect(r.failed[0].error).toMatch(/400.*saml\.idp_metadata/);
-    expect(r.skipped).toEqual([{ id: 'HTTPSEdge/web/routes/sso:module.put:backend', because: 'HTTPSEdge/web/routes/sso:create' }]);
+    expect(r.failed.map((f) => f.id)).toEqual(['HTTPSEdge/web/routes/hooks:create']);
+    expect(r.failed[0].error).toMatch(/400.*webhook_verification\.secret: is required/);
+    expect(r.skipped).toEqual([{ id: 'HTTPSEdge/web/routes/hooks:module.put:backend', because: 'HTTPSEdge/web/routes/hooks:create' }]);
     expect(r.done).toContain('HTTPSEdge/web/routes/ok:create');
-    writeFileSync(join(dir, 'all.yaml'), readFileSync(join(dir, 'all.yaml'), 'utf8').replace('    saml: { idp_metadata: "not xml" }\n', ''));
+    writeFileSync(join(dir, 'all.yaml'), readFileSync(join(dir, 'all.yaml'), 'utf8').replace('    webhook_verification: { provider: github }\n', ''));
     await applyDir(client, dir, 'fail');
     expect(await remaining(client, dir, 'fail')).toEqual([]);
   });

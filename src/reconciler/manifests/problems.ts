@@ -23,7 +23,5 @@ export function hasErrors(ps: Problem[]): boolean {
   return ps.some((p) => p.severity === 'error');
 }
 
-/** `['routes', 0, 'oidc']` → `routes[0].oidc`. */
-export function formatPath(path: (string | number)[]): string {
-  return path.reduce<string>((acc, p) => (typeof p === 'number' ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '');
-}
+/** `['routes', 0, 'oidc']` → `routes[0].oidc` (the same notation as the service's messages). */
+export { formatPath } from '../../kinds/paths.js';

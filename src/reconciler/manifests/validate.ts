@@ -1,7 +1,8 @@
 import type { ErrorObject } from 'ajv';
 import * as generated from '../../generated/manifest-validators.js';
+import { moduleCheckForm } from '../../kinds/check.js';
 import { kindByName } from '../../kinds/registry.js';
-import type { Body, KindDef, RefDef } from '../../kinds/types.js';
+import type { Body, CheckContext, KindDef, RefDef } from '../../kinds/types.js';
 import { collectingAjv, describeAjvError, schemaKey, type Validator } from '../../service/validation.js';
 import { encodeMetadata, METADATA_LIMIT, TOOL, MARKER_VERSION } from '../ownership/marker.js';
 import { matchPaths } from '../paths.js';
@@ -46,8 +47,9 @@ type Add = (o: ManifestObject | { doc: SourceDoc; at: (string | number)[] }, pat
 
 /**
  * Validates parsed manifests in passes — shape, schema, names, references, uniqueness, cycles,
- * exclusive modules, secrets, metadata size — and returns every problem found, each with its
- * position, plus the objects (with `valid` set on those that passed the schema).
+ * exclusive modules, secrets, metadata size, the service's checks — and returns every problem
+ * found, each with its position, plus the objects (with `valid` set on those that passed the
+ * schema).
  */
 export function validateManifests(docs: SourceDoc[], opts: ValidateOptions, memo?: ValidationMemo): Validated {
   const problems: Problem[] = [];
@@ -76,7 +78,7 @@ function adder(problems: Problem[]): Add {
 
 interface Local { object?: ManifestObject; problems: Problem[] }
 
-/** The passes that read one document alone: shape and schema, exclusive modules, secrets, metadata size. */
+/** The passes that read one document alone: shape and schema, exclusive modules, secrets, metadata size, the service's checks. */
 function localPasses(doc: SourceDoc, opts: ValidateOptions): Local {
   const problems: Problem[] = [];
   const add = adder(problems);
@@ -86,6 +88,7 @@ function localPasses(doc: SourceDoc, opts: ValidateOptions): Local {
     exclusivePass(o, add);
     secretPass(o, add, !!opts.strict);
     if (o.valid) metadataPass(o, add, opts.stack);
+    if (o.valid) checkPass(o, add);
   }
   return { object, problems };
 }
@@ -373,5 +376,20 @@ function metadataPass(o: ManifestObject, add: Add, stack: string) {
   if (size > METADATA_LIMIT) {
     const room = METADATA_LIMIT - (size - (typeof user === 'string' ? utf8Bytes(JSON.stringify(user)) - 2 : 0));
     add(o, ['metadata'], 'metadata-size', `with the ownership marker the stored metadata would be ${size} bytes, over the API's ${METADATA_LIMIT}; keep this metadata under about ${Math.max(0, room)} bytes`);
+  }
+}
+
+/**
+ * Pass 10: the rules the service checks beyond the schema on every write (`check` of the kind and
+ * of each module), worded as the service words them, at the field they name. The rules that need
+ * the stored object — a secret the manifest leaves out may be carried over from it — are left to
+ * the service: without `stored` the checks skip them.
+ */
+function checkPass(o: ManifestObject, add: Add) {
+  const ctx: CheckContext = { report: (path, rule, x = {}) => add(o, x.at ?? path, 'service-check', rule, { key: x.key }) };
+  o.kind.hooks?.check?.(o.body, ctx);
+  for (const m of o.kind.modules ?? []) {
+    const given = o.body[m.name];
+    if (m.check && given && typeof given === 'object') m.check(moduleCheckForm(m, given as Body), ctx);
   }
 }
