@@ -49,9 +49,18 @@ function readCaPem(pem: string): X509Certificate | string {
 
 /** What is wrong with an uploaded CA PEM (the certificate authority's check), or null. */
 export function caPemProblem(pem: string): string | null {
-  const r = readCaPem(pem);
-  return typeof r === 'string' ? r : null;
+  let problem = problems.get(pem);
+  if (problem === undefined) {
+    const r = readCaPem(pem);
+    problem = typeof r === 'string' ? r : null;
+    // The same certificates are checked on every plan of a manifest tree: parsed once per process.
+    if (problems.size >= 1000) problems.delete(problems.keys().next().value!);
+    problems.set(pem, problem);
+  }
+  return problem;
 }
+
+const problems = new Map<string, string | null>();
 
 /** The fields the service derives from a checked CA PEM (RSA or EC). */
 export function parseCaPem(pem: string): ParsedCa {

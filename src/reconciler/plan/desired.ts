@@ -1,4 +1,5 @@
 import type { Body } from '../../kinds/types.js';
+import type { Position } from '../manifests/problems.js';
 import { isSecretRef, positionOf, type ManifestObject } from '../manifests/model.js';
 import type { ResolvedSecret } from '../manifests/secrets.js';
 import { namedTarget } from '../manifests/schema.js';
@@ -23,6 +24,32 @@ function setAt(body: Body, path: (string | number)[], value: unknown, copied: Se
     holder = child;
   }
   holder[path[path.length - 1]] = value;
+}
+
+/** A desired object; its source position is found on first read (it may need the file parsed again). */
+class Desired implements DesiredObject {
+  readonly kind: DesiredObject['kind'];
+  readonly identity: string;
+  readonly name: string;
+  readonly protect: boolean;
+  readonly parentIdentity?: string;
+  readonly embedField?: string;
+  readonly #from: ManifestObject;
+  #position?: Position;
+
+  constructor(from: ManifestObject, public body: Body, readonly userMetadata: string | undefined, readonly fp: Record<string, string>) {
+    this.#from = from;
+    this.kind = from.kind;
+    this.identity = from.identity;
+    this.name = from.name;
+    this.protect = from.protect;
+    this.parentIdentity = from.parent?.identity;
+    this.embedField = from.parent ? (from.at[from.at.length - 2] as string) : undefined;
+  }
+
+  get source(): Position {
+    return (this.#position ??= positionOf(this.#from));
+  }
 }
 
 /**
@@ -64,16 +91,7 @@ export function buildDesired(objects: ManifestObject[], secrets: Map<string, Res
       if (resolved) fp[path] = resolved.fingerprint;
       setAt(body, s.path, token, copied);
     }
-    const d: DesiredObject = {
-      kind: o.kind, identity: o.identity, name: o.name, protect: o.protect, body, userMetadata, fp,
-      parentIdentity: o.parent?.identity, embedField: o.parent ? (o.at[o.at.length - 2] as string) : undefined,
-      // Found on first read only: positions may need the manifest file parsed again.
-      get source() {
-        const source = positionOf(o);
-        Object.defineProperty(this, 'source', { value: source, writable: true, enumerable: true, configurable: true });
-        return source;
-      },
-    };
+    const d = new Desired(o, body, userMetadata, fp);
     memo?.set(o, d);
     out.push(d);
     o.children.forEach(one);
