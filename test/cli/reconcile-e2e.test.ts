@@ -95,7 +95,8 @@ describe('edgeplane apply / plan / export / watch on the embedded default', { ti
       let mark = w.out().length;
       writeFileSync(join(dir, 'broken.yaml'), 'kind: HTTPSEdge\nname: Broken Name\n');
       await w.waitFor(/\[run-\d+\] manifests are not valid/, { from: mark });
-      expect(w.out().slice(mark)).toMatch(/broken\.yaml:2:7: error: name:/);
+      // The problems go to stderr, the run's summary to stdout: either may arrive first.
+      await w.waitFor(/broken\.yaml:2:7: error: name:/, { from: mark });
       mark = w.out().length;
       writeFileSync(join(dir, 'broken.yaml'), 'kind: FailoverBackend\nname: from-watch\nbackends: []\n');
       await w.waitFor(/done\s+create FailoverBackend\/from-watch/, { from: mark });
