@@ -12,7 +12,7 @@ import { observeItem } from '../plan/observed.js';
 import { DEFAULT_CONFIG, NormMemo, type Symbolize } from '../plan/normalize.js';
 import { manifestKinds } from '../manifests/schema.js';
 import type { KindDef } from '../../kinds/types.js';
-import type { ObservedObject } from '../plan/state.js';
+import type { DesiredObject, ObservedObject } from '../plan/state.js';
 import type { Plan } from '../plan/types.js';
 import { readLiveState } from '../state/read-state.js';
 
@@ -32,13 +32,19 @@ export interface Prepared {
  * requests the list pages first and then parses and validates while they arrive: without turns,
  * each next page would only be asked for once all of that work was done.
  */
-function timeSlicer(sliceMs = 8): () => Promise<void> {
-  let last = performance.now();
-  return async () => {
-    if (performance.now() - last < sliceMs) return;
+class Slicer {
+  private last = performance.now();
+  constructor(private readonly sliceMs = 4) {}
+
+  /** Whether this slice is used up: then `await slicer.turn()`. (No promise per check.) */
+  due(): boolean {
+    return performance.now() - this.last >= this.sliceMs;
+  }
+
+  async turn(): Promise<void> {
     await new Promise((r) => setImmediate(r));
-    last = performance.now();
-  };
+    this.last = performance.now();
+  }
 }
 
 /**
@@ -78,7 +84,8 @@ export async function preparePlan(input: PlanInput, client: ApiClient): Promise<
   });
   let liveSettled = false;
   live.then(() => (liveSettled = true), () => (liveSettled = true)); // invalid manifests return before awaiting it; its failure is not theirs
-  const turn = timeSlicer();
+  const slicer = new Slicer();
+  const turn = async () => { if (slicer.due()) await slicer.turn(); };
   const identities = new Set<string>();
   const none = { secrets: new Map(), identities, observed: [] };
 
@@ -95,7 +102,7 @@ export async function preparePlan(input: PlanInput, client: ApiClient): Promise<
   const validation = new ValidationMemo();
   for (const doc of docs) {
     validation.local(doc, opts);
-    await turn();
+    if (slicer.due()) await slicer.turn();
   }
   const v = validateManifests(docs, opts, validation);
   const vProblems = sortProblems([...loadProblems, ...v.problems]);
@@ -105,18 +112,21 @@ export async function preparePlan(input: PlanInput, client: ApiClient): Promise<
   const problems = sortProblems([...vProblems, ...s.problems]);
   if (hasErrors(problems)) return { problems, ...none };
   await turn();
-  const desired = buildDesired(v.objects, s.secrets);
-  for (const d of desired) {
-    identities.add(d.identity);
-    memo.normalForm(d.kind, d.body, provisional, config);
-    await turn();
+  const desired: DesiredObject[] = [];
+  for (const o of v.objects) {
+    for (const d of buildDesired([o], s.secrets)) {
+      desired.push(d);
+      identities.add(d.identity);
+      memo.normalForm(d.kind, d.body, provisional, config);
+    }
+    if (slicer.due()) await slicer.turn();
   }
   // Normal forms of what has been read, page by page, until the last page is in.
   for (let i = 0; ;) {
     if (i < ahead.length) {
       const o = ahead[i++];
       memo.normalForm(o.kind, o.body, provisional, config);
-      await turn();
+      if (slicer.due()) await slicer.turn();
     } else if (liveSettled) break;
     else await Promise.race([nextPage, live.catch(() => {})]);
   }

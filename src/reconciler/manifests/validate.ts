@@ -88,6 +88,9 @@ function localPasses(doc: SourceDoc, opts: ValidateOptions): Local {
     exclusivePass(o, add);
     secretPass(o, add, !!opts.strict);
     if (o.valid) metadataPass(o, add, opts.stack);
+    // What the passes across documents read of each object, found here (per document, kept with it).
+    refsOf(o);
+    uniqueValuesOf(o);
     if (o.valid) checkPass(o, add);
   }
   return { object, problems };

@@ -215,16 +215,23 @@ export class NormMemo {
 
   normalForm(kind: KindDef, body: Body, sym: Symbolize, config: KindRuntimeConfig): Normal {
     const hit = this.normal.get(body);
-    if (hit && hit.config === config && hit.lookups.every(([id, was]) => sameLookup(sym(id), was))) return hit.n;
+    if (hit && hit.config === config && stillReads(hit.lookups, sym)) return hit.n;
     const lookups: [string, string | RefToken][] = [];
-    const n = normalize(kind, body, (id) => {
-      const r = sym(id);
-      lookups.push([id, r]);
-      return r;
-    }, config);
+    this.reading = sym;
+    this.lookups = lookups;
+    const n = normalize(kind, body, this.recorder, config);
     this.normal.set(body, { n, config, lookups });
     return n;
   }
+
+  private reading: Symbolize = (x) => x;
+  private lookups: [string, string | RefToken][] = [];
+  /** Reads ids through the current symbolizer and notes each look-up (one function for every call). */
+  private readonly recorder: Symbolize = (id) => {
+    const r = this.reading(id);
+    this.lookups.push([id, r]);
+    return r;
+  };
 
   /** The plain fields with ids as they are (no look-ups: always valid). */
   rawFields(kind: KindDef, body: Body): Body {
@@ -234,6 +241,10 @@ export class NormMemo {
   }
 }
 
-function sameLookup(now: string | RefToken, was: string | RefToken): boolean {
-  return typeof now === 'string' ? now === was : typeof was !== 'string' && now.$ref === was.$ref;
+function stillReads(lookups: [string, string | RefToken][], sym: Symbolize): boolean {
+  for (const [id, was] of lookups) {
+    const now = sym(id);
+    if (typeof now === 'string' ? now !== was : typeof was === 'string' || now.$ref !== was.$ref) return false;
+  }
+  return true;
 }
