@@ -41,11 +41,12 @@ function timeSlicer(sliceMs = 8): () => Promise<void> {
 /**
  * `plan` and the plan step of `apply DIR`: reads the live state while it loads, validates and
  * resolves the manifests, then diffs. Keeps the secret values it read so apply sends exactly
- * what was fingerprinted, without reading sources twice.
+ * what was fingerprinted, without reading sources twice. With `closeAfterRead` (plan, which needs
+ * the client for nothing else) the client is closed as soon as the pages are in.
  */
-export async function preparePlan(input: PlanInput, client: ApiClient): Promise<Prepared> {
+export async function preparePlan(input: PlanInput, client: ApiClient, how: { closeAfterRead?: boolean } = {}): Promise<Prepared> {
   // The list pages are requested first: waiting for them overlaps parsing and validating.
-  const live = readLiveState(client);
+  const live = how.closeAfterRead ? readLiveState(client).finally(() => client.close()) : readLiveState(client);
   live.catch(() => {}); // invalid manifests return before awaiting it; its failure is not theirs
   const turn = timeSlicer();
   const identities = new Set<string>();
