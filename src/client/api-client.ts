@@ -104,7 +104,10 @@ export class ApiClient {
     await this.send('DELETE', `${collectionPath(kind, parentId ?? null)}/${id}/${mod.name}`);
   }
 
+  private closing?: Promise<void>;
+
+  /** Closes the transport once; later calls wait for that same close. */
   close(): Promise<void> {
-    return this.transport.close();
+    return (this.closing ??= this.transport.close());
   }
 }

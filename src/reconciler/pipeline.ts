@@ -45,7 +45,11 @@ export function planDocs(v: { problems: Problem[]; objects: ManifestObject[] }, 
   return { problems, plan };
 }
 
-export async function planWithClient(input: PlanInput, client: ApiClient): Promise<PlanResult> {
-  const { problems, plan } = await preparePlan(input, client);
+/**
+ * `preparePlan` without what apply keeps. With `closeAfterRead` the client is closed as soon as the
+ * list pages are in: the embedded engine's memory can go before the diff is computed.
+ */
+export async function planWithClient(input: PlanInput, client: ApiClient, opts: { closeAfterRead?: boolean } = {}): Promise<PlanResult> {
+  const { problems, plan } = await preparePlan(input, client, opts);
   return plan ? { problems, plan } : { problems };
 }

@@ -51,6 +51,19 @@ describe('API client', () => {
     expect(client.counts).toEqual({ GET: 3 }); // failover backends, certificate authorities, HTTPS edges (routes inside)
   });
 
+  it('closeAfterRead closes the client once the lists are read (the CLI frees the embedded engine before diffing); close is once only', async () => {
+    const c = await svc.account();
+    const http = fetchTransport(svc.url, c.apiKey!);
+    let closes = 0;
+    const client = new ApiClient({ ...http, close: async () => { closes++; } });
+    const r = await planWithClient({ root: manifestDir({ 'a.yaml': foYaml('one', []) }), stack: 's', env: {} }, client, { closeAfterRead: true });
+    expect(r.plan!.summary.create).toBe(1);
+    expect(client.counts).toEqual({ GET: 3 });
+    expect(closes).toBe(1);
+    await client.close();
+    expect(closes).toBe(1);
+  });
+
   it('sends the version header and Bearer key; errors carry the API error code', async () => {
     const client = new ApiClient(fetchTransport(svc.url, 'ep_not_a_key'));
     await expect(client.list(kindByName('certificateAuthority'))).rejects.toMatchObject({ status: 401, code: 'ERR_UNAUTHORIZED' });

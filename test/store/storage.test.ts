@@ -88,6 +88,21 @@ describe('PGlite directory lock', () => {
   });
 });
 
+describe('PGlite settings', () => {
+  it('starts with a 16 MB buffer pool, not PostgreSQL\'s 128 MB: PGlite makes the whole pool resident at start', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ep-settings-'));
+    for (let run = 0; run < 2; run++) { // created, then reopened: the setting is given on every start
+      const db = await openPglite(dir);
+      try {
+        const { rows } = await db.query<{ shared_buffers: string }>('SHOW shared_buffers');
+        expect(rows).toEqual([{ shared_buffers: '16MB' }]);
+      } finally {
+        await db.close();
+      }
+    }
+  });
+});
+
 describe.each(ENGINES)('migrations on %s', (engine) => {
   it('applies each migration once, however often and however concurrently it runs', async () => {
     const { db, drop } = await openTestDb(engine);

@@ -37,7 +37,7 @@ export async function plan(out: Output, dir: string, flags: PlanFlags): Promise<
       root: dir, stack, strict: flags.strict, env: process.env, adopt: flags.adopt,
       config: { vendorPrefix: resolveVendorPrefix(serviceOptionsFromEnv()) },
       adoptCommand: `edgeplane plan ${dir} --stack ${stack}${targetArgs(flags)} --adopt`,
-    }, client);
+    }, client, { closeAfterRead: true });
   } finally {
     await client.close();
   }

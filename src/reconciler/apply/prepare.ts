@@ -54,9 +54,11 @@ class Slicer {
  * planner's memo (with ids read through the ownership markers seen so far; the memo recomputes
  * any whose look-ups read differently once the plan has matched its objects). What is left once
  * the last page is in is matching and comparing. Keeps the secret values it read so apply sends
- * exactly what was fingerprinted, without reading sources twice.
+ * exactly what was fingerprinted, without reading sources twice. With `closeAfterRead` (plan,
+ * which needs the client for nothing else) the client is closed as soon as the pages are in:
+ * the embedded database's memory is given back before the diff.
  */
-export async function preparePlan(input: PlanInput, client: ApiClient): Promise<Prepared> {
+export async function preparePlan(input: PlanInput, client: ApiClient, how: { closeAfterRead?: boolean } = {}): Promise<Prepared> {
   const config = input.config ?? DEFAULT_CONFIG;
   const memo = new NormMemo();
   const observedByKind = new Map<KindDef, ObservedObject[]>();
@@ -82,6 +84,7 @@ export async function preparePlan(input: PlanInput, client: ApiClient): Promise<
     pageArrived();
     nextPage = new Promise<void>((r) => (pageArrived = r));
   });
+  if (how.closeAfterRead) void live.finally(() => client.close()).catch(() => {});
   let liveSettled = false;
   live.then(() => (liveSettled = true), () => (liveSettled = true)); // invalid manifests return before awaiting it; its failure is not theirs
   const slicer = new Slicer();
