@@ -8,13 +8,21 @@ export interface PostgresOptions {
   max?: number;
 }
 
+/** Any constant: the same in every process that may create schemas on one server. */
+const SCHEMA_LOCK = 4242_0002;
+
 export async function openPostgres(url: string, opts: PostgresOptions = {}): Promise<Db> {
   if (opts.schema && !/^[a-z_][a-z0-9_]*$/.test(opts.schema)) throw new Error(`invalid schema name ${opts.schema}`);
   if (opts.schema) {
     const setup = new pg.Client({ connectionString: url });
     await setup.connect();
     try {
+      // CREATE SCHEMA IF NOT EXISTS is not safe against a concurrent twin (one of two processes
+      // starting at once fails on pg_namespace's unique index): serialise it.
+      await setup.query('BEGIN');
+      await setup.query('SELECT pg_advisory_xact_lock($1)', [SCHEMA_LOCK]);
       await setup.query(`CREATE SCHEMA IF NOT EXISTS ${opts.schema}`);
+      await setup.query('COMMIT');
     } finally {
       await setup.end();
     }
