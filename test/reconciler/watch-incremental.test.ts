@@ -76,6 +76,24 @@ describe('watch keeps its state warm between runs', () => {
     }
   });
 
+  it('a save that touches more objects than a full read takes pages reads everything instead', async () => {
+    const w = await session('many');
+    try {
+      const extra = join(w.dir, 'extra.yaml');
+      const doc = (n: number, d: string) => `kind: FailoverBackend\nname: extra-${n}\ndescription: ${d}\nbackends: []\n`;
+      writeFileSync(extra, [1, 2, 3, 4].map((n) => doc(n, 'one')).join('---\n'));
+      await w.waitFor((r): r is WatchReport => r.type === 'applied', 0);
+      await w.s.idle();
+      await w.edit('failover-backend.yaml', 'kind: FailoverBackend', '# settle\nkind: FailoverBackend');
+      // Four objects change; the three kinds fit in one page each: three requests read them all.
+      const { plan } = await w.edit('extra.yaml', /one/g as unknown as string, 'two');
+      expect(plan.read).toEqual({ full: true, requests: 3 });
+      expect(plan.plan.steps.map((x) => x.id).sort()).toEqual([1, 2, 3, 4].map((n) => `FailoverBackend/extra-${n}:update`));
+    } finally {
+      await w.s.stop();
+    }
+  });
+
   it('a save does not see changes made elsewhere to objects it does not touch; a save that does, does', async () => {
     const w = await session('stale');
     try {

@@ -1,5 +1,5 @@
 import type { ApiClient } from '../../client/api-client.js';
-import { ApiRequestError } from '../../client/api-client.js';
+import { ApiRequestError, PAGE_SIZE } from '../../client/api-client.js';
 import type { Body, KindDef } from '../../kinds/types.js';
 import { collectionPath } from '../../service/serialize.js';
 import type { ApplyResult } from '../apply/execute.js';
@@ -22,6 +22,9 @@ import { readLiveState } from '../state/read-state.js';
 export function topIdentity(identity: string): string {
   return identity.split('/').slice(0, 2).join('/');
 }
+
+/** GETs in flight at once when re-reading objects by id. */
+const REREAD_PARALLELISM = 8;
 
 /** How a run read the live state: every list page, or a GET per object a save or apply touched. */
 export interface LiveRead { full: boolean; requests: number }
@@ -125,8 +128,14 @@ export class IncrementalPlanner {
       const kind = this.kindOfNewId(id);
       if (kind) ids.set(id, kind);
     }
+    // Never more requests than reading everything (a save that touches most objects).
+    const pages = manifestKinds().reduce((n, k) => n + Math.max(1, Math.ceil((this.lists![k.listKey!]?.length ?? 0) / PAGE_SIZE)), 0);
+    if (ids.size > pages) return this.readLive(true, changed);
     this.dirty.clear();
-    await Promise.all([...ids].map(([id, kind]) => this.reread(kind, id)));
+    const queue = [...ids];
+    await Promise.all(Array.from({ length: Math.min(REREAD_PARALLELISM, queue.length) }, async () => {
+      for (let next = queue.shift(); next; next = queue.shift()) await this.reread(next[1], next[0]);
+    }));
     return { full: false, requests: ids.size };
   }
 
