@@ -52,6 +52,7 @@ function flag(name: string, dflt: string): string {
 const ENGINES = flag('engines', 'postgres,pglite').split(',');
 const SIZE: BenchSize = { ...FULL, edges: Number(flag('edges', String(FULL.edges))) };
 const WATCH_RUNS = Number(flag('watch-runs', '20'));
+const NOOP_RUNS = 5;
 const PG_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 const now = () => performance.now();
@@ -291,15 +292,23 @@ async function benchEngine(name: string, manifests: string, rawManifests: string
     const rawMs = await rawCreates(rawAcct.client, rawPlan);
 
     log('no-op plan…');
-    for (const k of Object.keys(client.counts)) delete client.counts[k];
-    const p0 = now();
-    const noop = await preparePlan({ root: manifests, stack: 'bench', env: {} }, client);
-    const planMs = now() - p0;
-    const planRequests = { ...client.counts };
-    if (noop.plan!.steps.length) throw new Error(`no-op plan has ${noop.plan!.steps.length} steps: ${noop.plan!.steps.slice(0, 3).map((s) => s.id)}`);
-    const f0 = now();
-    await readLiveState(client);
-    const fetchMs = now() - f0;
+    // Plans and page fetches alternate, NOOP_RUNS of each: the medians are compared.
+    const plans: number[] = [];
+    const fetches: number[] = [];
+    let planRequests: Record<string, number> = {};
+    for (let i = 0; i < NOOP_RUNS; i++) {
+      for (const k of Object.keys(client.counts)) delete client.counts[k];
+      const p0 = now();
+      const noop = await preparePlan({ root: manifests, stack: 'bench', env: {} }, client);
+      plans.push(now() - p0);
+      planRequests = { ...client.counts };
+      if (noop.plan!.steps.length) throw new Error(`no-op plan has ${noop.plan!.steps.length} steps: ${noop.plan!.steps.slice(0, 3).map((s) => s.id)}`);
+      const f0 = now();
+      await readLiveState(client);
+      fetches.push(now() - f0);
+    }
+    const planMs = median(plans);
+    const fetchMs = median(fetches);
     const refresh = await perObjectRefresh(client);
 
     log(`watch latency (${WATCH_RUNS} edits)…`);
@@ -324,6 +333,8 @@ async function benchEngine(name: string, manifests: string, rawManifests: string
       plan_requests: planRequests,
       expected_list_requests: kinds.reduce((n, k) => n + Math.ceil(k.objects / PAGE_SIZE), 0),
       noop_plan_ms: Math.round(planMs),
+      noop_plan_runs_ms: plans.map(Math.round),
+      page_fetch_runs_ms: fetches.map(Math.round),
       page_fetch_ms: Math.round(fetchMs),
       plan_vs_fetch: +(planMs / fetchMs).toFixed(2),
       per_object_refresh_ms: Math.round(refresh.ms),
@@ -349,8 +360,8 @@ function table(rows: Row[]): string {
     ['same creates replayed raw, concurrency 8', ...rows.map((r) => `${(Number(r.raw_create_ms) / 1000).toFixed(1)} s`)],
     ['apply throughput / raw (target ≥ 0.70)', ...rows.map((r) => String(r.apply_vs_raw))],
     ['no-op plan: requests (target: Σ ceil(N/100))', ...rows.map((r) => `${JSON.stringify(r.plan_requests)} (${r.expected_list_requests})`)],
-    ['no-op plan, in-process', ...rows.map((r) => `${r.noop_plan_ms} ms`)],
-    ['list pages alone', ...rows.map((r) => `${r.page_fetch_ms} ms`)],
+    [`no-op plan, in-process, median of ${NOOP_RUNS}`, ...rows.map((r) => `${r.noop_plan_ms} ms (${(r.noop_plan_runs_ms as number[]).join(', ')})`)],
+    [`list pages alone, median of ${NOOP_RUNS}`, ...rows.map((r) => `${r.page_fetch_ms} ms (${(r.page_fetch_runs_ms as number[]).join(', ')})`)],
     ['plan / page fetch (target ≤ 1.5)', ...rows.map((r) => String(r.plan_vs_fetch))],
     ['one GET per object', ...rows.map((r) => `${r.per_object_refresh_ms} ms (${r.per_object_refresh_requests} requests)`)],
     [`\`edgeplane plan\` process: wall, median of ${CLI_RUNS}`, ...rows.map((r) => `${r.cli_plan_ms} ms (exit ${r.cli_plan_exit})`)],
