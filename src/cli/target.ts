@@ -1,9 +1,6 @@
 import { ApiClient } from '../client/api-client.js';
-import { embeddedTransport, readCredentials } from '../client/embedded.js';
 import { fetchTransport } from '../client/transport.js';
 import { LockHeldError } from '../store/dir-lock.js';
-import { openEngine, stateDirOf } from './engine.js';
-import { serviceOptionsFromEnv } from './service-config.js';
 
 export interface TargetFlags { apiUrl?: string; apiKey?: string; state?: string }
 
@@ -18,6 +15,11 @@ export async function openTarget(flags: TargetFlags): Promise<ApiClient> {
     return new ApiClient(fetchTransport(flags.apiUrl, flags.apiKey));
   }
   if (flags.apiKey) throw new Error('--api-key needs --api-url (or EDGEPLANE_API_URL); without both the embedded service is used');
+  // Loaded only for the embedded target: a command against a deployment never loads the service
+  // or PGlite (about 45 MB of memory and a good part of start-up).
+  const [{ embeddedTransport, readCredentials }, { openEngine, stateDirOf }, { serviceOptionsFromEnv }] = await Promise.all([
+    import('../client/embedded.js'), import('./engine.js'), import('./service-config.js'),
+  ]);
   const stateDir = stateDirOf({ stateDir: flags.state });
   try {
     const db = await openEngine({ stateDir });
