@@ -46,24 +46,3 @@ function walk(v: unknown, segs: string[], i: number, at: string[], out: Hit[]) {
     if (key in obj) walk(obj[key], segs, i + 1, [...at, key], out);
   }
 }
-
-/** Replaces the value at each concrete path matching `pattern` (in a deep copy). */
-export function mapPaths(value: unknown, pattern: string, fn: (v: unknown, path: string[]) => unknown): unknown {
-  const hits = matchPaths(value, pattern);
-  if (!hits.length) return value;
-  const copy = structuredClone(value);
-  return replaceHits(copy, hits, fn);
-}
-
-/** Replaces the value at each hit's path (hits found in `value` or in an identical copy of it). */
-export function replaceHits(value: unknown, hits: Hit[], fn: (v: unknown, path: string[]) => unknown): unknown {
-  for (const h of hits) {
-    let holder = value as Record<string, unknown>;
-    for (const seg of h.path.slice(0, -1)) holder = holder[seg] as Record<string, unknown>;
-    const last = h.path[h.path.length - 1];
-    const next = fn(holder[last], h.path);
-    if (next === undefined) delete holder[last];
-    else holder[last] = next;
-  }
-  return value;
-}
