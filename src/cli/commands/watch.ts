@@ -42,7 +42,7 @@ function reporter(out: Output, color: boolean) {
         return out.line(`${tag}manifests are not valid: nothing applied; waiting for the next save`);
       case 'plan':
         if (r.skippedPrunes) out.line(`${tag}${r.skippedPrunes} deletion step(s) held back: run watch with --prune (or apply) to delete`);
-        out.line(`${tag}${r.read.full ? 'read the whole live state' : `read ${r.read.requests} object${r.read.requests === 1 ? '' : 's'} the save touched`}`);
+        out.line(`${tag}${r.read.full ? 'read the whole live state' : `re-read ${r.read.requests} object${r.read.requests === 1 ? '' : 's'} by id (what the save or the last apply touched)`}`);
         if (r.mode === 'apply' && r.plan.conflicts.length) {
           for (const k of r.plan.conflicts) out.error(`${tag}conflict: ${k.message}${k.adopt ? ` (adopt it: ${k.adopt})` : ''}`);
           return out.line(`${tag}nothing applied until the conflicts are resolved`);
