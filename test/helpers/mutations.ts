@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { parseAllDocuments } from 'yaml';
 
 /** The manifest documents of the examples (every kind and module at least once) and of the negative fixtures. */
@@ -46,4 +47,20 @@ export function objectsIn(value: unknown): Record<string, unknown>[] {
   if (Array.isArray(value)) return value.flatMap(objectsIn);
   if (!isObject(value)) return [];
   return [value, ...Object.values(value).flatMap(objectsIn)];
+}
+
+type Check = ((input: unknown) => boolean) & { errors?: unknown };
+
+/**
+ * Runs a precompiled validator and a freshly compiled one over the same inputs: counts valid and
+ * invalid outcomes into `outcomes`, and returns the inputs where they disagree (result or errors).
+ */
+export function disagreements(pre: Check, fresh: Check, inputs: unknown[], outcomes: { valid: number; invalid: number }): unknown[] {
+  const differ: unknown[] = [];
+  for (const input of inputs) {
+    const ok = fresh(input);
+    outcomes[ok ? 'valid' : 'invalid']++;
+    if (pre(input) !== ok || !isDeepStrictEqual(pre.errors ?? null, fresh.errors ?? null)) differ.push({ input, pre: pre.errors, fresh: fresh.errors });
+  }
+  return differ;
 }

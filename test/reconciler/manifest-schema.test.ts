@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import { relative } from 'node:path';
-import { isDeepStrictEqual } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { generatedFiles } from '../../scripts/generated-files.js';
 import * as generated from '../../src/generated/manifest-validators.js';
@@ -8,7 +7,7 @@ import { KINDS } from '../../src/kinds/registry.js';
 import { MANIFEST_SCHEMA_FILE } from '../../src/reconciler/manifests/schema-file.js';
 import { buildManifestSchema, manifestKinds, MANIFEST_SCHEMA_ID } from '../../src/reconciler/manifests/schema.js';
 import { createAjv, schemaKey, type Validator } from '../../src/service/validation.js';
-import { exampleDocs, mutations } from '../helpers/mutations.js';
+import { disagreements, exampleDocs, mutations } from '../helpers/mutations.js';
 
 describe('manifest JSON Schema', () => {
   it('every committed file `npm run schemas` writes is what it generates now (schema, precompiled validators)', async () => {
@@ -33,11 +32,7 @@ describe('manifest JSON Schema', () => {
     for (const doc of exampleDocs().filter((d) => kinds.has(d.kind as string))) {
       const fresh = ajv.getSchema(`${MANIFEST_SCHEMA_ID}#/definitions/${doc.kind as string}`)!;
       const pre = precompiled[doc.kind as string];
-      for (const input of [doc, ...mutations(doc)]) {
-        const ok = fresh(input);
-        outcomes[ok ? 'valid' : 'invalid']++;
-        if (pre(input) !== ok || !isDeepStrictEqual(pre.errors ?? null, fresh.errors ?? null)) differ.push({ input, pre: pre.errors, fresh: fresh.errors });
-      }
+      differ.push(...disagreements(pre, fresh, [doc, ...mutations(doc)], outcomes));
     }
     expect(differ.slice(0, 3)).toEqual([]);
     expect(outcomes.valid).toBeGreaterThan(50);
