@@ -3,7 +3,7 @@ import { collectionPath } from '../../service/serialize.js';
 import { refValues } from '../manifests/validate.js';
 import { encodeMetadata, MARKER_VERSION, TOOL, type Marker } from '../ownership/marker.js';
 import { creationChanges, diffValues } from './changes.js';
-import { DEFAULT_CONFIG, normalizeFields, NormMemo, resetValue, same, type Normal, type Symbolize } from './normalize.js';
+import { DEFAULT_CONFIG, identical, normalizeFields, NormMemo, resetValue, same, type Normal, type Symbolize } from './normalize.js';
 import { orderSteps } from './order.js';
 import { DEFAULT_THRESHOLD, safetyBlocks, type Threshold } from './safety.js';
 import type { DesiredObject, ObservedObject } from './state.js';
@@ -352,6 +352,9 @@ class Planner {
     const o = dec.o!;
     const want = this.norm(d.kind, d.body);
     const have = this.norm(o.kind, o.body);
+    // Most objects of a plan are unchanged: one structural comparison settles them (what follows
+    // would find every field and module the same, one by one).
+    if (identical(want, have) && (d.userMetadata ?? '') === (o.userMetadata ?? '') && sameMarker(this.marker(d), o.marker)) return;
     const patch: Body = {};
     const changes: Change[] = [];
     for (const f in d.kind.fields) {
