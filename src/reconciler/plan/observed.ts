@@ -3,7 +3,7 @@ import { kindByName } from '../../kinds/registry.js';
 import type { Body, KindDef, ModuleDef, RefDef } from '../../kinds/types.js';
 import { canonicalJson } from '../../util/canonical-json.js';
 import { manifestKinds } from '../manifests/schema.js';
-import { decodeMetadata } from '../ownership/marker.js';
+import { decodeMetadata, type Marker } from '../ownership/marker.js';
 import type { ObservedObject, Owner } from './state.js';
 import type { SecretToken } from './tokens.js';
 
@@ -68,24 +68,37 @@ function withSecretTokens(body: Body, fp: Record<string, string>): Body {
   return body;
 }
 
+/**
+ * One object as read. Only objects a plan touches need a fingerprint (hashing every response made
+ * no-op plans slow): it is computed from the response on first read.
+ */
+class Observed implements ObservedObject {
+  readonly #resp: Body;
+  #fingerprint?: string;
+
+  constructor(
+    public kind: KindDef, public id: string, public parentId: string | undefined, public body: Body,
+    public metadata: string | undefined, public marker: Marker | undefined, public userMetadata: string | undefined,
+    public owner: Owner, resp: Body,
+  ) {
+    this.#resp = resp;
+  }
+
+  get fingerprint(): string {
+    return (this.#fingerprint ??= fingerprintResponse(this.#resp));
+  }
+}
+
 /** One response → an observed object, classified by its marker. */
 export function observeOne(kind: KindDef, resp: Body, stack: string, parentId?: string): ObservedObject {
   const { marker, user } = decodeMetadata(resp.metadata);
-  const owner: Owner = !marker ? { type: 'unmanaged' } : marker.stack === stack ? { type: 'this' } : { type: 'stack', stack: marker.stack };
+  const owner: Owner = !marker ? { type: 'unmanaged' } : marker.stack === stack ? THIS : { type: 'stack', stack: marker.stack };
   const body = withSecretTokens(responseToRequest(kind, resp), marker?.fp ?? {});
   delete body.metadata;
-  const o = { kind, id: resp.id as string, parentId, body, metadata: resp.metadata as string | undefined, marker, userMetadata: user, owner } as ObservedObject;
-  // Only objects a plan touches need a fingerprint: hashing every response made no-op plans slow.
-  Object.defineProperty(o, RESPONSE, { value: resp });
-  Object.defineProperty(o, 'fingerprint', { enumerable: true, get: lazyFingerprint });
-  return o;
+  return new Observed(kind, resp.id as string, parentId, body, resp.metadata as string | undefined, marker, user, owner, resp);
 }
 
-const RESPONSE = Symbol('response');
-const FINGERPRINT = Symbol('fingerprint');
-function lazyFingerprint(this: Record<symbol, unknown>): string {
-  return (this[FINGERPRINT] ??= fingerprintResponse(this[RESPONSE] as Body)) as string;
-}
+const THIS: Owner = Object.freeze({ type: 'this' });
 
 /** One listed object and the children listed inside it (routes inside an edge), parent first. */
 export function observeItem(kind: KindDef, resp: Body, stack: string): ObservedObject[] {
