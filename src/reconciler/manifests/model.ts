@@ -1,4 +1,4 @@
-import type { Body, KindDef } from '../../kinds/types.js';
+import type { Body, KindDef, RefDef } from '../../kinds/types.js';
 import type { SourceDoc } from './load.js';
 import type { Position } from './problems.js';
 
@@ -18,6 +18,15 @@ export interface ManifestObject {
   children: ManifestObject[];
   /** Passed the schema; semantic passes look only at valid objects. */
   valid: boolean;
+  /**
+   * What validation reads of the object, found once and kept with it (`refsOf`, `uniqueValuesOf`,
+   * `secretValues`): objects are shared between watch runs and never modified once built.
+   */
+  found: {
+    refs?: { def: RefDef; value: string; path: (string | number)[] }[];
+    uniques?: string[][];
+    secrets?: { path: string[]; value: unknown }[];
+  };
 }
 
 export function identityOf(kind: KindDef, name: string, parent?: { identity: string; field: string }): string {

@@ -125,9 +125,9 @@ function shapePass(doc: SourceDoc, add: Add): ManifestObject | undefined {
     add(here, [], 'shape', 'a manifest document must be a mapping with kind and name');
     return undefined;
   }
-  const known = manifestKinds().map((k) => k.manifestKind!);
   const kind = manifestKinds().find((k) => k.manifestKind === v.kind);
   if (!kind) {
+    const known = manifestKinds().map((k) => k.manifestKind!);
     add(here, v.kind === undefined ? [] : ['kind'], 'schema', v.kind === undefined ? `kind is required (one of ${known.join(', ')})` : `must be one of ${known.join(', ')}`);
     return undefined;
   }
@@ -140,14 +140,15 @@ function shapePass(doc: SourceDoc, add: Add): ManifestObject | undefined {
 function toObject(kind: KindDef, v: Record<string, unknown>, doc: SourceDoc, at: (string | number)[], valid: boolean, parent?: ManifestObject, field?: string): ManifestObject | undefined {
   if (typeof v.name !== 'string') return undefined;
   const body: Body = {};
-  for (const [k, x] of Object.entries(v)) {
+  for (const k in v) {
+    const x = v[k];
     if (k === 'kind' || k === 'name' || k === 'protect' || (kind.embeds && k in kind.embeds)) continue;
     if (x === null && kind.modules?.some((m) => m.name === k)) continue; // `oidc: null` = not configured
     body[k] = x;
   }
   const o: ManifestObject = {
     kind, name: v.name, identity: identityOf(kind, v.name, parent && field ? { identity: parent.identity, field } : undefined),
-    parent, doc, at, body, protect: v.protect === true, children: [], valid,
+    parent, doc, at, body, protect: v.protect === true, children: [], valid, found: {},
   };
   for (const [f, childName] of Object.entries(kind.embeds ?? {})) {
     const list = v[f];
@@ -212,28 +213,30 @@ function indexByKind(all: ManifestObject[]): Map<string, Map<string, ManifestObj
 }
 
 /** Every reference value of an object: its own fields' and its modules', with where it sits. */
-export function refValues(o: { kind: KindDef; body: Body }): { def: RefDef; value: string; path: (string | number)[] }[] {
-  const out: { def: RefDef; value: string; path: (string | number)[] }[] = [];
-  const take = (defs: RefDef[] | undefined, holder: unknown, prefix: string[]) => {
-    for (const def of defs ?? []) {
-      for (const hit of matchPaths(holder, def.field)) {
-        const at = [...prefix, ...hit.path];
-        if (def.many && Array.isArray(hit.value)) hit.value.forEach((x, i) => typeof x === 'string' && out.push({ def, value: x, path: [...at, i] }));
-        else if (typeof hit.value === 'string') out.push({ def, value: hit.value, path: at });
-      }
-    }
-  };
-  take(o.kind.refs, o.body, []);
-  for (const m of o.kind.modules ?? []) if (o.body[m.name]) take(m.refs, o.body[m.name], [m.name]);
+export function refValues(o: { kind: KindDef; body: Body }): RefValue[] {
+  const out: RefValue[] = [];
+  if (o.kind.refs) takeRefs(out, o.kind.refs, o.body, undefined);
+  for (const m of o.kind.modules ?? []) if (m.refs && o.body[m.name]) takeRefs(out, m.refs, o.body[m.name], m.name);
   return out;
 }
 
+type RefValue = { def: RefDef; value: string; path: (string | number)[] };
+
+// Module-level, not a closure per object: it runs for every object of every plan.
+function takeRefs(out: RefValue[], defs: RefDef[], holder: unknown, module: string | undefined) {
+  for (const def of defs) {
+    for (const hit of matchPaths(holder, def.field)) {
+      const at: (string | number)[] = module === undefined ? [...hit.path] : [module, ...hit.path];
+      if (def.many && Array.isArray(hit.value)) {
+        for (let i = 0; i < hit.value.length; i++) if (typeof hit.value[i] === 'string') out.push({ def, value: hit.value[i], path: [...at, i] });
+      } else if (typeof hit.value === 'string') out.push({ def, value: hit.value, path: at });
+    }
+  }
+}
+
 /** `refValues` of a manifest object, computed once per object (objects are shared between watch runs). */
-const refsMemo = new WeakMap<ManifestObject, ReturnType<typeof refValues>>();
-export function refsOf(o: ManifestObject): ReturnType<typeof refValues> {
-  let r = refsMemo.get(o);
-  if (!r) refsMemo.set(o, (r = refValues(o)));
-  return r;
+export function refsOf(o: ManifestObject): RefValue[] {
+  return (o.found.refs ??= refValues(o));
 }
 
 /** A ref value that is a manifest name (not a raw id) of a kind the manifests manage. */
@@ -254,17 +257,16 @@ function referencePass(o: ManifestObject, byKind: Map<string, Map<string, Manife
 }
 
 /** Pass 5: values the service keeps unique (hostports, route matches) are unique across the manifests. */
-const uniquesMemo = new WeakMap<ManifestObject, string[][]>();
 /** Each unique's values of an object (per `kind.uniques`), computed once per object. */
 function uniqueValuesOf(o: ManifestObject): string[][] {
-  let v = uniquesMemo.get(o);
+  let v = o.found.uniques;
   if (!v) {
     let fields: Body | undefined;
     try { fields = { ...o.body, ...normalizeFields(o.kind, o.body, (x) => x) }; } catch { /* a body with schema errors */ }
     v = (o.kind.uniques ?? []).map((u) => {
       try { return fields ? u.values(fields) : []; } catch { return []; }
     });
-    uniquesMemo.set(o, v);
+    o.found.uniques = v;
   }
   return v;
 }
@@ -339,15 +341,11 @@ function exclusivePass(o: ManifestObject, add: Add) {
   }
 }
 
-/** Secret hits by object; the objects (manifest objects, observed bodies' holders) are not modified after they are built. */
-const secretsMemo = new WeakMap<object, { path: string[]; value: unknown }[]>();
-
-/** Secret fields of an object: concrete paths (`oidc.client_secret`) and values as written. */
-export function secretValues(o: { kind: KindDef; body: Body }): { path: string[]; value: unknown }[] {
+export function secretValues(o: ManifestObject): { path: string[]; value: unknown }[] {
   // Manifest objects are asked four times (validation, secrets, desired state): found once each.
-  let out = secretsMemo.get(o);
+  let out = o.found.secrets;
   if (out) return out;
-  secretsMemo.set(o, (out = []));
+  o.found.secrets = out = [];
   for (const w of o.kind.writeOnly ?? []) out.push(...matchPaths(o.body, w));
   for (const m of o.kind.modules ?? []) {
     if (!o.body[m.name]) continue;
@@ -389,10 +387,18 @@ function metadataPass(o: ManifestObject, add: Add, stack: string) {
  * the service: without `stored` the checks skip them.
  */
 function checkPass(o: ManifestObject, add: Add) {
-  const ctx: CheckContext = { report: (path, rule, x = {}) => add(o, x.at ?? path, 'service-check', rule, { key: x.key }) };
-  o.kind.hooks?.check?.(o.body, ctx);
+  let ctx: CheckContext | undefined; // made only for an object something checks (most have no module to check)
+  if (o.kind.hooks?.check) o.kind.hooks.check(o.body, (ctx ??= new ReportTo(o, add)));
   for (const m of o.kind.modules ?? []) {
     const given = o.body[m.name];
-    if (m.check && given && typeof given === 'object') m.check(moduleCheckForm(m, given as Body), ctx);
+    if (m.check && given && typeof given === 'object') m.check(moduleCheckForm(m, given as Body), (ctx ??= new ReportTo(o, add)));
+  }
+}
+
+/** A check's reports as validation problems of `o`. */
+class ReportTo implements CheckContext {
+  constructor(private readonly o: ManifestObject, private readonly add: Add) {}
+  report(path: (string | number)[], rule: string, x: { at?: (string | number)[]; key?: boolean } = {}) {
+    this.add(this.o, x.at ?? path, 'service-check', rule, { key: x.key });
   }
 }
