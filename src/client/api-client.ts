@@ -72,13 +72,17 @@ export class ApiClient {
   async list(kind: KindDef, parentId?: string, onPage?: (items: Body[]) => void): Promise<Body[]> {
     if (!kind.listKey) throw new Error(`${kind.title}s cannot be listed`);
     const out: Body[] = [];
-    let next: string | null = `${collectionPath(kind, parentId ?? null)}?limit=${PAGE_SIZE}`;
-    while (next) {
-      const page = (await this.read(next)) as Record<string, unknown>;
+    let reading: Promise<unknown> | undefined = this.read(`${collectionPath(kind, parentId ?? null)}?limit=${PAGE_SIZE}`);
+    while (reading) {
+      const page = (await reading) as Record<string, unknown>;
       const items = page[kind.listKey];
       if (!Array.isArray(items)) throw new Error(`list of ${kind.title}s: the response has no "${kind.listKey}" array`);
       out.push(...(items as Body[]));
-      next = typeof page.next_page_uri === 'string' && items.length ? page.next_page_uri : null;
+      const next = typeof page.next_page_uri === 'string' && items.length ? page.next_page_uri : null;
+      // The next page is asked for before this one is handed on: what `onPage` does is not
+      // between one response and the next request (pages come one after another).
+      reading = next === null ? undefined : this.read(next);
+      reading?.catch(() => {}); // if `onPage` throws, nobody awaits it; otherwise the loop sees its failure
       onPage?.(items as Body[]);
     }
     return out;

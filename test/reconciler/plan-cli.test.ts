@@ -42,6 +42,19 @@ describe('API client', () => {
     expect(client.counts).toEqual({ GET: 3 });
   });
 
+  it('asks for the next page before handing the current one on (page handling is not between two requests)', async () => {
+    const c = await svc.account();
+    for (let i = 0; i < 230; i++) expect((await c.post('/backends/failover', { backends: [] })).status).toBe(201);
+    const events: string[] = [];
+    const http = fetchTransport(svc.url, c.apiKey!);
+    let n = 0;
+    const client = new ApiClient({ ...http, request: (method, path, body) => { events.push(`request ${++n}`); return http.request(method, path, body); } });
+    let page = 0;
+    const all = await client.list(kindByName('failoverBackend'), undefined, (items) => events.push(`page ${++page}: ${items.length}`));
+    expect(all).toHaveLength(230);
+    expect(events).toEqual(['request 1', 'request 2', 'page 1: 100', 'request 3', 'page 2: 100', 'page 3: 30']);
+  });
+
   it('plan reads one list per kind, never a GET per object', async () => {
     const c = await svc.account();
     for (let i = 0; i < 20; i++) await c.post('/backends/failover', { backends: [] });
