@@ -181,9 +181,13 @@ export function identical(a: unknown, b: unknown): boolean {
     return true;
   }
   if (Array.isArray(b)) return false;
-  const ka = Object.keys(a);
-  if (ka.length !== Object.keys(b).length) return false;
-  for (const k of ka) if (!Object.hasOwn(b, k) || !identical((a as Body)[k], (b as Body)[k])) return false;
+  // Plain JSON objects (no prototypes with enumerable keys): for…in needs no key arrays.
+  let n = 0;
+  for (const k in a) {
+    if (!Object.hasOwn(b, k) || !identical((a as Body)[k], (b as Body)[k])) return false;
+    n++;
+  }
+  for (const _ in b) if (--n < 0) return false;
   return true;
 }
 
