@@ -60,7 +60,7 @@ class Slicer {
  */
 export async function preparePlan(input: PlanInput, client: ApiClient, how: { closeAfterRead?: boolean } = {}): Promise<Prepared> {
   const config = input.config ?? DEFAULT_CONFIG;
-  const memo = new NormMemo();
+  const memo = new NormMemo('plan');
   const observedByKind = new Map<KindDef, ObservedObject[]>();
   const ahead: ObservedObject[] = [];
   /** Ids of this stack's objects → their identity: how the plan will read references to them. */

@@ -42,7 +42,7 @@ interface Decision {
  * The plan that takes `observed` to `desired`: a pure function (no I/O, clock or randomness), so
  * the same inputs give the same plan, byte for byte.
  */
-export function diff(desired: DesiredObject[], observed: ObservedObject[], opts: DiffOptions, memo: NormMemo = new NormMemo()): Plan {
+export function diff(desired: DesiredObject[], observed: ObservedObject[], opts: DiffOptions, memo: NormMemo = new NormMemo('plan')): Plan {
   return new Planner(desired, observed, opts, memo).plan();
 }
 

@@ -214,8 +214,18 @@ export function resetValue(kind: KindDef, field: string): unknown {
  * still reads the same. Bodies are never modified once built, so the body object is the key.
  */
 export class NormMemo {
-  private readonly normal = new WeakMap<Body, { n: Normal; config: KindRuntimeConfig; lookups: [string, string | RefToken][] }>();
-  private readonly raw = new WeakMap<Body, Body>();
+  private readonly normal: MapLike<Body, { n: Normal; config: KindRuntimeConfig; lookups: [string, string | RefToken][] }>;
+  private readonly raw: MapLike<Body, Body>;
+
+  /**
+   * `session` (watch): entries live as long as their bodies (weakly held). `plan`: the memo is
+   * dropped with its one plan, so plain maps do (a WeakMap costs more per entry, and a plan makes
+   * thousands).
+   */
+  constructor(lifetime: 'session' | 'plan' = 'session') {
+    this.normal = lifetime === 'plan' ? new Map() : new WeakMap();
+    this.raw = lifetime === 'plan' ? new Map() : new WeakMap();
+  }
 
   normalForm(kind: KindDef, body: Body, sym: Symbolize, config: KindRuntimeConfig): Normal {
     const hit = this.normal.get(body);
@@ -244,6 +254,8 @@ export class NormMemo {
     return f;
   }
 }
+
+interface MapLike<K, V> { get(k: K): V | undefined; set(k: K, v: V): unknown }
 
 function stillReads(lookups: [string, string | RefToken][], sym: Symbolize): boolean {
   for (const [id, was] of lookups) {
