@@ -296,16 +296,24 @@ async function benchEngine(name: string, manifests: string, rawManifests: string
     const plans: number[] = [];
     const fetches: number[] = [];
     let planRequests: Record<string, number> = {};
+    // CPU of this process (the reconciler, and on the embedded engine the service too), all threads.
+    const planCpu: number[] = [];
+    const fetchCpu: number[] = [];
+    const cpuMs = (since: NodeJS.CpuUsage) => { const u = process.cpuUsage(since); return (u.user + u.system) / 1000; };
     for (let i = 0; i < NOOP_RUNS; i++) {
       for (const k of Object.keys(client.counts)) delete client.counts[k];
       const p0 = now();
+      const c0 = process.cpuUsage();
       const noop = await preparePlan({ root: manifests, stack: 'bench', env: {} }, client);
       plans.push(now() - p0);
+      planCpu.push(cpuMs(c0));
       planRequests = { ...client.counts };
       if (noop.plan!.steps.length) throw new Error(`no-op plan has ${noop.plan!.steps.length} steps: ${noop.plan!.steps.slice(0, 3).map((s) => s.id)}`);
       const f0 = now();
+      const c1 = process.cpuUsage();
       await readLiveState(client);
       fetches.push(now() - f0);
+      fetchCpu.push(cpuMs(c1));
     }
     const planMs = median(plans);
     const fetchMs = median(fetches);
@@ -336,6 +344,8 @@ async function benchEngine(name: string, manifests: string, rawManifests: string
       noop_plan_runs_ms: plans.map(Math.round),
       page_fetch_runs_ms: fetches.map(Math.round),
       page_fetch_ms: Math.round(fetchMs),
+      noop_plan_cpu_ms: Math.round(median(planCpu)),
+      page_fetch_cpu_ms: Math.round(median(fetchCpu)),
       plan_vs_fetch: +(planMs / fetchMs).toFixed(2),
       per_object_refresh_ms: Math.round(refresh.ms),
       per_object_refresh_requests: refresh.requests,
@@ -363,6 +373,7 @@ function table(rows: Row[]): string {
     [`no-op plan, in-process, median of ${NOOP_RUNS}`, ...rows.map((r) => `${r.noop_plan_ms} ms (${(r.noop_plan_runs_ms as number[]).join(', ')})`)],
     [`list pages alone, median of ${NOOP_RUNS}`, ...rows.map((r) => `${r.page_fetch_ms} ms (${(r.page_fetch_runs_ms as number[]).join(', ')})`)],
     ['plan / page fetch (target ≤ 1.5)', ...rows.map((r) => String(r.plan_vs_fetch))],
+    [`CPU of the bench process: no-op plan / list pages alone, medians of ${NOOP_RUNS}`, ...rows.map((r) => `${r.noop_plan_cpu_ms} / ${r.page_fetch_cpu_ms} ms`)],
     ['one GET per object', ...rows.map((r) => `${r.per_object_refresh_ms} ms (${r.per_object_refresh_requests} requests)`)],
     [`\`edgeplane plan\` process: wall, median of ${CLI_RUNS}`, ...rows.map((r) => `${r.cli_plan_ms} ms (exit ${r.cli_plan_exit})`)],
     [`\`edgeplane plan\` process: peak RSS, median of ${CLI_RUNS} (target ≤ 400 MB)`, ...rows.map((r) => `${r.cli_plan_peak_rss_mb} MB (${(r.cli_plan_peak_rss_range_mb as number[]).join('–')})`)],
