@@ -23,11 +23,14 @@ export interface ManifestObject {
    * `secretValues`): objects are shared between watch runs and never modified once built.
    */
   found: {
-    refs?: { def: RefDef; value: string; path: (string | number)[] }[];
+    refs?: RefValue[];
     uniques?: string[][];
     secrets?: { path: string[]; value: unknown }[];
   };
 }
+
+/** A reference an object makes: the ref it fills, the value written, and where it sits in the object. */
+export interface RefValue { def: RefDef; value: string; path: (string | number)[] }
 
 export function identityOf(kind: KindDef, name: string, parent?: { identity: string; field: string }): string {
   return parent ? `${parent.identity}/${parent.field}/${name}` : `${kind.manifestKind}/${name}`;

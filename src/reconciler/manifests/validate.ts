@@ -9,7 +9,7 @@ import { matchPaths } from '../paths.js';
 import { utf8Bytes } from '../../util/bytes.js';
 import { normalizeFields } from '../plan/normalize.js';
 import type { SourceDoc } from './load.js';
-import { identityOf, isSecretRef, positionOf, type ManifestObject } from './model.js';
+import { identityOf, isSecretRef, positionOf, type ManifestObject, type RefValue } from './model.js';
 import { formatPath, sortProblems, type Problem } from './problems.js';
 import { buildManifestSchema, manifestKinds, MANIFEST_SCHEMA_ID, NAME_PATTERN, namedTarget } from './schema.js';
 
@@ -220,8 +220,6 @@ export function refValues(o: { kind: KindDef; body: Body }): RefValue[] {
   return out;
 }
 
-type RefValue = { def: RefDef; value: string; path: (string | number)[] };
-
 // Module-level, not a closure per object: it runs for every object of every plan.
 function takeRefs(out: RefValue[], defs: RefDef[], holder: unknown, module: string | undefined) {
   for (const def of defs) {
@@ -341,6 +339,7 @@ function exclusivePass(o: ManifestObject, add: Add) {
   }
 }
 
+/** Secret fields of an object: concrete paths (`oidc.client_secret`) and values as written. */
 export function secretValues(o: ManifestObject): { path: string[]; value: unknown }[] {
   // Manifest objects are asked four times (validation, secrets, desired state): found once each.
   let out = o.found.secrets;
