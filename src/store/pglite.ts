@@ -27,8 +27,10 @@ export async function openPglite(stateDir: string | null): Promise<PgliteDb> {
   const lock = dir ? DirLock.acquire(dir) : null;
   try {
     if (dir) mkdirSync(join(dir, 'pgdata'), { recursive: true });
-    const startParams = [...PGlite.defaultStartParams, ...Object.entries(PGLITE_SETTINGS).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
-    const pglite = new PGlite(dir ? join(dir, 'pgdata') : 'memory://', { startParams });
+    const settings = Object.entries(PGLITE_SETTINGS).flatMap(([k, v]) => ['-c', `${k}=${v}`]);
+    // A new database is made by initdb, which probes its own defaults otherwise (128 MB of buffers
+    // while it runs: about 35 MB more at the first command's peak) and writes them to postgresql.conf.
+    const pglite = new PGlite(dir ? join(dir, 'pgdata') : 'memory://', { startParams: [...PGlite.defaultStartParams, ...settings], initDbStartParams: settings });
     await pglite.waitReady;
     const pool = new pg.Pool({ ...createPgConfig(pglite), max: 1 } as pg.PoolConfig);
     const db = new PoolDb(pool, 'pglite', dir ? `embedded:${dir}` : 'embedded:memory', async () => {

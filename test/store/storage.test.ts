@@ -100,6 +100,8 @@ describe('PGlite settings', () => {
         await db.close();
       }
     }
+    // initdb made the database with the same setting (it would probe its own 128 MB default).
+    expect(readFileSync(join(dir, 'pgdata', 'postgresql.conf'), 'utf8')).toMatch(/^shared_buffers = 16MB\b/m);
   });
 });
 
