@@ -1,4 +1,5 @@
 import type { Body, KindDef, RefDef } from '../../kinds/types.js';
+import type { Hit } from '../paths.js';
 import type { SourceDoc } from './load.js';
 import type { Position } from './problems.js';
 
@@ -25,7 +26,8 @@ export interface ManifestObject {
   found: {
     refs?: RefValue[];
     uniques?: string[][];
-    secrets?: { path: string[]; value: unknown }[];
+    /** Secret fields: concrete paths (`oidc.client_secret`) and values as written. */
+    secrets?: Hit[];
   };
 }
 

@@ -5,7 +5,7 @@ import { kindByName } from '../../kinds/registry.js';
 import type { Body, CheckContext, KindDef, RefDef } from '../../kinds/types.js';
 import { collectingAjv, describeAjvError, schemaKey, type Validator } from '../../service/validation.js';
 import { encodeMetadata, METADATA_LIMIT, TOOL, MARKER_VERSION } from '../ownership/marker.js';
-import { matchPaths } from '../paths.js';
+import { matchPaths, type Hit } from '../paths.js';
 import { utf8Bytes } from '../../util/bytes.js';
 import { normalizeFields } from '../plan/normalize.js';
 import type { SourceDoc } from './load.js';
@@ -340,7 +340,7 @@ function exclusivePass(o: ManifestObject, add: Add) {
 }
 
 /** Secret fields of an object: concrete paths (`oidc.client_secret`) and values as written. */
-export function secretValues(o: ManifestObject): { path: string[]; value: unknown }[] {
+export function secretValues(o: ManifestObject): Hit[] {
   // Manifest objects are asked four times (validation, secrets, desired state): found once each.
   let out = o.found.secrets;
   if (out) return out;
