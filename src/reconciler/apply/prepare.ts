@@ -14,6 +14,7 @@ import { manifestKinds } from '../manifests/schema.js';
 import type { KindDef } from '../../kinds/types.js';
 import type { DesiredObject, ObservedObject } from '../plan/state.js';
 import type { Plan } from '../plan/types.js';
+import type { RefToken } from '../plan/tokens.js';
 import { readLiveState } from '../state/read-state.js';
 
 export interface Prepared {
@@ -63,12 +64,9 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
   const memo = new NormMemo('plan');
   const observedByKind = new Map<KindDef, ObservedObject[]>();
   const ahead: ObservedObject[] = [];
-  /** Ids of this stack's objects → their identity: how the plan will read references to them. */
-  const owned = new Map<string, string>();
-  const provisional: Symbolize = (id) => {
-    const identity = owned.get(id);
-    return identity ? { $ref: identity } : id;
-  };
+  /** Ids of this stack's objects → their identity: how the plan will read references to them (one token each). */
+  const owned = new Map<string, RefToken>();
+  const provisional: Symbolize = (id) => owned.get(id) ?? id;
   let pageArrived = () => {};
   let nextPage = new Promise<void>((r) => (pageArrived = r));
   const live = readLiveState(client, (kind, items) => {
@@ -78,7 +76,7 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
       for (const o of observeItem(kind, resp, input.stack)) {
         list.push(o);
         ahead.push(o);
-        if (o.owner.type === 'this' && o.marker) owned.set(o.id, o.marker.id);
+        if (o.owner.type === 'this' && o.marker) owned.set(o.id, { $ref: o.marker.id });
       }
     }
     pageArrived();

@@ -148,7 +148,7 @@ function toObject(kind: KindDef, v: Record<string, unknown>, doc: SourceDoc, at:
   }
   const o: ManifestObject = {
     kind, name: v.name, identity: identityOf(kind, v.name, parent && field ? { identity: parent.identity, field } : undefined),
-    parent, doc, at, body, protect: v.protect === true, children: [], valid, found: {},
+    parent, doc, at, body, protect: v.protect === true, children: kind.embeds ? [] : NONE, valid, found: {},
   };
   for (const [f, childName] of Object.entries(kind.embeds ?? {})) {
     const list = v[f];
@@ -212,12 +212,26 @@ function indexByKind(all: ManifestObject[]): Map<string, Map<string, ManifestObj
   return out;
 }
 
+/**
+ * A shared empty list, for the many objects that have none of a thing (frozen: never added to).
+ * Lists kept with thousands of objects are made at their exact length (`exact`): an array grown
+ * by `push` keeps room for 16 more, which a plan of thousands of objects carries to the end.
+ */
+const NONE: never[] = Object.freeze([]) as unknown as never[];
+function exact<T>(scratch: T[]): T[] {
+  if (!scratch.length) return NONE;
+  const out = scratch.slice();
+  scratch.length = 0;
+  return out;
+}
+const refScratch: RefValue[] = [];
+
 /** Every reference value of an object: its own fields' and its modules', with where it sits. */
 export function refValues(o: { kind: KindDef; body: Body }): RefValue[] {
-  const out: RefValue[] = [];
+  const out = refScratch;
   if (o.kind.refs) takeRefs(out, o.kind.refs, o.body, undefined);
   for (const m of o.kind.modules ?? []) if (m.refs && o.body[m.name]) takeRefs(out, m.refs, o.body[m.name], m.name);
-  return out;
+  return exact(out);
 }
 
 // Module-level, not a closure per object: it runs for every object of every plan.
@@ -259,10 +273,12 @@ function referencePass(o: ManifestObject, byKind: Map<string, Map<string, Manife
 function uniqueValuesOf(o: ManifestObject): string[][] {
   let v = o.found.uniques;
   if (!v) {
+    const uniques = o.kind.uniques;
+    if (!uniques?.length) return (o.found.uniques = NONE);
     let fields: Body | undefined;
     try { fields = { ...o.body, ...normalizeFields(o.kind, o.body, (x) => x) }; } catch { /* a body with schema errors */ }
-    v = (o.kind.uniques ?? []).map((u) => {
-      try { return fields ? u.values(fields) : []; } catch { return []; }
+    v = uniques.map((u) => {
+      try { return fields ? u.values(fields) : NONE; } catch { return NONE; }
     });
     o.found.uniques = v;
   }
@@ -344,13 +360,13 @@ export function secretValues(o: ManifestObject): Hit[] {
   // Manifest objects are asked four times (validation, secrets, desired state): found once each.
   let out = o.found.secrets;
   if (out) return out;
-  o.found.secrets = out = [];
+  out = [];
   for (const w of o.kind.writeOnly ?? []) out.push(...matchPaths(o.body, w));
   for (const m of o.kind.modules ?? []) {
     if (!o.body[m.name]) continue;
     for (const w of m.writeOnly ?? []) out.push(...matchPaths(o.body[m.name], w).map((h) => ({ ...h, path: [m.name, ...h.path] })));
   }
-  return out;
+  return (o.found.secrets = out.length ? out : NONE);
 }
 
 /** Pass 8: secrets come from the environment or a file, not from the manifest. */

@@ -6,6 +6,7 @@ import { namedTarget } from '../manifests/schema.js';
 import { isName, refsOf, secretValues } from '../manifests/validate.js';
 import type { DesiredObject } from './state.js';
 import type { RefToken, SecretToken } from './tokens.js';
+import { copyOf } from './normalize.js';
 
 /**
  * Sets a value at a path of `body` (a copy of the manifest's top level), copying each container on
@@ -17,7 +18,7 @@ function setAt(body: Body, path: (string | number)[], value: unknown, copied: Se
   for (let i = 0; i < path.length - 1; i++) {
     let child = holder[path[i]] as Record<string | number, unknown>;
     if (!copied.has(child)) {
-      child = (Array.isArray(child) ? [...child] : { ...child }) as Record<string | number, unknown>;
+      child = copyOf(child);
       copied.add(child);
       holder[path[i]] = child;
     }
@@ -71,10 +72,11 @@ export function buildDesired(objects: ManifestObject[], secrets: Map<string, Res
       o.children.forEach(one);
       return;
     }
-    const body: Body = { ...o.body };
+    // Copied without metadata (built, not deleted from: a delete turns an object into a slow hash map).
+    const body: Body = {};
+    for (const k in o.body) if (k !== 'metadata') body[k] = o.body[k];
     const copied = new Set<object>();
-    const userMetadata = typeof body.metadata === 'string' ? body.metadata : undefined;
-    delete body.metadata;
+    const userMetadata = typeof o.body.metadata === 'string' ? o.body.metadata : undefined;
     for (const r of refsOf(o)) {
       if (!isName(r.def, r.value)) continue;
       const token: RefToken = { $ref: `${namedTarget(r.def)!.manifestKind}/${r.value}` };

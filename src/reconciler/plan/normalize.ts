@@ -50,7 +50,7 @@ class Rewrite {
   private own<T extends object>(c: T): T {
     if (this.ownedRoot && c === this.v) return c;
     if (this.owned?.has(c)) return c;
-    const copy = (Array.isArray(c) ? [...c] : { ...c }) as T;
+    const copy = copyOf(c);
     (this.owned ??= new Set()).add(copy);
     return copy;
   }
@@ -66,6 +66,23 @@ class Rewrite {
     if (value === undefined) delete holder[last];
     else holder[last] = value;
   }
+}
+
+/**
+ * Copies `from`'s keys into `to` (as a spread would; `skip` left out), one assignment at a time.
+ * Objects that are modified after copying are built this way, not spread or `delete`d from: V8
+ * gives a spread copy a one-off hidden class, and every later change of a value's type (an id
+ * replaced by a reference) then makes another one per object; a `delete` turns an object into a
+ * slow hash map. Built by assignment, all objects of a shape share one class.
+ */
+function assign(to: Record<string, unknown>, from: object | undefined, skip?: string[]): Record<string, unknown> {
+  for (const k in from) if (!skip?.includes(k)) to[k] = (from as Record<string, unknown>)[k];
+  return to;
+}
+
+/** A shallow copy by assignment (see `assign`). */
+export function copyOf<T extends object>(c: T): T {
+  return (Array.isArray(c) ? c.slice() : assign({}, c)) as T;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -131,8 +148,10 @@ function configDefaults(m: ModuleDef, config: KindRuntimeConfig): Body | undefin
 
 export function normalizeModule(m: ModuleDef, given: Body, sym: Symbolize, config: KindRuntimeConfig = DEFAULT_CONFIG): Body {
   const own = m.normalize ? m.normalize(withoutNulls(given)) : withoutNulls(given);
-  const v: Body = { ...m.defaults, ...configDefaults(m, config), ...own };
-  for (const d of m.derived ?? []) delete v[d];
+  const v: Body = {};
+  assign(v, m.defaults);
+  assign(v, configDefaults(m, config));
+  assign(v, own, m.derived);
   const r = new Rewrite(v, true);
   symbolizeRefs(r, m.refs, sym);
   applyRules(r, m.reconcile);
@@ -214,7 +233,7 @@ export function resetValue(kind: KindDef, field: string): unknown {
  * still reads the same. Bodies are never modified once built, so the body object is the key.
  */
 export class NormMemo {
-  private readonly normal: MapLike<Body, { n: Normal; config: KindRuntimeConfig; lookups: [string, string | RefToken][] }>;
+  private readonly normal: MapLike<Body, { n: Normal; config: KindRuntimeConfig; lookups: Lookups | undefined }>;
   private readonly raw: MapLike<Body, Body>;
 
   /**
@@ -230,20 +249,21 @@ export class NormMemo {
   normalForm(kind: KindDef, body: Body, sym: Symbolize, config: KindRuntimeConfig): Normal {
     const hit = this.normal.get(body);
     if (hit && hit.config === config && stillReads(hit.lookups, sym)) return hit.n;
-    const lookups: [string, string | RefToken][] = [];
     this.reading = sym;
-    this.lookups = lookups;
     const n = normalize(kind, body, this.recorder, config);
+    // Kept at their exact length (most bodies look up one id or none); the scratch list is reused.
+    const lookups = this.lookups.length ? this.lookups.slice() : undefined;
+    this.lookups.length = 0;
     this.normal.set(body, { n, config, lookups });
     return n;
   }
 
   private reading: Symbolize = (x) => x;
-  private lookups: [string, string | RefToken][] = [];
+  private readonly lookups: Lookups = [];
   /** Reads ids through the current symbolizer and notes each look-up (one function for every call). */
   private readonly recorder: Symbolize = (id) => {
     const r = this.reading(id);
-    this.lookups.push([id, r]);
+    this.lookups.push(id, r);
     return r;
   };
 
@@ -255,11 +275,16 @@ export class NormMemo {
   }
 }
 
+/** Look-ups a normal form made: id, what it read as, id, what it read as, … */
+type Lookups = (string | RefToken)[];
+
 interface MapLike<K, V> { get(k: K): V | undefined; set(k: K, v: V): unknown }
 
-function stillReads(lookups: [string, string | RefToken][], sym: Symbolize): boolean {
-  for (const [id, was] of lookups) {
-    const now = sym(id);
+function stillReads(lookups: Lookups | undefined, sym: Symbolize): boolean {
+  if (!lookups) return true;
+  for (let i = 0; i < lookups.length; i += 2) {
+    const was = lookups[i + 1];
+    const now = sym(lookups[i] as string);
     if (typeof now === 'string' ? now !== was : typeof was === 'string' || now.$ref !== was.$ref) return false;
   }
   return true;

@@ -26,6 +26,7 @@ function requestFields(def: KindDef | ModuleDef, names: string[]): [string, RefD
 function toRequest(fields: [string, RefDef | undefined][], resp: Body): Body {
   const out: Body = {};
   for (const [f, r] of fields) {
+    if (f === 'metadata') continue; // kept apart (marker and user metadata)
     if (r) {
       const v = refBack(r, resp[r.outField!]);
       if (v !== undefined) out[f] = v;
@@ -39,7 +40,7 @@ function moduleToRequest(m: ModuleDef, resp: Body): Body {
   return toRequest(requestFields(m, Object.keys((m.request.properties as object) ?? {})), resp);
 }
 
-/** A response in request form: the shape the manifests are written in, so both sides compare. */
+/** A response in request form: the shape the manifests are written in, so both sides compare (metadata apart). */
 export function responseToRequest(kind: KindDef, resp: Body): Body {
   const out = toRequest(requestFields(kind, Object.keys(kind.fields)), resp);
   for (const m of kind.modules ?? []) {
@@ -94,7 +95,6 @@ export function observeOne(kind: KindDef, resp: Body, stack: string, parentId?: 
   const { marker, user } = decodeMetadata(resp.metadata);
   const owner: Owner = !marker ? { type: 'unmanaged' } : marker.stack === stack ? THIS : { type: 'stack', stack: marker.stack };
   const body = withSecretTokens(responseToRequest(kind, resp), marker?.fp ?? {});
-  delete body.metadata;
   return new Observed(kind, resp.id as string, parentId, body, resp.metadata as string | undefined, marker, user, owner, resp);
 }
 
