@@ -50,8 +50,16 @@ export function responseToRequest(kind: KindDef, resp: Body): Body {
   return out;
 }
 
-export function fingerprintResponse(resp: Body): string {
-  return createHash('sha256').update(canonicalJson(resp)).digest('base64url').slice(0, 16);
+/**
+ * What a plan was made from, as a short hash: the object's id, parent, fields and modules in
+ * request form (secrets by their marker fingerprints) and its stored metadata. A saved plan records
+ * it for every object it touches, and apply refuses the plan when any no longer matches. Fields
+ * the plan never reads (`created_at`, `uri`, children listed inside) are not in it, so the
+ * response itself need not be kept: a plan holds thousands.
+ */
+export function fingerprintObserved(o: Pick<ObservedObject, 'id' | 'parentId' | 'body' | 'metadata'>): string {
+  const what = { id: o.id, parent: o.parentId ?? null, body: o.body, metadata: o.metadata ?? null };
+  return createHash('sha256').update(canonicalJson(what)).digest('base64url').slice(0, 16);
 }
 
 /** Secrets are never returned: their slots are filled from the marker's fingerprints. */
@@ -69,24 +77,18 @@ function withSecretTokens(body: Body, fp: Record<string, string>): Body {
   return body;
 }
 
-/**
- * One object as read. Only objects a plan touches need a fingerprint (hashing every response made
- * no-op plans slow): it is computed from the response on first read.
- */
+/** One object as read; its fingerprint is computed on first read (only objects a plan touches need one). */
 class Observed implements ObservedObject {
-  readonly #resp: Body;
   #fingerprint?: string;
 
   constructor(
     public kind: KindDef, public id: string, public parentId: string | undefined, public body: Body,
     public metadata: string | undefined, public marker: Marker | undefined, public userMetadata: string | undefined,
-    public owner: Owner, resp: Body,
-  ) {
-    this.#resp = resp;
-  }
+    public owner: Owner,
+  ) {}
 
   get fingerprint(): string {
-    return (this.#fingerprint ??= fingerprintResponse(this.#resp));
+    return (this.#fingerprint ??= fingerprintObserved(this));
   }
 }
 
@@ -95,7 +97,7 @@ export function observeOne(kind: KindDef, resp: Body, stack: string, parentId?: 
   const { marker, user } = decodeMetadata(resp.metadata);
   const owner: Owner = !marker ? { type: 'unmanaged' } : marker.stack === stack ? THIS : { type: 'stack', stack: marker.stack };
   const body = withSecretTokens(responseToRequest(kind, resp), marker?.fp ?? {});
-  return new Observed(kind, resp.id as string, parentId, body, resp.metadata as string | undefined, marker, user, owner, resp);
+  return new Observed(kind, resp.id as string, parentId, body, resp.metadata as string | undefined, marker, user, owner);
 }
 
 const THIS: Owner = Object.freeze({ type: 'this' });

@@ -34,6 +34,6 @@ export interface ObservedObject {
   marker?: Marker;
   userMetadata?: string;
   owner: Owner;
-  /** Hash of the response as read: apply refuses a plan whose objects changed since. */
+  /** Hash of what the plan reads of the object (`fingerprintObserved`): apply refuses a plan whose objects changed since. */
   fingerprint: string;
 }

@@ -4,7 +4,8 @@
  * bodies carry `{"$secret": <source>, "fingerprint": …}` where a secret goes; apply reads the
  * source (environment variable or file), checks the fingerprint, and sends the value.
  */
-export const PLAN_FORMAT_VERSION = 1 as const;
+/** 2: `observed` fingerprints hash what the plan was made from (request form and metadata), not the whole response. */
+export const PLAN_FORMAT_VERSION = 2 as const;
 
 export type Action = 'create' | 'update' | 'replace' | 'delete' | 'module.put' | 'module.delete';
 
@@ -76,7 +77,7 @@ export interface Plan {
   stack: string;
   /** The API URL, or `embedded:<dir>`. */
   target: string;
-  /** Object id → fingerprint of the object as read; apply refuses when any differs (stale). */
+  /** Object id → fingerprint of the object as read (`fingerprintObserved`); apply refuses when any differs (stale). */
   observed: Record<string, string>;
   steps: Step[];
   summary: PlanSummary;
