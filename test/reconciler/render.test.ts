@@ -45,7 +45,9 @@ describe('renderings', () => {
   it('JSON round-trips and refuses another format version', () => {
     const plan = bigPlan(2);
     expect(parsePlan(renderJson(plan))).toEqual(plan);
-    expect(() => parsePlan(JSON.stringify({ ...plan, formatVersion: 2 }))).toThrow(/format version 1/);
+    // Version 1 (fingerprints of whole responses) and a future version are both refused.
+    expect(() => parsePlan(JSON.stringify({ ...plan, formatVersion: 1 }))).toThrow(/format version 2 \(formatVersion: 1\)/);
+    expect(() => parsePlan(JSON.stringify({ ...plan, formatVersion: 3 }))).toThrow(/format version 2/);
   });
 
   it('diff is pure: the same inputs give the same plan, byte for byte', () => {

@@ -150,14 +150,16 @@ function toObject(kind: KindDef, v: Record<string, unknown>, doc: SourceDoc, at:
     kind, name: v.name, identity: identityOf(kind, v.name, parent && field ? { identity: parent.identity, field } : undefined),
     parent, doc, at, body, protect: v.protect === true, children: kind.embeds ? [] : NONE, valid, found: {},
   };
-  for (const [f, childName] of Object.entries(kind.embeds ?? {})) {
+  for (const f in kind.embeds) {
     const list = v[f];
     if (!Array.isArray(list)) continue;
-    list.forEach((c, i) => {
-      if (!c || typeof c !== 'object') return;
-      const child = toObject(kindByName(childName), c as Record<string, unknown>, doc, [...at, f, i], valid, o, f);
+    const childKind = kindByName(kind.embeds[f]);
+    for (let i = 0; i < list.length; i++) {
+      const c = list[i];
+      if (!c || typeof c !== 'object') continue;
+      const child = toObject(childKind, c as Record<string, unknown>, doc, [...at, f, i], valid, o, f);
       if (child) o.children.push(child);
-    });
+    }
   }
   return o;
 }
@@ -318,7 +320,7 @@ function fieldHolding(o: ManifestObject, value: string): (string | number)[] {
 
 /** Pass 6: references declared acyclic (failover children) form no cycle among the manifests. */
 function cyclePass(all: ManifestObject[], byKind: Map<string, Map<string, ManifestObject>>, add: Add) {
-  const edges = (o: ManifestObject) =>
+  const edges = (o: ManifestObject) => !refsOf(o).some((r) => r.def.acyclic) ? NONE :
     refsOf(o).filter((r) => r.def.acyclic && isName(r.def, r.value))
       .map((r) => ({ to: byKind.get(namedTarget(r.def)!.name)?.get(r.value), path: r.path }))
       .filter((e): e is { to: ManifestObject; path: (string | number)[] } => !!e.to);
@@ -344,10 +346,11 @@ function cyclePass(all: ManifestObject[], byKind: Map<string, Map<string, Manife
 
 /** Pass 7: at most one module of an exclusive group (oauth / oidc / saml) per object. */
 function exclusivePass(o: ManifestObject, add: Add) {
-  const groups = new Map<string, string[]>();
+  let groups: Map<string, string[]> | undefined; // made only for an object with such a module
   for (const m of o.kind.modules ?? []) {
-    if (m.exclusiveGroup && o.body[m.name]) groups.set(m.exclusiveGroup, [...(groups.get(m.exclusiveGroup) ?? []), m.name]);
+    if (m.exclusiveGroup && o.body[m.name]) (groups ??= new Map()).set(m.exclusiveGroup, [...(groups.get(m.exclusiveGroup) ?? []), m.name]);
   }
+  if (!groups) return;
   for (const [group, set] of groups) {
     if (set.length < 2) continue;
     const all = (o.kind.modules ?? []).filter((m) => m.exclusiveGroup === group).map((m) => m.name);
@@ -361,10 +364,10 @@ export function secretValues(o: ManifestObject): Hit[] {
   let out = o.found.secrets;
   if (out) return out;
   out = [];
-  for (const w of o.kind.writeOnly ?? []) out.push(...matchPaths(o.body, w));
-  for (const m of o.kind.modules ?? []) {
-    if (!o.body[m.name]) continue;
-    for (const w of m.writeOnly ?? []) out.push(...matchPaths(o.body[m.name], w).map((h) => ({ ...h, path: [m.name, ...h.path] })));
+  for (const w of o.kind.writeOnly ?? NONE) for (const h of matchPaths(o.body, w)) out.push(h);
+  for (const m of o.kind.modules ?? NONE) {
+    if (!m.writeOnly || !o.body[m.name]) continue;
+    for (const w of m.writeOnly) for (const h of matchPaths(o.body[m.name], w)) out.push({ path: [m.name, ...h.path], value: h.value });
   }
   return (o.found.secrets = out.length ? out : NONE);
 }

@@ -1,4 +1,4 @@
-import type { Body } from '../../kinds/types.js';
+import type { Body, KindDef } from '../../kinds/types.js';
 import type { Position } from '../manifests/problems.js';
 import { isSecretRef, positionOf, type ManifestObject } from '../manifests/model.js';
 import type { ResolvedSecret } from '../manifests/secrets.js';
@@ -13,13 +13,13 @@ import { copyOf } from './normalize.js';
  * the way the first time it is written into: the manifest object itself is never modified, and what
  * no reference or secret reaches stays shared with it.
  */
-function setAt(body: Body, path: (string | number)[], value: unknown, copied: Set<object>) {
+function setAt(body: Body, path: (string | number)[], value: unknown, copied: object[]) {
   let holder = body as Record<string | number, unknown>;
   for (let i = 0; i < path.length - 1; i++) {
     let child = holder[path[i]] as Record<string | number, unknown>;
-    if (!copied.has(child)) {
+    if (!copied.includes(child)) {
       child = copyOf(child);
-      copied.add(child);
+      copied.push(child);
       holder[path[i]] = child;
     }
     holder = child;
@@ -59,12 +59,25 @@ class Desired implements DesiredObject {
  */
 export type DesiredMemo = WeakMap<ManifestObject, DesiredObject>;
 
+/** The fingerprints of an object without secrets (shared; frozen: never added to). */
+const NO_SECRETS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
 /**
  * Valid manifest objects → desired objects: names become `RefToken`s of the identity they name,
  * secrets `SecretToken`s (source and fingerprint, never the value), metadata is split off.
  */
 export function buildDesired(objects: ManifestObject[], secrets: Map<string, ResolvedSecret>, memo?: DesiredMemo): DesiredObject[] {
   const out: DesiredObject[] = [];
+  // One token per named target (tokens are values: never modified), so thousands of references
+  // to the same few objects share them.
+  const tokens = new Map<KindDef, Map<string, RefToken>>();
+  const tokenFor = (target: KindDef, name: string): RefToken => {
+    let byName = tokens.get(target);
+    if (!byName) tokens.set(target, (byName = new Map()));
+    let t = byName.get(name);
+    if (!t) byName.set(name, (t = { $ref: `${target.manifestKind}/${name}` }));
+    return t;
+  };
   const one = (o: ManifestObject) => {
     const known = memo?.get(o);
     if (known && secretValues(o).every((s) => secrets.get(`${o.identity}#${s.path.join('.')}`)?.fingerprint === known.fp[s.path.join('.')])) {
@@ -75,15 +88,15 @@ export function buildDesired(objects: ManifestObject[], secrets: Map<string, Res
     // Copied without metadata (built, not deleted from: a delete turns an object into a slow hash map).
     const body: Body = {};
     for (const k in o.body) if (k !== 'metadata') body[k] = o.body[k];
-    const copied = new Set<object>();
+    const copied: object[] = [];
     const userMetadata = typeof o.body.metadata === 'string' ? o.body.metadata : undefined;
     for (const r of refsOf(o)) {
       if (!isName(r.def, r.value)) continue;
-      const token: RefToken = { $ref: `${namedTarget(r.def)!.manifestKind}/${r.value}` };
-      setAt(body, r.path, token, copied);
+      setAt(body, r.path, tokenFor(namedTarget(r.def)!, r.value), copied);
     }
-    const fp: Record<string, string> = {};
+    let fp: Record<string, string> = NO_SECRETS;
     for (const s of secretValues(o)) {
+      if (fp === NO_SECRETS) fp = {};
       const path = s.path.join('.');
       const resolved = secrets.get(`${o.identity}#${path}`);
       const token: SecretToken = {

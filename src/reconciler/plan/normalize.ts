@@ -24,7 +24,8 @@ export interface Normal { fields: Body; modules: Record<string, Body> }
  * thousands of bodies that are already in normal form allocates almost nothing.
  */
 class Rewrite {
-  private owned: Set<object> | undefined;
+  /** The copies made so far (few: one per container a rule changes). */
+  private owned: object[] | undefined;
   constructor(public v: unknown, private readonly ownedRoot = false) {}
 
   map(pattern: string, fn: (v: unknown) => unknown) {
@@ -49,9 +50,9 @@ class Rewrite {
 
   private own<T extends object>(c: T): T {
     if (this.ownedRoot && c === this.v) return c;
-    if (this.owned?.has(c)) return c;
+    if (this.owned?.includes(c)) return c;
     const copy = copyOf(c);
-    (this.owned ??= new Set()).add(copy);
+    (this.owned ??= []).push(copy);
     return copy;
   }
 
@@ -80,6 +81,11 @@ function assign(to: Record<string, unknown>, from: object | undefined, skip?: st
   return to;
 }
 
+function hasKeys(v: Body, keys: object | undefined): boolean {
+  for (const k in keys) if (!(k in v)) return false;
+  return true;
+}
+
 /** A shallow copy by assignment (see `assign`). */
 export function copyOf<T extends object>(c: T): T {
   return (Array.isArray(c) ? c.slice() : assign({}, c)) as T;
@@ -105,6 +111,7 @@ function withoutNulls(b: Body): Body {
 /** Order ignored, duplicates dropped: sorted by canonical JSON. An array already so is returned as is. */
 function asSet(v: unknown): unknown {
   if (!Array.isArray(v)) return v;
+  if (inJsonOrder(v)) return v;
   const keys = v.map((x) => (typeof x === 'string' ? JSON.stringify(x) : canonicalJson(x)));
   let ordered = true;
   for (let i = 1; i < keys.length && ordered; i++) ordered = keys[i - 1] < keys[i];
@@ -112,6 +119,33 @@ function asSet(v: unknown): unknown {
   const seen = new Map<string, unknown>();
   keys.forEach((k, i) => seen.set(k, v[i]));
   return [...seen.keys()].sort().map((k) => seen.get(k));
+}
+
+/** Characters JSON escapes (and lone surrogates): a string with none encodes as itself in quotes. */
+const ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/**
+ * Whether a list of plain strings is already strictly in the order of their JSON encodings — the
+ * common case (hostports, ids), decided without encoding anything: `"a"` sorts against `"ab"` as
+ * the closing quote against `b`. False when unsure (other values, escapes): the caller encodes.
+ */
+export function inJsonOrder(v: unknown[]): boolean {
+  for (let i = 0; i < v.length; i++) {
+    const b = v[i];
+    if (typeof b !== 'string' || ESCAPED.test(b)) return false;
+    if (i > 0 && !quotedLess(v[i - 1] as string, b)) return false;
+  }
+  return true;
+}
+
+function quotedLess(a: string, b: string): boolean {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i), y = b.charCodeAt(i);
+    if (x !== y) return x < y;
+  }
+  if (a.length === b.length) return false;
+  return a.length < b.length ? 0x22 < b.charCodeAt(n) : a.charCodeAt(n) < 0x22;
 }
 
 function symbolizeRefs(r: Rewrite, refs: RefDef[] | undefined, sym: Symbolize) {
@@ -148,11 +182,18 @@ function configDefaults(m: ModuleDef, config: KindRuntimeConfig): Body | undefin
 
 export function normalizeModule(m: ModuleDef, given: Body, sym: Symbolize, config: KindRuntimeConfig = DEFAULT_CONFIG): Body {
   const own = m.normalize ? m.normalize(withoutNulls(given)) : withoutNulls(given);
-  const v: Body = {};
-  assign(v, m.defaults);
-  assign(v, configDefaults(m, config));
-  assign(v, own, m.derived);
-  const r = new Rewrite(v, true);
+  const cd = configDefaults(m, config);
+  // A module as the service returns it has every default and no derived field: it is used as it
+  // is (rules copy on write), not copied.
+  const complete = hasKeys(own, m.defaults) && hasKeys(own, cd) && !m.derived?.some((d) => d in own);
+  let v = own;
+  if (!complete) {
+    v = {};
+    assign(v, m.defaults);
+    assign(v, cd);
+    assign(v, own, m.derived);
+  }
+  const r = new Rewrite(v, !complete);
   symbolizeRefs(r, m.refs, sym);
   applyRules(r, m.reconcile);
   return r.v as Body;
@@ -171,7 +212,7 @@ export function normalize(kind: KindDef, body: Body, sym: Symbolize, config: Kin
 /** The plain fields' part of the normal form (unique values and collision keys need no more). */
 export function normalizeFields(kind: KindDef, body: Body, sym: Symbolize): Body {
   const fields: Body = {};
-  for (const f of Object.keys(kind.fields)) {
+  for (const f in kind.fields) {
     if (f === 'metadata' || kind.derived?.includes(f)) continue;
     const v = f in body ? body[f] : kind.defaults?.[f];
     if (v === undefined || v === null || (v === '' && clearable(kind, f))) continue;

@@ -15,11 +15,11 @@ function refBack(r: RefDef, out: unknown): unknown {
   return out && typeof out === 'object' ? (out as { id: string }).id : undefined;
 }
 
-/** Request fields of a kind or module, each with the ref whose response field it is read back from. */
+/** Request fields of a kind or module, each with the ref whose response field it is read back from (found once per definition). */
 const requestFieldsCache = new WeakMap<object, [string, RefDef | undefined][]>();
-function requestFields(def: KindDef | ModuleDef, names: string[]): [string, RefDef | undefined][] {
+function requestFields(def: KindDef | ModuleDef, names: () => string[]): [string, RefDef | undefined][] {
   let out = requestFieldsCache.get(def);
-  if (!out) requestFieldsCache.set(def, (out = names.map((f) => [f, def.refs?.find((x) => x.field === f && x.outField)])));
+  if (!out) requestFieldsCache.set(def, (out = names().map((f) => [f, def.refs?.find((x) => x.field === f && x.outField)])));
   return out;
 }
 
@@ -37,12 +37,12 @@ function toRequest(fields: [string, RefDef | undefined][], resp: Body): Body {
 
 /** A response's module back in request form: Refs → ids, derived and unknown fields dropped. */
 function moduleToRequest(m: ModuleDef, resp: Body): Body {
-  return toRequest(requestFields(m, Object.keys((m.request.properties as object) ?? {})), resp);
+  return toRequest(requestFields(m, () => Object.keys((m.request.properties as object) ?? {})), resp);
 }
 
 /** A response in request form: the shape the manifests are written in, so both sides compare (metadata apart). */
 export function responseToRequest(kind: KindDef, resp: Body): Body {
-  const out = toRequest(requestFields(kind, Object.keys(kind.fields)), resp);
+  const out = toRequest(requestFields(kind, () => Object.keys(kind.fields)), resp);
   for (const m of kind.modules ?? []) {
     const v = resp[m.name];
     if (v && typeof v === 'object') out[m.name] = moduleToRequest(m, v as Body);
@@ -63,8 +63,9 @@ export function fingerprintObserved(o: Pick<ObservedObject, 'id' | 'parentId' | 
 }
 
 /** Secrets are never returned: their slots are filled from the marker's fingerprints. */
-function withSecretTokens(body: Body, fp: Record<string, string>): Body {
-  for (const [path, fingerprint] of Object.entries(fp)) {
+function withSecretTokens(body: Body, fp: Record<string, string> | undefined): Body {
+  for (const path in fp) {
+    const fingerprint = fp[path];
     const segs = path.split('.');
     let holder = body as Record<string, unknown>;
     let ok = true;
@@ -96,7 +97,7 @@ class Observed implements ObservedObject {
 export function observeOne(kind: KindDef, resp: Body, stack: string, parentId?: string): ObservedObject {
   const { marker, user } = decodeMetadata(resp.metadata);
   const owner: Owner = !marker ? { type: 'unmanaged' } : marker.stack === stack ? THIS : { type: 'stack', stack: marker.stack };
-  const body = withSecretTokens(responseToRequest(kind, resp), marker?.fp ?? {});
+  const body = withSecretTokens(responseToRequest(kind, resp), marker?.fp);
   return new Observed(kind, resp.id as string, parentId, body, resp.metadata as string | undefined, marker, user, owner);
 }
 
