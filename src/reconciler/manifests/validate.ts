@@ -364,10 +364,15 @@ export function secretValues(o: ManifestObject): Hit[] {
   let out = o.found.secrets;
   if (out) return out;
   out = [];
-  for (const w of o.kind.writeOnly ?? NONE) for (const h of matchPaths(o.body, w)) out.push(h);
-  for (const m of o.kind.modules ?? NONE) {
-    if (!m.writeOnly || !o.body[m.name]) continue;
-    for (const w of m.writeOnly) for (const h of matchPaths(o.body[m.name], w)) out.push({ path: [m.name, ...h.path], value: h.value });
+  const own = o.kind.writeOnly;
+  if (own) for (let i = 0; i < own.length; i++) out.push(...matchPaths(o.body, own[i]));
+  const modules = o.kind.modules;
+  if (modules) {
+    for (let i = 0; i < modules.length; i++) {
+      const m = modules[i];
+      if (!m.writeOnly || !o.body[m.name]) continue;
+      for (const w of m.writeOnly) for (const h of matchPaths(o.body[m.name], w)) out.push({ path: [m.name, ...h.path], value: h.value });
+    }
   }
   return (o.found.secrets = out.length ? out : NONE);
 }
