@@ -7,11 +7,12 @@ function pem(v: unknown): unknown {
   if (typeof v !== 'string') return v;
   const blocks = [...v.matchAll(PEM)];
   if (!blocks.length) return v;
-  return blocks.map(([, label, b64]) => {
+  const out = blocks.map(([, label, b64]) => {
     const body = b64.replace(/\s+/g, '');
     const lines = body.match(/.{1,64}/g) ?? [];
     return `-----BEGIN ${label}-----\n${lines.join('\n')}\n-----END ${label}-----\n`;
   }).join('');
+  return out === v ? v : out; // already so: the same value (nothing to copy)
 }
 
 /**

@@ -13,6 +13,12 @@ function segments(pattern: string): string[] {
   return s;
 }
 
+/** A pattern's segments, when it has no wildcard (at most one path matches); undefined otherwise. */
+export function plainPath(pattern: string): string[] | undefined {
+  const segs = segments(pattern);
+  return wild.get(pattern) ? undefined : segs;
+}
+
 /**
  * Every concrete path in `value` matching `pattern`, with the value found there. Hits share their
  * `path` arrays with the pattern's cache: callers copy before changing one.

@@ -1,7 +1,7 @@
 import { NORMALIZERS } from '../../kinds/normalizers.js';
 import type { Body, KindDef, KindRuntimeConfig, ModuleDef, RefDef, ReconcileRules } from '../../kinds/types.js';
 import { canonicalJson } from '../../util/canonical-json.js';
-import { matchPaths } from '../paths.js';
+import { matchPaths, plainPath } from '../paths.js';
 import { isRefToken, isSecretToken, type RefToken } from './tokens.js';
 
 /** Maps a raw id to the identity of the managed object it names (or leaves it as is). */
@@ -29,6 +29,19 @@ class Rewrite {
   constructor(public v: unknown, private readonly ownedRoot = false) {}
 
   map(pattern: string, fn: (v: unknown) => unknown) {
+    const plain = plainPath(pattern);
+    if (plain) {
+      // Most rules name one field: found by walking, with no list of hits made.
+      let v = this.v;
+      for (let i = 0; i < plain.length; i++) {
+        if (!isObject(v) || !(plain[i] in v)) return;
+        v = v[plain[i]];
+      }
+      if (v === undefined) return;
+      const next = fn(v);
+      if (next !== v) this.set(plain, next);
+      return;
+    }
     for (const h of matchPaths(this.v, pattern)) {
       const next = fn(h.value);
       if (next !== h.value) this.set(h.path, next);
@@ -125,17 +138,35 @@ function asSet(v: unknown): unknown {
 const ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/;
 
 /**
- * Whether a list of plain strings is already strictly in the order of their JSON encodings — the
- * common case (hostports, ids), decided without encoding anything: `"a"` sorts against `"ab"` as
- * the closing quote against `b`. False when unsure (other values, escapes): the caller encodes.
+ * Whether a list is already strictly in the order of its elements' JSON encodings — the common
+ * case (hostports, ids, references), decided without encoding anything. Plain strings and
+ * references (`{"$ref": …}`) are compared by their text: a string's encoding starts with `"`, which
+ * sorts before a reference's `{`, and `"a"` sorts against `"ab"` as the closing quote against `b`
+ * (a reference's text is followed by a quote too). False when unsure (other values, escapes): the
+ * caller encodes.
  */
 export function inJsonOrder(v: unknown[]): boolean {
+  let prevRef = false;
   for (let i = 0; i < v.length; i++) {
-    const b = v[i];
-    if (typeof b !== 'string' || ESCAPED.test(b)) return false;
-    if (i > 0 && !quotedLess(v[i - 1] as string, b)) return false;
+    const x = v[i];
+    const ref = typeof x !== 'string';
+    const text = ref ? plainRef(x) : x;
+    if (text === undefined || ESCAPED.test(text)) return false;
+    if (i > 0 && (prevRef === ref ? !quotedLess((ref ? (v[i - 1] as RefToken).$ref : v[i - 1]) as string, text) : prevRef)) return false;
+    prevRef = ref;
   }
   return true;
+}
+
+/** A reference token's target, when the value is exactly `{"$ref": <string>}`. */
+function plainRef(x: unknown): string | undefined {
+  if (!x || typeof x !== 'object' || Array.isArray(x)) return undefined;
+  let target: string | undefined;
+  for (const k in x) {
+    if (k !== '$ref' || typeof (x as RefToken).$ref !== 'string') return undefined;
+    target = (x as RefToken).$ref;
+  }
+  return target;
 }
 
 function quotedLess(a: string, b: string): boolean {
