@@ -107,19 +107,31 @@ class Planner {
   // ——— matching desired objects to observed ones ———
 
   private match() {
-    const owned = new Map<string, ObservedObject[]>();
+    // This stack's objects by marker identity: one object, or a list when an interrupted apply
+    // left duplicates (rare: no list is made per object).
+    const owned = new Map<string, ObservedObject | ObservedObject[]>();
     for (const o of this.observed) {
       if (o.owner.type !== 'this' || !o.marker) continue;
-      const list = owned.get(o.marker.id);
-      if (list) list.push(o);
-      else owned.set(o.marker.id, [o]);
+      const had = owned.get(o.marker.id);
+      owned.set(o.marker.id, had === undefined ? o : Array.isArray(had) ? [...had, o] : [had, o]);
     }
     for (const d of this.desired) {
       const dec: Decision = { d, steps: [] };
       this.decisions.set(d.identity, dec);
       const parent = d.parentIdentity ? this.decisions.get(d.parentIdentity) : undefined;
       if (d.parentIdentity && (!parent?.o || parent.replaced)) continue; // a new parent has no children yet
-      const candidates = (owned.get(d.identity) ?? []).filter((o) => o.kind === d.kind && o.parentId === parent?.o?.id);
+      const parentId = parent?.o?.id;
+      const found = owned.get(d.identity);
+      if (found !== undefined && !Array.isArray(found)) {
+        // The common case: one object carries this identity.
+        if (found.kind === d.kind && found.parentId === parentId) {
+          dec.o = found;
+          dec.replaced = this.immutableChanged(d, found);
+          this.claimed.add(found.id);
+          continue;
+        }
+      }
+      const candidates = (Array.isArray(found) ? found : []).filter((o) => o.kind === d.kind && o.parentId === parentId);
       if (candidates.length) {
         const best = candidates.find((o) => !this.immutableChanged(d, o)) ?? candidates.reduce((a, b) => (a.id > b.id ? a : b));
         dec.o = best;
@@ -127,7 +139,7 @@ class Planner {
         this.claimed.add(best.id);
         continue;
       }
-      this.collide(dec, parent?.o?.id);
+      this.collide(dec, parentId);
     }
     if (this.opts.adopt) this.adoptByContent();
   }
@@ -291,6 +303,13 @@ class Planner {
     return deps;
   }
 
+  /** Whether a stored marker is the one this plan would write for `d` (no marker built to compare). */
+  private markedAs(d: DesiredObject, b: Marker | undefined): boolean {
+    if (!b || (b.protect !== undefined && typeof b.protect !== 'boolean')) return false;
+    if (b.tool !== TOOL || b.v !== MARKER_VERSION || b.stack !== this.opts.stack || b.id !== d.identity || !d.protect !== !b.protect) return false;
+    return sameFingerprints(d.fp, b) && onlyMarkerKeys(b);
+  }
+
   private marker(d: DesiredObject): Marker {
     return { tool: TOOL, v: MARKER_VERSION, stack: this.opts.stack, id: d.identity, fp: d.fp, protect: d.protect };
   }
@@ -354,7 +373,7 @@ class Planner {
     const have = this.norm(o.kind, o.body);
     // Most objects of a plan are unchanged: one structural comparison settles them (what follows
     // would find every field and module the same, one by one).
-    if (identical(want, have) && (d.userMetadata ?? '') === (o.userMetadata ?? '') && sameMarker(this.marker(d), o.marker)) return;
+    if (identical(want, have) && (d.userMetadata ?? '') === (o.userMetadata ?? '') && this.markedAs(d, o.marker)) return;
     const patch: Body = {};
     const changes: Change[] = [];
     for (const f in d.kind.fields) {
@@ -651,13 +670,24 @@ class Planner {
 function sameMarker(a: Marker, b: Marker | undefined): boolean {
   if (!b || (b.protect !== undefined && typeof b.protect !== 'boolean')) return false;
   if (a.tool !== b.tool || a.v !== b.v || a.stack !== b.stack || a.id !== b.id || !a.protect !== !b.protect) return false;
-  const fa = a.fp ?? {};
-  const fb = b.fp ?? {};
-  const ka = Object.keys(fa);
-  if (ka.length !== Object.keys(fb).length) return false;
-  for (const k of ka) if (fa[k] !== fb[k]) return false;
-  // Anything else a stored marker carries (a field a later version added) is a difference.
-  for (const k of Object.keys(b)) if (!MARKER_KEYS.has(k)) return false;
+  return sameFingerprints(a.fp, b) && onlyMarkerKeys(b);
+}
+
+/** The same secret fingerprints (an absent map is an empty one). */
+function sameFingerprints(fa: Record<string, string> | undefined, b: Marker): boolean {
+  const fb = b.fp;
+  let n = 0;
+  for (const k in fa) {
+    if (!fb || fb[k] !== fa[k]) return false;
+    n++;
+  }
+  for (const _ in fb) if (--n < 0) return false;
+  return true;
+}
+
+/** Anything else a stored marker carries (a field a later version added) is a difference. */
+function onlyMarkerKeys(b: Marker): boolean {
+  for (const k in b) if (!MARKER_KEYS.has(k)) return false;
   return true;
 }
 
