@@ -2,7 +2,7 @@ import type { ErrorObject } from 'ajv';
 import * as generated from '../../generated/manifest-validators.js';
 import { moduleCheckForm } from '../../kinds/check.js';
 import { kindByName } from '../../kinds/registry.js';
-import type { Body, CheckContext, KindDef, RefDef } from '../../kinds/types.js';
+import type { Body, CheckContext, KindDef, RefDef, UniqueDef } from '../../kinds/types.js';
 import { collectingAjv, describeAjvError, schemaKey, type Validator } from '../../service/validation.js';
 import { encodeMetadata, METADATA_LIMIT, TOOL, MARKER_VERSION } from '../ownership/marker.js';
 import { matchPaths, type Hit } from '../paths.js';
@@ -188,19 +188,26 @@ function schemaProblem(here: { doc: SourceDoc; at: (string | number)[] }, e: Err
 
 /** Pass 3: names are unique per kind, children's per parent. */
 function namePass(objects: ManifestObject[], add: Add) {
-  const check = (list: ManifestObject[], what: (o: ManifestObject) => string) => {
-    const seen = new Map<string, ManifestObject>();
-    for (const o of list) {
-      const key = what(o);
-      const first = seen.get(key);
-      if (first) {
-        const p = positionOf(first, ['name']);
-        add(o, ['name'], 'duplicate-name', `${o.kind.manifestKind ?? o.kind.title} name "${o.name}" is already used at ${p.file}:${p.line}:${p.col}`);
-      } else seen.set(key, o);
-    }
+  const duplicate = (o: ManifestObject, first: ManifestObject) => {
+    const p = positionOf(first, ['name']);
+    add(o, ['name'], 'duplicate-name', `${o.kind.manifestKind ?? o.kind.title} name "${o.name}" is already used at ${p.file}:${p.line}:${p.col}`);
   };
-  check(objects, (o) => o.identity);
-  for (const o of objects) check(o.children, (c) => c.identity);
+  const seen = new Map<string, ManifestObject>();
+  for (const o of objects) {
+    const first = seen.get(o.identity);
+    if (first) duplicate(o, first);
+    else seen.set(o.identity, o);
+    // Children (an edge's routes) are few: compared pairwise, with no map per parent.
+    const kids = o.children;
+    for (let i = 1; i < kids.length; i++) {
+      for (let j = 0; j < i; j++) {
+        if (kids[j].identity === kids[i].identity) {
+          duplicate(kids[i], kids[j]); // the first child of that name
+          break;
+        }
+      }
+    }
+  }
 }
 
 function indexByKind(all: ManifestObject[]): Map<string, Map<string, ManifestObject>> {
@@ -288,17 +295,22 @@ function uniqueValuesOf(o: ManifestObject): string[][] {
 }
 
 function uniquePass(all: ManifestObject[], add: Add) {
-  const seen = new Map<string, ManifestObject>();
+  // Unique → scope (the parent, for per-parent uniques) → value → the first object holding it.
+  const seen = new Map<UniqueDef, Map<ManifestObject | undefined, Map<string, ManifestObject>>>();
   for (const o of all) {
-    const uniques = o.kind.uniques ?? [];
-    if (!uniques.length) continue;
+    const uniques = o.kind.uniques;
+    if (!uniques?.length) continue;
     const valuesOf = uniqueValuesOf(o);
     for (let i = 0; i < uniques.length; i++) {
       const u = uniques[i];
+      let scopes = seen.get(u);
+      if (!scopes) seen.set(u, (scopes = new Map()));
+      const scope = u.perParent ? o.parent : undefined;
+      let values = scopes.get(scope);
+      if (!values) scopes.set(scope, (values = new Map()));
       for (const value of valuesOf[i]) {
-        const key = `${o.kind.name}:${u.scope}:${u.perParent ? o.parent?.identity : ''}:${value}`;
-        const first = seen.get(key);
-        if (!first) { seen.set(key, o); continue; }
+        const first = values.get(value);
+        if (!first) { values.set(value, o); continue; }
         const p = positionOf(first, fieldHolding(first, value));
         add(o, fieldHolding(o, value), `duplicate-${u.scope}`, `${u.conflict(value).replace(/^[a-z_]+: /, '')} (also in ${first.identity} at ${p.file}:${p.line}:${p.col})`);
       }
