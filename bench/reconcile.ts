@@ -22,7 +22,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ApiClient, PAGE_SIZE } from '../src/client/api-client.js';
-import { fetchTransport, injectTransport } from '../src/client/transport.js';
+import { httpTransport, injectTransport } from '../src/client/transport.js';
 import { kindByName } from '../src/kinds/registry.js';
 import { applyPlan } from '../src/reconciler/apply/execute.js';
 import { materializeRequest, secretsFromMap } from '../src/reconciler/apply/materialize.js';
@@ -121,7 +121,7 @@ async function engine(name: string): Promise<Engine> {
       name: 'PostgreSQL',
       async account() {
         const k = await createAccount(db, { name: 'bench' });
-        return { key: k.api_key, accountId: k.account_id, keyId: k.key_id, client: new ApiClient(fetchTransport(url, k.api_key)) };
+        return { key: k.api_key, accountId: k.account_id, keyId: k.key_id, client: new ApiClient(httpTransport(url, k.api_key)) };
       },
       async cli(acct) { return { args: [], env: { EDGEPLANE_API_URL: url, EDGEPLANE_API_KEY: acct.key } }; },
       async close() {

@@ -1,5 +1,5 @@
 import { ApiClient } from '../client/api-client.js';
-import { fetchTransport } from '../client/transport.js';
+import { httpTransport } from '../client/transport.js';
 import { LockHeldError } from '../store/dir-lock.js';
 
 export interface TargetFlags { apiUrl?: string; apiKey?: string; state?: string }
@@ -12,7 +12,7 @@ export interface TargetFlags { apiUrl?: string; apiKey?: string; state?: string 
 export async function openTarget(flags: TargetFlags): Promise<ApiClient> {
   if (flags.apiUrl) {
     if (!flags.apiKey) throw new Error('--api-url needs --api-key (or EDGEPLANE_API_KEY)');
-    return new ApiClient(fetchTransport(flags.apiUrl, flags.apiKey));
+    return new ApiClient(httpTransport(flags.apiUrl, flags.apiKey));
   }
   if (flags.apiKey) throw new Error('--api-key needs --api-url (or EDGEPLANE_API_URL); without both the embedded service is used');
   // Loaded only for the embedded target: a command against a deployment never loads the service
@@ -26,7 +26,7 @@ export async function openTarget(flags: TargetFlags): Promise<ApiClient> {
     return new ApiClient(await embeddedTransport(db, stateDir, serviceOptionsFromEnv()));
   } catch (err) {
     const creds = readCredentials(stateDir);
-    if (err instanceof LockHeldError && err.holder.url && creds) return new ApiClient(fetchTransport(err.holder.url, creds.api_key));
+    if (err instanceof LockHeldError && err.holder.url && creds) return new ApiClient(httpTransport(err.holder.url, creds.api_key));
     throw err;
   }
 }

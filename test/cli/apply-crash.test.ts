@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/client/api-client.js';
-import { fetchTransport } from '../../src/client/transport.js';
+import { httpTransport } from '../../src/client/transport.js';
 import { runCli, startCli, startServe, type Served } from '../helpers/cli.js';
 import { cleanupDirs, duplicates, liveObjects, manifestDir, remaining, tempDir } from '../helpers/reconcile.js';
 
@@ -81,7 +81,7 @@ describe(`apply killed at random points (${TRIALS} trials, seed ${SEED})`, { tim
   it('the next apply converges: no duplicates, no orphaned unmanaged objects', async () => {
     const random = rng(SEED);
     const env = { EDGEPLANE_API_URL: served.url, EDGEPLANE_API_KEY: key };
-    const client = new ApiClient(fetchTransport(served.url, key));
+    const client = new ApiClient(httpTransport(served.url, key));
     const outcomes: string[] = [];
     for (let t = 0; t < TRIALS; t++) {
       const stack = `crash-${t}`;
@@ -117,6 +117,6 @@ describe(`apply killed at random points (${TRIALS} trials, seed ${SEED})`, { tim
     expect(p.out()).toContain('interrupted: finishing the steps in flight');
     expect(p.out()).toMatch(/Apply: \d+ done, 0 failed, \d+ skipped/);
     expect(p.out()).toMatch(/skipped .* \(aborted\)/);
-    await converges(dir, 'interrupted', env, [], new ApiClient(fetchTransport(served.url, key)));
+    await converges(dir, 'interrupted', env, [], new ApiClient(httpTransport(served.url, key)));
   });
 });

@@ -2,7 +2,7 @@ import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writ
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApiClient } from '../../src/client/api-client.js';
-import { fetchTransport, type Transport } from '../../src/client/transport.js';
+import { httpTransport, type Transport } from '../../src/client/transport.js';
 import { applyPlan, type ApplyResult } from '../../src/reconciler/apply/execute.js';
 import { secretsFromMap } from '../../src/reconciler/apply/materialize.js';
 import { preparePlan, type Prepared } from '../../src/reconciler/apply/prepare.js';
@@ -54,7 +54,7 @@ export function copyExample(name: string): string {
 /** A client for a fresh account of the test service, optionally over a wrapped transport. */
 export async function clientFor(svc: TestService, wrap: (t: Transport) => Transport = (t) => t): Promise<ApiClient> {
   const account = await svc.account();
-  return new ApiClient(wrap(fetchTransport(svc.url, account.apiKey!)));
+  return new ApiClient(wrap(httpTransport(svc.url, account.apiKey!)));
 }
 
 export async function prepare(client: ApiClient, root: string, stack: string, env: Record<string, string | undefined> = {}, extra: { adopt?: boolean } = {}): Promise<Prepared> {

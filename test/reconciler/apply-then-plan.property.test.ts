@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/client/api-client.js';
-import { fetchTransport } from '../../src/client/transport.js';
+import { httpTransport } from '../../src/client/transport.js';
 import { parseSource } from '../../src/reconciler/manifests/load.js';
 import { formatProblem } from '../../src/reconciler/manifests/problems.js';
 import { validateManifests } from '../../src/reconciler/manifests/validate.js';
@@ -140,7 +140,7 @@ describe('apply then plan is empty (real service, PGlite)', () => {
     await fc.assert(fc.asyncProperty(manifests, manifests, async (first, second) => {
       const account = await svc.account();
       const domain = `run${++runs}.example.com`;
-      const client = new ApiClient(fetchTransport(svc.url, account.apiKey!));
+      const client = new ApiClient(httpTransport(svc.url, account.apiKey!));
       for (const g of [first, second]) {
         const y = toYaml(g, domain);
         const plan = await planFor(client, y);

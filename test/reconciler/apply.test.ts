@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/client/api-client.js';
-import { fetchTransport, type Transport } from '../../src/client/transport.js';
+import { httpTransport, type Transport } from '../../src/client/transport.js';
 import { applyPlan } from '../../src/reconciler/apply/execute.js';
 import { planSecrets, secretsFromSources, StaleSecretError } from '../../src/reconciler/apply/materialize.js';
 import { staleReasons } from '../../src/reconciler/apply/stale.js';
@@ -119,8 +119,8 @@ describe('apply (real executor, real service)', () => {
         },
       });
       const account = await svc.account();
-      const faulty = new ApiClient(flaky(fetchTransport(svc.url, account.apiKey!)));
-      const client = new ApiClient(fetchTransport(svc.url, account.apiKey!));
+      const faulty = new ApiClient(flaky(httpTransport(svc.url, account.apiKey!)));
+      const client = new ApiClient(httpTransport(svc.url, account.apiKey!));
       const dir = copyExample('small');
       // Through the faults: it succeeds, or runs out of attempts on some step (a failed step).
       const p = await prepare(faulty, dir, 'faults');

@@ -6,7 +6,7 @@ import { plan } from '../../src/cli/commands/plan.js';
 import { validate } from '../../src/cli/commands/validate.js';
 import { EXIT } from '../../src/cli/exit.js';
 import { ApiClient } from '../../src/client/api-client.js';
-import { fetchTransport } from '../../src/client/transport.js';
+import { httpTransport } from '../../src/client/transport.js';
 import { kindByName } from '../../src/kinds/registry.js';
 import { planWithClient } from '../../src/reconciler/pipeline.js';
 import { parsePlan } from '../../src/reconciler/render/json.js';
@@ -35,7 +35,7 @@ describe('API client', () => {
   it('reads every object through list pages of 100, following next_page_uri, and nothing else', async () => {
     const c = await svc.account();
     for (let i = 0; i < 230; i++) expect((await c.post('/backends/failover', { backends: [] })).status).toBe(201);
-    const client = new ApiClient(fetchTransport(svc.url, c.apiKey!));
+    const client = new ApiClient(httpTransport(svc.url, c.apiKey!));
     const all = await client.list(kindByName('failoverBackend'));
     expect(all).toHaveLength(230);
     expect(new Set(all.map((o) => o.id)).size).toBe(230);
@@ -46,7 +46,7 @@ describe('API client', () => {
     const c = await svc.account();
     for (let i = 0; i < 230; i++) expect((await c.post('/backends/failover', { backends: [] })).status).toBe(201);
     const events: string[] = [];
-    const http = fetchTransport(svc.url, c.apiKey!);
+    const http = httpTransport(svc.url, c.apiKey!);
     let n = 0;
     const client = new ApiClient({ ...http, request: (method, path, body) => { events.push(`request ${++n}`); return http.request(method, path, body); } });
     let page = 0;
@@ -58,7 +58,7 @@ describe('API client', () => {
   it('plan reads one list per kind, never a GET per object', async () => {
     const c = await svc.account();
     for (let i = 0; i < 20; i++) await c.post('/backends/failover', { backends: [] });
-    const client = new ApiClient(fetchTransport(svc.url, c.apiKey!));
+    const client = new ApiClient(httpTransport(svc.url, c.apiKey!));
     const r = await planWithClient({ root: manifestDir({ 'a.yaml': foYaml('one', []) }), stack: 's', env: {} }, client);
     expect(r.plan!.summary.create).toBe(1);
     expect(client.counts).toEqual({ GET: 3 }); // failover backends, certificate authorities, HTTPS edges (routes inside)
@@ -66,7 +66,7 @@ describe('API client', () => {
 
   it('closeAfterRead closes the client once the lists are read (the CLI frees the embedded engine before diffing); close is once only', async () => {
     const c = await svc.account();
-    const http = fetchTransport(svc.url, c.apiKey!);
+    const http = httpTransport(svc.url, c.apiKey!);
     let closes = 0;
     const client = new ApiClient({ ...http, close: async () => { closes++; } });
     const r = await planWithClient({ root: manifestDir({ 'a.yaml': foYaml('one', []) }), stack: 's', env: {} }, client, { closeAfterRead: true });
@@ -78,7 +78,7 @@ describe('API client', () => {
   });
 
   it('sends the version header and Bearer key; errors carry the API error code', async () => {
-    const client = new ApiClient(fetchTransport(svc.url, 'ep_not_a_key'));
+    const client = new ApiClient(httpTransport(svc.url, 'ep_not_a_key'));
     await expect(client.list(kindByName('certificateAuthority'))).rejects.toMatchObject({ status: 401, code: 'ERR_UNAUTHORIZED' });
   });
 });
@@ -100,7 +100,7 @@ describe('edgeplane plan / validate', () => {
     const saved = parsePlan(readFileSync(join(dir, 'plan.json'), 'utf8'));
     expect(saved.steps.map((s) => s.id)).toEqual(['CertificateAuthority/root:create', 'FailoverBackend/secondary:create', 'FailoverBackend/primary:create']);
 
-    await applySequentially(new ApiClient(fetchTransport(svc.url, c.apiKey!)), saved);
+    await applySequentially(new ApiClient(httpTransport(svc.url, c.apiKey!)), saved);
     const again = capture();
     expect(await exitCode(() => plan(again, dir, { ...flags, detailedExitcode: true }))).toBe(EXIT.ok);
     expect(again.text()).toContain('No changes.');
@@ -124,7 +124,7 @@ describe('edgeplane plan / validate', () => {
     const dir = manifestDir({ 'fo.yaml': names.map((n) => foYaml(n, [])).join('---\n') });
     const first = capture();
     await exitCode(() => plan(first, dir, { ...f, out: join(dir, 'p.json') }));
-    await applySequentially(new ApiClient(fetchTransport(svc.url, own.apiKey!)), parsePlan(readFileSync(join(dir, 'p.json'), 'utf8')));
+    await applySequentially(new ApiClient(httpTransport(svc.url, own.apiKey!)), parsePlan(readFileSync(join(dir, 'p.json'), 'utf8')));
     writeFileSync(join(dir, 'fo.yaml'), names.slice(0, 6).map((n) => foYaml(n, [])).join('---\n'));
     const blocked = capture();
     expect(await exitCode(() => plan(blocked, dir, f))).toBe(EXIT.blocked);
