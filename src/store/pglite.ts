@@ -1,9 +1,10 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
 import { createPgConfig } from '@electric-sql/pglite/node-postgres';
 import { DirLock } from './dir-lock.js';
+import { templateFor } from './pglite-template.js';
 import { PoolDb } from './pool-db.js';
 import type { Db } from './db.js';
 
@@ -26,11 +27,18 @@ export async function openPglite(stateDir: string | null): Promise<PgliteDb> {
   const dir = stateDir ? resolve(stateDir) : null;
   const lock = dir ? DirLock.acquire(dir) : null;
   try {
-    if (dir) mkdirSync(join(dir, 'pgdata'), { recursive: true });
+    const data = dir ? join(dir, 'pgdata') : null;
+    if (data) mkdirSync(data, { recursive: true });
     const settings = Object.entries(PGLITE_SETTINGS).flatMap(([k, v]) => ['-c', `${k}=${v}`]);
-    // A new database is made by initdb, which probes its own defaults otherwise (128 MB of buffers
-    // while it runs: about 35 MB more at the first command's peak) and writes them to postgresql.conf.
-    const pglite = new PGlite(dir ? join(dir, 'pgdata') : 'memory://', { startParams: [...PGlite.defaultStartParams, ...settings], initDbStartParams: settings });
+    // A new database comes from the committed template when it fits (pglite-template.ts): no
+    // initdb. Otherwise initdb makes it, with the same settings (it would probe its own defaults,
+    // 128 MB of buffers while it runs, and write those to postgresql.conf).
+    const isNew = !data || !existsSync(join(data, 'PG_VERSION'));
+    const template = isNew ? templateFor(PGLITE_SETTINGS) : undefined;
+    const pglite = new PGlite(data ?? 'memory://', {
+      startParams: [...PGlite.defaultStartParams, ...settings], initDbStartParams: settings,
+      ...(template ? { loadDataDir: template } : {}),
+    });
     await pglite.waitReady;
     const pool = new pg.Pool({ ...createPgConfig(pglite), max: 1 } as pg.PoolConfig);
     const db = new PoolDb(pool, 'pglite', dir ? `embedded:${dir}` : 'embedded:memory', async () => {

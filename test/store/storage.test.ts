@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LockHeldError } from '../../src/store/dir-lock.js';
 import { loadMigrations, migrate } from '../../src/store/migrate.js';
-import { openPglite } from '../../src/store/pglite.js';
+import { openPglite, PGLITE_SETTINGS } from '../../src/store/pglite.js';
+import { pgliteVersion, readTemplateMeta, templateFits } from '../../src/store/pglite-template.js';
 import { openPostgres } from '../../src/store/postgres.js';
 import { ENGINES, openTestDb } from '../helpers/service.js';
 
@@ -102,6 +103,35 @@ describe('PGlite settings', () => {
     }
     // initdb made the database with the same setting (it would probe its own 128 MB default).
     expect(readFileSync(join(dir, 'pgdata', 'postgresql.conf'), 'utf8')).toMatch(/^shared_buffers = 16MB\b/m);
+  });
+});
+
+describe('new embedded databases', () => {
+  it('the committed template fits the installed PGlite and the engine\'s settings (else: npm run pglite-template)', () => {
+    const meta = readTemplateMeta();
+    expect(meta, 'src/generated/pglite-template.json').toEqual({ pglite: pgliteVersion(), settings: PGLITE_SETTINGS });
+    expect(templateFits(meta, PGLITE_SETTINGS)).toBe(true);
+    // Another PGlite or other settings: not used (initdb makes the database instead).
+    expect(templateFits({ ...meta!, pglite: '0.0.1' }, PGLITE_SETTINGS)).toBe(false);
+    expect(templateFits(meta, { ...PGLITE_SETTINGS, shared_buffers: '32MB' })).toBe(false);
+    expect(templateFits(undefined, PGLITE_SETTINGS)).toBe(false);
+  });
+
+  it('start from the template, not initdb: two new state directories share its system identifier', async () => {
+    // initdb gives every cluster a new random identifier; a loaded template keeps its own.
+    const ids: string[] = [];
+    for (const dir of [mkdtempSync(join(tmpdir(), 'ep-tpl-')), mkdtempSync(join(tmpdir(), 'ep-tpl-')), null]) {
+      const db = await openPglite(dir);
+      try {
+        await migrate(db);
+        const { rows } = await db.query<{ id: string }>('SELECT system_identifier::text AS id FROM pg_control_system()');
+        ids.push(rows[0].id);
+        if (dir) expect(readFileSync(join(dir, 'pgdata', 'PG_VERSION'), 'utf8').trim()).toMatch(/^\d+$/);
+      } finally {
+        await db.close();
+      }
+    }
+    expect(new Set(ids).size).toBe(1);
   });
 });
 

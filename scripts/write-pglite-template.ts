@@ -1,0 +1,13 @@
+// `npm run pglite-template`: makes the embedded engine's new-database template with initdb (see
+// src/store/pglite-template.ts). Run it after upgrading PGlite or changing PGLITE_SETTINGS; a test
+// fails until then (new databases still work meanwhile: initdb makes them).
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, relative } from 'node:path';
+import { PGLITE_SETTINGS } from '../src/store/pglite.js';
+import { makeTemplate, TEMPLATE_META, TEMPLATE_TARBALL } from '../src/store/pglite-template.js';
+
+const { tarball, meta } = await makeTemplate(PGLITE_SETTINGS);
+mkdirSync(dirname(TEMPLATE_TARBALL), { recursive: true });
+writeFileSync(TEMPLATE_TARBALL, tarball);
+writeFileSync(TEMPLATE_META, JSON.stringify(meta, null, 2) + '\n');
+process.stdout.write(`wrote ${relative(process.cwd(), TEMPLATE_TARBALL)} (${(tarball.length / 1e6).toFixed(1)} MB) and ${relative(process.cwd(), TEMPLATE_META)}\n`);

@@ -1,0 +1,81 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PGlite } from '@electric-sql/pglite';
+
+/**
+ * A new embedded database starts from a template: a data directory made once by PGlite's initdb
+ * (with the engine's settings), committed as a gzip tarball and loaded with `loadDataDir`. Without
+ * it, the first command on a new state directory runs initdb, which PGlite does in a second
+ * WebAssembly instance: `edgeplane plan examples/small` on a new state directory took 4.8–5.0 s
+ * and 724 MB at the peak on the 2-core machine, against 2.9–3.3 s and 345–350 MB from the
+ * template (README, "Running several servers"). Tests open many in-memory databases and gain the
+ * same.
+ *
+ * The template is used only when it was made by the PGlite version installed and with the same
+ * settings (`pglite-template.json`); otherwise initdb runs as before, and a test fails until
+ * `npm run pglite-template` writes a new one.
+ */
+const HERE = dirname(fileURLToPath(import.meta.url));
+export const TEMPLATE_TARBALL = join(HERE, '..', 'generated', 'pglite-template.tgz');
+export const TEMPLATE_META = join(HERE, '..', 'generated', 'pglite-template.json');
+
+export interface TemplateMeta { pglite: string; settings: Record<string, string> }
+
+/** The installed PGlite's version (its package.json is not exported: found next to its entry). */
+export function pgliteVersion(): string {
+  const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
+  for (let dir = dirname(entry); dir !== dirname(dir); dir = dirname(dir)) {
+    const pkg = join(dir, 'package.json');
+    if (existsSync(pkg)) {
+      const p = JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string; version?: string };
+      if (p.name === '@electric-sql/pglite' && p.version) return p.version;
+    }
+  }
+  throw new Error('cannot find the version of @electric-sql/pglite');
+}
+
+/** Whether the committed template fits this installation and these settings. */
+export function templateFits(meta: TemplateMeta | undefined, settings: Record<string, string>): boolean {
+  return !!meta && meta.pglite === pgliteVersion() && JSON.stringify(meta.settings) === JSON.stringify(settings);
+}
+
+export function readTemplateMeta(): TemplateMeta | undefined {
+  try {
+    return JSON.parse(readFileSync(TEMPLATE_META, 'utf8')) as TemplateMeta;
+  } catch {
+    return undefined;
+  }
+}
+
+let cached: { settings: string; blob: Blob | undefined } | undefined;
+
+/** The template to load into a new database, or undefined (initdb makes it) when there is none that fits. */
+export function templateFor(settings: Record<string, string>): Blob | undefined {
+  const key = JSON.stringify(settings);
+  if (cached?.settings !== key) {
+    let blob: Blob | undefined;
+    try {
+      if (templateFits(readTemplateMeta(), settings)) blob = new Blob([readFileSync(TEMPLATE_TARBALL)]);
+    } catch {
+      blob = undefined; // unreadable: initdb it is
+    }
+    cached = { settings: key, blob };
+  }
+  return cached.blob;
+}
+
+/** Makes a template with initdb: a gzip tarball of a new data directory, and what it was made with. */
+export async function makeTemplate(settings: Record<string, string>): Promise<{ tarball: Uint8Array; meta: TemplateMeta }> {
+  const params = Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`]);
+  const pglite = new PGlite('memory://', { startParams: [...PGlite.defaultStartParams, ...params], initDbStartParams: params });
+  try {
+    await pglite.waitReady;
+    await pglite.query('CHECKPOINT');
+    const dump = await pglite.dumpDataDir('gzip');
+    return { tarball: new Uint8Array(await dump.arrayBuffer()), meta: { pglite: pgliteVersion(), settings } };
+  } finally {
+    await pglite.close();
+  }
+}
