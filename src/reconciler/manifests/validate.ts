@@ -238,6 +238,7 @@ const refScratch: RefValue[] = [];
 /** Every reference value of an object: its own fields' and its modules', with where it sits. */
 export function refValues(o: { kind: KindDef; body: Body }): RefValue[] {
   const out = refScratch;
+  out.length = 0;
   if (o.kind.refs) takeRefs(out, o.kind.refs, o.body, undefined);
   for (const m of o.kind.modules ?? []) if (m.refs && o.body[m.name]) takeRefs(out, m.refs, o.body[m.name], m.name);
   return exact(out);

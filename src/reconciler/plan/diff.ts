@@ -303,7 +303,10 @@ class Planner {
     return deps;
   }
 
-  /** Whether a stored marker is the one this plan would write for `d` (no marker built to compare). */
+  /**
+   * Whether a stored marker encodes as the one this plan would write for `d` (what
+   * `encodeMetadata` writes), compared field by field: no marker is built or encoded.
+   */
   private markedAs(d: DesiredObject, b: Marker | undefined): boolean {
     if (!b || (b.protect !== undefined && typeof b.protect !== 'boolean')) return false;
     if (b.tool !== TOOL || b.v !== MARKER_VERSION || b.stack !== this.opts.stack || b.id !== d.identity || !d.protect !== !b.protect) return false;
@@ -411,7 +414,7 @@ class Planner {
   private metadataChanges(d: DesiredObject, o: ObservedObject): Change[] {
     const out: Change[] = [];
     if ((d.userMetadata ?? '') !== (o.userMetadata ?? '')) out.push({ path: 'metadata', before: o.userMetadata, after: d.userMetadata });
-    if (!sameMarker(this.marker(d), o.marker)) {
+    if (!this.markedAs(d, o.marker)) {
       const describe = (m?: Marker) => (m ? `${m.stack}/${m.id}${m.protect ? ' (protected)' : ''}` : '(none)');
       const strip = (m: Marker) => encodeMetadata({ ...m, fp: {} }, undefined);
       const secretsOnly = o.marker && strip(o.marker) === strip(this.marker(d));
@@ -664,13 +667,6 @@ class Planner {
     s.delete = this.steps.filter((x) => x.action === 'delete' && !x.id.endsWith(':delete-replaced')).length;
     return s;
   }
-}
-
-/** Whether two markers encode alike (what `encodeMetadata` writes), without encoding them. */
-function sameMarker(a: Marker, b: Marker | undefined): boolean {
-  if (!b || (b.protect !== undefined && typeof b.protect !== 'boolean')) return false;
-  if (a.tool !== b.tool || a.v !== b.v || a.stack !== b.stack || a.id !== b.id || !a.protect !== !b.protect) return false;
-  return sameFingerprints(a.fp, b) && onlyMarkerKeys(b);
 }
 
 /** The same secret fingerprints (an absent map is an empty one). */

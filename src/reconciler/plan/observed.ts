@@ -64,6 +64,7 @@ export function fingerprintObserved(o: Pick<ObservedObject, 'id' | 'parentId' | 
 
 /** Secrets are never returned: their slots are filled from the marker's fingerprints. */
 function withSecretTokens(body: Body, fp: Record<string, string> | undefined): Body {
+  if (!fp || typeof fp !== 'object') return body; // none (or not a map: a marker this version did not write)
   for (const path in fp) {
     const fingerprint = fp[path];
     const segs = path.split('.');
