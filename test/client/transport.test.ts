@@ -1,0 +1,94 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { httpTransport } from '../../src/client/transport.js';
+
+interface Seen { method: string; url: string; headers: IncomingMessage['headers']; body: string }
+
+/** A plain HTTP server that records what it is sent and answers with `reply`. */
+async function server(reply: (s: Seen) => { status: number; body: string; type?: string }) {
+  const seen: Seen[] = [];
+  const sockets = new Set<Socket>();
+  const closed: Socket[] = [];
+  const srv: Server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      const s = { method: req.method!, url: req.url!, headers: req.headers, body };
+      seen.push(s);
+      const r = reply(s);
+      res.writeHead(r.status, { 'content-type': r.type ?? 'application/json', 'x-trace': 'a' });
+      res.end(r.body);
+    });
+  });
+  srv.on('connection', (sock) => {
+    sockets.add(sock);
+    sock.on('close', () => closed.push(sock));
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(srv.address() as AddressInfo).port}`;
+  servers.push(srv);
+  return { url, seen, sockets, closed };
+}
+const servers: Server[] = [];
+afterEach(async () => {
+  for (const s of servers.splice(0)) {
+    s.closeAllConnections();
+    await new Promise((r) => s.close(r));
+  }
+});
+
+describe('the HTTP transport', () => {
+  it('sends the key, the API version and JSON with its length; reads JSON, text, status and headers', async () => {
+    const s = await server((r) => (r.url === '/text' ? { status: 503, body: 'busy', type: 'text/plain' } : { status: 201, body: JSON.stringify({ got: JSON.parse(r.body || 'null') }) }));
+    const t = httpTransport(s.url + '/', 'key_123');
+    try {
+      const res = await t.request('POST', '/things', { name: 'é' });
+      expect(res).toMatchObject({ status: 201, body: { got: { name: 'é' } } });
+      expect(res.headers['x-trace']).toBe('a');
+      expect(s.seen[0]).toMatchObject({ method: 'POST', url: '/things' });
+      expect(s.seen[0].headers).toMatchObject({ authorization: 'Bearer key_123', 'service-version': '2', 'content-type': 'application/json', 'content-length': String(Buffer.byteLength('{"name":"é"}')) });
+      expect(await t.request('GET', '/text')).toMatchObject({ status: 503, body: 'busy' });
+      expect(s.seen[1].headers['content-type']).toBeUndefined();
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('follows the API\'s own absolute links, and never sends the key to another origin', async () => {
+    const api = await server(() => ({ status: 200, body: '{}' }));
+    const other = await server(() => ({ status: 200, body: '{}' }));
+    const t = httpTransport(api.url, 'key_123');
+    try {
+      expect((await t.request('GET', `${api.url}/certificate_authorities?before_id=x`)).status).toBe(200);
+      expect(api.seen.map((r) => r.url)).toEqual(['/certificate_authorities?before_id=x']);
+      await expect(t.request('GET', `${other.url}/certificate_authorities`)).rejects.toThrow(/refusing to follow .* not on/);
+      expect(other.seen).toEqual([]);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('reuses one connection, and closing the transport closes it (a CLI process can exit)', async () => {
+    const s = await server(() => ({ status: 200, body: '{"ok":true}' }));
+    const t = httpTransport(s.url, 'k');
+    for (let i = 0; i < 3; i++) await t.request('GET', '/x');
+    expect(s.sockets.size).toBe(1);
+    expect(s.closed).toEqual([]);
+    await t.close();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(s.closed.length).toBe(1);
+  });
+
+  it('rejects when nothing listens (reads are retried by the client; writes by apply)', async () => {
+    const s = await server(() => ({ status: 200, body: '{}' }));
+    const url = s.url;
+    for (const srv of servers.splice(0)) await new Promise((r) => srv.close(r));
+    const t = httpTransport(url, 'k');
+    try {
+      await expect(t.request('GET', '/x')).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    } finally {
+      await t.close();
+    }
+  });
+});
