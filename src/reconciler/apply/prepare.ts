@@ -122,11 +122,16 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
     }
     if (slicer.due()) await slicer.turn();
   }
-  // Normal forms of what has been read, page by page, until the last page is in.
+  // Normal forms of what has been read, page by page, until the last page is in; each object of
+  // this stack is compared with its manifest object as it comes, so the diff finds most settled.
+  const byIdentity = new Map<string, DesiredObject>();
+  for (const d of desired) byIdentity.set(d.identity, d);
   for (let i = 0; ;) {
     if (i < ahead.length) {
       const o = ahead[i++];
       memo.normalForm(o.kind, o.body, provisional, config);
+      const d = o.owner.type === 'this' && o.marker ? byIdentity.get(o.marker.id) : undefined;
+      if (d && d.kind === o.kind) memo.settleAhead(d.body, o.body, config);
       if (slicer.due()) await slicer.turn();
     } else if (liveSettled) break;
     else await Promise.race([nextPage, live.catch(() => {})]);

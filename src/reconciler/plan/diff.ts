@@ -372,11 +372,14 @@ class Planner {
   private planUpdate(dec: Decision) {
     const d = dec.d;
     const o = dec.o!;
+    // Most objects of a plan are unchanged. Their normal forms were mostly compared while the pages
+    // arrived (`NormMemo.settleAhead`); the others are settled by one structural comparison (what
+    // follows would find every field and module the same, one by one).
+    const sameMeta = (d.userMetadata ?? '') === (o.userMetadata ?? '') && this.markedAs(d, o.marker);
+    if (sameMeta && this.memo.settled(d.body, o.body, this.sym, this.opts.config ?? DEFAULT_CONFIG)) return;
     const want = this.norm(d.kind, d.body);
     const have = this.norm(o.kind, o.body);
-    // Most objects of a plan are unchanged: one structural comparison settles them (what follows
-    // would find every field and module the same, one by one).
-    if (identical(want, have) && (d.userMetadata ?? '') === (o.userMetadata ?? '') && this.markedAs(d, o.marker)) return;
+    if (sameMeta && identical(want, have)) return;
     const patch: Body = {};
     const changes: Change[] = [];
     for (const f in d.kind.fields) {

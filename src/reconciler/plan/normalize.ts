@@ -305,8 +305,10 @@ export function resetValue(kind: KindDef, field: string): unknown {
  * still reads the same. Bodies are never modified once built, so the body object is the key.
  */
 export class NormMemo {
-  private readonly normal: MapLike<Body, { n: Normal; config: KindRuntimeConfig; lookups: Lookups | undefined }>;
+  private readonly normal: MapLike<Body, Entry>;
   private readonly raw: MapLike<Body, Body>;
+  /** Observed bodies found the same as a desired one ahead of the plan (`settleAhead`), by observed body. */
+  private readonly same: MapLike<Body, { want: Body; a: Entry; b: Entry }>;
 
   /**
    * `session` (watch): entries live as long as their bodies (weakly held). `plan`: the memo is
@@ -316,6 +318,30 @@ export class NormMemo {
   constructor(lifetime: 'session' | 'plan' = 'session') {
     this.normal = lifetime === 'plan' ? new Map() : new WeakMap();
     this.raw = lifetime === 'plan' ? new Map() : new WeakMap();
+    this.same = lifetime === 'plan' ? new Map() : new WeakMap();
+  }
+
+  /**
+   * Compares a desired body with an observed one ahead of the plan, from their normal forms in
+   * this memo (computed with the look-ups known so far), and remembers the pair when they are the
+   * same. Planning pages while they arrive does this as each object comes, so that once the last
+   * page is in, most objects are settled by `settled` instead of by a comparison.
+   */
+  settleAhead(want: Body, have: Body, config: KindRuntimeConfig): void {
+    const a = this.normal.get(want);
+    const b = this.normal.get(have);
+    if (a && b && a.config === config && b.config === config && identical(a.n, b.n)) this.same.set(have, { want, a, b });
+  }
+
+  /**
+   * Whether the normal forms of `want` and `have`, read with `sym`, are the same, known from
+   * `settleAhead`: the pair was found the same and every id either normal form looked up still
+   * reads the same (normalising is a pure function of the body, the config and those look-ups, so
+   * the forms compared then are the forms now). False means "not known": compare them.
+   */
+  settled(want: Body, have: Body, sym: Symbolize, config: KindRuntimeConfig): boolean {
+    const s = this.same.get(have);
+    return !!s && s.want === want && s.a.config === config && stillReads(s.a.lookups, sym) && stillReads(s.b.lookups, sym);
   }
 
   normalForm(kind: KindDef, body: Body, sym: Symbolize, config: KindRuntimeConfig): Normal {
@@ -349,6 +375,8 @@ export class NormMemo {
 
 /** Look-ups a normal form made: id, what it read as, id, what it read as, … */
 type Lookups = (string | RefToken)[];
+
+interface Entry { n: Normal; config: KindRuntimeConfig; lookups: Lookups | undefined }
 
 interface MapLike<K, V> { get(k: K): V | undefined; set(k: K, v: V): unknown }
 
