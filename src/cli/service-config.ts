@@ -1,4 +1,6 @@
+import type { KindRuntimeConfig } from '../kinds/types.js';
 import type { AppOptions } from '../service/app.js';
+import { resolveVendorPrefix } from '../service/vendor.js';
 import type { WorkerOptions } from '../service/job-worker.js';
 
 /** Service settings from the environment (documented in the README). */
@@ -8,6 +10,15 @@ export function serviceOptionsFromEnv(env = process.env): Pick<AppOptions, 'publ
     versionHeaders: env.EDGEPLANE_VERSION_HEADERS ? env.EDGEPLANE_VERSION_HEADERS.split(',') : undefined,
     vendorPrefix: env.EDGEPLANE_VENDOR_PREFIX || undefined,
   };
+}
+
+/**
+ * The deployment settings the reconciler's defaults depend on (the session cookie prefix), from
+ * the same environment the service reads: `plan`, `apply`, `watch` and `export` must all read
+ * defaults as the service fills them, or an object that leaves one out differs on every run.
+ */
+export function reconcilerConfig(env = process.env): KindRuntimeConfig {
+  return { vendorPrefix: resolveVendorPrefix(serviceOptionsFromEnv(env)) };
 }
 
 function positiveInt(env: NodeJS.ProcessEnv, name: string): number | undefined {

@@ -8,6 +8,7 @@ import { registerKindRoutes } from './kind-routes.js';
 import { Resources, type Caller } from './resources.js';
 import { serviceValidator } from './precompiled.js';
 import { describeAjvError, findUnstorableText, problemMessage } from './validation.js';
+import { acceptedVersionHeaders, resolveVendorPrefix } from './vendor.js';
 
 export interface AppOptions {
   db: Db;
@@ -37,15 +38,6 @@ export const REDACT_PATHS = [
   'req.headers.authorization', 'req.headers.cookie', 'headers.authorization',
   '*.client_secret', '*.secret', '*.api_key', '*.apiKey', '*.key_hash', '*.request_signing_key_pem',
 ];
-
-function acceptedVersionHeaders(opts: Pick<AppOptions, 'versionHeaders'>): string[] {
-  return (opts.versionHeaders?.length ? opts.versionHeaders : ['Service-Version']).map((h) => h.trim()).filter(Boolean);
-}
-
-/** The deployment's lower-case vendor prefix; the reconciler needs it for the cookie-prefix default. */
-export function resolveVendorPrefix(opts: Pick<AppOptions, 'vendorPrefix' | 'versionHeaders'>): string {
-  return (opts.vendorPrefix ?? acceptedVersionHeaders(opts)[0].replace(/-version$/i, '')).toLowerCase();
-}
 
 /** The whole service as one fastify instance; `serve` listens with it, tests `inject` into it. */
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {

@@ -111,6 +111,26 @@ describe('edgeplane apply / plan / export / watch on the embedded default', { ti
   });
 });
 
+describe('a deployment with its own vendor prefix (session cookie default "acme.")', { timeout: 240_000 }, () => {
+  it('plan, apply and export all read defaults as that service fills them: a second apply has nothing to do', async () => {
+    const state = tempDir('ep-vendor-');
+    const dir = copyExample('full');
+    const env = { ...EXAMPLE_ENV, EDGEPLANE_VENDOR_PREFIX: 'acme' };
+    const first = await runCli(['apply', dir, '--state', state, '--auto-approve'], { env });
+    expect(first.code, first.stderr).toBe(0);
+    // The oauth, oidc and saml modules leave cookie_prefix out: the service filled in "acme.".
+    const again = await runCli(['apply', dir, '--state', state, '--auto-approve'], { env });
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toContain('No changes. The live state matches the manifests.');
+    const plan = await runCli(['plan', dir, '--state', state, '--detailed-exitcode'], { env });
+    expect(plan.code, plan.stdout + plan.stderr).toBe(0);
+    const exported = await runCli(['export', '--state', state, '--stack', 'full-example'], { env });
+    expect(exported.code, exported.stderr).toBe(0);
+    expect(exported.stdout).toContain('kind: HTTPSEdge');
+    expect(exported.stdout).not.toContain('cookie_prefix'); // the default is left out, as written
+  });
+});
+
 describe.skipIf(!process.env.DATABASE_URL)('edgeplane against a serve process on PostgreSQL', () => {
   it('applies the full example, plans no changes, converges after edits, exports to no changes', async () => {
     const schema = 'ep_e2e_' + randomBytes(5).toString('hex');

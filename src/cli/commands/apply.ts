@@ -15,6 +15,7 @@ import { canPrompt, confirm } from '../confirm.js';
 import { CliExit, EXIT } from '../exit.js';
 import type { Output } from '../output.js';
 import { progressFor } from '../progress.js';
+import { reconcilerConfig } from '../service-config.js';
 import { openTarget, targetArgs, type TargetFlags } from '../target.js';
 import { useColor } from './plan.js';
 
@@ -50,7 +51,7 @@ async function applyDir(out: Output, dir: string, flags: ApplyFlags, parallelism
   const client = await openTarget(flags);
   try {
     const prepared = await preparePlan({
-      root: dir, stack, strict: flags.strict, env: process.env, adopt: flags.adopt,
+      root: dir, stack, strict: flags.strict, env: process.env, adopt: flags.adopt, config: reconcilerConfig(),
       adoptCommand: `edgeplane apply ${dir} --stack ${stack}${targetArgs(flags)} --adopt`,
     }, client);
     for (const p of prepared.problems) out.error(formatProblem(p));

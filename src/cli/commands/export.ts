@@ -5,6 +5,7 @@ import { CONFIG_FILES } from '../../reconciler/manifests/load.js';
 import { resolveStack } from '../../reconciler/manifests/config.js';
 import { readLiveState } from '../../reconciler/state/read-state.js';
 import type { Output } from '../output.js';
+import { reconcilerConfig } from '../service-config.js';
 import { openTarget, type TargetFlags } from '../target.js';
 
 export interface ExportFlags extends TargetFlags { out?: string; stack?: string; all?: boolean }
@@ -15,7 +16,7 @@ export async function exportCmd(out: Output, flags: ExportFlags): Promise<void> 
   const client = await openTarget(flags);
   let result;
   try {
-    result = exportState(await readLiveState(client), { stack, all: flags.all });
+    result = exportState(await readLiveState(client), { stack, all: flags.all, config: reconcilerConfig() });
   } finally {
     await client.close();
   }

@@ -6,9 +6,8 @@ import { hasChanges } from '../../reconciler/plan/types.js';
 import { renderJson } from '../../reconciler/render/json.js';
 import { renderMarkdown } from '../../reconciler/render/markdown.js';
 import { renderText } from '../../reconciler/render/text.js';
-import { resolveVendorPrefix } from '../../service/app.js';
 import { CliExit, EXIT } from '../exit.js';
-import { serviceOptionsFromEnv } from '../service-config.js';
+import { reconcilerConfig } from '../service-config.js';
 import type { Output } from '../output.js';
 import { openTarget, targetArgs, type TargetFlags } from '../target.js';
 
@@ -35,7 +34,7 @@ export async function plan(out: Output, dir: string, flags: PlanFlags): Promise<
   try {
     result = await planWithClient({
       root: dir, stack, strict: flags.strict, env: process.env, adopt: flags.adopt,
-      config: { vendorPrefix: resolveVendorPrefix(serviceOptionsFromEnv()) },
+      config: reconcilerConfig(),
       adoptCommand: `edgeplane plan ${dir} --stack ${stack}${targetArgs(flags)} --adopt`,
     }, client, { closeAfterRead: true });
   } finally {

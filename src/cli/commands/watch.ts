@@ -8,6 +8,7 @@ import { startWatchSession, type WatchReport } from '../../reconciler/watch/sess
 import { CliExit, EXIT } from '../exit.js';
 import type { Output } from '../output.js';
 import { stepLabel } from '../progress.js';
+import { reconcilerConfig } from '../service-config.js';
 import { openTarget, type TargetFlags } from '../target.js';
 import { useColor } from './plan.js';
 
@@ -73,7 +74,7 @@ export async function watch(out: Output, dir: string, flags: WatchFlags): Promis
   const { stack } = resolveStack(dir, flags.stack);
   const client = await openTarget(flags);
   const session = startWatchSession({
-    input: { root: dir, stack, strict: flags.strict, env: process.env },
+    input: { root: dir, stack, strict: flags.strict, env: process.env, config: reconcilerConfig() },
     client, prune: flags.prune, planOnly: flags.planOnly, intervalMs, repair: flags.repair,
     parallelism: flags.parallelism ? Number(flags.parallelism) : undefined, debounceMs,
     report: reporter(out, useColor()),

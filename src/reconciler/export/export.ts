@@ -1,8 +1,8 @@
 import { stringify } from 'yaml';
-import type { Body } from '../../kinds/types.js';
+import type { Body, KindRuntimeConfig } from '../../kinds/types.js';
 import { manifestKinds, namedTarget } from '../manifests/schema.js';
 import { refValues } from '../manifests/validate.js';
-import { normalize, normalizeModule, same } from '../plan/normalize.js';
+import { DEFAULT_CONFIG, normalize, normalizeModule, same } from '../plan/normalize.js';
 import { observeLists, type ObservedLists } from '../plan/observed.js';
 import { isSecretToken } from '../plan/tokens.js';
 import type { ObservedObject } from '../plan/state.js';
@@ -19,6 +19,8 @@ export interface ExportOptions {
   stack: string;
   /** Also export objects no stack manages, so a team can adopt an existing account. */
   all?: boolean;
+  /** The deployment settings defaults depend on (the session cookie prefix): defaults are left out as it fills them. */
+  config?: KindRuntimeConfig;
 }
 
 export interface ExportedFile { name: string; text: string; objects: number }
@@ -149,7 +151,7 @@ class DocumentWriter {
   readonly warnings: string[] = [];
   private readonly byId: Map<string, ObservedObject>;
 
-  constructor(private readonly names: Map<string, string>, observed: ObservedObject[]) {
+  constructor(private readonly names: Map<string, string>, observed: ObservedObject[], private readonly config: KindRuntimeConfig = DEFAULT_CONFIG) {
     this.byId = new Map(observed.map((o) => [o.id, o]));
   }
 
@@ -183,13 +185,13 @@ class DocumentWriter {
       if (f !== 'metadata' && f in body) plain[f] = body[f];
     }
     const id = (x: string) => x;
-    Object.assign(out, minimal(plain, (b) => normalize(kind, b, id).fields, kind.required ?? []));
+    Object.assign(out, minimal(plain, (b) => normalize(kind, b, id, this.config).fields, kind.required ?? []));
     const user = owned ? o.userMetadata : o.metadata;
     if (user) out.metadata = user;
     secretRefs(out, kind.writeOnly ?? [], { properties: kind.fields }, [], p.identity, owned, this.secrets);
     for (const m of kind.modules ?? []) {
       if (!isObject(body[m.name])) continue;
-      const mod = minimal(body[m.name] as Body, (b) => normalizeModule(m, b, id), (m.request.required as string[]) ?? []);
+      const mod = minimal(body[m.name] as Body, (b) => normalizeModule(m, b, id, this.config), (m.request.required as string[]) ?? []);
       secretRefs(mod, m.writeOnly ?? [], m.request, [m.name], p.identity, owned, this.secrets);
       out[m.name] = mod;
     }
@@ -205,7 +207,7 @@ export function exportState(lists: ObservedLists, opts: ExportOptions): ExportRe
   const observed = observeLists(lists, opts.stack);
   const wanted = (o: ObservedObject) => o.owner.type === 'this' || (!!opts.all && o.owner.type === 'unmanaged');
   const { top, names } = pickObjects(observed, wanted);
-  const writer = new DocumentWriter(names, observed);
+  const writer = new DocumentWriter(names, observed, opts.config);
   const files: ExportedFile[] = [];
   for (const kind of manifestKinds()) {
     const picked = top.get(kind.name) ?? [];
