@@ -66,9 +66,14 @@ export function templateFor(settings: Record<string, string>): Blob | undefined 
   return cached.blob;
 }
 
+/** PostgreSQL settings as the `-c name=value` arguments PGlite passes to postgres and initdb. */
+export function settingsParams(settings: Record<string, string>): string[] {
+  return Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`]);
+}
+
 /** Makes a template with initdb: a gzip tarball of a new data directory, and what it was made with. */
 export async function makeTemplate(settings: Record<string, string>): Promise<{ tarball: Uint8Array; meta: TemplateMeta }> {
-  const params = Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`]);
+  const params = settingsParams(settings);
   const pglite = new PGlite('memory://', { startParams: [...PGlite.defaultStartParams, ...params], initDbStartParams: params });
   try {
     await pglite.waitReady;

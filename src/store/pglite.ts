@@ -4,7 +4,7 @@ import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
 import { createPgConfig } from '@electric-sql/pglite/node-postgres';
 import { DirLock } from './dir-lock.js';
-import { templateFor } from './pglite-template.js';
+import { settingsParams, templateFor } from './pglite-template.js';
 import { PoolDb } from './pool-db.js';
 import type { Db } from './db.js';
 
@@ -29,7 +29,7 @@ export async function openPglite(stateDir: string | null): Promise<PgliteDb> {
   try {
     const data = dir ? join(dir, 'pgdata') : null;
     if (data) mkdirSync(data, { recursive: true });
-    const settings = Object.entries(PGLITE_SETTINGS).flatMap(([k, v]) => ['-c', `${k}=${v}`]);
+    const settings = settingsParams(PGLITE_SETTINGS);
     // A new database comes from the committed template when it fits (pglite-template.ts): no
     // initdb. Otherwise initdb makes it, with the same settings (it would probe its own defaults,
     // 128 MB of buffers while it runs, and write those to postgresql.conf).
