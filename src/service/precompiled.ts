@@ -1,5 +1,5 @@
 import * as generated from '../generated/service-validators.js';
-import { ajv, schemaKey, type Validator } from './validation.js';
+import { schemaKey, sharedAjv, type Validator } from './validation.js';
 
 const precompiled = generated as unknown as Record<string, Validator | undefined>;
 
@@ -10,5 +10,5 @@ const precompiled = generated as unknown as Record<string, Validator | undefined
  * checks that no known schema needs it.
  */
 export function serviceValidator(schema: unknown): Validator {
-  return precompiled[schemaKey(schema)] ?? (ajv.compile(schema as object) as Validator);
+  return precompiled[schemaKey(schema)] ?? (sharedAjv().compile(schema as object) as Validator);
 }

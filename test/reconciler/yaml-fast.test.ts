@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { parseAllDocuments, stringify, type ToStringOptions } from 'yaml';
 import { afterAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { writeManifests } from '../../bench/reconcile-manifests.js';
-import { loadManifests, parseSource, parseWithLibrary, type SourceDoc } from '../../src/reconciler/manifests/load.js';
+import { loadManifests, parseSource, parseWithLibrary, yamlLibrary, type SourceDoc } from '../../src/reconciler/manifests/load.js';
 import { resolveSecrets } from '../../src/reconciler/manifests/secrets.js';
 import { validateManifests } from '../../src/reconciler/manifests/validate.js';
 import { parseYamlFast, parseYamlFastDetailed, resolvePlain } from '../../src/reconciler/manifests/yaml-fast.js';
@@ -16,13 +16,11 @@ import { renderText } from '../../src/reconciler/render/text.js';
 import { ROOT } from '../helpers/cli.js';
 import { cleanupDirs, EXAMPLE_ENV, EXAMPLES, tempDir } from '../helpers/reconcile.js';
 
-// Counts the library parses `load.ts` makes (the spy calls through to the real function).
-vi.mock('yaml', async (importOriginal) => {
-  const yaml = await importOriginal<typeof import('yaml')>();
-  return { ...yaml, parseAllDocuments: vi.fn(yaml.parseAllDocuments) };
-});
-const libraryParses = () => vi.mocked(parseAllDocuments).mock.calls.length;
-beforeEach(() => vi.mocked(parseAllDocuments).mockClear());
+// Counts the library parses `load.ts` makes, on the library object it loads (the spy calls
+// through to the real function).
+const parses = vi.spyOn(yamlLibrary(), 'parseAllDocuments');
+const libraryParses = () => parses.mock.calls.length;
+beforeEach(() => parses.mockClear());
 afterAll(cleanupDirs);
 
 /** What the loader got from the library before the fast path: each document's `toJS()`, or 'error'. */

@@ -3,7 +3,7 @@ import * as generated from '../../src/generated/service-validators.js';
 import { buildApp } from '../../src/service/app.js';
 import { checkUserRecords } from '../../src/service/application-users.js';
 import { serviceValidator } from '../../src/service/precompiled.js';
-import { ajv, createAjv, schemaKey, type Validator } from '../../src/service/validation.js';
+import { createAjv, schemaKey, sharedAjv, type Validator } from '../../src/service/validation.js';
 import { serviceSchemas } from '../../src/service/validators-file.js';
 import type { Db } from '../../src/store/db.js';
 import { disagreements, exampleDocs, mutations, objectsIn } from '../helpers/mutations.js';
@@ -12,7 +12,7 @@ afterEach(() => vi.restoreAllMocks());
 
 describe('precompiled service validators (npm run schemas)', () => {
   it('building the app compiles no schema: every route body schema is precompiled', async () => {
-    const compile = vi.spyOn(ajv, 'compile');
+    const compile = vi.spyOn(sharedAjv(), 'compile');
     const app = await buildApp({ db: {} as Db });
     await app.ready();
     await app.close();
@@ -21,7 +21,7 @@ describe('precompiled service validators (npm run schemas)', () => {
   });
 
   it('a schema outside the precompiled set is compiled, and validates as it says', () => {
-    const compile = vi.spyOn(ajv, 'compile');
+    const compile = vi.spyOn(sharedAjv(), 'compile');
     const v = serviceValidator({ type: 'object', properties: { label: { type: 'string', maxBytes: 3 } }, additionalProperties: false });
     expect(compile).toHaveBeenCalledTimes(1);
     expect([v({ label: 'abc' }), v({ label: 'éé' })]).toEqual([true, false]);

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { parse } from 'yaml';
-import { CONFIG_FILES } from './load.js';
+import { CONFIG_FILES, yamlLibrary } from './load.js';
+import { parseYamlFast } from './yaml-fast.js';
 
 export const DEFAULT_STACK = 'default';
 const STACK = /^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$/;
@@ -19,7 +19,9 @@ export function resolveStack(root: string, flag?: string): StackConfig {
   for (const name of CONFIG_FILES) {
     const path = join(dir, name);
     if (!existsSync(path)) continue;
-    const cfg = parse(readFileSync(path, 'utf8')) as { stack?: unknown } | null;
+    const text = readFileSync(path, 'utf8');
+    const fast = parseYamlFast(text); // one document in the fast parser's subset: no need to load the library
+    const cfg = (fast?.length === 1 ? fast[0] : yamlLibrary().parse(text)) as { stack?: unknown } | null;
     if (cfg && typeof cfg === 'object' && cfg.stack !== undefined) return { stack: checkStack(String(cfg.stack), path), source: path };
   }
   return { stack: DEFAULT_STACK, source: 'default' };

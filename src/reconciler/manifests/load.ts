@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join, relative } from 'node:path';
-import { isMap, isPair, isScalar, isSeq, LineCounter, parseAllDocuments, type Document, type Node } from 'yaml';
+import { createRequire } from 'node:module';
+import type { Document, Node } from 'yaml';
 import type { Position, Problem } from './problems.js';
 import { parseYamlFast } from './yaml-fast.js';
 
@@ -75,8 +76,19 @@ export function parseSource(file: string, text: string): { docs: SourceDoc[]; pr
   return { docs, problems: [] };
 }
 
+let yamlLib: typeof import('yaml') | undefined;
+/**
+ * The `yaml` library, loaded the first time it is needed: for text outside the fast parser's
+ * subset, for positions in messages, for `edgeplane.yaml` files the fast parser declines. A
+ * command whose manifests all parse fast and have no problem does not load it (about 45 ms).
+ */
+export function yamlLibrary(): typeof import('yaml') {
+  return (yamlLib ??= createRequire(import.meta.url)('yaml') as typeof import('yaml'));
+}
+
 /** The `yaml` library's parse, with positions through a LineCounter (the `Document`s are kept for `locate`). */
 export function parseWithLibrary(file: string, text: string): { docs: SourceDoc[]; problems: Problem[] } {
+  const { LineCounter, parseAllDocuments } = yamlLibrary();
   const lc = new LineCounter();
   const parsed = parseAllDocuments(text, { lineCounter: lc, prettyErrors: false, uniqueKeys: true });
   const all = Array.isArray(parsed) ? parsed : [];
@@ -99,6 +111,7 @@ export function parseWithLibrary(file: string, text: string): { docs: SourceDoc[
 }
 
 function offsetOf(doc: Document, path: (string | number)[], key: boolean): number {
+  const { isMap, isPair, isScalar, isSeq } = yamlLibrary();
   let node: unknown = doc.contents;
   let best = (doc.contents as Node | null)?.range?.[0] ?? 0;
   for (let i = 0; i < path.length; i++) {
