@@ -1,5 +1,6 @@
 import { X509Certificate } from 'node:crypto';
-import forge from 'node-forge';
+import type forge from 'node-forge';
+import { forgeLib } from '../util/forge.js';
 import { rfc3339 } from '../util/time.js';
 
 const KEY_USAGE_BITS = [
@@ -77,9 +78,10 @@ export function parseCaPem(pem: string): ParsedCa {
 }
 
 // BIT STRING contents must stay bytes: forge otherwise tries to read them as nested ASN.1.
-const fromDerRaw = forge.asn1.fromDer as unknown as (b: forge.util.ByteBuffer, o: object) => forge.asn1.Asn1;
 function fromDer(binary: string): forge.asn1.Asn1 {
-  return fromDerRaw(forge.util.createBuffer(binary), { decodeBitStrings: false });
+  const lib = forgeLib();
+  const fromDerRaw = lib.asn1.fromDer as unknown as (b: forge.util.ByteBuffer, o: object) => forge.asn1.Asn1;
+  return fromDerRaw(lib.util.createBuffer(binary), { decodeBitStrings: false });
 }
 
 function commonName(subject: string): string {
@@ -92,13 +94,13 @@ function keyUsages(der: Buffer): string[] {
   const cert = fromDer(der.toString('binary'));
   const tbs = (cert.value as forge.asn1.Asn1[])[0];
   const extsWrapper = (tbs.value as forge.asn1.Asn1[]).find(
-    (n) => n.tagClass === forge.asn1.Class.CONTEXT_SPECIFIC && n.type === 3,
+    (n) => n.tagClass === forgeLib().asn1.Class.CONTEXT_SPECIFIC && n.type === 3,
   );
   if (!extsWrapper) return [];
   const exts = (extsWrapper.value as forge.asn1.Asn1[])[0].value as forge.asn1.Asn1[];
   for (const ext of exts) {
     const parts = ext.value as forge.asn1.Asn1[];
-    if (forge.asn1.derToOid(parts[0].value as string) !== '2.5.29.15') continue;
+    if (forgeLib().asn1.derToOid(parts[0].value as string) !== '2.5.29.15') continue;
     const octets = parts[parts.length - 1].value as string;
     const bitString = fromDer(octets);
     const bytes = Buffer.from(bitString.value as string, 'binary');

@@ -1,6 +1,7 @@
 import { generateKeyPair, randomBytes, sign } from 'node:crypto';
 import { promisify } from 'node:util';
-import forge from 'node-forge';
+import type forge from 'node-forge';
+import { forgeLib } from '../util/forge.js';
 
 const generateKeyPairAsync = promisify(generateKeyPair);
 const VALID_YEARS = 10;
@@ -18,8 +19,9 @@ export async function generateSigningPair(commonName: string): Promise<SigningPa
     publicKeyEncoding: { type: 'spki', format: 'pem' },
     privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
   });
-  const cert = forge.pki.createCertificate();
-  cert.publicKey = forge.pki.publicKeyFromPem(publicKey);
+  const lib = forgeLib();
+  const cert = lib.pki.createCertificate();
+  cert.publicKey = lib.pki.publicKeyFromPem(publicKey);
   // A positive serial: the high bit of the first byte clear.
   cert.serialNumber = '01' + randomBytes(15).toString('hex');
   const now = new Date();
@@ -32,11 +34,11 @@ export async function generateSigningPair(commonName: string): Promise<SigningPa
     { name: 'basicConstraints', cA: false },
     { name: 'keyUsage', digitalSignature: true, critical: true },
   ]);
-  const oid = forge.pki.oids.sha256WithRSAEncryption;
+  const oid = lib.pki.oids.sha256WithRSAEncryption;
   (cert as unknown as { siginfo: { algorithmOid: string } }).siginfo.algorithmOid = oid;
   cert.signatureOid = oid;
-  const getTbs = (forge.pki as unknown as { getTBSCertificate(c: forge.pki.Certificate): forge.asn1.Asn1 }).getTBSCertificate;
-  const tbs = forge.asn1.toDer(getTbs(cert)).getBytes();
+  const getTbs = (lib.pki as unknown as { getTBSCertificate(c: forge.pki.Certificate): forge.asn1.Asn1 }).getTBSCertificate;
+  const tbs = lib.asn1.toDer(getTbs(cert)).getBytes();
   cert.signature = sign('sha256', Buffer.from(tbs, 'binary'), privateKey).toString('binary');
-  return { certificatePem: forge.pki.certificateToPem(cert).replace(/\r\n/g, '\n'), privateKeyPem: privateKey };
+  return { certificatePem: lib.pki.certificateToPem(cert).replace(/\r\n/g, '\n'), privateKeyPem: privateKey };
 }
