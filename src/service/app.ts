@@ -8,16 +8,13 @@ import { registerKindRoutes } from './kind-routes.js';
 import { Resources, type Caller } from './resources.js';
 import { serviceValidator } from './precompiled.js';
 import { describeAjvError, findUnstorableText, problemMessage } from './validation.js';
-import { acceptedVersionHeaders, resolveVendorPrefix } from './vendor.js';
+import { acceptedVersionHeaders, resolveVendorPrefix, type VendorOptions } from './vendor.js';
 
-export interface AppOptions {
+/** The service's settings; the version headers and vendor prefix are described in `vendor.ts`. */
+export interface AppOptions extends VendorOptions {
   db: Db;
   /** Base of every `uri`; default: scheme and Host of the request. */
   publicUrl?: string;
-  /** Accepted version-header names (case-insensitive). Default `Service-Version`. */
-  versionHeaders?: string[];
-  /** Lower-case vendor prefix (session cookie default `<prefix>.`). Default: the first version header's prefix. */
-  vendorPrefix?: string;
   /** pino level; `silent` (the default) for tests and the embedded CLI. */
   logLevel?: string;
   /** Where log lines go (default stdout). */

@@ -4,9 +4,9 @@
  * service.
  */
 export interface VendorOptions {
-  /** Version headers the service accepts (`Service-Version`, `Ngrok-Version`); the first is the canonical one. */
+  /** Version headers the service accepts, case-insensitive (`Service-Version`, `Ngrok-Version`); the first is the canonical one. Default `Service-Version`. */
   versionHeaders?: string[];
-  /** Lower-case prefix for defaults such as the session cookie prefix; from the first version header when not given. */
+  /** Lower-case vendor prefix (session cookie default `<prefix>.`); default: the first version header's prefix. */
   vendorPrefix?: string;
 }
 
