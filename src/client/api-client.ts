@@ -16,6 +16,14 @@ export class ApiRequestError extends Error {
 
 export const PAGE_SIZE = 100;
 
+/** A list page's objects and its next link (null at the end: no link, or an empty page). */
+function pageOf(kind: KindDef, body: unknown): { items: Body[]; next: string | null } {
+  const page = body as Record<string, unknown>;
+  const items = page?.[kind.listKey!];
+  if (!Array.isArray(items)) throw new Error(`list of ${kind.title}s: the response has no "${kind.listKey}" array`);
+  return { items: items as Body[], next: typeof page.next_page_uri === 'string' && items.length ? page.next_page_uri : null };
+}
+
 export interface ClientOptions {
   /** Attempts for reads on 429 / 5xx / network errors (writes are apply's to retry: it knows what is safe). */
   readAttempts?: number;
@@ -51,14 +59,17 @@ export class ApiClient {
     throw new ApiRequestError(method, path, res.status, res.body);
   }
 
-  private async read(path: string): Promise<unknown> {
+  /** A GET with retries; `first` is the answer to a first attempt made elsewhere (a page reader's). */
+  private async read(path: string, first?: RawResponse): Promise<unknown> {
     for (let attempt = 1; ; attempt++) {
-      let res: RawResponse | undefined;
-      try {
-        this.counts.GET = (this.counts.GET ?? 0) + 1;
-        res = await this.transport.request('GET', path);
-      } catch (err) {
-        if (attempt >= this.attempts) throw err;
+      let res: RawResponse | undefined = attempt === 1 ? first : undefined;
+      if (!res) {
+        try {
+          this.counts.GET = (this.counts.GET ?? 0) + 1;
+          res = await this.transport.request('GET', path);
+        } catch (err) {
+          if (attempt >= this.attempts) throw err;
+        }
       }
       if (res && res.status >= 200 && res.status < 300) return res.body;
       const retryable = !res || res.status === 429 || res.status >= 500;
@@ -70,22 +81,61 @@ export class ApiClient {
 
   /** Every object of a kind, all pages (children are listed inside their parent); `onPage` sees each page as it arrives. */
   async list(kind: KindDef, parentId?: string, onPage?: (items: Body[]) => void): Promise<Body[]> {
-    if (!kind.listKey) throw new Error(`${kind.title}s cannot be listed`);
     const out: Body[] = [];
-    let reading: Promise<unknown> | undefined = this.read(`${collectionPath(kind, parentId ?? null)}?limit=${PAGE_SIZE}`);
+    await this.eachPage(kind, parentId, (items) => {
+      out.push(...items);
+      onPage?.(items);
+    });
+    return out;
+  }
+
+  /**
+   * Every page of a kind, handed to `onPage` as it arrives and not kept: what a caller does not
+   * keep of a page dies young (a plan keeps only its request form of each object, not the
+   * response), instead of being copied by every garbage collection until the last page is in.
+   * A transport that reads pages ahead (`readPages`: the HTTP transport's reader thread) reads
+   * them, asking for each next page however busy this thread is. Until its reader runs, the first
+   * page is read here and the reader started only for the rest, so a list of one page never starts
+   * it (a small command does not pay for a thread it has no use for). From a page it hands back,
+   * or with any other transport, pages are read here, each next one asked for before the one
+   * just read is handed on, with retries.
+   */
+  async eachPage(kind: KindDef, parentId: string | undefined, onPage: (items: Body[]) => void): Promise<void> {
+    if (!kind.listKey) throw new Error(`${kind.title}s cannot be listed`);
+    const ahead = (path: string): Promise<{ path: string; res?: RawResponse } | null> => {
+      const rest = this.transport.readPages!(path, (res) => {
+        this.counts.GET = (this.counts.GET ?? 0) + 1;
+        const page = pageOf(kind, res.body);
+        onPage(page.items);
+        return page.next !== null;
+      });
+      return rest.then((from) => {
+        if (from?.res) this.counts.GET = (this.counts.GET ?? 0) + 1; // the reader's request, answered with an error
+        return from;
+      });
+    };
+    const first = `${collectionPath(kind, parentId ?? null)}?limit=${PAGE_SIZE}`;
+    let reading: Promise<unknown> | undefined;
+    if (this.transport.readPages && this.transport.readsAhead?.()) {
+      const from = await ahead(first);
+      reading = from ? this.read(from.path, from.res) : undefined;
+    } else reading = this.read(first);
     while (reading) {
-      const page = (await reading) as Record<string, unknown>;
-      const items = page[kind.listKey];
-      if (!Array.isArray(items)) throw new Error(`list of ${kind.title}s: the response has no "${kind.listKey}" array`);
-      out.push(...(items as Body[]));
-      const next = typeof page.next_page_uri === 'string' && items.length ? page.next_page_uri : null;
+      const { items, next } = pageOf(kind, await reading);
+      if (next !== null && this.transport.readPages) {
+        const rest = ahead(next);
+        rest.catch(() => {}); // if `onPage` throws, nobody awaits it
+        onPage(items);
+        const from = await rest;
+        reading = from ? this.read(from.path, from.res) : undefined;
+        continue;
+      }
       // The next page is asked for before this one is handed on: what `onPage` does is not
       // between one response and the next request (pages come one after another).
       reading = next === null ? undefined : this.read(next);
       reading?.catch(() => {}); // if `onPage` throws, nobody awaits it; otherwise the loop sees its failure
-      onPage?.(items as Body[]);
+      onPage(items);
     }
-    return out;
   }
 
   create(kind: KindDef, body: Body, parentId?: string): Promise<Body> {

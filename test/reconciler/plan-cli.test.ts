@@ -48,7 +48,8 @@ describe('API client', () => {
     const events: string[] = [];
     const http = httpTransport(svc.url, c.apiKey!);
     let n = 0;
-    const client = new ApiClient({ ...http, request: (method, path, body) => { events.push(`request ${++n}`); return http.request(method, path, body); } });
+    // A transport that reads page after page through `request` (no page reader of its own).
+    const client = new ApiClient({ target: http.target, close: http.close, request: (method, path, body) => { events.push(`request ${++n}`); return http.request(method, path, body); } });
     let page = 0;
     const all = await client.list(kindByName('failoverBackend'), undefined, (items) => events.push(`page ${++page}: ${items.length}`));
     expect(all).toHaveLength(230);

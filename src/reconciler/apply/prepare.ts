@@ -15,7 +15,7 @@ import type { KindDef } from '../../kinds/types.js';
 import type { DesiredObject, ObservedObject } from '../plan/state.js';
 import type { Plan } from '../plan/types.js';
 import type { RefToken } from '../plan/tokens.js';
-import { readLiveState } from '../state/read-state.js';
+import { streamLiveState } from '../state/read-state.js';
 
 export interface Prepared {
   problems: Problem[];
@@ -69,7 +69,7 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
   const provisional: Symbolize = (id) => owned.get(id) ?? id;
   let pageArrived = () => {};
   let nextPage = new Promise<void>((r) => (pageArrived = r));
-  const live = readLiveState(client, (kind, items) => {
+  const live = streamLiveState(client, (kind, items) => {
     let list = observedByKind.get(kind);
     if (!list) observedByKind.set(kind, (list = []));
     for (const resp of items) {

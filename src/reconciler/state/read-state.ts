@@ -4,8 +4,20 @@ import { manifestKinds } from '../manifests/schema.js';
 import type { ObservedLists } from '../plan/observed.js';
 
 /** Every object of every managed kind, by list key: list pages only (children come inside parents). */
-export async function readLiveState(client: ApiClient, onPage?: (kind: KindDef, items: Body[]) => void): Promise<ObservedLists> {
-  const kinds = manifestKinds().filter((k) => k.operations.includes('list'));
-  const lists = await Promise.all(kinds.map((k) => client.list(k, undefined, onPage && ((items) => onPage(k, items)))));
+export async function readLiveState(client: ApiClient): Promise<ObservedLists> {
+  const kinds = listedKinds();
+  const lists = await Promise.all(kinds.map((k) => client.list(k)));
   return Object.fromEntries(kinds.map((k, i) => [k.listKey!, lists[i]]));
+}
+
+/**
+ * The same pages as `readLiveState`, each handed to `onPage` as it arrives and none kept: a plan
+ * keeps what it makes of them (the request form of each object), not 5 MB of responses.
+ */
+export async function streamLiveState(client: ApiClient, onPage: (kind: KindDef, items: Body[]) => void): Promise<void> {
+  await Promise.all(listedKinds().map((k) => client.eachPage(k, undefined, (items) => onPage(k, items))));
+}
+
+function listedKinds(): KindDef[] {
+  return manifestKinds().filter((k) => k.operations.includes('list'));
 }
