@@ -115,7 +115,7 @@ class PageReader {
     // execArgv: [] — not the TypeScript loader a test runner or tsx gave this process: the reader
     // is plain JavaScript, and a loader would cost the worker a thread and most of its start.
     this.worker = new Worker(new URL('./page-reader.mjs', import.meta.url), { workerData: { origin, headers }, execArgv: [] });
-    this.worker.unref(); // an idle reader never keeps a command from exiting
+    this.worker.unref(); // an idle reader never keeps a command from exiting (it is referenced while a list is read)
     this.worker.on('message', (m: PageMessage) => this.lists.get(m.id)?.(m));
     // A reader that fails hands every list it had back to the main thread at the page it was on.
     const fail = (err: Error) => {
@@ -134,7 +134,9 @@ class PageReader {
       const stop = (more: boolean) => {
         if (more) this.worker.postMessage({ cancel: id });
         this.lists.delete(id);
+        if (this.lists.size === 0) this.worker.unref();
       };
+      if (this.lists.size === 0) this.worker.ref(); // a list is being read: the process waits for it
       this.lists.set(id, (m) => {
         if (m.error !== undefined) return stop(false), resolve({ path: at });
         if (m.status < 200 || m.status >= 300) return stop(false), resolve({ path: at, res: { status: m.status, headers: m.headers, body: parse(m.text) } });
