@@ -13,31 +13,13 @@
 import http from 'node:http';
 import https from 'node:https';
 import { parentPort, workerData } from 'node:worker_threads';
+import { exchange } from './http-exchange.mjs';
 
 const { origin, headers } = workerData;
-const secure = origin.startsWith('https:');
-const agent = secure ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
+const agent = origin.startsWith('https:') ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
 const cancelled = new Set();
 
-function get(url) {
-  return new Promise((resolve, reject) => {
-    const req = (secure ? https : http).request(url, { method: 'GET', agent, headers }, (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('error', reject);
-      res.on('end', () => {
-        const h = {};
-        for (const k in res.headers) {
-          const v = res.headers[k];
-          if (v !== undefined) h[k] = Array.isArray(v) ? v.join(', ') : v;
-        }
-        resolve({ status: res.statusCode ?? 0, headers: h, text: Buffer.concat(chunks).toString('utf8') });
-      });
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+const get = (url) => exchange(url, { method: 'GET', agent, headers });
 
 /** The service ends a page with its next link: read from the end, the whole page parsed only when it is not there. */
 const TAIL = /"next_page_uri"\s*:\s*(null|"(?:[^"\\]|\\.)*")\s*}\s*$/;

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { Worker } from 'node:worker_threads';
+import { exchange } from './http-exchange.mjs';
 import type { FastifyInstance } from 'fastify';
 
 export const VERSION_HEADER = 'Service-Version';
@@ -62,25 +63,9 @@ export function httpTransport(baseUrl: string, apiKey: string): Transport {
         url = path;
       }
       const payload = body === undefined ? undefined : JSON.stringify(body);
-      return new Promise<RawResponse>((resolve, reject) => {
-        const h = headers(apiKey, body);
-        if (payload !== undefined) h['content-length'] = String(Buffer.byteLength(payload));
-        const req = (secure ? https : http).request(url, { method, agent, headers: h }, (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('error', reject);
-          res.on('end', () => {
-            const h: Record<string, string> = {};
-            for (const k in res.headers) {
-              const v = res.headers[k];
-              if (v !== undefined) h[k] = Array.isArray(v) ? v.join(', ') : v;
-            }
-            resolve({ status: res.statusCode ?? 0, headers: h, body: parse(Buffer.concat(chunks).toString('utf8')) });
-          });
-        });
-        req.on('error', reject);
-        req.end(payload);
-      });
+      const h = headers(apiKey, body);
+      if (payload !== undefined) h['content-length'] = String(Buffer.byteLength(payload));
+      return exchange(url, { method, agent, headers: h }, payload).then((r) => ({ status: r.status, headers: r.headers, body: parse(r.text) }));
     },
     readPages(path, onPage) {
       const url = /^https?:\/\//.test(path) ? path : base + path;

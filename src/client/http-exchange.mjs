@@ -1,0 +1,25 @@
+// One HTTP exchange with `node:http` / `node:https`, the body kept as text: shared by the HTTP
+// transport (transport.ts) and its page reader thread (page-reader.mjs), which is plain JavaScript.
+import http from 'node:http';
+import https from 'node:https';
+
+/** Sends `payload` (or nothing) to `url`; resolves with the status, the headers (repeated ones joined) and the body's text. */
+export function exchange(url, { method, agent, headers }, payload) {
+  return new Promise((resolve, reject) => {
+    const req = (url.startsWith('https:') ? https : http).request(url, { method, agent, headers }, (res) => {
+      const chunks = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const h = {};
+        for (const k in res.headers) {
+          const v = res.headers[k];
+          if (v !== undefined) h[k] = Array.isArray(v) ? v.join(', ') : v;
+        }
+        resolve({ status: res.statusCode ?? 0, headers: h, text: Buffer.concat(chunks).toString('utf8') });
+      });
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
