@@ -1,21 +1,21 @@
-import { resolve } from 'node:path';
 import type { Db } from '../store/db.js';
 import { migrate } from '../store/migrate.js';
 import { openPglite, type PgliteDb } from '../store/pglite.js';
 import { openPostgres } from '../store/postgres.js';
+import { stateDirOf } from './state-dir.js';
 
-export const DEFAULT_STATE_DIR = './state';
+export { DEFAULT_STATE_DIR, stateDirOf } from './state-dir.js';
 
-export interface EngineChoice { stateDir?: string }
-
-export function stateDirOf(opts: EngineChoice): string {
-  return resolve(opts.stateDir ?? process.env.EDGEPLANE_STATE ?? DEFAULT_STATE_DIR);
+export interface EngineChoice {
+  stateDir?: string;
+  /** The state directory's lock is already held by this process (see `openPglite`). */
+  locked?: boolean;
 }
 
 /** PostgreSQL when DATABASE_URL is set, else PGlite in the state directory; migrated either way. */
 export async function openEngine(opts: EngineChoice): Promise<Db & { lock?: PgliteDb['lock'] }> {
   const url = process.env.DATABASE_URL;
-  const db = url ? await openPostgres(url) : await openPglite(stateDirOf(opts));
+  const db = url ? await openPostgres(url) : await openPglite(stateDirOf(opts), { locked: opts.locked });
   try {
     await migrate(db);
   } catch (err) {

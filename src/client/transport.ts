@@ -2,6 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { Worker } from 'node:worker_threads';
 import { exchange } from './http-exchange.mjs';
+import { parse, WorkerChannel, type HandBack } from './worker-channel.js';
 import type { FastifyInstance } from 'fastify';
 
 export const VERSION_HEADER = 'Service-Version';
@@ -25,7 +26,7 @@ export interface Transport {
    * follow, a request that failed, or a response other than 2xx (`res`). The caller takes over
    * from there, with its retries. Optional: without it, the client reads page after page itself.
    */
-  readPages?(path: string, onPage: (res: RawResponse) => boolean): Promise<{ path: string; res?: RawResponse } | null>;
+  readPages?(path: string, onPage: (res: RawResponse) => boolean): Promise<HandBack>;
   /** Whether `readPages` is ready to read at once (its reader is running): then a list's first page is read there too. */
   readsAhead?(): boolean;
   close(): Promise<void>;
@@ -37,10 +38,6 @@ function headers(apiKey: string, body: unknown): Record<string, string> {
   return h;
 }
 
-function parse(text: string): unknown {
-  if (!text) return undefined;
-  try { return JSON.parse(text); } catch { return text; }
-}
 
 /**
  * HTTP with `node:http` / `node:https` over a keep-alive agent of its own (closed with the
@@ -52,7 +49,7 @@ export function httpTransport(baseUrl: string, apiKey: string): Transport {
   const origin = new URL(base).origin;
   const secure = origin.startsWith('https:');
   const agent = secure ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
-  let reader: PageReader | undefined;
+  let reader: WorkerChannel | undefined;
   return {
     target: base,
     request(method, path, body) {
@@ -71,10 +68,10 @@ export function httpTransport(baseUrl: string, apiKey: string): Transport {
       const url = /^https?:\/\//.test(path) ? path : base + path;
       // The key goes to the API's own origin only: a link elsewhere is the caller's to refuse.
       if (new URL(url).origin !== origin) return Promise.resolve({ path });
-      reader ??= new PageReader(origin, headers(apiKey, undefined));
-      return reader.read(url, onPage);
+      reader ??= pageReader(origin, headers(apiKey, undefined));
+      return reader.readPages(url, onPage);
     },
-    readsAhead: () => reader !== undefined,
+    readsAhead: () => reader?.usable ?? false,
     async close() {
       agent.destroy();
       await reader?.close();
@@ -84,84 +81,42 @@ export function httpTransport(baseUrl: string, apiKey: string): Transport {
 
 /**
  * The HTTP transport's list reading on a worker thread (`page-reader.mjs`), started on the first
- * list of more than one page and ended with the transport (about 8 MB). A plan reads thousands of objects while its main thread is
- * busy with the manifests and the pages already in: read from that thread, each next page waited
- * for its turn, and a no-op plan of 6,200 objects took 1.65× the time of reading its pages alone
- * (about 1.45× read from the worker; bench/README.md). The worker sends each page's text; it is
- * parsed here, where it is used.
+ * list of more than one page and ended with the transport (about 8 MB). A plan reads thousands of
+ * objects while its main thread is busy with the manifests and the pages already in: read from
+ * that thread, each next page waited for its turn, and a no-op plan of 6,200 objects took 1.65×
+ * the time of reading its pages alone (about 1.45× read from the worker; bench/README.md).
  */
-class PageReader {
-  private readonly worker: Worker;
-  private seq = 0;
-  private readonly lists = new Map<number, (m: PageMessage) => void>();
-  private failed: Error | undefined;
-
-  constructor(origin: string, headers: Record<string, string>) {
-    // execArgv: [] — not the TypeScript loader a test runner or tsx gave this process: the reader
-    // is plain JavaScript, and a loader would cost the worker a thread and most of its start.
-    this.worker = new Worker(new URL('./page-reader.mjs', import.meta.url), { workerData: { origin, headers }, execArgv: [] });
-    this.worker.unref(); // an idle reader never keeps a command from exiting (it is referenced while a list is read)
-    this.worker.on('message', (m: PageMessage) => this.lists.get(m.id)?.(m));
-    // A reader that fails hands every list it had back to the main thread at the page it was on.
-    const fail = (err: Error) => {
-      this.failed ??= err;
-      for (const deliver of [...this.lists.values()]) deliver({ id: -1, url: '', error: err.message });
-    };
-    this.worker.on('error', fail);
-    this.worker.on('exit', () => fail(new Error('the page reader stopped')));
-  }
-
-  read(url: string, onPage: (res: RawResponse) => boolean): Promise<{ path: string; res?: RawResponse } | null> {
-    if (this.failed) return Promise.resolve({ path: url });
-    const id = ++this.seq;
-    return new Promise((resolve, reject) => {
-      let at = url;
-      const stop = (more: boolean) => {
-        if (more) this.worker.postMessage({ cancel: id });
-        this.lists.delete(id);
-        if (this.lists.size === 0) this.worker.unref();
-      };
-      if (this.lists.size === 0) this.worker.ref(); // a list is being read: the process waits for it
-      this.lists.set(id, (m) => {
-        if (m.error !== undefined) return stop(false), resolve({ path: at });
-        if (m.status < 200 || m.status >= 300) return stop(false), resolve({ path: at, res: { status: m.status, headers: m.headers, body: parse(m.text) } });
-        let wanted: boolean;
-        try {
-          wanted = onPage({ status: m.status, headers: m.headers, body: parse(m.text) });
-        } catch (err) {
-          return stop(m.more), reject(err);
-        }
-        if (!wanted || m.next === null) return stop(m.more), resolve(null);
-        if (!m.more) return stop(false), resolve({ path: m.next });
-        at = m.next;
-      });
-      this.worker.postMessage({ id, url });
-    });
-  }
-
-  async close(): Promise<void> {
-    await this.worker.terminate();
-  }
+function pageReader(origin: string, headers: Record<string, string>): WorkerChannel {
+  // execArgv: [] — not the TypeScript loader a test runner or tsx gave this process: the reader
+  // is plain JavaScript, and a loader would cost the worker a thread and most of its start.
+  const worker = new Worker(new URL('./page-reader.mjs', import.meta.url), { workerData: { origin, headers }, execArgv: [] });
+  return new WorkerChannel(worker, 'the page reader', { startsReady: true });
 }
 
-type PageMessage =
-  | { id: number; url: string; error: string }
-  | { id: number; url: string; error?: undefined; status: number; headers: Record<string, string>; text: string; next: string | null; more: boolean };
+/**
+ * One request to a fastify app in-process (`inject`): the embedded service without a socket. The
+ * body stays text; the thread that uses it parses it. Absolute URLs the API returned
+ * (`next_page_uri`) are requested by their path.
+ */
+export function injector(app: FastifyInstance, apiKey: string) {
+  return async (method: string, path: string, body?: unknown): Promise<{ status: number; headers: Record<string, string>; text: string }> => {
+    const url = /^https?:\/\//.test(path) ? (({ pathname, search }) => pathname + search)(new URL(path)) : path;
+    const res = await app.inject({
+      method: method as 'GET', url, headers: headers(apiKey, body),
+      ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
+    });
+    const h: Record<string, string> = {};
+    for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) h[k] = String(v);
+    return { status: res.statusCode, headers: h, text: res.body };
+  };
+}
 
-/** In-process requests to a fastify app (`inject`): the embedded service without a socket. */
+/** In-process requests to a fastify app on this thread: the embedded service of one-off commands. */
 export function injectTransport(app: FastifyInstance, apiKey: string, target: string, onClose: () => Promise<void>): Transport {
+  const inject = injector(app, apiKey);
   return {
     target,
-    async request(method, path, body) {
-      const url = /^https?:\/\//.test(path) ? (({ pathname, search }) => pathname + search)(new URL(path)) : path;
-      const res = await app.inject({
-        method: method as 'GET', url, headers: headers(apiKey, body),
-        ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
-      });
-      const h: Record<string, string> = {};
-      for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) h[k] = String(v);
-      return { status: res.statusCode, headers: h, body: parse(res.body) };
-    },
+    request: (method, path, body) => inject(method, path, body).then((r) => ({ status: r.status, headers: r.headers, body: parse(r.text) })),
     close: onClose,
   };
 }

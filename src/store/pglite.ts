@@ -23,9 +23,11 @@ export const PGLITE_SETTINGS: Record<string, string> = { shared_buffers: '16MB' 
  * `stateDir` null gives an in-memory database (tests only). It is used through PGlite's `pg`
  * adapter (a pool of one: PGlite is a single session), so both engines share one data layer.
  */
-export async function openPglite(stateDir: string | null): Promise<PgliteDb> {
+export async function openPglite(stateDir: string | null, opts: { locked?: boolean } = {}): Promise<PgliteDb> {
   const dir = stateDir ? resolve(stateDir) : null;
-  const lock = dir ? DirLock.acquire(dir) : null;
+  // `locked`: the caller holds the directory's lock for this process (the CLI takes it on the main
+  // thread and runs the engine on the embedded service's thread).
+  const lock = dir && !opts.locked ? DirLock.acquire(dir) : null;
   try {
     const data = dir ? join(dir, 'pgdata') : null;
     if (data) mkdirSync(data, { recursive: true });

@@ -1,0 +1,58 @@
+/**
+ * The embedded service's thread (started by `embeddedTransport`): the real fastify app on the
+ * engine in the state directory, answering the main thread's requests and reading lists ahead
+ * (`page-loop.mjs`). The engine's WebAssembly and the app's request handling run here, beside the
+ * reconciler's work on the main thread instead of between it: a plan's own work and the
+ * service's work on its pages each get a core.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { openEngine } from '../cli/engine.js';
+import { buildApp, type AppOptions } from '../service/app.js';
+import { ensureCredentials } from './embedded-credentials.js';
+import { pageLoop } from './page-loop.mjs';
+import { injector } from './transport.js';
+
+export interface EmbeddedServiceInput { stateDir: string; locked: boolean; appOptions: Partial<AppOptions> }
+
+const port = parentPort!;
+const post = (m: unknown) => port.postMessage(m);
+const { stateDir, locked, appOptions } = (workerData as { data: EmbeddedServiceInput }).data;
+
+async function start() {
+  const db = await openEngine({ stateDir, locked });
+  try {
+    const app = await buildApp({ db, ...appOptions });
+    await app.ready();
+    const creds = await ensureCredentials(db, stateDir);
+    return { db, app, inject: injector(app, creds.api_key) };
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+}
+
+let service: Awaited<ReturnType<typeof start>> | undefined;
+try {
+  service = await start();
+} catch (err) {
+  post({ startError: { message: err instanceof Error ? err.message : String(err) } });
+}
+
+if (service) {
+  const { db, app, inject } = service;
+  const lists = pageLoop((url) => inject('GET', url), () => true, post);
+  port.on('message', async (m: { close?: true; id: number; req?: { method: string; path: string; body?: unknown }; url?: string; cancel?: number }) => {
+    if (m.close) {
+      await app.close();
+      await db.close();
+      port.close(); // nothing else keeps the thread: it exits
+    } else if (m.req) {
+      try {
+        post({ id: m.id, ...(await inject(m.req.method, m.req.path, m.req.body)) });
+      } catch (err) {
+        post({ id: m.id, error: err instanceof Error ? err.message : String(err) });
+      }
+    } else lists(m as { id: number; url: string });
+  });
+  post({ ready: true });
+}

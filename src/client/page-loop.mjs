@@ -1,0 +1,57 @@
+// Reading a list page after page on a thread other than the one that uses the pages: each next
+// page is asked for the moment the previous one arrives, however busy the using thread is. Shared
+// by the HTTP transport's reader (page-reader.mjs) and the embedded service's thread
+// (embedded-service.ts); the protocol's other end is `WorkerChannel` in transport.ts.
+//
+// Messages in: { id, url } reads a list from `url` on; { cancel: id } stops reading it.
+// Messages out, in order per id: { id, url, status, headers, text, next, more } for each response
+// (`next`: the page's next link or null; `more`: whether this thread reads it), or { id, url, error }
+// when a request failed. A response other than 2xx, a failure, or a link this thread does not
+// follow ends the reading here: the using thread reads that URL itself, with the client's retries
+// (or its refusal).
+
+/** The service ends a page with its next link: read from the end, the whole page parsed only when it is not there. */
+const TAIL = /"next_page_uri"\s*:\s*(null|"(?:[^"\\]|\\.)*")\s*}\s*$/;
+
+function nextLink(text) {
+  const m = TAIL.exec(text.slice(-2048));
+  let next;
+  if (m) next = JSON.parse(m[1]);
+  else {
+    try { next = JSON.parse(text).next_page_uri; } catch { next = null; }
+  }
+  return typeof next === 'string' && next ? next : null;
+}
+
+/**
+ * `get(url)` answers { status, headers, text } (or rejects); `follows(url)` says whether this
+ * thread may read a link (the HTTP reader: the API's own origin only, where the key may go).
+ * `post` sends a message to the using thread. Returns the handler of incoming list messages.
+ */
+export function pageLoop(get, follows, post) {
+  const cancelled = new Set();
+
+  async function read(id, url) {
+    for (;;) {
+      if (cancelled.delete(id)) return;
+      if (!follows(url)) return void post({ id, url, error: `not following ${url}` });
+      let res;
+      try {
+        res = await get(url);
+      } catch (err) {
+        post({ id, url, error: String(err?.message ?? err) });
+        return;
+      }
+      const next = res.status >= 200 && res.status < 300 ? nextLink(res.text) : null;
+      const more = next !== null && next !== url && follows(next);
+      post({ id, url, status: res.status, headers: res.headers, text: res.text, next, more });
+      if (!more) return void cancelled.delete(id);
+      url = next;
+    }
+  }
+
+  return (m) => {
+    if (m.cancel !== undefined) cancelled.add(m.cancel);
+    else void read(m.id, m.url);
+  };
+}

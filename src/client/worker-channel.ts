@@ -1,0 +1,124 @@
+import type { Worker } from 'node:worker_threads';
+import type { RawResponse } from './transport.js';
+
+/** A list page or a failure, from `page-loop.mjs`. */
+type PageMessage =
+  | { id: number; url: string; error: string }
+  | { id: number; url: string; error?: undefined; status: number; headers: Record<string, string>; text: string; next: string | null; more: boolean };
+
+/** The answer to a single request (the embedded service's thread). */
+type ReplyMessage = { id: number; error: string } | { id: number; error?: undefined; status: number; headers: Record<string, string>; text: string };
+
+/** What a thread says of itself: it is ready, or it could not start. */
+type ControlMessage = { ready: true } | { startError: { message: string } };
+
+/** Where a list was handed back: the page to read next (and its answer, when it was not 2xx). */
+export type HandBack = { path: string; res?: RawResponse } | null;
+
+/**
+ * The main thread's end of a worker that answers requests and reads lists ahead (`page-loop.mjs`):
+ * the HTTP transport's page reader, and the embedded service's thread. Bodies cross as JSON text
+ * and are parsed here, where they are used. The worker keeps the process alive only while
+ * something waits on it. If it fails, every list it was reading is handed back at the page it was
+ * on, and every request waiting (or made later) is rejected with what went wrong.
+ */
+export class WorkerChannel {
+  private seq = 0;
+  private readonly waiting = new Map<number, (m: PageMessage & ReplyMessage) => void>();
+  private failed: Error | undefined;
+  /** Settles once the worker says it is ready (or fails to start). */
+  readonly ready: Promise<void>;
+
+  constructor(private readonly worker: Worker, what: string, opts: { startsReady?: boolean } = {}) {
+    let ready = () => {};
+    let notReady = (_: Error) => {};
+    this.ready = opts.startsReady ? Promise.resolve() : new Promise<void>((res, rej) => { ready = res; notReady = rej; });
+    this.ready.catch(() => {}); // a failure reaches callers through their requests
+    worker.unref();
+    worker.on('message', (m: (PageMessage & ReplyMessage) | ControlMessage) => {
+      if ('ready' in m) ready();
+      else if ('startError' in m) fail(new Error(m.startError.message));
+      else this.waiting.get(m.id)?.(m);
+    });
+    const fail = (err: Error) => {
+      this.failed ??= err;
+      notReady(this.failed);
+      for (const deliver of [...this.waiting.values()]) deliver({ id: -1, url: '', error: this.failed.message });
+    };
+    worker.on('error', fail);
+    worker.on('exit', () => fail(new Error(`${what} stopped`)));
+  }
+
+  /** One request, answered by the worker (`{ id, req: { method, path, body } }`). */
+  request(method: string, path: string, body?: unknown): Promise<RawResponse> {
+    if (this.failed) return Promise.reject(this.failed);
+    return new Promise((resolve, reject) => {
+      const id = this.wait((m) => {
+        this.done(id);
+        if (m.error !== undefined) reject(this.failed ?? new Error(m.error));
+        else resolve({ status: m.status, headers: m.headers, body: parse(m.text) });
+      });
+      this.worker.postMessage({ id, req: { method, path, body } });
+    });
+  }
+
+  /** `Transport.readPages` over the worker: see there. */
+  readPages(url: string, onPage: (res: RawResponse) => boolean): Promise<HandBack> {
+    if (this.failed) return Promise.resolve({ path: url });
+    return new Promise((resolve, reject) => {
+      let at = url;
+      const stop = (more: boolean) => {
+        if (more) this.worker.postMessage({ cancel: id });
+        this.done(id);
+      };
+      const id = this.wait((m) => {
+        if (m.error !== undefined) return stop(false), resolve({ path: at });
+        if (m.status < 200 || m.status >= 300) return stop(false), resolve({ path: at, res: { status: m.status, headers: m.headers, body: parse(m.text) } });
+        let wanted: boolean;
+        try {
+          wanted = onPage({ status: m.status, headers: m.headers, body: parse(m.text) });
+        } catch (err) {
+          return stop(m.more), reject(err);
+        }
+        if (!wanted || m.next === null) return stop(m.more), resolve(null);
+        if (!m.more) return stop(false), resolve({ path: m.next });
+        at = m.next;
+      });
+      this.worker.postMessage({ id, url });
+    });
+  }
+
+  /** Whether the worker can take requests (it has not failed). */
+  get usable(): boolean {
+    return !this.failed;
+  }
+
+  /** Ends the worker: `{ close: true }` first when it has something to close (it exits by itself), else at once. */
+  async close(graceful = false): Promise<void> {
+    if (!graceful || this.failed) {
+      await this.worker.terminate();
+      return;
+    }
+    const exited = new Promise<void>((r) => this.worker.once('exit', () => r()));
+    this.worker.ref();
+    this.worker.postMessage({ close: true });
+    await exited;
+  }
+
+  private wait(deliver: (m: PageMessage & ReplyMessage) => void): number {
+    const id = ++this.seq;
+    if (this.waiting.size === 0) this.worker.ref(); // someone waits: the process stays up for the answer
+    this.waiting.set(id, deliver);
+    return id;
+  }
+
+  private done(id: number) {
+    this.waiting.delete(id);
+    if (this.waiting.size === 0) this.worker.unref();
+  }
+}
+
+export function parse(text: string): unknown {
+  if (!text) return undefined;
+  try { return JSON.parse(text); } catch { return text; }
+}

@@ -1,0 +1,8 @@
+// The entry of an edgeplane worker thread that runs TypeScript (the embedded service's): workers
+// do not inherit the TypeScript loader the main thread registered (bin/edgeplane.js, vitest), so
+// it registers tsx for itself, then runs the module it was started for (workerData.module).
+import { workerData } from 'node:worker_threads';
+import { register } from 'tsx/esm/api';
+
+register();
+await import(workerData.module);

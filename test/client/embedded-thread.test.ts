@@ -1,0 +1,59 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ApiClient } from '../../src/client/api-client.js';
+import { readCredentials } from '../../src/client/embedded-credentials.js';
+import { embeddedThreadTransport } from '../../src/client/embedded-thread.js';
+import { openTarget } from '../../src/cli/target.js';
+import { kindByName } from '../../src/kinds/registry.js';
+import { DirLock, LockHeldError } from '../../src/store/dir-lock.js';
+
+// The embedded target is PGlite in the state directory, whatever DATABASE_URL says for other suites.
+let saved: string | undefined;
+beforeEach(() => { saved = process.env.DATABASE_URL; delete process.env.DATABASE_URL; });
+afterEach(() => { if (saved === undefined) delete process.env.DATABASE_URL; else process.env.DATABASE_URL = saved; });
+
+const backends = kindByName('failoverBackend');
+
+describe('the embedded service on a thread of its own (watch)', () => {
+  it('serves requests and lists read ahead, holds the directory until closed, and leaves data the one-off commands read', async () => {
+    const state = mkdtempSync(join(tmpdir(), 'edgeplane-thread-'));
+    const client = new ApiClient(embeddedThreadTransport(state));
+    try {
+      // The lock is taken at once, on this thread: a second opener fails before anything starts.
+      expect(() => embeddedThreadTransport(state)).toThrow(LockHeldError);
+      const made: string[] = [];
+      for (let i = 0; i < 205; i++) made.push(((await client.create(backends, { backends: [] })) as { id: string }).id);
+      expect(readCredentials(state)?.api_key).toMatch(/^ep_/);
+      for (const k of Object.keys(client.counts)) delete client.counts[k];
+      const pages: number[] = [];
+      const all = await client.list(backends, undefined, (items) => pages.push(items.length));
+      expect(new Set(all.map((o) => o.id))).toEqual(new Set(made));
+      expect(pages).toEqual([100, 100, 5]);
+      expect(client.counts).toEqual({ GET: 3 });
+      await expect(client.send('GET', '/backends/failover/fo_nope')).rejects.toMatchObject({ status: 404 });
+    } finally {
+      await client.close();
+    }
+    // Closed: the lock is released, and the service on this thread (one-off commands) reads the same.
+    DirLock.acquire(state).release();
+    const again = await openTarget({ state });
+    try {
+      expect(await again.list(backends)).toHaveLength(205);
+    } finally {
+      await again.close();
+    }
+  });
+
+  it('a service that cannot start fails the requests made to it with its reason (it does not hang them)', async () => {
+    process.env.DATABASE_URL = 'postgres://postgres@127.0.0.1:1/nothing-listens';
+    const client = new ApiClient(embeddedThreadTransport(mkdtempSync(join(tmpdir(), 'edgeplane-thread-'))), { sleep: async () => {} });
+    try {
+      await expect(client.send('GET', '/certificate_authorities')).rejects.toThrow(/ECONNREFUSED|connect/);
+      await expect(client.list(backends)).rejects.toThrow(/ECONNREFUSED|connect/);
+    } finally {
+      await client.close();
+    }
+  });
+});
