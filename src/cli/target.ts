@@ -9,8 +9,9 @@ export interface TargetFlags { apiUrl?: string; apiKey?: string; state?: string 
  * embedded service on the state directory. If another process (`edgeplane serve`) holds that
  * directory, the CLI talks to it over HTTP at the URL its lock records, with the embedded key.
  * `serviceThread` (watch, which plans again and again): the embedded service runs on a thread of
- * its own, beside the plans instead of between them (embedded-thread.ts); one-off commands run it
- * on their own thread, which starts faster and holds less.
+ * its own, beside the plans instead of between them (embedded-thread.ts). One-off commands run it
+ * on the thread that plans: it starts faster and holds less, and one plan does not earn the
+ * second thread back.
  */
 export async function openTarget(flags: TargetFlags, how: { serviceThread?: boolean } = {}): Promise<ApiClient> {
   if (flags.apiUrl) {
