@@ -54,5 +54,4 @@ if (service) {
       }
     } else lists(m as { id: number; url: string });
   });
-  post({ ready: true });
 }

@@ -38,7 +38,6 @@ function headers(apiKey: string, body: unknown): Record<string, string> {
   return h;
 }
 
-
 /**
  * HTTP with `node:http` / `node:https` over a keep-alive agent of its own (closed with the
  * transport). Not the platform `fetch`: its web streams cost about a third more of the main
@@ -90,7 +89,7 @@ function pageReader(origin: string, headers: Record<string, string>): WorkerChan
   // execArgv: [] — not the TypeScript loader a test runner or tsx gave this process: the reader
   // is plain JavaScript, and a loader would cost the worker a thread and most of its start.
   const worker = new Worker(new URL('./page-reader.mjs', import.meta.url), { workerData: { origin, headers }, execArgv: [] });
-  return new WorkerChannel(worker, 'the page reader', { startsReady: true });
+  return new WorkerChannel(worker, 'the page reader');
 }
 
 /**

@@ -9,8 +9,8 @@ type PageMessage =
 /** The answer to a single request (the embedded service's thread). */
 type ReplyMessage = { id: number; error: string } | { id: number; error?: undefined; status: number; headers: Record<string, string>; text: string };
 
-/** What a thread says of itself: it is ready, or it could not start. */
-type ControlMessage = { ready: true } | { startError: { message: string } };
+/** What a thread says when it could not start (the embedded service's). */
+type ControlMessage = { startError: { message: string } };
 
 /** Where a list was handed back: the page to read next (and its answer, when it was not 2xx). */
 export type HandBack = { path: string; res?: RawResponse } | null;
@@ -24,25 +24,19 @@ export type HandBack = { path: string; res?: RawResponse } | null;
  */
 export class WorkerChannel {
   private seq = 0;
-  private readonly waiting = new Map<number, (m: PageMessage & ReplyMessage) => void>();
+  private readonly waiting = new Map<number, (m: PageMessage | ReplyMessage) => void>();
   private failed: Error | undefined;
-  /** Settles once the worker says it is ready (or fails to start). */
-  readonly ready: Promise<void>;
 
-  constructor(private readonly worker: Worker, what: string, opts: { startsReady?: boolean } = {}) {
-    let ready = () => {};
-    let notReady = (_: Error) => {};
-    this.ready = opts.startsReady ? Promise.resolve() : new Promise<void>((res, rej) => { ready = res; notReady = rej; });
-    this.ready.catch(() => {}); // a failure reaches callers through their requests
+  /** `what` names the worker in the error its requests get if it stops. */
+  constructor(private readonly worker: Worker, what: string) {
     worker.unref();
-    worker.on('message', (m: (PageMessage & ReplyMessage) | ControlMessage) => {
-      if ('ready' in m) ready();
-      else if ('startError' in m) fail(new Error(m.startError.message));
-      else this.waiting.get(m.id)?.(m);
+    // Requests made while the worker starts wait in its port until it listens.
+    worker.on('message', (m: PageMessage | ReplyMessage | ControlMessage) => {
+      if ('startError' in m) fail(new Error(m.startError.message));
+      else if ('id' in m) this.waiting.get(m.id)?.(m);
     });
     const fail = (err: Error) => {
       this.failed ??= err;
-      notReady(this.failed);
       for (const deliver of [...this.waiting.values()]) deliver({ id: -1, url: '', error: this.failed.message });
     };
     worker.on('error', fail);
@@ -71,7 +65,8 @@ export class WorkerChannel {
         if (more) this.worker.postMessage({ cancel: id });
         this.done(id);
       };
-      const id = this.wait((m) => {
+      const id = this.wait((message) => {
+        const m = message as PageMessage; // this id is a list's
         if (m.error !== undefined) return stop(false), resolve({ path: at });
         if (m.status < 200 || m.status >= 300) return stop(false), resolve({ path: at, res: { status: m.status, headers: m.headers, body: parse(m.text) } });
         let wanted: boolean;
@@ -105,7 +100,7 @@ export class WorkerChannel {
     await exited;
   }
 
-  private wait(deliver: (m: PageMessage & ReplyMessage) => void): number {
+  private wait(deliver: (m: PageMessage | ReplyMessage) => void): number {
     const id = ++this.seq;
     if (this.waiting.size === 0) this.worker.ref(); // someone waits: the process stays up for the answer
     this.waiting.set(id, deliver);
