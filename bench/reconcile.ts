@@ -22,9 +22,8 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ApiClient, PAGE_SIZE } from '../src/client/api-client.js';
-import { httpTransport, injectTransport } from '../src/client/transport.js';
-import { readCredentials } from '../src/client/embedded-credentials.js';
-import { embeddedThreadTransport } from '../src/client/embedded-thread.js';
+import { httpTransport } from '../src/client/transport.js';
+import { embeddedTransport, readCredentials } from '../src/client/embedded.js';
 import { kindByName } from '../src/kinds/registry.js';
 import { applyPlan } from '../src/reconciler/apply/execute.js';
 import { materializeRequest, secretsFromMap } from '../src/reconciler/apply/materialize.js';
@@ -51,7 +50,7 @@ function flag(name: string, dflt: string): string {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? process.argv[i + 1] : dflt;
 }
-const ENGINES = flag('engines', 'postgres,pglite,pglite-thread').split(',');
+const ENGINES = flag('engines', 'postgres,pglite').split(',');
 const SIZE: BenchSize = { ...FULL, edges: Number(flag('edges', String(FULL.edges))) };
 const WATCH_RUNS = Number(flag('watch-runs', '20'));
 const NOOP_RUNS = 9;
@@ -99,12 +98,14 @@ async function pool<T>(items: T[], n: number, fn: (x: T) => Promise<void>): Prom
   }));
 }
 
+interface Account { key: string; accountId: string; keyId: string; client: ApiClient; stateDir?: string }
+
 interface Engine {
   name: string;
   /** A fresh account and a client for it. */
-  account(): Promise<{ key: string; accountId: string; keyId: string; client: ApiClient }>;
-  /** How `edgeplane` (a process) reaches the account (none: one-off commands do not run this engine so). */
-  cli?(acct: { key: string; accountId: string; keyId: string }): Promise<{ args: string[]; env: Record<string, string> }>;
+  account(): Promise<Account>;
+  /** How `edgeplane` (a process) reaches the account. */
+  cli(acct: Account): Promise<{ args: string[]; env: Record<string, string> }>;
   close(): Promise<void>;
 }
 
@@ -137,56 +138,30 @@ async function engine(name: string): Promise<Engine> {
       },
     };
   }
-  if (name === 'pglite-thread') {
-    // Embedded as `watch` runs it: the service on a thread of its own (embeddedThreadTransport).
-    // Each account is the embedded account of a state directory of its own (the raw replay's
-    // objects stay out of the planned account's lists, as in a second account). One-off commands
-    // do not run the service this way: no `edgeplane plan` row.
-    const dirs: string[] = [];
-    const clients: ApiClient[] = [];
-    return {
-      name: 'embedded, service thread (watch)',
-      async account() {
-        const stateDir = mkdtempSync(join(tmpdir(), 'ep-bench-state-'));
-        dirs.push(stateDir);
-        const client = new ApiClient(embeddedThreadTransport(stateDir));
-        clients.push(client);
-        await client.send('GET', '/certificate_authorities?limit=1'); // started, and the account provisioned
-        const c = readCredentials(stateDir)!;
-        return { key: c.api_key, accountId: c.account_id, keyId: c.key_id, client };
-      },
-      async close() {
-        for (const c of clients) await c.close();
-        for (const d of dirs) rmSync(d, { recursive: true, force: true });
-      },
-    };
-  }
-  // Embedded as the one-off commands run it: the service in this process over PGlite on disk,
-  // called with inject on the planning thread.
-  const stateDir = mkdtempSync(join(tmpdir(), 'ep-bench-state-'));
-  let db: Db | undefined = await openPglite(stateDir);
-  await migrate(db);
-  let app: Awaited<ReturnType<typeof buildApp>> | undefined = await buildApp({ db });
-  await app.ready();
+  // Embedded: exactly what the CLI runs (embeddedTransport: the service on a thread of its own over
+  // PGlite on disk). Each account is the embedded account of a state directory of its own (the raw
+  // replay's objects stay out of the planned account's lists, as in a second account).
+  const dirs: string[] = [];
+  const clients: ApiClient[] = [];
   return {
-    name: 'embedded (PGlite), one-off commands',
+    name: 'embedded (PGlite)',
     async account() {
-      const k = await createAccount(db!, { name: 'bench' });
-      return { key: k.api_key, accountId: k.account_id, keyId: k.key_id, client: new ApiClient(injectTransport(app!, k.api_key, `embedded:${stateDir}`, async () => {})) };
+      const stateDir = mkdtempSync(join(tmpdir(), 'ep-bench-state-'));
+      dirs.push(stateDir);
+      const client = new ApiClient(await embeddedTransport(stateDir));
+      clients.push(client);
+      await client.send('GET', '/certificate_authorities?limit=1'); // started, and the account provisioned
+      const c = readCredentials(stateDir)!;
+      return { key: c.api_key, accountId: c.account_id, keyId: c.key_id, client, stateDir };
     },
     async cli(acct) {
-      // The CLI opens the directory itself: release it, and hand it the account's key.
-      await app!.close();
-      await db!.close();
-      app = undefined;
-      db = undefined;
-      writeFileSync(join(stateDir, 'embedded.json'), JSON.stringify({ account_id: acct.accountId, api_key: acct.key, key_id: acct.keyId }));
-      return { args: ['--state', stateDir], env: {} };
+      // The CLI opens the directory itself: release it (the key stays in its embedded.json).
+      await acct.client.close();
+      return { args: ['--state', acct.stateDir!], env: {} };
     },
     async close() {
-      await app?.close();
-      await db?.close();
-      rmSync(stateDir, { recursive: true, force: true });
+      for (const c of clients) await c.close();
+      for (const d of dirs) rmSync(d, { recursive: true, force: true });
     },
   };
 }
@@ -362,7 +337,7 @@ async function benchEngine(name: string, manifests: string, rawManifests: string
     await preparePlan({ root: manifests, stack: 'bench', env: {} }, client).then((p) => applyPlan(p.plan!, { client, secrets: secretsFromMap(p.secrets) }));
 
     log('edgeplane plan as a process…');
-    const cli = eng.cli ? await cliPlan(manifests, await eng.cli(acct)) : undefined;
+    const cli = await cliPlan(manifests, await eng.cli(acct));
 
     const kinds = manifestKinds().map((k) => ({ kind: k.name, objects: k.name === 'httpsEdge' ? SIZE.edges : k.name === 'certificateAuthority' ? SIZE.cas : SIZE.backends }));
     return {
@@ -383,12 +358,10 @@ async function benchEngine(name: string, manifests: string, rawManifests: string
       plan_vs_fetch: +(planMs / fetchMs).toFixed(2),
       per_object_refresh_ms: Math.round(refresh.ms),
       per_object_refresh_requests: refresh.requests,
-      ...(cli ? {
-        cli_plan_ms: Math.round(cli.ms),
-        cli_plan_peak_rss_mb: Math.round(cli.rssMb),
-        cli_plan_peak_rss_range_mb: cli.rssRange.map(Math.round),
-        cli_plan_exit: cli.code,
-      } : {}),
+      cli_plan_ms: Math.round(cli.ms),
+      cli_plan_peak_rss_mb: Math.round(cli.rssMb),
+      cli_plan_peak_rss_range_mb: cli.rssRange.map(Math.round),
+      cli_plan_exit: cli.code,
       watch_median_ms: Math.round(median(watchMs)),
       watch_min_ms: Math.round(Math.min(...watchMs)),
       watch_max_ms: Math.round(Math.max(...watchMs)),
@@ -411,8 +384,8 @@ function table(rows: Row[]): string {
     ['plan / page fetch (target ≤ 1.5)', ...rows.map((r) => String(r.plan_vs_fetch))],
     [`CPU of the bench process: no-op plan / list pages alone, medians of ${NOOP_RUNS}`, ...rows.map((r) => `${r.noop_plan_cpu_ms} / ${r.page_fetch_cpu_ms} ms`)],
     ['one GET per object', ...rows.map((r) => `${r.per_object_refresh_ms} ms (${r.per_object_refresh_requests} requests)`)],
-    [`\`edgeplane plan\` process: wall, median of ${CLI_RUNS}`, ...rows.map((r) => (r.cli_plan_ms === undefined ? '—' : `${r.cli_plan_ms} ms (exit ${r.cli_plan_exit})`))],
-    [`\`edgeplane plan\` process: peak RSS, median of ${CLI_RUNS} (target ≤ 400 MB)`, ...rows.map((r) => (r.cli_plan_ms === undefined ? '—' : `${r.cli_plan_peak_rss_mb} MB (${(r.cli_plan_peak_rss_range_mb as number[]).join('–')})`))],
+    [`\`edgeplane plan\` process: wall, median of ${CLI_RUNS}`, ...rows.map((r) => `${r.cli_plan_ms} ms (exit ${r.cli_plan_exit})`)],
+    [`\`edgeplane plan\` process: peak RSS, median of ${CLI_RUNS} (target ≤ 400 MB)`, ...rows.map((r) => `${r.cli_plan_peak_rss_mb} MB (${(r.cli_plan_peak_rss_range_mb as number[]).join('–')})`)],
     [`watch save → applied, median of ${WATCH_RUNS} (target ≤ 300 ms)`, ...rows.map((r) => `${r.watch_median_ms} ms (min ${r.watch_min_ms}, max ${r.watch_max_ms})`)],
   ];
   const widths = lines[0].map((_, i) => Math.max(...lines.map((l) => l[i].length)));

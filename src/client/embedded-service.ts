@@ -1,5 +1,5 @@
 /**
- * The embedded service's thread (started by `embeddedThreadTransport`): the real fastify app on the
+ * The embedded service's thread (started by `embeddedTransport`): the real fastify app on the
  * engine in the state directory, answering the main thread's requests and reading lists ahead
  * (`page-loop.mjs`). The engine's WebAssembly and the app's request handling run here, beside the
  * reconciler's work on the main thread instead of between it: a plan's own work and the

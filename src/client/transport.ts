@@ -109,13 +109,3 @@ export function injector(app: FastifyInstance, apiKey: string) {
     return { status: res.statusCode, headers: h, text: res.body };
   };
 }
-
-/** In-process requests to a fastify app on this thread: the embedded service of one-off commands. */
-export function injectTransport(app: FastifyInstance, apiKey: string, target: string, onClose: () => Promise<void>): Transport {
-  const inject = injector(app, apiKey);
-  return {
-    target,
-    request: (method, path, body) => inject(method, path, body).then((r) => ({ status: r.status, headers: r.headers, body: parse(r.text) })),
-    close: onClose,
-  };
-}

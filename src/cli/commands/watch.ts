@@ -72,7 +72,7 @@ export async function watch(out: Output, dir: string, flags: WatchFlags): Promis
   if (flags.repair && !intervalMs) throw new CliExit(EXIT.error, '--repair needs --interval');
   const debounceMs = flags.debounce === undefined ? undefined : Number(flags.debounce);
   const { stack } = resolveStack(dir, flags.stack);
-  const client = await openTarget(flags, { serviceThread: true });
+  const client = await openTarget(flags);
   const session = startWatchSession({
     input: { root: dir, stack, strict: flags.strict, env: process.env, config: reconcilerConfig() },
     client, prune: flags.prune, planOnly: flags.planOnly, intervalMs, repair: flags.repair,

@@ -1,28 +1,38 @@
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/client/api-client.js';
 import { readCredentials } from '../../src/client/embedded-credentials.js';
-import { embeddedThreadTransport } from '../../src/client/embedded-thread.js';
+import { embeddedTransport } from '../../src/client/embedded.js';
 import { openTarget } from '../../src/cli/target.js';
 import { kindByName } from '../../src/kinds/registry.js';
 import { DirLock, LockHeldError } from '../../src/store/dir-lock.js';
 
 // The embedded target is PGlite in the state directory, whatever DATABASE_URL says for other suites.
-let saved: string | undefined;
-beforeEach(() => { saved = process.env.DATABASE_URL; delete process.env.DATABASE_URL; });
-afterEach(() => { if (saved === undefined) delete process.env.DATABASE_URL; else process.env.DATABASE_URL = saved; });
+let saved: Record<string, string | undefined> = {};
+beforeEach(() => {
+  saved = { DATABASE_URL: process.env.DATABASE_URL, EDGEPLANE_SERVICE_BUNDLE: process.env.EDGEPLANE_SERVICE_BUNDLE };
+  delete process.env.DATABASE_URL;
+  delete process.env.EDGEPLANE_SERVICE_BUNDLE;
+});
+afterEach(() => {
+  for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k]; else process.env[k] = v;
+});
 
 const backends = kindByName('failoverBackend');
 
-describe('the embedded service on a thread of its own (watch)', () => {
-  it('serves requests and lists read ahead, holds the directory until closed, and leaves data the one-off commands read', async () => {
+describe('the embedded service on a thread of its own', () => {
+  it.each(['bundled', 'from the sources (tsx)'])('%s: serves requests and lists read ahead, holds the directory until closed, and keeps the data', async (how) => {
+    if (how !== 'bundled') process.env.EDGEPLANE_SERVICE_BUNDLE = 'off';
     const state = mkdtempSync(join(tmpdir(), 'edgeplane-thread-'));
-    const client = new ApiClient(embeddedThreadTransport(state));
+    const client = new ApiClient(await embeddedTransport(state));
     try {
+      // Bundled, the thread runs the cached bundle (no TypeScript loader); see service-bundle.test.ts.
+      if (how === 'bundled') expect(existsSync(fileURLToPath(new URL('../../node_modules/.cache/edgeplane/src-client-embedded-service-ts.mjs', import.meta.url)))).toBe(true);
       // The lock is taken at once, on this thread: a second opener fails before anything starts.
-      expect(() => embeddedThreadTransport(state)).toThrow(LockHeldError);
+      await expect(embeddedTransport(state)).rejects.toThrow(LockHeldError);
       const made: string[] = [];
       for (let i = 0; i < 205; i++) made.push(((await client.create(backends, { backends: [] })) as { id: string }).id);
       expect(readCredentials(state)?.api_key).toMatch(/^ep_/);
@@ -36,7 +46,7 @@ describe('the embedded service on a thread of its own (watch)', () => {
     } finally {
       await client.close();
     }
-    // Closed: the lock is released, and the service on this thread (one-off commands) reads the same.
+    // Closed: the lock is released, and the next command reads the same.
     DirLock.acquire(state).release();
     const again = await openTarget({ state });
     try {
@@ -48,7 +58,7 @@ describe('the embedded service on a thread of its own (watch)', () => {
 
   it('a service that cannot start fails the requests made to it with its reason (it does not hang them)', async () => {
     process.env.DATABASE_URL = 'postgres://postgres@127.0.0.1:1/nothing-listens';
-    const client = new ApiClient(embeddedThreadTransport(mkdtempSync(join(tmpdir(), 'edgeplane-thread-'))), { sleep: async () => {} });
+    const client = new ApiClient(await embeddedTransport(mkdtempSync(join(tmpdir(), 'edgeplane-thread-'))), { sleep: async () => {} });
     try {
       await expect(client.send('GET', '/certificate_authorities')).rejects.toThrow(/ECONNREFUSED|connect/);
       await expect(client.list(backends)).rejects.toThrow(/ECONNREFUSED|connect/);
