@@ -21,8 +21,8 @@ const SERVICE = new URL('./embedded-service.ts', import.meta.url);
  *
  * The thread runs a JavaScript bundle of the service (`serviceBundle`), so it needs no TypeScript
  * loader and starts while the main thread loads the reconciler. Measured on 2 cores against the
- * service on the planning thread (bench/README.md): `plan examples/small` 0.77 → 0.70 s and 215 →
- * 200 MB; `plan` of 6,200 objects 1.30 → 1.10 s (270 → 295 MB); a warm no-op plan of those 6,200
+ * service on the planning thread (docs/reconciler.md): `plan examples/small` 0.77 → 0.71 s and 215
+ * → 205 MB; `plan` of 6,200 objects 1.30 → 1.13 s (270 → 295 MB); a warm no-op plan of those 6,200
  * about 1.7 → 1.3 times the time of reading their pages, as the service's work on the pages and
  * the plan's own overlap. Without a bundle (no esbuild, nowhere to write it), or with
  * EDGEPLANE_SERVICE_BUNDLE=off, the thread runs the sources through tsx: the same service, about
