@@ -4,8 +4,6 @@ import { openPglite, type PgliteDb } from '../store/pglite.js';
 import { openPostgres } from '../store/postgres.js';
 import { stateDirOf } from './state-dir.js';
 
-export { DEFAULT_STATE_DIR, stateDirOf } from './state-dir.js';
-
 export interface EngineChoice {
   stateDir?: string;
   /** The state directory's lock is already held by this process (see `openPglite`). */

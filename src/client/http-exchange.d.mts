@@ -1,6 +1,9 @@
 import type { Agent } from 'node:http';
 
 /** See http-exchange.mjs. */
+export function keepAliveAgent(origin: string): Agent;
+
+/** See http-exchange.mjs. */
 export function exchange(
   url: string,
   opts: { method: string; agent: Agent; headers: Record<string, string> },

@@ -3,6 +3,11 @@
 import http from 'node:http';
 import https from 'node:https';
 
+/** A keep-alive agent for the origin's scheme: one per transport, and one for its page reader. */
+export function keepAliveAgent(origin) {
+  return origin.startsWith('https:') ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
+}
+
 /** Sends `payload` (or nothing) to `url`; resolves with the status, the headers (repeated ones joined) and the body's text. */
 export function exchange(url, { method, agent, headers }, payload) {
   return new Promise((resolve, reject) => {

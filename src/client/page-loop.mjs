@@ -1,7 +1,7 @@
 // Reading a list page after page on a thread other than the one that uses the pages: each next
 // page is asked for the moment the previous one arrives, however busy the using thread is. Shared
 // by the HTTP transport's reader (page-reader.mjs) and the embedded service's thread
-// (embedded-service.ts); the protocol's other end is `WorkerChannel` in transport.ts.
+// (embedded-service.ts); the protocol's other end is `WorkerChannel` (worker-channel.ts).
 //
 // Messages in: { id, url } reads a list from `url` on; { cancel: id } stops reading it.
 // Messages out, in order per id: { id, url, status, headers, text, next, more } for each response

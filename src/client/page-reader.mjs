@@ -4,14 +4,12 @@
 // compares thousands of objects meanwhile): on the main thread, each of those requests waited for
 // its turn, and the pages of a large account came a third slower. Plain JavaScript, so the worker
 // starts without the TypeScript loader (a few tens of milliseconds).
-import http from 'node:http';
-import https from 'node:https';
 import { parentPort, workerData } from 'node:worker_threads';
-import { exchange } from './http-exchange.mjs';
+import { exchange, keepAliveAgent } from './http-exchange.mjs';
 import { pageLoop } from './page-loop.mjs';
 
 const { origin, headers } = workerData;
-const agent = origin.startsWith('https:') ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
+const agent = keepAliveAgent(origin);
 
 const get = (url) => exchange(url, { method: 'GET', agent, headers });
 

@@ -1,7 +1,5 @@
-import http from 'node:http';
-import https from 'node:https';
 import { Worker } from 'node:worker_threads';
-import { exchange } from './http-exchange.mjs';
+import { exchange, keepAliveAgent } from './http-exchange.mjs';
 import { parse, WorkerChannel, type HandBack } from './worker-channel.js';
 import type { FastifyInstance } from 'fastify';
 
@@ -46,8 +44,7 @@ function headers(apiKey: string, body: unknown): Record<string, string> {
 export function httpTransport(baseUrl: string, apiKey: string): Transport {
   const base = baseUrl.replace(/\/+$/, '');
   const origin = new URL(base).origin;
-  const secure = origin.startsWith('https:');
-  const agent = secure ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
+  const agent = keepAliveAgent(origin);
   let reader: WorkerChannel | undefined;
   return {
     target: base,
