@@ -4,9 +4,10 @@
  *
  *   apply from empty        wall time of apply (library, parallelism 8) beside the same creates
  *                           replayed raw (no DAG, retries or progress) at the same concurrency
- *   no-op plan              requests, wall time, beside fetching the list pages alone and beside a
- *                           one-GET-per-object refresh; plus `edgeplane plan` as a process (wall
- *                           time and peak RSS, /usr/bin/time)
+ *   no-op plan              requests, wall time, beside fetching the list pages alone, beside the
+ *                           same plan against those pages replayed from memory (no server running)
+ *                           and beside a one-GET-per-object refresh; plus `edgeplane plan` as a
+ *                           process (wall time and peak RSS, /usr/bin/time)
  *   watch                   save → applied for a one-field change, median of 20
  *
  * Flags: --engines pglite,postgres  --edges N (default 1000)  --watch-runs N (default 20)
@@ -22,7 +23,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ApiClient, PAGE_SIZE } from '../src/client/api-client.js';
-import { httpTransport } from '../src/client/transport.js';
+import { httpTransport, type Transport } from '../src/client/transport.js';
 import { embeddedTransport, readCredentials } from '../src/client/embedded.js';
 import { kindByName } from '../src/kinds/registry.js';
 import { applyPlan } from '../src/reconciler/apply/execute.js';
@@ -203,6 +204,44 @@ async function perObjectRefresh(client: ApiClient): Promise<{ ms: number; reques
   return { ms: now() - t0, requests: paths.length };
 }
 
+/**
+ * The no-op plan's own work: plans against the list pages as just read, replayed from memory (each
+ * page's JSON text parsed again per request, as the transport does), so no server shares the
+ * machine's cores while it runs. Against a server on the same two cores the same work takes
+ * longer (bench/README.md): this row tells the reconciler's cost from that contention.
+ */
+async function replayedPlans(client: ApiClient, manifests: string, runs: number): Promise<number[]> {
+  const pages = new Map<string, { status: number; headers: Record<string, string>; text: string }>();
+  const live = client.transport;
+  const recorder: Transport = {
+    target: live.target,
+    async request(method, path, body) {
+      const res = await live.request(method, path, body);
+      pages.set(path, { status: res.status, headers: res.headers, text: JSON.stringify(res.body) });
+      return res;
+    },
+    close: async () => {},
+  };
+  await readLiveState(new ApiClient(recorder));
+  const replay = new ApiClient({
+    target: live.target,
+    async request(method, path) {
+      const page = pages.get(path);
+      if (method !== 'GET' || !page) throw new Error(`not recorded: ${method} ${path}`);
+      return { status: page.status, headers: page.headers, body: JSON.parse(page.text) };
+    },
+    close: async () => {},
+  });
+  const out: number[] = [];
+  for (let i = 0; i < NOOP_WARMUP + runs; i++) {
+    const t0 = now();
+    const p = await preparePlan({ root: manifests, stack: 'bench', env: {} }, replay);
+    if (i >= NOOP_WARMUP) out.push(now() - t0);
+    if (p.plan!.steps.length) throw new Error(`replayed no-op plan has ${p.plan!.steps.length} steps`);
+  }
+  return out;
+}
+
 /** save → applied for a one-field change, `runs` times, through the watch session. */
 async function watchLatency(client: ApiClient, dir: string, runs: number): Promise<number[]> {
   const reports: WatchReport[] = [];
@@ -336,6 +375,7 @@ async function benchEngine(name: string, manifests: string, rawManifests: string
     }
     const planMs = median(plans);
     const fetchMs = median(fetches);
+    const replayed = await replayedPlans(client, manifests, NOOP_RUNS);
     const refresh = await perObjectRefresh(client);
 
     log(`watch latency (${WATCH_RUNS} edits)…`);
@@ -366,6 +406,8 @@ async function benchEngine(name: string, manifests: string, rawManifests: string
       noop_plan_cpu_ms: Math.round(median(planCpu)),
       page_fetch_cpu_ms: Math.round(median(fetchCpu)),
       plan_vs_fetch: +(planMs / fetchMs).toFixed(2),
+      noop_plan_replayed_ms: Math.round(median(replayed)),
+      noop_plan_replayed_runs_ms: replayed.map(Math.round),
       per_object_refresh_ms: Math.round(refresh.ms),
       per_object_refresh_requests: refresh.requests,
       cli_plan_ms: Math.round(cli.ms),
@@ -392,6 +434,7 @@ function table(rows: Row[]): string {
     [`no-op plan, in-process, median of ${NOOP_RUNS} (after ${NOOP_WARMUP})`, ...rows.map((r) => `${r.noop_plan_ms} ms (${(r.noop_plan_runs_ms as number[]).join(', ')})`)],
     [`list pages alone, median of ${NOOP_RUNS}`, ...rows.map((r) => `${r.page_fetch_ms} ms (${(r.page_fetch_runs_ms as number[]).join(', ')})`)],
     ['plan / page fetch (target ≤ 1.5)', ...rows.map((r) => String(r.plan_vs_fetch))],
+    [`no-op plan against the same pages replayed from memory (no server), median of ${NOOP_RUNS}`, ...rows.map((r) => `${r.noop_plan_replayed_ms} ms (${(r.noop_plan_replayed_runs_ms as number[]).join(', ')})`)],
     [`CPU of the bench process: no-op plan / list pages alone, medians of ${NOOP_RUNS}`, ...rows.map((r) => `${r.noop_plan_cpu_ms} / ${r.page_fetch_cpu_ms} ms`)],
     ['one GET per object', ...rows.map((r) => `${r.per_object_refresh_ms} ms (${r.per_object_refresh_requests} requests)`)],
     [`\`edgeplane plan\` process: wall, median of ${CLI_RUNS}`, ...rows.map((r) => `${r.cli_plan_ms} ms (exit ${r.cli_plan_exit})`)],
