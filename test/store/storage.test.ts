@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LockHeldError } from '../../src/store/dir-lock.js';
-import { loadMigrations, migrate } from '../../src/store/migrate.js';
+import pg from 'pg';
+import type { Db } from '../../src/store/db.js';
+import { loadMigrations, migrate, MIGRATION_LOCK } from '../../src/store/migrate.js';
 import { openPglite, PGLITE_SETTINGS } from '../../src/store/pglite.js';
 import { pgliteVersion, readTemplateMeta, templateFits } from '../../src/store/pglite-template.js';
 import { openPostgres } from '../../src/store/postgres.js';
@@ -151,7 +153,47 @@ describe.each(ENGINES)('migrations on %s', (engine) => {
   });
 });
 
+describe.each(ENGINES)('starting on a migrated database on %s', (engine) => {
+  it('only reads: no transaction, lock or DDL, and nothing applied', async () => {
+    const { db, drop } = await openTestDb(engine);
+    try {
+      await migrate(db);
+      const sent: string[] = [];
+      let transactions = 0;
+      const watched: Db = {
+        engine: db.engine, describe: db.describe, close: () => db.close(),
+        query: (sql, params) => { sent.push(sql); return db.query(sql, params); },
+        tx: (fn) => { transactions++; return db.tx(fn); },
+      };
+      expect(await migrate(watched)).toEqual([]);
+      expect(transactions).toBe(0);
+      expect(sent.every((q) => /^SELECT /.test(q))).toBe(true);
+    } finally {
+      await drop();
+    }
+  });
+});
+
 describe.runIf(ENGINES.includes('postgres'))('migrations across processes on PostgreSQL', () => {
+  it('a process whose migrations are all applied starts while another holds the migration lock', async () => {
+    const { db, drop } = await openTestDb('postgres');
+    const holder = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await holder.connect();
+    try {
+      await migrate(db);
+      // What a newer version's process holds while it applies its migrations to the database.
+      await holder.query('BEGIN');
+      await holder.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+      const blocked = new Promise((r) => setTimeout(() => r('still waiting after 5 s'), 5000).unref());
+      expect(await Promise.race([migrate(db), blocked])).toEqual([]);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => {});
+      await holder.end();
+      await drop();
+    }
+  });
+
+
   it('two processes starting at once apply each migration exactly once', async () => {
     const schema = 'ep_mig_' + Math.random().toString(36).slice(2, 10);
     const url = process.env.DATABASE_URL!;
