@@ -44,9 +44,15 @@ export async function migrate(db: Db): Promise<string[]> {
   });
 }
 
-/** Whether every migration is recorded as applied (committed rows: nothing is left to do). */
+/**
+ * Whether every migration is recorded as applied (committed rows: nothing is left to do). The table
+ * is looked for where `CREATE TABLE` would put it, the first schema of the search path that exists:
+ * one of the same name further along the path is another deployment's.
+ */
 async function allRecorded(db: Db, migrations: Migration[]): Promise<boolean> {
-  const { rows } = await db.query<{ present: boolean }>("SELECT to_regclass('schema_migrations') IS NOT NULL AS present");
+  const { rows } = await db.query<{ present: boolean }>(
+    "SELECT to_regclass(quote_ident(current_schema()) || '.schema_migrations') IS NOT NULL AS present",
+  );
   if (!rows[0]?.present) return false;
   const done = new Set((await db.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
   return migrations.every((m) => done.has(m.version));

@@ -193,6 +193,33 @@ describe.runIf(ENGINES.includes('postgres'))('migrations across processes on Pos
     }
   });
 
+  it('a schema_migrations further along the search path is not this schema\'s: its migrations are applied', async () => {
+    const url = process.env.DATABASE_URL!;
+    const [first, other] = ['ep_mig_a_', 'ep_mig_b_'].map((p) => p + Math.random().toString(36).slice(2, 10));
+    const setup = new pg.Client({ connectionString: url });
+    await setup.connect();
+    try {
+      const migrated = await openPostgres(url, { schema: other });
+      await migrate(migrated);
+      await migrated.close();
+      await setup.query(`CREATE SCHEMA ${first}`);
+      const db = await openPostgres(url);
+      try {
+        const applied = await db.tx(async (q) => {
+          await q.query(`SET LOCAL search_path = ${first}, ${other}`);
+          return migrate({ ...db, query: (sql, params) => q.query(sql, params), tx: (fn) => fn(q) } as Db);
+        });
+        expect(applied.sort()).toEqual(loadMigrations().map((m) => m.name).sort());
+      } finally {
+        await db.close();
+      }
+      const { rows } = await setup.query(`SELECT count(*)::int AS n FROM ${first}.schema_migrations`);
+      expect(rows[0].n).toBe(loadMigrations().length);
+    } finally {
+      await setup.query(`DROP SCHEMA IF EXISTS ${first} CASCADE; DROP SCHEMA IF EXISTS ${other} CASCADE`);
+      await setup.end();
+    }
+  });
 
   it('two processes starting at once apply each migration exactly once', async () => {
     const schema = 'ep_mig_' + Math.random().toString(36).slice(2, 10);
