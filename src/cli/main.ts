@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { setFlagsFromString } from 'node:v8';
 import { Command, Option } from 'commander';
 import { CliExit } from './exit.js';
@@ -7,8 +8,10 @@ import { stdio } from './output.js';
  * The one command table. Each action loads its module when it runs, so `edgeplane validate` does
  * not pay for fastify and PGlite.
  */
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 const program = new Command('edgeplane')
   .description('Traffic-edge configuration as code: the management API service and its reconciler')
+  .version(version, '-V, --version', 'print the version and exit')
   .showHelpAfterError()
   .exitOverride();
 

@@ -1,4 +1,4 @@
-import { mkdtempSync, existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -54,6 +54,15 @@ describe('edgeplane serve + admin on the embedded engine', () => {
       expect(await restarted.stop('SIGINT')).toBe(0);
     }
   }, 240_000);
+
+  it('prints its version (the package\'s) with --version and -V, and exits 0', async () => {
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+    for (const flag of ['--version', '-V']) {
+      const res = await runCli([flag]);
+      expect(res.code).toBe(0);
+      expect(res.stdout.trim()).toBe(version);
+    }
+  });
 
   it('explains bad usage', async () => {
     const res = await runCli(['admin', 'accounts', 'create']);
