@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { runDag, type DagNode } from '../../src/reconciler/apply/dag.js';
-import { jsonProgress, lineProgress, ttyProgress, type ProgressRenderer } from '../../src/reconciler/apply/progress.js';
+import { runDag, type DagNode, type DagResult } from '../../src/reconciler/apply/dag.js';
+import { jsonProgress, lineProgress, summaryLine, ttyProgress, type ProgressRenderer } from '../../src/reconciler/apply/progress.js';
 
 interface S extends DagNode { label: string }
 const steps: S[] = [
@@ -33,6 +33,11 @@ describe('progress renderers', () => {
       '[4/4] done    update FailoverBackend/pool (0 ms)',
       'Apply: 1 done, 1 failed, 1 skipped (4 steps) in 0.0s'.replace('1 done', '2 done'),
     ]);
+  });
+
+  it('the summary counts one step in the singular', () => {
+    const one: DagResult = { total: 1, done: ['a'], failed: [], skipped: [], ms: 40 };
+    expect(summaryLine(one)).toBe('Apply: 1 done, 0 failed, 0 skipped (1 step) in 0.0s');
   });
 
   it('TTY: a live line with counts, failures printed above it, a clean summary at the end', async () => {

@@ -32,7 +32,7 @@ export function summaryLine(r: DagResult, color = false): string {
   const c = palette(color);
   const failed = r.failed.length ? c.red(`${r.failed.length} failed`) : '0 failed';
   const skipped = r.skipped.length ? c.yellow(`${r.skipped.length} skipped`) : '0 skipped';
-  return `Apply: ${c.green(`${r.done.length} done`)}, ${failed}, ${skipped} (${r.total} steps) in ${(r.ms / 1000).toFixed(1)}s`;
+  return `Apply: ${c.green(`${r.done.length} done`)}, ${failed}, ${skipped} (${r.total} ${r.total === 1 ? 'step' : 'steps'}) in ${(r.ms / 1000).toFixed(1)}s`;
 }
 
 /** Failures and skips spelled out after the summary, so the reason is the last thing a reader sees. */
