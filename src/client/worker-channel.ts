@@ -26,6 +26,8 @@ export class WorkerChannel {
   private seq = 0;
   private readonly waiting = new Map<number, (m: PageMessage | ReplyMessage) => void>();
   private failed: Error | undefined;
+  /** Set once `close(true)` waits for the worker to exit: from then on it stays referenced. */
+  private closing = false;
 
   /** `what` names the worker in the error its requests get if it stops. */
   constructor(private readonly worker: Worker, what: string) {
@@ -95,6 +97,7 @@ export class WorkerChannel {
       return;
     }
     const exited = new Promise<void>((r) => this.worker.once('exit', () => r()));
+    this.closing = true; // a list that ends now (its last waiter gone) must not unref the worker
     this.worker.ref();
     this.worker.postMessage({ close: true });
     await exited;
@@ -109,7 +112,7 @@ export class WorkerChannel {
 
   private done(id: number) {
     this.waiting.delete(id);
-    if (this.waiting.size === 0) this.worker.unref();
+    if (this.waiting.size === 0 && !this.closing) this.worker.unref();
   }
 }
 

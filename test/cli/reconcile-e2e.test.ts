@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -18,6 +18,19 @@ const edit = (file: string, from: string | RegExp, to: string) => {
   expect(after, `edit of ${file}`).not.toBe(before);
   writeFileSync(file, after);
 };
+
+describe('a manifest directory that is not there', { timeout: 120_000 }, () => {
+  it('validate, plan, apply and watch each say so and exit 1, touching no state', async () => {
+    const state = tempDir('ep-state-');
+    const missing = join(tempDir('ep-missing-'), 'manifets');
+    for (const args of [['validate', missing], ['plan', missing, '--state', state], ['apply', missing, '--state', state, '--auto-approve'], ['watch', missing, '--state', state]]) {
+      const res = await runCli(args);
+      expect(res.code, `${args[0]}: ${res.stdout}${res.stderr}`).toBe(1);
+      expect(res.stderr).toContain(`${missing}: no such directory or file`);
+    }
+    expect(existsSync(join(state, 'pgdata')), 'the embedded database was not started').toBe(false);
+  });
+});
 
 // Each CLI process starts tsx and reopens PGlite (~2 s idle, far more on a loaded 2-core machine).
 describe('edgeplane apply / plan / export / watch on the embedded default', { timeout: 240_000 }, () => {

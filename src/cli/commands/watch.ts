@@ -1,5 +1,6 @@
 import { lineProgress, type ProgressRenderer } from '../../reconciler/apply/progress.js';
 import { resolveStack } from '../../reconciler/manifests/config.js';
+import { manifestFiles } from '../../reconciler/manifests/load.js';
 import { formatProblem } from '../../reconciler/manifests/problems.js';
 import type { Step } from '../../reconciler/plan/types.js';
 import { renderText } from '../../reconciler/render/text.js';
@@ -31,7 +32,7 @@ function seconds(v: string | undefined, flag: string): number | undefined {
 }
 
 /** Turns session reports into lines, each prefixed with its run id. */
-function reporter(out: Output, color: boolean) {
+export function reporter(out: Output, color: boolean) {
   let progress: ProgressRenderer<Step> | undefined;
   return (r: WatchReport) => {
     const tag = 'runId' in r ? `[${r.runId}] ` : '';
@@ -59,7 +60,10 @@ function reporter(out: Output, color: boolean) {
       case 'applied': progress?.finish(r.result); progress = undefined; return;
       case 'superseded': return out.line(`${tag}the manifests changed while planning: nothing applied; the next run plans the newer save`);
       case 'blocked': return out.line(`${tag}blocked by the safety threshold: run \`edgeplane apply --force\` after reviewing the plan`);
-      case 'run-end': return r.status === 'retry' ? out.error(`${tag}failed: ${r.error}`) : out.line(`${tag}${r.status} in ${Math.round(r.ms)} ms`);
+      case 'run-end':
+        if (r.status === 'retry') return out.error(`${tag}failed: ${r.error}`);
+        if (r.error) out.error(`${tag}${r.error}`); // why a run was invalid, when no problem list said it (a file gone mid-read, conflicts)
+        return out.line(`${tag}${r.status} in ${Math.round(r.ms)} ms`);
       case 'retry-scheduled': return out.line(`${tag}retrying in ${(r.delayMs / 1000).toFixed(1)} s (attempt ${r.attempt + 1})`);
       case 'watch-error': return out.error(`watch: ${r.error}`);
     }
@@ -71,6 +75,7 @@ export async function watch(out: Output, dir: string, flags: WatchFlags): Promis
   const intervalMs = seconds(flags.interval, '--interval');
   if (flags.repair && !intervalMs) throw new CliExit(EXIT.error, '--repair needs --interval');
   const debounceMs = flags.debounce === undefined ? undefined : Number(flags.debounce);
+  manifestFiles(dir); // a directory that is not there fails now, not as an invalid run after every save
   const { stack } = resolveStack(dir, flags.stack);
   const client = await openTarget(flags);
   const session = startWatchSession({

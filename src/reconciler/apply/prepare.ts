@@ -61,6 +61,8 @@ class Slicer {
  */
 export async function preparePlan(input: PlanInput, client: ApiClient, how: { closeAfterRead?: boolean } = {}): Promise<Prepared> {
   const config = input.config ?? DEFAULT_CONFIG;
+  // Listed before anything is read from the service: a directory that is not there reads nothing.
+  const files = manifestFiles(input.root);
   const memo = new NormMemo('plan');
   const observedByKind = new Map<KindDef, ObservedObject[]>();
   const ahead: ObservedObject[] = [];
@@ -93,7 +95,7 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
   const docs: SourceDoc[] = [];
   const loadProblems: Problem[] = [];
   const cwd = input.cwd ?? process.cwd();
-  for (const path of manifestFiles(input.root)) {
+  for (const path of files) {
     const parsed = parseSource(relative(cwd, path) || basename(path), readFileSync(path, 'utf8'));
     docs.push(...parsed.docs);
     loadProblems.push(...parsed.problems);

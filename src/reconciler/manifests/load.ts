@@ -22,7 +22,13 @@ export interface Loaded { docs: SourceDoc[]; problems: Problem[]; files: string[
 
 /** Every `.yaml` / `.yml` file under `root` (a directory read recursively, or one file), sorted. */
 export function manifestFiles(root: string): string[] {
-  const st = statSync(root);
+  let st;
+  try {
+    st = statSync(root);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    throw Object.assign(new Error(`${root}: no such directory or file (give the directory of your manifests, or one manifest file)`), { code: 'ENOENT' });
+  }
   if (st.isFile()) return [root];
   const out: string[] = [];
   const walk = (dir: string, top: boolean) => {
