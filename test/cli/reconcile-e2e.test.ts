@@ -19,6 +19,21 @@ const edit = (file: string, from: string | RegExp, to: string) => {
   writeFileSync(file, after);
 };
 
+describe('bad manifests on the embedded default', { timeout: 120_000 }, () => {
+  it('plan and apply print every problem with its position and exit 1, and the state is still usable', async () => {
+    const state = tempDir('ep-state-');
+    const dir = tempDir('ep-bad-');
+    writeFileSync(join(dir, 'edge.yaml'), 'kind: HTTPSEdge\nname: Bad_Name\n');
+    for (const args of [['plan', dir, '--state', state], ['apply', dir, '--state', state, '--auto-approve']]) {
+      const res = await runCli(args);
+      expect(res.code, `${args[0]}: ${res.stdout}${res.stderr}`).toBe(1);
+      expect(res.stderr).toMatch(/edge\.yaml:2:7: error: name: must be lower-case/);
+    }
+    const fine = await runCli(['plan', manifestDir({}), '--state', state]);
+    expect(fine.code, fine.stderr).toBe(0);
+  });
+});
+
 describe('a manifest directory that is not there', { timeout: 120_000 }, () => {
   it('validate, plan, apply and watch each say so and exit 1, touching no state', async () => {
     const state = tempDir('ep-state-');
