@@ -1,4 +1,5 @@
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -54,6 +55,23 @@ describe('edgeplane serve + admin on the embedded engine', () => {
       expect(await restarted.stop('SIGINT')).toBe(0);
     }
   }, 240_000);
+
+  it('serve on a port in use says so and exits 1, releasing the state directory', async () => {
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', () => r()));
+    const port = (taken.address() as AddressInfo).port;
+    const state = mkdtempSync(join(tmpdir(), 'edgeplane-busy-'));
+    try {
+      const res = await runCli(['serve', '--port', String(port), '--state', state]);
+      expect(res.code).toBe(1);
+      expect(res.stderr).toContain('EADDRINUSE');
+      // Released: the next command opens the same directory.
+      const next = await runCli(['admin', 'accounts', 'create', '--name', 'after', '--state', state]);
+      expect(next.code, next.stderr).toBe(0);
+    } finally {
+      taken.close();
+    }
+  }, 120_000);
 
   it('prints its version (the package\'s) with --version and -V, and exits 0', async () => {
     const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));

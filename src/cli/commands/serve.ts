@@ -7,11 +7,20 @@ export interface ServeFlags { port: string; host: string; state?: string; logLev
 
 export async function serve(flags: ServeFlags): Promise<void> {
   const { enabled: runJobs, ...workerOptions } = workerOptionsFromEnv();
-  const db = await openEngine({ stateDir: flags.state });
-  const app = await buildApp({ db, ...serviceOptionsFromEnv(), logLevel: flags.logLevel ?? process.env.EDGEPLANE_LOG_LEVEL ?? 'info' });
   const port = Number(flags.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port: ${flags.port} is not a port number`);
-  await app.listen({ port, host: flags.host });
+  const db = await openEngine({ stateDir: flags.state });
+  let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+  try {
+    app = await buildApp({ db, ...serviceOptionsFromEnv(), logLevel: flags.logLevel ?? process.env.EDGEPLANE_LOG_LEVEL ?? 'info' });
+    await app.listen({ port, host: flags.host });
+  } catch (err) {
+    // A port in use, an address not on this machine: the process ends with the error, the
+    // database closed and the state directory released (open, they would keep it running).
+    await app?.close();
+    await db.close();
+    throw err;
+  }
   const addr = app.server.address();
   const actualPort = typeof addr === 'object' && addr ? addr.port : port;
   const url = `http://${flags.host.includes(':') ? `[${flags.host}]` : flags.host}:${actualPort}`;
