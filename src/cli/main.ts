@@ -103,7 +103,8 @@ targetOptions(
     .description('write the live objects as manifests (one file per kind; references by name, secrets from the environment)')
     .option('--out <dir>', 'write files into this directory (default: print to stdout)')
     .option('--stack <name>', 'stack whose objects to export (default: stack: in <dir>/edgeplane.yaml, else "default")')
-    .option('--all', 'also export objects no stack manages (to adopt them with `plan --adopt`)'),
+    .option('--all', 'also export objects no stack manages (to adopt them with `plan --adopt`)')
+    .option('--force', 'write into --out even if it already holds manifests (overwrites the files export writes)'),
 ).action(async (flags) => (await import('./commands/export.js')).exportCmd(stdio, flags));
 
 const admin = program.command('admin').description('operator commands: accounts, API keys, abuse reports, application users');

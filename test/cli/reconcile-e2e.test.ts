@@ -116,6 +116,19 @@ describe('edgeplane apply / plan / export / watch on the embedded default', { ti
     expect(plan.code, plan.stdout + plan.stderr).toBe(0);
   });
 
+  it('export refuses a directory that already holds manifests, changing nothing, unless --force', async () => {
+    const out = copyExample('small');
+    const before = readFileSync(join(out, 'https-edge.yaml'), 'utf8');
+    const refused = await runCli(['export', ...at, '--stack', 'small-example', '--out', out]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/already holds manifests \(certificate-authority\.yaml, failover-backend\.yaml, https-edge\.yaml\).*--force/);
+    expect(readFileSync(join(out, 'https-edge.yaml'), 'utf8')).toBe(before);
+    const forced = await runCli(['export', ...at, '--stack', 'small-example', '--out', out, '--force']);
+    expect(forced.code, forced.stderr).toBe(0);
+    expect(readFileSync(join(out, 'https-edge.yaml'), 'utf8')).not.toBe(before);
+    expect((await runCli(['plan', out, ...at, '--detailed-exitcode'])).code).toBe(0);
+  });
+
   it('watch applies real file edits, keeps going through an invalid save, and stops cleanly on Ctrl-C', async () => {
     const w = startCli(['watch', dir, ...at]);
     try {

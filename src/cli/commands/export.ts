@@ -1,17 +1,19 @@
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { exportState } from '../../reconciler/export/export.js';
-import { CONFIG_FILES } from '../../reconciler/manifests/load.js';
+import { CONFIG_FILES, manifestFiles } from '../../reconciler/manifests/load.js';
+import { CliExit, EXIT } from '../exit.js';
 import { resolveStack } from '../../reconciler/manifests/config.js';
 import { readLiveState } from '../../reconciler/state/read-state.js';
 import type { Output } from '../output.js';
 import { reconcilerConfig } from '../service-config.js';
 import { openTarget, type TargetFlags } from '../target.js';
 
-export interface ExportFlags extends TargetFlags { out?: string; stack?: string; all?: boolean }
+export interface ExportFlags extends TargetFlags { out?: string; stack?: string; all?: boolean; force?: boolean }
 
 /** `export [--out DIR]`: one file per kind in DIR (with an edgeplane.yaml naming the stack), or all documents on stdout. */
 export async function exportCmd(out: Output, flags: ExportFlags): Promise<void> {
+  if (flags.out && !flags.force) refuseManifestsIn(flags.out);
   const { stack } = resolveStack(flags.out && existsSync(flags.out) ? flags.out : '.', flags.stack);
   const client = await openTarget(flags);
   let result;
@@ -34,4 +36,19 @@ export async function exportCmd(out: Output, flags: ExportFlags): Promise<void> 
     out.error('these secrets are read from the environment (set them before plan / apply):');
     for (const s of result.secrets) out.error(`  ${s.env}  (${s.identity} ${s.path})`);
   }
+}
+
+/**
+ * A directory that already holds manifests is not exported into without `--force`: the export would
+ * replace hand-written files (their comments and layout), or sit beside them describing the same
+ * objects a second time, which the next plan refuses as duplicate names. Checked before anything
+ * is read.
+ */
+function refuseManifestsIn(dir: string): void {
+  if (!existsSync(dir)) return;
+  if (!statSync(dir).isDirectory()) throw new CliExit(EXIT.error, `--out ${dir}: not a directory`);
+  const present = manifestFiles(dir).map((f) => relative(dir, f));
+  if (!present.length) return;
+  const shown = present.slice(0, 3).join(', ') + (present.length > 3 ? `, … (${present.length} files)` : '');
+  throw new CliExit(EXIT.error, `--out ${dir} already holds manifests (${shown}): export into a new or empty directory, or add --force to overwrite the files export writes (one per kind)`);
 }
