@@ -45,6 +45,17 @@ describe('a manifest directory that is not there', { timeout: 120_000 }, () => {
     }
     expect(existsSync(join(state, 'pgdata')), 'the embedded database was not started').toBe(false);
   });
+
+  it('watch refuses a --debounce or --interval that is not a duration, before starting', async () => {
+    const state = tempDir('ep-state-');
+    const dir = manifestDir({ 'a.yaml': 'kind: FailoverBackend\nname: a\nbackends: []\n' });
+    for (const [flag, value, says] of [['--debounce', 'abc', 'whole number of milliseconds'], ['--debounce', '-5', 'whole number of milliseconds'], ['--interval', '0', 'positive number of seconds']]) {
+      const res = await runCli(['watch', dir, '--state', state, flag, value]);
+      expect(res.code, `${flag} ${value}: ${res.stdout}${res.stderr}`).toBe(1);
+      expect(res.stderr).toContain(`${flag} must be a ${says}`);
+    }
+    expect(existsSync(join(state, 'pgdata'))).toBe(false);
+  });
 });
 
 // Each CLI process starts tsx and reopens PGlite (~2 s idle, far more on a loaded 2-core machine).

@@ -75,6 +75,7 @@ export async function watch(out: Output, dir: string, flags: WatchFlags): Promis
   const intervalMs = seconds(flags.interval, '--interval');
   if (flags.repair && !intervalMs) throw new CliExit(EXIT.error, '--repair needs --interval');
   const debounceMs = flags.debounce === undefined ? undefined : Number(flags.debounce);
+  if (debounceMs !== undefined && !(Number.isInteger(debounceMs) && debounceMs >= 0)) throw new CliExit(EXIT.error, `--debounce must be a whole number of milliseconds (0 or more), not ${flags.debounce}`);
   manifestFiles(dir); // a directory that is not there fails now, not as an invalid run after every save
   const { stack } = resolveStack(dir, flags.stack);
   const client = await openTarget(flags);
