@@ -34,7 +34,13 @@ export async function openPostgres(url: string, opts: PostgresOptions = {}): Pro
   });
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});
-  await pool.query('SELECT 1');
+  try {
+    await pool.query('SELECT 1');
+  } catch (err) {
+    await pool.end().catch(() => {});
+    // Which server, as the operator configured it (password hidden): `connect ECONNREFUSED` alone does not say.
+    throw new Error(`cannot use PostgreSQL at ${redactUrl(url)}: ${(err as Error).message}`, { cause: err });
+  }
   return new PoolDb(pool, 'postgres', redactUrl(url) + (opts.schema ? ` (schema ${opts.schema})` : ''));
 }
 

@@ -153,6 +153,15 @@ describe.each(ENGINES)('migrations on %s', (engine) => {
   });
 });
 
+describe('opening PostgreSQL', () => {
+  it('a server that cannot be reached is named in the error, its password hidden', async () => {
+    const err = await openPostgres('postgres://edge:s3cret@127.0.0.1:1/db').catch((e: Error) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect((err as Error).message).toMatch(/^cannot use PostgreSQL at postgres:\/\/edge:\*\*\*@127\.0\.0\.1:1\/db: .*ECONNREFUSED/);
+    expect((err as Error).message).not.toContain('s3cret');
+  });
+});
+
 describe.each(ENGINES)('starting on a migrated database on %s', (engine) => {
   it('only reads: no transaction, lock or DDL, and nothing applied', async () => {
     const { db, drop } = await openTestDb(engine);
