@@ -24,7 +24,9 @@ export function exchange(url, { method, agent, headers }, payload) {
         resolve({ status: res.statusCode ?? 0, headers: h, text: Buffer.concat(chunks).toString('utf8') });
       });
     });
-    req.on('error', reject);
+    // A network error says which API it was (its origin, never a header): `connect ECONNREFUSED`
+    // alone does not. Its code stays, for the retries that read it.
+    req.on('error', (err) => reject(Object.assign(err, { message: `${new URL(url).origin}: ${err.message}` })));
     req.end(payload);
   });
 }

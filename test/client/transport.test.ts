@@ -87,6 +87,8 @@ describe('the HTTP transport', () => {
     const t = httpTransport(url, 'k');
     try {
       await expect(t.request('GET', '/x')).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+      // The error names the API it could not reach (`edgeplane plan` prints it as it is).
+      await expect(t.request('GET', '/x')).rejects.toThrow(`${new URL(url).origin}: connect ECONNREFUSED`);
     } finally {
       await t.close();
     }
