@@ -41,7 +41,10 @@ export async function openPglite(stateDir: string | null, opts: { locked?: boole
       startParams: [...PGlite.defaultStartParams, ...settings], initDbStartParams: settings,
       ...(template ? { loadDataDir: template } : {}),
     });
-    await pglite.waitReady;
+    await pglite.waitReady.catch((err: Error) => {
+      // Which directory (PGlite's own message names none): a damaged state directory is the usual cause.
+      throw new Error(`cannot open the embedded database in ${data ?? 'memory'}: ${err.message}`, { cause: err });
+    });
     const pool = new pg.Pool({ ...createPgConfig(pglite), max: 1 } as pg.PoolConfig);
     const db = new PoolDb(pool, 'pglite', dir ? `embedded:${dir}` : 'embedded:memory', async () => {
       await pglite.close();

@@ -153,6 +153,18 @@ describe.each(ENGINES)('migrations on %s', (engine) => {
   });
 });
 
+describe('opening a damaged embedded database', () => {
+  it('names its directory in the error and releases the lock', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'edgeplane-damaged-'));
+    await (await openPglite(dir)).close();
+    writeFileSync(join(dir, 'pgdata', 'PG_VERSION'), 'garbage\n');
+    const says = `cannot open the embedded database in ${join(dir, 'pgdata')}: `;
+    await expect(openPglite(dir)).rejects.toThrow(says);
+    // Released: a second attempt gets the same answer, not "in use".
+    await expect(openPglite(dir)).rejects.toThrow(says);
+  });
+});
+
 describe('opening PostgreSQL', () => {
   it('a server that cannot be reached is named in the error, its password hidden', async () => {
     const err = await openPostgres('postgres://edge:s3cret@127.0.0.1:1/db').catch((e: Error) => e);
