@@ -29,8 +29,26 @@ describe('bad manifests on the embedded default', { timeout: 120_000 }, () => {
       expect(res.code, `${args[0]}: ${res.stdout}${res.stderr}`).toBe(1);
       expect(res.stderr).toMatch(/edge\.yaml:2:7: error: name: must be lower-case/);
     }
-    const fine = await runCli(['plan', manifestDir({}), '--state', state]);
+    const fine = await runCli(['plan', manifestDir({ 'none.yaml': '' }), '--state', state]);
     expect(fine.code, fine.stderr).toBe(0);
+  });
+
+  it('plan, apply and watch --prune refuse a directory with no manifest file: it would delete the whole stack', async () => {
+    const state = tempDir('ep-state-');
+    const dir = manifestDir({ 'pools.yaml': 'kind: FailoverBackend\nname: keep-me\nbackends: []\n', 'edgeplane.yaml': 'stack: s\n' });
+    expect((await runCli(['apply', dir, '--state', state, '--auto-approve'])).code).toBe(0);
+    const empty = manifestDir({ 'edgeplane.yaml': 'stack: s\n' });
+    for (const args of [['plan', empty], ['apply', empty, '--auto-approve'], ['watch', empty, '--prune']]) {
+      const res = await runCli([...args, '--state', state]);
+      expect(res.code, `${args[0]}: ${res.stdout}${res.stderr}`).toBe(1);
+      expect(res.stderr).toContain(`${empty}: no manifest files (.yaml or .yml) here`);
+    }
+    expect((await runCli(['plan', dir, '--state', state, '--detailed-exitcode'])).code, 'nothing was deleted').toBe(0);
+    // On purpose: an empty manifest file.
+    const none = manifestDir({ 'edgeplane.yaml': 'stack: s\n', 'none.yaml': '' });
+    const deleting = await runCli(['plan', none, '--state', state]);
+    expect(deleting.code, deleting.stderr).toBe(0);
+    expect(deleting.stdout).toContain('- delete FailoverBackend/keep-me');
   });
 });
 

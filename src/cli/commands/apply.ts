@@ -4,7 +4,7 @@ import { planSecrets, secretsFromMap, secretsFromSources, StaleSecretError, type
 import { preparePlan } from '../../reconciler/apply/prepare.js';
 import { staleReasons } from '../../reconciler/apply/stale.js';
 import { resolveStack } from '../../reconciler/manifests/config.js';
-import { manifestFiles } from '../../reconciler/manifests/load.js';
+import { filesToPlan } from '../../reconciler/manifests/load.js';
 import { formatProblem, hasErrors } from '../../reconciler/manifests/problems.js';
 import type { Plan } from '../../reconciler/plan/types.js';
 import { parsePlan } from '../../reconciler/render/json.js';
@@ -48,7 +48,7 @@ export async function apply(out: Output, dir: string | undefined, flags: ApplyFl
 }
 
 async function applyDir(out: Output, dir: string, flags: ApplyFlags, parallelism: number): Promise<void> {
-  manifestFiles(dir); // a directory that is not there fails before the service starts
+  filesToPlan(dir); // a directory that is not there, or holds no manifest, fails before the service starts
   const { stack } = resolveStack(dir, flags.stack);
   const client = await openTarget(flags);
   try {

@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { resolveStack } from '../../reconciler/manifests/config.js';
-import { manifestFiles } from '../../reconciler/manifests/load.js';
+import { filesToPlan } from '../../reconciler/manifests/load.js';
 import { formatProblem, hasErrors } from '../../reconciler/manifests/problems.js';
 import { planWithClient } from '../../reconciler/pipeline.js';
 import { hasChanges } from '../../reconciler/plan/types.js';
@@ -29,7 +29,7 @@ export function useColor(): boolean {
 
 export async function plan(out: Output, dir: string, flags: PlanFlags): Promise<void> {
   if (flags.json && flags.markdown) throw new CliExit(EXIT.error, 'choose one of --json and --markdown');
-  manifestFiles(dir); // a directory that is not there fails before the service starts
+  filesToPlan(dir); // a directory that is not there, or holds no manifest, fails before the service starts
   const { stack } = resolveStack(dir, flags.stack);
   const client = await openTarget(flags);
   let result;

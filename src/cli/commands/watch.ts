@@ -1,6 +1,6 @@
 import { lineProgress, type ProgressRenderer } from '../../reconciler/apply/progress.js';
 import { resolveStack } from '../../reconciler/manifests/config.js';
-import { manifestFiles } from '../../reconciler/manifests/load.js';
+import { filesToPlan, manifestFiles } from '../../reconciler/manifests/load.js';
 import { formatProblem } from '../../reconciler/manifests/problems.js';
 import type { Step } from '../../reconciler/plan/types.js';
 import { renderText } from '../../reconciler/render/text.js';
@@ -76,7 +76,9 @@ export async function watch(out: Output, dir: string, flags: WatchFlags): Promis
   if (flags.repair && !intervalMs) throw new CliExit(EXIT.error, '--repair needs --interval');
   const debounceMs = flags.debounce === undefined ? undefined : Number(flags.debounce);
   if (debounceMs !== undefined && !(Number.isInteger(debounceMs) && debounceMs >= 0)) throw new CliExit(EXIT.error, `--debounce must be a whole number of milliseconds (0 or more), not ${flags.debounce}`);
-  manifestFiles(dir); // a directory that is not there fails now, not as an invalid run after every save
+  // A directory that is not there fails now, not in a run. One with no manifest yet is fine to
+  // start writing in, unless --prune would delete the stack's objects at the first run.
+  (flags.prune ? filesToPlan : manifestFiles)(dir);
   const { stack } = resolveStack(dir, flags.stack);
   const client = await openTarget(flags);
   const session = startWatchSession({

@@ -43,6 +43,20 @@ export function manifestFiles(root: string): string[] {
   return out;
 }
 
+/**
+ * The manifest files a command plans from. A root with none at all is refused: a plan from no
+ * manifests deletes every object of the stack, and an empty directory is far more often a wrong
+ * path (or files moved away) than that intent. Deleting everything on purpose takes an empty
+ * manifest file. A root that is not there fails as in `manifestFiles`.
+ */
+export function filesToPlan(root: string): string[] {
+  const files = manifestFiles(root);
+  if (!files.length) {
+    throw new Error(`${root}: no manifest files (.yaml or .yml) here, and a plan from none would delete every object of the stack; to do that on purpose, add an empty manifest file (such as none.yaml)`);
+  }
+  return files;
+}
+
 /** Reads and parses every manifest under `root`; paths in problems are relative to `cwd`. */
 export function loadManifests(root: string, cwd = process.cwd()): Loaded {
   const files = manifestFiles(root);
