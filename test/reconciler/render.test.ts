@@ -35,6 +35,19 @@ describe('renderings', () => {
     expect(renderMarkdown(bigPlan(10))).toContain('<details><summary>Steps (20)</summary>');
   });
 
+  it('a secret that changed reads as changed in Markdown as in text (its placeholders alike would look unchanged)', () => {
+    const plan = bigPlan(1);
+    const step = plan.steps[0];
+    step.changes = [
+      { path: 'oidc.client_secret', before: '(sensitive)', after: '(sensitive)', sensitive: true },
+      { path: 'description', before: 'a', after: 'b' },
+    ];
+    const md = renderMarkdown(plan);
+    expect(md).toContain('| `oidc.client_secret` | (sensitive) | (sensitive value changed) |');
+    expect(md).toContain('| `description` | `"a"` | `"b"` |');
+    expect(renderText(plan)).toContain('~ oidc.client_secret: (sensitive value changed)');
+  });
+
   it('text is coloured only when asked (the CLI asks on a TTY without NO_COLOR)', () => {
     const plan = bigPlan(1);
     expect(renderText(plan)).not.toMatch(/\x1b\[/);

@@ -31,7 +31,11 @@ function details(plan: Plan, d: Detail): string[] {
     if (s.reason) out.push(`_${s.reason}_`);
     if (d.changes && s.changes.length) {
       out.push('', '| field | before | after |', '|---|---|---|');
-      for (const c of s.changes) out.push(`| ${cell(code(c.path))} | ${cell(c.before === undefined ? '' : code(short(c.before, 60)))} | ${cell(c.after === undefined ? '' : code(short(c.after, 60)))} |`);
+      for (const c of s.changes) {
+        // A secret that changed shows as changed, as in the text plan: its two placeholders alike would read as no change.
+        const changed = c.sensitive && c.before !== undefined && c.after !== undefined;
+        out.push(`| ${cell(code(c.path))} | ${changed ? '(sensitive)' : cell(c.before === undefined ? '' : code(short(c.before, 60)))} | ${changed ? '(sensitive value changed)' : cell(c.after === undefined ? '' : code(short(c.after, 60)))} |`);
+      }
     }
     out.push('', `${code(`${s.request.method} ${s.request.path}`)}${s.dependsOn.length ? ` after ${s.dependsOn.map(code).join(', ')}` : ''}`);
     if (d.bodies && s.request.body !== undefined) out.push('', '```json', JSON.stringify(masked(s.request.body), null, 2), '```');
