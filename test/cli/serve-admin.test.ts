@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openPostgres } from '../../src/store/postgres.js';
-import { runCli, startServe } from '../helpers/cli.js';
+import { ROOT, runCli, startServe } from '../helpers/cli.js';
 import { TestClient } from '../helpers/service.js';
 
 describe('edgeplane serve + admin on the embedded engine', () => {
@@ -55,6 +55,20 @@ describe('edgeplane serve + admin on the embedded engine', () => {
       expect(await restarted.stop('SIGINT')).toBe(0);
     }
   }, 240_000);
+
+  it('a plan beside serve on a new state directory goes through the server, with the directory\'s own key', async () => {
+    const state = mkdtempSync(join(tmpdir(), 'ep-beside-'));
+    const served = await startServe(['--state', state]);
+    try {
+      const plan = await runCli(['plan', join(ROOT, 'examples', 'small'), '--state', state]);
+      expect(plan.code, plan.stderr).toBe(0);
+      expect(plan.stdout).toContain(`on ${served.url}`);
+      expect(plan.stdout).toContain('Plan: 5 to create, 0 to update, 0 to delete');
+      expect(served.logs()).not.toMatch(/ep_[A-Za-z0-9]{20,}/); // the key is not logged
+    } finally {
+      expect(await served.stop('SIGTERM')).toBe(0);
+    }
+  }, 120_000);
 
   it('serve on a port in use says so and exits 1, releasing the state directory', async () => {
     const taken = createServer();

@@ -1,5 +1,7 @@
 import { buildApp } from '../../service/app.js';
+import { ensureCredentials } from '../../client/embedded-credentials.js';
 import { openEngine } from '../engine.js';
+import { stateDirOf } from '../state-dir.js';
 import { startJobWorker } from '../../service/job-worker.js';
 import { serviceOptionsFromEnv, workerOptionsFromEnv } from '../service-config.js';
 
@@ -12,6 +14,10 @@ export async function serve(flags: ServeFlags): Promise<void> {
   const db = await openEngine({ stateDir: flags.state });
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   try {
+    // On the embedded database, the state directory's own account (as every CLI command makes
+    // it): a `plan --state DIR` run beside this server reaches it through the lock's URL with that
+    // key, even on a directory no command has opened yet (no `admin` can run while this holds it).
+    if (db.engine === 'pglite') await ensureCredentials(db, stateDirOf({ stateDir: flags.state }));
     app = await buildApp({ db, ...serviceOptionsFromEnv(), logLevel: flags.logLevel ?? process.env.EDGEPLANE_LOG_LEVEL ?? 'info' });
     await app.listen({ port, host: flags.host });
   } catch (err) {
