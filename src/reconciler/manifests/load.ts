@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { basename, join, relative } from 'node:path';
 import { createRequire } from 'node:module';
 import type { Document, Node } from 'yaml';
@@ -31,16 +31,31 @@ export function manifestFiles(root: string): string[] {
   }
   if (st.isFile()) return [root];
   const out: string[] = [];
+  // A symbolic link to a directory is read like the directory (as `watch` watches it): skipped, its
+  // manifests' objects would be planned for deletion. Each real directory is read once (no loops).
+  const walked = new Set<string>();
   const walk = (dir: string, top: boolean) => {
+    const real = realpathSync(dir);
+    if (walked.has(real)) return;
+    walked.add(real);
     for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
       if (entry.name.startsWith('.') || entry.name === 'node_modules') continue;
       const p = join(dir, entry.name);
-      if (entry.isDirectory()) walk(p, false);
+      if (entry.isDirectory() || (entry.isSymbolicLink() && isDirectory(p))) walk(p, false);
       else if (/\.ya?ml$/.test(entry.name) && !(top && CONFIG_FILES.includes(entry.name))) out.push(p);
     }
   };
   walk(root, true);
   return out;
+}
+
+/** Whether `p` leads to a directory (a dangling link does not). */
+function isDirectory(p: string): boolean {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 /**
