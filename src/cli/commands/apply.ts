@@ -103,7 +103,7 @@ async function applySaved(out: Output, file: string, flags: ApplyFlags, parallel
     }
     if (stale.length) {
       for (const r of stale) out.error(`stale: ${r}`);
-      throw new CliExit(EXIT.stale, `${file} is stale: the live state changed since it was planned; run plan again`);
+      throw new CliExit(EXIT.stale, `${file} is stale: what it was planned from has changed (above); run plan again`);
     }
     if (secretProblems.length) {
       for (const r of secretProblems) out.error(`error: ${r}`);
