@@ -117,6 +117,7 @@ describe(`apply killed at random points (${TRIALS} trials, seed ${SEED})`, { tim
     expect(p.out()).toContain('interrupted: finishing the steps in flight');
     expect(p.out()).toMatch(/Apply: \d+ done, 0 failed, \d+ skipped/);
     expect(p.out()).toMatch(/skipped .* \(aborted\)/);
+    expect(p.out()).toContain('apply did not finish: it was interrupted; run apply again to finish (it resumes from the live state)');
     await converges(dir, 'interrupted', env, [], new ApiClient(httpTransport(served.url, key)));
   });
 });

@@ -147,7 +147,8 @@ async function execute(out: Output, client: ApiClient, plan: Plan, secrets: Secr
   }
   progress.finish(result);
   if (result.failed.length || result.skipped.length) {
-    throw new CliExit(EXIT.error, flags.json ? '' : 'apply did not finish: fix the failures above and run apply again (it resumes from the live state)');
+    const why = result.failed.length ? 'fix the failures above and run apply again' : ac.signal.aborted ? 'it was interrupted; run apply again to finish' : 'run apply again';
+    throw new CliExit(EXIT.error, flags.json ? '' : `apply did not finish: ${why} (it resumes from the live state)`);
   }
   return result;
 }
