@@ -52,8 +52,8 @@ describe('bad manifests on the embedded default', { timeout: 120_000 }, () => {
   });
 });
 
-describe('a manifest directory that is not there', { timeout: 120_000 }, () => {
-  it('validate, plan, apply and watch each say so and exit 1, touching no state', async () => {
+describe('bad arguments fail before anything starts', { timeout: 120_000 }, () => {
+  it('a manifest directory that is not there: validate, plan, apply and watch each say so and exit 1, touching no state', async () => {
     const state = tempDir('ep-state-');
     const missing = join(tempDir('ep-missing-'), 'manifets');
     for (const args of [['validate', missing], ['plan', missing, '--state', state], ['apply', missing, '--state', state, '--auto-approve'], ['watch', missing, '--state', state]]) {
