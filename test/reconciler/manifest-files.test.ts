@@ -1,21 +1,14 @@
-import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { symlinkSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { manifestFiles } from '../../src/reconciler/manifests/load.js';
+import { cleanupDirs, manifestDir } from '../helpers/reconcile.js';
 
-function tree(files: Record<string, string>): string {
-  const root = mkdtempSync(join(tmpdir(), 'ep-files-'));
-  for (const [name, text] of Object.entries(files)) {
-    mkdirSync(join(root, name, '..'), { recursive: true });
-    writeFileSync(join(root, name), text);
-  }
-  return root;
-}
+afterAll(() => cleanupDirs());
 
 describe('which files are manifests', () => {
   it('every .yaml / .yml file below the root, sorted; not hidden ones, node_modules, or the stack file at the top', () => {
-    const root = tree({
+    const root = manifestDir({
       'edgeplane.yaml': 'stack: s\n', 'b.yml': '', 'a.yaml': '', 'notes.txt': '', 'sub/edgeplane.yaml': '', 'sub/c.yaml': '',
       '.hidden.yaml': '', '.git/x.yaml': '', 'node_modules/p/y.yaml': '',
     });
@@ -23,8 +16,8 @@ describe('which files are manifests', () => {
   });
 
   it('follows a link to a directory (as watch does) and reads each real directory once, loops included', () => {
-    const shared = tree({ 'edge.yaml': '', 'deeper/route.yaml': '' });
-    const root = tree({ 'own.yaml': '' });
+    const shared = manifestDir({ 'edge.yaml': '', 'deeper/route.yaml': '' });
+    const root = manifestDir({ 'own.yaml': '' });
     symlinkSync(shared, join(root, 'shared'));
     symlinkSync(root, join(shared, 'back')); // a loop back to the root
     symlinkSync(join(shared, 'edge.yaml'), join(root, 'linked-file.yaml'));

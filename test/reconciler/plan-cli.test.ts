@@ -1,5 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { plan } from '../../src/cli/commands/plan.js';
@@ -12,21 +11,14 @@ import { planWithClient } from '../../src/reconciler/pipeline.js';
 import { parsePlan } from '../../src/reconciler/render/json.js';
 import { applySequentially } from '../helpers/apply-plan.js';
 import { capture, exitCode } from '../helpers/capture.js';
+import { cleanupDirs, manifestDir } from '../helpers/reconcile.js';
 import { startTestService, type TestClient, type TestService } from '../helpers/service.js';
 
 const CA = readFileSync(join(import.meta.dirname, '..', 'fixtures', 'certs', 'rsa-ca.pem'), 'utf8');
 let svc: TestService;
 beforeAll(async () => { svc = await startTestService('pglite'); });
-afterAll(async () => { await svc?.close(); });
+afterAll(async () => { await svc?.close(); cleanupDirs(); });
 
-function manifestDir(files: Record<string, string>): string {
-  const dir = mkdtempSync(join(tmpdir(), 'edgeplane-m-'));
-  for (const [name, text] of Object.entries(files)) {
-    mkdirSync(join(dir, name, '..'), { recursive: true });
-    writeFileSync(join(dir, name), text);
-  }
-  return dir;
-}
 
 const caYaml = (name: string, extra = '') => `kind: CertificateAuthority\nname: ${name}\n${extra}ca_pem: |\n${CA.replace(/^/gm, '  ')}`;
 const foYaml = (name: string, backends: string[]) => `kind: FailoverBackend\nname: ${name}\nbackends: ${JSON.stringify(backends)}\n`;
