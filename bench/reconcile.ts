@@ -6,8 +6,9 @@
  *                           replayed raw (no DAG, retries or progress) at the same concurrency
  *   no-op plan              requests, wall time, beside fetching the list pages alone, beside the
  *                           same plan against those pages replayed from memory (no server running)
- *                           and beside a one-GET-per-object refresh; plus `edgeplane plan` as a
- *                           process (wall time and peak RSS, /usr/bin/time)
+ *                           and beside a one-GET-per-object refresh; the planning thread's time
+ *                           on a core and waiting for one, and the server's CPU (Linux, /proc);
+ *                           plus `edgeplane plan` as a process (wall time and peak RSS, /usr/bin/time)
  *   watch                   save → applied for a one-field change, median of 20
  *
  * Flags: --engines pglite,postgres  --edges N (default 1000)  --watch-runs N (default 20)
@@ -41,6 +42,7 @@ import { migrate } from '../src/store/migrate.js';
 import { openPglite } from '../src/store/pglite.js';
 import { openPostgres } from '../src/store/postgres.js';
 import { caCertificates } from './ca-certs.js';
+import { mainThreadTimes, processesCpuMs } from './cpu-share.js';
 import { FULL, objectCount, writeManifests, type BenchSize } from './reconcile-manifests.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -63,7 +65,7 @@ const PG_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/t
 const now = () => performance.now();
 
 /** `edgeplane serve` on a free port (logging warnings only, as the bench's requests are many). */
-async function startServe(databaseUrl: string): Promise<{ url: string; stop(): Promise<void> }> {
+async function startServe(databaseUrl: string): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   const port = await new Promise<number>((resolve) => {
     const probe = createServer().listen(0, '127.0.0.1', () => {
       const a = probe.address();
@@ -86,7 +88,7 @@ async function startServe(databaseUrl: string): Promise<{ url: string; stop(): P
       await new Promise((r) => setTimeout(r, 100));
     }
   }
-  return { url, stop: async () => { child.kill('SIGTERM'); await closed; } };
+  return { url, pid: child.pid!, stop: async () => { child.kill('SIGTERM'); await closed; } };
 }
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const log = (s: string) => process.stderr.write(s + '\n');
@@ -107,6 +109,8 @@ interface Engine {
   account(): Promise<Account>;
   /** How `edgeplane` (a process) reaches the account. */
   cli(acct: Account): Promise<{ args: string[]; env: Record<string, string> }>;
+  /** The server's processes, when it runs apart from this one: `serve` and its PostgreSQL backends. */
+  serverPids?(): Promise<{ serve: number[]; postgres: number[] }>;
   close(): Promise<void>;
 }
 
@@ -131,6 +135,11 @@ async function engine(name: string): Promise<Engine> {
         return { key: k.api_key, accountId: k.account_id, keyId: k.key_id, client: new ApiClient(httpTransport(url, k.api_key)) };
       },
       async cli(acct) { return { args: [], env: { EDGEPLANE_API_URL: url, EDGEPLANE_API_KEY: acct.key } }; },
+      async serverPids() {
+        // The backends of serve's pool (the bench's own connections to the database idle meanwhile).
+        const r = await admin.query('SELECT pid FROM pg_stat_activity WHERE datname = $1', [database]);
+        return { serve: [serve.pid], postgres: r.rows.map((x: { pid: number }) => x.pid) };
+      },
       async close() {
         await serve.stop();
         await db.close();
@@ -358,20 +367,55 @@ async function benchEngine(name: string, manifests: string, rawManifests: string
       await preparePlan({ root: manifests, stack: 'bench', env: {} }, client);
       await readLiveState(client);
     }
+    // Where the plan's wall time goes on a shared machine: the planning thread on a core, or
+    // runnable and waiting for one while the server's processes (and this one's other threads) hold
+    // both; and what the server's processes spent meanwhile (summed over the runs: clock ticks).
+    // PostgreSQL backends come and go with serve's pool: each reading lists them again, and a
+    // backend counts from the first reading it is in (one that exits between readings is not seen).
+    const servers = !!eng.serverPids && processesCpuMs([process.pid]) !== undefined;
+    type Reading = Map<number, number>;
+    const serverCpu = async (): Promise<Reading | undefined> => {
+      if (!servers) return undefined;
+      const { serve, postgres } = await eng.serverPids!();
+      const r: Reading = new Map();
+      for (const pid of serve) r.set(pid, processesCpuMs([pid]) ?? 0);
+      for (const pid of postgres) r.set(-pid, processesCpuMs([pid]) ?? 0); // negative: PostgreSQL
+      return r;
+    };
+    const share = { planRun: [] as number[], planWait: [] as number[], plan: { serve: 0, postgres: 0 }, fetch: { serve: 0, postgres: 0 } };
+    const addServer = async (into: { serve: number; postgres: number }, before: Reading | undefined) => {
+      const after = await serverCpu();
+      if (!before || !after) return;
+      for (const [pid, ms] of after) {
+        const d = ms - (before.get(pid) ?? ms);
+        if (pid < 0) into.postgres += d;
+        else into.serve += d;
+      }
+    };
     for (let i = 0; i < NOOP_RUNS; i++) {
       for (const k of Object.keys(client.counts)) delete client.counts[k];
+      const s0 = await serverCpu();
+      const t0 = mainThreadTimes();
       const p0 = now();
       const c0 = process.cpuUsage();
       const noop = await preparePlan({ root: manifests, stack: 'bench', env: {} }, client);
       plans.push(now() - p0);
       planCpu.push(cpuMs(c0));
+      const t1 = mainThreadTimes();
+      if (t0 && t1) {
+        share.planRun.push(t1.runMs - t0.runMs);
+        share.planWait.push(t1.waitMs - t0.waitMs);
+      }
+      await addServer(share.plan, s0);
       planRequests = { ...client.counts };
       if (noop.plan!.steps.length) throw new Error(`no-op plan has ${noop.plan!.steps.length} steps: ${noop.plan!.steps.slice(0, 3).map((s) => s.id)}`);
+      const s1 = await serverCpu();
       const f0 = now();
       const c1 = process.cpuUsage();
       await readLiveState(client);
       fetches.push(now() - f0);
       fetchCpu.push(cpuMs(c1));
+      await addServer(share.fetch, s1);
     }
     const planMs = median(plans);
     const fetchMs = median(fetches);
@@ -405,6 +449,10 @@ async function benchEngine(name: string, manifests: string, rawManifests: string
       page_fetch_ms: Math.round(fetchMs),
       noop_plan_cpu_ms: Math.round(median(planCpu)),
       page_fetch_cpu_ms: Math.round(median(fetchCpu)),
+      noop_plan_thread_run_ms: share.planRun.length ? Math.round(median(share.planRun)) : null,
+      noop_plan_thread_wait_ms: share.planWait.length ? Math.round(median(share.planWait)) : null,
+      noop_plan_server_cpu_ms: servers ? { serve: Math.round(share.plan.serve / NOOP_RUNS), postgres: Math.round(share.plan.postgres / NOOP_RUNS) } : null,
+      page_fetch_server_cpu_ms: servers ? { serve: Math.round(share.fetch.serve / NOOP_RUNS), postgres: Math.round(share.fetch.postgres / NOOP_RUNS) } : null,
       plan_vs_fetch: +(planMs / fetchMs).toFixed(2),
       noop_plan_replayed_ms: Math.round(median(replayed)),
       noop_plan_replayed_runs_ms: replayed.map(Math.round),
@@ -436,6 +484,12 @@ function table(rows: Row[]): string {
     ['plan / page fetch (target ≤ 1.5)', ...rows.map((r) => String(r.plan_vs_fetch))],
     [`no-op plan against the same pages replayed from memory (no server), median of ${NOOP_RUNS}`, ...rows.map((r) => `${r.noop_plan_replayed_ms} ms (${(r.noop_plan_replayed_runs_ms as number[]).join(', ')})`)],
     [`CPU of the bench process: no-op plan / list pages alone, medians of ${NOOP_RUNS}`, ...rows.map((r) => `${r.noop_plan_cpu_ms} / ${r.page_fetch_cpu_ms} ms`)],
+    [`no-op plan's planning thread: on a core / runnable, waiting for one, medians of ${NOOP_RUNS}`, ...rows.map((r) => r.noop_plan_thread_run_ms === null ? 'n/a' : `${r.noop_plan_thread_run_ms} / ${r.noop_plan_thread_wait_ms} ms`)],
+    [`server's CPU (serve + PostgreSQL): per no-op plan / per list pages alone, mean of ${NOOP_RUNS}`, ...rows.map((r) => {
+      const p = r.noop_plan_server_cpu_ms as { serve: number; postgres: number } | null;
+      const f = r.page_fetch_server_cpu_ms as { serve: number; postgres: number } | null;
+      return p && f ? `${p.serve} + ${p.postgres} / ${f.serve} + ${f.postgres} ms` : 'in the bench process';
+    })],
     ['one GET per object', ...rows.map((r) => `${r.per_object_refresh_ms} ms (${r.per_object_refresh_requests} requests)`)],
     [`\`edgeplane plan\` process: wall, median of ${CLI_RUNS}`, ...rows.map((r) => `${r.cli_plan_ms} ms (exit ${r.cli_plan_exit})`)],
     [`\`edgeplane plan\` process: peak RSS, median of ${CLI_RUNS} (target ≤ 400 MB)`, ...rows.map((r) => `${r.cli_plan_peak_rss_mb} MB (${(r.cli_plan_peak_rss_range_mb as number[]).join('–')})`)],

@@ -9,12 +9,11 @@ import type { PlanInput } from '../pipeline.js';
 import { buildDesired } from '../plan/desired.js';
 import { diff } from '../plan/diff.js';
 import { observeItem } from '../plan/observed.js';
-import { DEFAULT_CONFIG, NormMemo, type Symbolize } from '../plan/normalize.js';
+import { DEFAULT_CONFIG, NormMemo, tokenReader } from '../plan/normalize.js';
 import { manifestKinds } from '../manifests/schema.js';
 import type { KindDef } from '../../kinds/types.js';
 import type { DesiredObject, ObservedObject } from '../plan/state.js';
 import type { Plan } from '../plan/types.js';
-import type { RefToken } from '../plan/tokens.js';
 import { streamLiveState } from '../state/read-state.js';
 
 export interface Prepared {
@@ -66,9 +65,9 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
   const memo = new NormMemo('plan');
   const observedByKind = new Map<KindDef, ObservedObject[]>();
   const ahead: ObservedObject[] = [];
-  /** Ids of this stack's objects → their identity: how the plan will read references to them (one token each). */
-  const owned = new Map<string, RefToken>();
-  const provisional: Symbolize = (id) => owned.get(id) ?? id;
+  /** Ids of this stack's objects → their identity: how the plan will read references to them. */
+  const owned = new Map<string, string>();
+  const provisional = tokenReader(owned);
   let pageArrived = () => {};
   let nextPage = new Promise<void>((r) => (pageArrived = r));
   const live = streamLiveState(client, (kind, items) => {
@@ -78,7 +77,7 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
       for (const o of observeItem(kind, resp, input.stack)) {
         list.push(o);
         ahead.push(o);
-        if (o.owner.type === 'this' && o.marker) owned.set(o.id, { $ref: o.marker.id });
+        if (o.owner.type === 'this' && o.marker) owned.set(o.id, o.marker.id);
       }
     }
     pageArrived();

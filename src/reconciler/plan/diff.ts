@@ -3,7 +3,7 @@ import { collectionPath } from '../../service/serialize.js';
 import { refValues } from '../manifests/validate.js';
 import { encodeMetadata, MARKER_VERSION, TOOL, type Marker } from '../ownership/marker.js';
 import { creationChanges, diffValues } from './changes.js';
-import { DEFAULT_CONFIG, identical, normalizeFields, NormMemo, resetValue, same, type Normal, type Symbolize } from './normalize.js';
+import { DEFAULT_CONFIG, identical, normalizeFields, NormMemo, resetValue, same, tokenReader, type Normal, type Symbolize } from './normalize.js';
 import { orderSteps } from './order.js';
 import { DEFAULT_THRESHOLD, safetyBlocks, type Threshold } from './safety.js';
 import type { DesiredObject, ObservedObject } from './state.js';
@@ -248,9 +248,9 @@ class Planner {
 
   /** Observed ids that stand for a manifest identity; replaced objects keep their raw id (referrers move). */
   private symbols() {
-    const map = new Map<string, RefToken>();
-    for (const dec of this.decisions.values()) if (dec.o && !dec.replaced) map.set(dec.o.id, { $ref: dec.d.identity });
-    this.sym = (id) => map.get(id) ?? id;
+    const map = new Map<string, string>();
+    for (const dec of this.decisions.values()) if (dec.o && !dec.replaced) map.set(dec.o.id, dec.d.identity);
+    this.sym = tokenReader(map);
   }
 
   // ——— steps for one desired object ———

@@ -7,6 +7,22 @@ import { isRefToken, isSecretToken, type RefToken } from './tokens.js';
 /** Maps a raw id to the identity of the managed object it names (or leaves it as is). */
 export type Symbolize = (id: string) => string | RefToken;
 
+/**
+ * Reads ids through `identities` (id → the identity of the managed object it is): a known id as a
+ * reference token, any other as itself. One token per identity, made when first read: only the
+ * objects something refers to get one, and references to the same object share it.
+ */
+export function tokenReader(identities: ReadonlyMap<string, string>): Symbolize {
+  const tokens = new Map<string, RefToken>();
+  return (id) => {
+    const identity = identities.get(id);
+    if (identity === undefined) return id;
+    let t = tokens.get(identity);
+    if (!t) tokens.set(identity, (t = { $ref: identity }));
+    return t;
+  };
+}
+
 /** The deployment settings some defaults depend on (the service's vendor prefix). */
 export const DEFAULT_CONFIG: KindRuntimeConfig = { vendorPrefix: 'service' };
 
@@ -307,8 +323,6 @@ export function resetValue(kind: KindDef, field: string): unknown {
 export class NormMemo {
   private readonly normal: MapLike<Body, Entry>;
   private readonly raw: MapLike<Body, Body>;
-  /** Observed bodies found the same as a desired one ahead of the plan (`settleAhead`), by observed body. */
-  private readonly same: MapLike<Body, { want: Body; a: Entry; b: Entry }>;
 
   /**
    * `session` (watch): entries live as long as their bodies (weakly held). `plan`: the memo is
@@ -318,7 +332,6 @@ export class NormMemo {
   constructor(lifetime: 'session' | 'plan' = 'session') {
     this.normal = lifetime === 'plan' ? new Map() : new WeakMap();
     this.raw = lifetime === 'plan' ? new Map() : new WeakMap();
-    this.same = lifetime === 'plan' ? new Map() : new WeakMap();
   }
 
   /**
@@ -330,7 +343,10 @@ export class NormMemo {
   settleAhead(want: Body, have: Body, config: KindRuntimeConfig): void {
     const a = this.normal.get(want);
     const b = this.normal.get(have);
-    if (a && b && a.config === config && b.config === config && identical(a.n, b.n)) this.same.set(have, { want, a, b });
+    if (a && b && a.config === config && b.config === config && identical(a.fields, b.fields) && identical(a.modules, b.modules)) {
+      b.sameAs = want;
+      b.sameEntry = a;
+    }
   }
 
   /**
@@ -340,20 +356,23 @@ export class NormMemo {
    * the forms compared then are the forms now). False means "not known": compare them.
    */
   settled(want: Body, have: Body, sym: Symbolize, config: KindRuntimeConfig): boolean {
-    const s = this.same.get(have);
-    return !!s && s.want === want && s.a.config === config && stillReads(s.a.lookups, sym) && stillReads(s.b.lookups, sym);
+    const b = this.normal.get(have);
+    const a = b?.sameEntry;
+    return !!a && b!.sameAs === want && a.config === config && stillReads(a.lookups, sym) && stillReads(b!.lookups, sym);
   }
 
   normalForm(kind: KindDef, body: Body, sym: Symbolize, config: KindRuntimeConfig): Normal {
     const hit = this.normal.get(body);
-    if (hit && hit.config === config && stillReads(hit.lookups, sym)) return hit.n;
+    if (hit && hit.config === config && stillReads(hit.lookups, sym)) return hit;
     this.reading = sym;
     const n = normalize(kind, body, this.recorder, config);
     // Kept at their exact length (most bodies look up one id or none); the scratch list is reused.
     const lookups = this.lookups.length ? this.lookups.slice() : undefined;
     this.lookups.length = 0;
-    this.normal.set(body, { n, config, lookups });
-    return n;
+    // One object per body: the normal form and what it was made with (thousands are kept).
+    const entry: Entry = { fields: n.fields, modules: n.modules, config, lookups, sameAs: undefined, sameEntry: undefined };
+    this.normal.set(body, entry);
+    return entry;
   }
 
   private reading: Symbolize = (x) => x;
@@ -376,7 +395,17 @@ export class NormMemo {
 /** Look-ups a normal form made: id, what it read as, id, what it read as, … */
 type Lookups = (string | RefToken)[];
 
-interface Entry { n: Normal; config: KindRuntimeConfig; lookups: Lookups | undefined }
+/**
+ * A normal form as the memo keeps it (callers read it as a `Normal`), with the config and look-ups
+ * it was made with, and, for an observed body found the same as a desired one ahead of the plan
+ * (`settleAhead`), that desired body and its entry then.
+ */
+interface Entry extends Normal {
+  config: KindRuntimeConfig;
+  lookups: Lookups | undefined;
+  sameAs: Body | undefined;
+  sameEntry: Entry | undefined;
+}
 
 interface MapLike<K, V> { get(k: K): V | undefined; set(k: K, v: V): unknown }
 
