@@ -48,6 +48,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     bodyLimit: BODY_LIMIT,
     genReqId: () => newId('op'),
     requestIdHeader: false,
+    // A path fastify cannot route (bad percent-encoding, a segment over 100 characters) names no
+    // object: answered in the API's error shape, not fastify's own.
+    frameworkErrors: (err, req, reply) => {
+      const why = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path segment is over 100 characters' : 'the path is not valid percent-encoded UTF-8';
+      sendError(new ApiError('ERR_NOT_FOUND', `no such path: ${req.method} ${(req.raw.url ?? '').split('?')[0].slice(0, 300)} (${why})`) as unknown as FastifyError, req, reply);
+    },
     logController: new LogController({ requestIdLogLabel: 'operation_id' }),
     logger: opts.logLevel && opts.logLevel !== 'silent'
       ? { level: opts.logLevel, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, ...(opts.logStream ? { stream: opts.logStream } : {}) }

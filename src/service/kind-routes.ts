@@ -5,6 +5,7 @@ import type { AccountFlag, Body, KindDef } from '../kinds/types.js';
 import { ApiError } from './errors.js';
 import type { Caller, Resources } from './resources.js';
 import { collectionPath } from './serialize.js';
+import { isStorableText } from '../util/text.js';
 
 type Params = Record<string, string>;
 
@@ -41,7 +42,7 @@ function listQuery(query: Record<string, unknown>): { limit: number; beforeId?: 
     limit = Number(raw);
   }
   const before = query.before_id ?? query.beforeId;
-  if (before !== undefined && (typeof before !== 'string' || before === '')) {
+  if (before !== undefined && (typeof before !== 'string' || before === '' || !isStorableText(before))) {
     throw new ApiError('ERR_INVALID_QUERY', 'before_id: must be one id');
   }
   return { limit, beforeId: before as string | undefined };

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Ajv, ErrorObject } from 'ajv';
+import { isStorableText } from '../util/text.js';
 
 /**
  * The `ajv` library, loaded the first time a schema is compiled. The validators in use are
@@ -102,8 +103,6 @@ export function problemMessage(p: FieldProblem): string {
   return p.field ? `${p.field}: ${p.rule}` : `body ${p.rule}`;
 }
 
-// PostgreSQL text and jsonb cannot hold U+0000 or an unpaired UTF-16 surrogate (JSON allows both).
-const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
  * The path of the first string (value or key) in a parsed body that the database cannot store, or
@@ -114,13 +113,13 @@ export function findUnstorableText(value: unknown): string | null {
   while (stack.length) {
     const [v, path] = stack.pop()!;
     if (typeof v === 'string') {
-      if (UNSTORABLE.test(v)) return path;
+      if (!isStorableText(v)) return path;
     } else if (Array.isArray(v)) {
       v.forEach((x, i) => stack.push([x, `${path}[${i}]`]));
     } else if (v && typeof v === 'object') {
       for (const [k, x] of Object.entries(v)) {
         const p = path ? `${path}.${k}` : k;
-        if (UNSTORABLE.test(k)) return p;
+        if (!isStorableText(k)) return p;
         stack.push([x, p]);
       }
     }

@@ -1,4 +1,5 @@
 import type { Queryable } from './db.js';
+import { isStorableText } from '../util/text.js';
 
 /** One stored object of any kind. `body` is its stored form (see src/kinds). */
 export interface ObjectRow {
@@ -23,6 +24,8 @@ export async function insertObject(q: Queryable, row: Omit<ObjectRow, 'created_a
 export async function getObject(
   q: Queryable, accountId: string, kind: string, id: string, opts: { parentId?: string; forUpdate?: boolean } = {},
 ): Promise<ObjectRow | null> {
+  // An id from a URL may hold text no row can (`%00`): no object has it.
+  if (!isStorableText(id) || (opts.parentId !== undefined && !isStorableText(opts.parentId))) return null;
   const params: unknown[] = [id, accountId, kind];
   let sql = `SELECT ${COLS} FROM objects WHERE id = $1 AND account_id = $2 AND kind = $3`;
   if (opts.parentId !== undefined) {

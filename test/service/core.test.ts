@@ -2,6 +2,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { revokeKey } from '../../src/service/auth.js';
 import { ENGINES, startTestService, TestClient, type TestService } from '../helpers/service.js';
+import { CA_PEM } from '../helpers/edges.js';
 
 function expectError(res: { status: number; body: any; headers: Headers }, status: number, code: string) {
   expect(res.status).toBe(status);
@@ -71,6 +72,40 @@ describe.each(ENGINES)('service core on %s', (engine) => {
     const post = await c.post('/certificate_authorities/ca_' + 'a'.repeat(27), {});
     expectError(post, 405, 'ERR_METHOD_NOT_ALLOWED');
     expect(post.headers.get('allow')).toBe('GET, PATCH, DELETE, HEAD');
+  });
+
+  it('answers ids and cursors no object can have (U+0000, lone surrogates, bad encoding, over-long) with 404 or 400, never a 500', async () => {
+    const ca = await c.post('/certificate_authorities', { ca_pem: CA_PEM });
+    expect(ca.status).toBe(201);
+    const edge = await c.post('/edges/https', {});
+    expect(edge.status).toBe(201);
+    // Each of these once reached the database, which refused the text: 500.
+    for (const [method, path, body] of [
+      ['GET', '/certificate_authorities/%00'],
+      ['PATCH', '/certificate_authorities/ca_%00', {}],
+      ['DELETE', '/backends/failover/a%00b'],
+      ['GET', `/edges/https/${edge.body.id}/routes/%00`],
+      ['POST', '/edges/https/%00/routes', { match_type: 'path_prefix', match: '/' }],
+      ['PUT', '/edges/https/%00/tls_termination', {}],
+      ['GET', '/app/users/%00'],
+    ] as const) {
+      const res = await c.request(method, path, body);
+      expect(`${method} ${path} ${res.status}`).toBe(`${method} ${path} 404`);
+      expectError(res, 404, 'ERR_NOT_FOUND');
+    }
+    const cursor = await c.get('/certificate_authorities?before_id=%00');
+    expectError(cursor, 400, 'ERR_INVALID_QUERY');
+    expect(cursor.body.msg).toContain('before_id');
+    // Paths fastify cannot route answer in the API's own error shape, with an operation id.
+    for (const path of ['/edges/https/%ED%A0%80', '/edges/https/%zz', `/backends/failover/${'a'.repeat(150)}`]) {
+      const res = await c.get(path);
+      expectError(res, 404, 'ERR_NOT_FOUND');
+      expect(res.body.msg).toMatch(/^no such path: GET \//);
+      expect(res.headers.get('operation-id')).toBe(res.body.details.operation_id);
+    }
+    // The objects are still there, untouched.
+    expect((await c.get(`/certificate_authorities/${ca.body.id}`)).status).toBe(200);
+    expect((await c.get(`/edges/https/${edge.body.id}`)).status).toBe(200);
   });
 
   it('takes JSON only: 415 for other types, 400 for broken JSON, 413 over 1 MiB', async () => {
