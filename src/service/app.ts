@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { DestinationStream } from 'pino';
 import type { Db } from '../store/db.js';
@@ -65,11 +66,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   // JSON only; a body-less request that still names a content type (GET, DELETE) is accepted.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, text, done) => {
-    if (text === '') return done(null, undefined);
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, raw, done) => {
+    const bytes = raw as Buffer;
+    if (bytes.length === 0) return done(null, undefined);
+    // Decoding would turn bytes that are not UTF-8 into U+FFFD and store that: refused instead.
+    if (!isUtf8(bytes)) return done(new ApiError('ERR_INVALID_JSON', 'body is not valid UTF-8 (JSON is sent as UTF-8)'), undefined);
     let body: unknown;
     try {
-      body = JSON.parse(text as string);
+      body = JSON.parse(bytes.toString('utf8'));
     } catch (err) {
       return done(new ApiError('ERR_INVALID_JSON', `body is not valid JSON: ${(err as Error).message}`), undefined);
     }

@@ -51,7 +51,8 @@ export class TestClient {
     const res = await fetch(this.baseUrl + path, {
       method,
       headers: h,
-      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+      // Bytes as they are (a body that is not UTF-8); strings as written; anything else as JSON.
+      body: body === undefined ? undefined : body instanceof Uint8Array ? new Blob([new Uint8Array(body)]) : typeof body === 'string' ? body : JSON.stringify(body),
     });
     const text = await res.text();
     let parsed: unknown = undefined;

@@ -115,7 +115,14 @@ describe.each(ENGINES)('service core on %s', (engine) => {
     expectError(await c.request('POST', '/backends/failover', big), 413, 'ERR_PAYLOAD_TOO_LARGE');
     const noBody = await c.request('POST', '/backends/failover', undefined, { 'content-type': 'application/json' });
     expectError(noBody, 400, 'ERR_VALIDATION');
+    // Bytes that are not UTF-8 (Latin-1 "café") are refused, not stored as U+FFFD.
+    const latin1 = await c.request('POST', '/backends/failover', Buffer.from('{"backends":[],"description":"caf\xe9"}', 'latin1'));
+    expectError(latin1, 400, 'ERR_INVALID_JSON');
+    expect(latin1.body.msg).toContain('UTF-8');
     expect((await c.get('/backends/failover')).body.backends).toEqual([]);
+    const utf8 = await c.request('POST', '/backends/failover', Buffer.from('{"backends":[],"description":"café ✓"}', 'utf8'));
+    expect(utf8.status).toBe(201);
+    expect(utf8.body.description).toBe('café ✓');
   });
 
   it('accepts Content-Type on GET and DELETE without a body', async () => {
