@@ -133,7 +133,11 @@ class Planner {
       }
       const candidates = (Array.isArray(found) ? found : []).filter((o) => o.kind === d.kind && o.parentId === parentId);
       if (candidates.length) {
-        const best = candidates.find((o) => !this.immutableChanged(d, o)) ?? candidates.reduce((a, b) => (a.id > b.id ? a : b));
+        // Duplicates (an interrupted apply, or two at once): keep one that fits the manifest,
+        // preferring one that something refers to, so that nothing working is re-pointed.
+        const fit = candidates.filter((o) => !this.immutableChanged(d, o));
+        const inUse = (xs: ObservedObject[]) => xs.find((o) => this.referencedIds().has(o.id));
+        const best = inUse(fit) ?? fit[0] ?? inUse(candidates) ?? candidates.reduce((a, b) => (a.id > b.id ? a : b));
         dec.o = best;
         dec.replaced = this.immutableChanged(d, best);
         this.claimed.add(best.id);
@@ -191,6 +195,16 @@ class Planner {
         }
       }
     }
+  }
+
+  private referenced?: Set<string>;
+  /** Ids some observed object refers to (read only when the manifests' objects have duplicates). */
+  private referencedIds(): Set<string> {
+    if (!this.referenced) {
+      this.referenced = new Set();
+      for (const r of this.observed) for (const x of refValues({ kind: r.kind, body: r.body })) if (x.value !== r.id) this.referenced.add(x.value);
+    }
+    return this.referenced;
   }
 
   private immutableChanged(d: DesiredObject, o: ObservedObject): boolean {
@@ -505,7 +519,7 @@ class Planner {
         this.warnings.push(`${identity} (${o.id}) is no longer in the manifests but is protected: kept`);
         continue;
       }
-      const reason = dup ? `duplicate of ${identity} (${dup.id}), left by an interrupted apply` : 'no longer in the manifests (prune)';
+      const reason = dup ? `duplicate of ${identity} (${dup.id}), left by an interrupted apply or two applies at once` : 'no longer in the manifests (prune)';
       this.addDelete(o, identity, `${identity}:delete${dup ? ':' + o.id : ''}`, reason);
     }
     this.resolveDeletes();
