@@ -6,10 +6,12 @@ export interface TargetFlags { apiUrl?: string; apiKey?: string; state?: string 
 
 /**
  * The API a command talks to: `--api-url` + `--api-key` (or their environment variables), else the
- * embedded service on the state directory. If another process (`edgeplane serve`) holds that
- * directory, the CLI talks to it over HTTP at the URL its lock records, with the embedded key.
+ * embedded service on the state directory. If another process (`edgeplane serve`, or `watch`)
+ * holds that directory, the CLI talks to it over HTTP at the URL its lock records, with the
+ * embedded key. `serveOthers` (watch): while this command holds the directory, its service also
+ * answers other commands that way.
  */
-export async function openTarget(flags: TargetFlags): Promise<ApiClient> {
+export async function openTarget(flags: TargetFlags, how: { serveOthers?: boolean } = {}): Promise<ApiClient> {
   if (flags.apiUrl) {
     if (!flags.apiKey) throw new Error('--api-url needs --api-key (or EDGEPLANE_API_KEY)');
     return new ApiClient(httpTransport(flags.apiUrl, flags.apiKey));
@@ -21,7 +23,7 @@ export async function openTarget(flags: TargetFlags): Promise<ApiClient> {
   ]);
   const stateDir = stateDirOf({ stateDir: flags.state });
   try {
-    return new ApiClient(await embeddedTransport(stateDir, serviceOptionsFromEnv()));
+    return new ApiClient(await embeddedTransport(stateDir, serviceOptionsFromEnv(), how));
   } catch (err) {
     const creds = readCredentials(stateDir);
     if (err instanceof LockHeldError && err.holder.url && creds) return new ApiClient(httpTransport(err.holder.url, creds.api_key));

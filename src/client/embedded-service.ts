@@ -12,11 +12,17 @@ import { ensureCredentials } from './embedded-credentials.js';
 import { pageLoop } from './page-loop.mjs';
 import { injector } from './transport.js';
 
-export interface EmbeddedServiceInput { stateDir: string; locked: boolean; appOptions: Partial<AppOptions> }
+export interface EmbeddedServiceInput {
+  stateDir: string;
+  locked: boolean;
+  appOptions: Partial<AppOptions>;
+  /** Also serve HTTP on a loopback port (its URL is posted as `{ listening }`): other commands reach the directory through it. */
+  listen?: boolean;
+}
 
 const port = parentPort!;
 const post = (m: unknown) => port.postMessage(m);
-const { stateDir, locked, appOptions } = (workerData as { data: EmbeddedServiceInput }).data;
+const { stateDir, locked, appOptions, listen } = (workerData as { data: EmbeddedServiceInput }).data;
 
 async function start() {
   const db = await openEngine({ stateDir, locked });
@@ -36,6 +42,16 @@ try {
   service = await start();
 } catch (err) {
   post({ startError: { message: err instanceof Error ? err.message : String(err) } });
+}
+
+if (service && listen) {
+  // Not being reachable by other commands is no reason to stop this one: they are told the
+  // directory is in use, as before.
+  try {
+    await service.app.listen({ host: '127.0.0.1', port: 0 });
+    const address = service.app.server.address();
+    if (address && typeof address === 'object') post({ listening: `http://127.0.0.1:${address.port}` });
+  } catch { /* not served to others */ }
 }
 
 if (service) {

@@ -34,12 +34,14 @@ const SERVICE = new URL('./embedded-service.ts', import.meta.url);
  * its reason if it cannot start. Closing the transport closes the app and the engine, ends the
  * thread and releases the lock.
  */
-export async function embeddedTransport(stateDir: string, appOptions: Partial<AppOptions> = {}): Promise<Transport> {
+export async function embeddedTransport(stateDir: string, appOptions: Partial<AppOptions> = {}, how: { serveOthers?: boolean } = {}): Promise<Transport> {
   const dir = resolve(stateDir);
   const lock = process.env.DATABASE_URL ? null : DirLock.acquire(dir);
   let channel: WorkerChannel;
   try {
-    const data: EmbeddedServiceInput = { stateDir: dir, locked: lock !== null, appOptions };
+    // A long-lived holder (watch) also serves the directory to other commands, on loopback: they
+    // find its URL in the lock, as they find `serve`'s, and talk to it with the directory's key.
+    const data: EmbeddedServiceInput = { stateDir: dir, locked: lock !== null, appOptions, listen: !!how.serveOthers && lock !== null };
     const bundle = process.env.EDGEPLANE_SERVICE_BUNDLE === 'off' ? undefined : await serviceBundle({ entry: fileURLToPath(SERVICE) });
     // execArgv: [] — not the TypeScript loader this process may have: the bundle is JavaScript, and
     // without one the thread registers tsx itself (worker-entry.mjs).
@@ -47,7 +49,7 @@ export async function embeddedTransport(stateDir: string, appOptions: Partial<Ap
       ? new Worker(pathToFileURL(bundle), { workerData: { data }, execArgv: [] })
       : new Worker(ENTRY, { workerData: { module: SERVICE.href, data }, execArgv: [] });
     worker.once('exit', () => lock?.release());
-    channel = new WorkerChannel(worker, 'the embedded service');
+    channel = new WorkerChannel(worker, 'the embedded service', (url) => lock?.setUrl(url));
   } catch (err) {
     lock?.release();
     throw err;

@@ -9,8 +9,8 @@ type PageMessage =
 /** The answer to a single request (the embedded service's thread). */
 type ReplyMessage = { id: number; error: string } | { id: number; error?: undefined; status: number; headers: Record<string, string>; text: string };
 
-/** What a thread says when it could not start (the embedded service's). */
-type ControlMessage = { startError: { message: string } };
+/** What a thread says of itself: it could not start, or it serves HTTP at a URL (the embedded service's). */
+type ControlMessage = { startError: { message: string } } | { listening: string };
 
 /** Where a list was handed back: the page to read next (and its answer, when it was not 2xx). */
 export type HandBack = { path: string; res?: RawResponse } | null;
@@ -29,12 +29,16 @@ export class WorkerChannel {
   /** Set once `close(true)` waits for the worker to exit: from then on it stays referenced. */
   private closing = false;
 
-  /** `what` names the worker in the error its requests get if it stops. */
-  constructor(private readonly worker: Worker, what: string) {
+  /**
+   * `what` names the worker in the error its requests get if it stops; `onListening` hears the URL
+   * it serves HTTP at, if it does.
+   */
+  constructor(private readonly worker: Worker, what: string, onListening?: (url: string) => void) {
     worker.unref();
     // Requests made while the worker starts wait in its port until it listens.
     worker.on('message', (m: PageMessage | ReplyMessage | ControlMessage) => {
       if ('startError' in m) fail(new Error(m.startError.message));
+      else if ('listening' in m) onListening?.(m.listening);
       else if ('id' in m) this.waiting.get(m.id)?.(m);
     });
     const fail = (err: Error) => {

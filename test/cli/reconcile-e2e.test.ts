@@ -158,10 +158,14 @@ describe('edgeplane apply / plan / export / watch on the embedded default', { ti
     expect((await runCli(['plan', out, ...at, '--detailed-exitcode'])).code).toBe(0);
   });
 
-  it('watch applies real file edits, keeps going through an invalid save, and stops cleanly on Ctrl-C', async () => {
+  it('watch applies real file edits, keeps going through an invalid save, serves the state directory to other commands, and stops cleanly on Ctrl-C', async () => {
     const w = startCli(['watch', dir, ...at]);
     try {
       await w.waitFor(/\[run-1\] (ok|invalid)/, { timeoutMs: 90_000 });
+      // Another terminal's plan, while watch holds the directory, goes through watch's service.
+      const beside = await runCli(['plan', dir, ...at, '--detailed-exitcode']);
+      expect(beside.code, beside.stdout + beside.stderr).toBe(0);
+      expect(beside.stdout).toMatch(/ on http:\/\/127\.0\.0\.1:\d+\n/);
       let mark = w.out().length;
       writeFileSync(join(dir, 'broken.yaml'), 'kind: HTTPSEdge\nname: Broken Name\n');
       await w.waitFor(/\[run-\d+\] manifests are not valid/, { from: mark });

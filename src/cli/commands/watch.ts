@@ -80,7 +80,8 @@ export async function watch(out: Output, dir: string, flags: WatchFlags): Promis
   // start writing in, unless --prune would delete the stack's objects at the first run.
   (flags.prune ? filesToPlan : manifestFiles)(dir);
   const { stack } = resolveStack(dir, flags.stack);
-  const client = await openTarget(flags);
+  // While it runs, plan, apply and export in another terminal reach the same state directory through it.
+  const client = await openTarget(flags, { serveOthers: true });
   const session = startWatchSession({
     input: { root: dir, stack, strict: flags.strict, env: process.env, config: reconcilerConfig() },
     client, prune: flags.prune, planOnly: flags.planOnly, intervalMs, repair: flags.repair,
