@@ -61,7 +61,7 @@ targetOptions(
     .command('plan <dir>')
     .description('show the API calls that would make the live state match the manifests')
     .addOption(stackOption())
-    .option('--out <file>', 'save the plan (JSON) for `apply <file>`')
+    .option('--out <file>', 'save the plan (JSON) for `apply --plan <file>`')
     .option('--json', 'print the plan as JSON')
     .option('--markdown', 'print the plan as Markdown (pull-request comments)')
     .option('--detailed-exitcode', 'exit 2 when the plan has changes')
