@@ -393,7 +393,7 @@ class Planner {
     if (sameMeta && this.memo.settled(d.body, o.body, this.sym, this.opts.config ?? DEFAULT_CONFIG)) return;
     const want = this.norm(d.kind, d.body);
     const have = this.norm(o.kind, o.body);
-    if (sameMeta && identical(want, have)) return;
+    if (sameMeta && identical(want.fields, have.fields) && identical(want.modules, have.modules)) return;
     const patch: Body = {};
     const changes: Change[] = [];
     for (const f in d.kind.fields) {
