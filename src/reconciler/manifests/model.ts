@@ -16,6 +16,13 @@ export interface ManifestObject {
   /** The API fields and modules as written (refs by name or id, secrets by reference). */
   body: Body;
   protect: boolean;
+  /**
+   * The identity this object had before a rename (`renamed_from`, or its parent's), when it had
+   * another: the plan keeps the object found under it.
+   */
+  previousIdentity?: string;
+  /** `renamed_from` as written (its own former name). */
+  renamedFrom?: string;
   children: ManifestObject[];
   /** Passed the schema; semantic passes look only at valid objects. */
   valid: boolean;

@@ -93,6 +93,7 @@ function objectSchema(kind: KindDef, top: boolean): JSONSchema {
   if (top) properties.kind = { const: kind.manifestKind };
   properties.name = NAME;
   properties.protect = { type: 'boolean', description: 'Never delete this object, even when it leaves the manifests.' };
+  properties.renamed_from = { ...NAME, description: 'The name this object had before: the object of that name is kept and renamed, not deleted and created again.' };
   Object.assign(properties, withRefsAndSecrets(kind.fields, kind.refs, kind.writeOnly));
   for (const m of kind.modules ?? []) properties[m.name] = moduleSchema(m);
   for (const [field, child] of Object.entries(kind.embeds ?? {})) {

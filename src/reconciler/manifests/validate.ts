@@ -62,6 +62,7 @@ export function validateManifests(docs: SourceDoc[], opts: ValidateOptions, memo
   }
   const all = objects.flatMap((o) => [o, ...o.children]);
   namePass(objects, add);
+  renamePass(all, add);
   const byKind = indexByKind(all);
   for (const o of all) referencePass(o, byKind, add);
   uniquePass(all, add);
@@ -142,14 +143,21 @@ function toObject(kind: KindDef, v: Record<string, unknown>, doc: SourceDoc, at:
   const body: Body = {};
   for (const k in v) {
     const x = v[k];
-    if (k === 'kind' || k === 'name' || k === 'protect' || (kind.embeds && k in kind.embeds)) continue;
+    if (k === 'kind' || k === 'name' || k === 'protect' || k === 'renamed_from' || (kind.embeds && k in kind.embeds)) continue;
     if (x === null && kind.modules?.some((m) => m.name === k)) continue; // `oidc: null` = not configured
     body[k] = x;
   }
   const o: ManifestObject = {
     kind, name: v.name, identity: identityOf(kind, v.name, parent && field ? { identity: parent.identity, field } : undefined),
-    parent, doc, at, body, protect: v.protect === true, children: kind.embeds ? [] : NONE, valid, found: {},
+    parent, doc, at, body, protect: v.protect === true, previousIdentity: undefined,
+    renamedFrom: typeof v.renamed_from === 'string' ? v.renamed_from : undefined, children: kind.embeds ? [] : NONE, valid, found: {},
   };
+  // Renamed, or inside a renamed parent: where the object was found before.
+  const oldName = o.renamedFrom ?? v.name;
+  const oldParent = parent?.previousIdentity ?? parent?.identity;
+  if (oldName !== v.name || oldParent !== parent?.identity) {
+    o.previousIdentity = identityOf(kind, oldName, parent && field ? { identity: oldParent!, field } : undefined);
+  }
   for (const f in kind.embeds) {
     const list = v[f];
     if (!Array.isArray(list)) continue;
@@ -207,6 +215,40 @@ function namePass(objects: ManifestObject[], add: Add) {
         }
       }
     }
+  }
+}
+
+/**
+ * Renames: `renamed_from` names an object that is no longer in the manifests (else both would
+ * claim the live object), differs from the new name, and is claimed by one object only.
+ */
+function renamePass(all: ManifestObject[], add: Add) {
+  let current: Map<string, ManifestObject> | undefined;
+  const claimed = new Map<string, ManifestObject>();
+  for (const o of all) {
+    if (o.renamedFrom === undefined) continue;
+    if (o.renamedFrom === o.name) {
+      add(o, ['renamed_from'], 'renamed-from', 'is the object\'s own name: give the name it had before');
+      continue;
+    }
+    const was = o.previousIdentity!;
+    if (!current) {
+      current = new Map();
+      for (const x of all) if (!current.has(x.identity)) current.set(x.identity, x);
+    }
+    const still = current.get(was);
+    if (still) {
+      const p = positionOf(still, ['name']);
+      add(o, ['renamed_from'], 'renamed-from', `${was} is still in the manifests (${p.file}:${p.line}:${p.col}): remove it, or rename this object from another name`);
+      continue;
+    }
+    const other = claimed.get(was);
+    if (other) {
+      const p = positionOf(other, ['renamed_from']);
+      add(o, ['renamed_from'], 'renamed-from', `${was} is already renamed at ${p.file}:${p.line}:${p.col}: one object can take it`);
+      continue;
+    }
+    claimed.set(was, o);
   }
 }
 

@@ -34,6 +34,7 @@ class Desired implements DesiredObject {
   readonly name: string;
   readonly protect: boolean;
   readonly parentIdentity?: string;
+  readonly previousIdentity?: string;
   readonly embedField?: string;
   readonly #from: ManifestObject;
   #position?: Position;
@@ -45,6 +46,7 @@ class Desired implements DesiredObject {
     this.name = from.name;
     this.protect = from.protect;
     this.parentIdentity = from.parent?.identity;
+    this.previousIdentity = from.previousIdentity;
     this.embedField = from.parent ? (from.at[from.at.length - 2] as string) : undefined;
   }
 

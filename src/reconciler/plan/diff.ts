@@ -33,6 +33,8 @@ interface Decision {
   o?: ObservedObject;
   replaced?: boolean;
   adopted?: boolean;
+  /** Matched through the identity the object had before a rename (`renamed_from`). */
+  renamedFrom?: string;
   conflicted?: boolean;
   /** Ids of steps acting on this object (its create / update / module steps). */
   steps: string[];
@@ -121,11 +123,15 @@ class Planner {
       const parent = d.parentIdentity ? this.decisions.get(d.parentIdentity) : undefined;
       if (d.parentIdentity && (!parent?.o || parent.replaced)) continue; // a new parent has no children yet
       const parentId = parent?.o?.id;
-      const found = owned.get(d.identity);
+      let found = owned.get(d.identity);
+      // Renamed: the object marked with the old identity is kept (and re-marked), not deleted and made again.
+      const via = found === undefined && d.previousIdentity !== undefined && owned.has(d.previousIdentity) ? d.previousIdentity : undefined;
+      if (via) found = owned.get(via);
       if (found !== undefined && !Array.isArray(found)) {
         // The common case: one object carries this identity.
         if (found.kind === d.kind && found.parentId === parentId) {
           dec.o = found;
+          dec.renamedFrom = via;
           dec.replaced = this.immutableChanged(d, found);
           this.claimed.add(found.id);
           continue;
@@ -139,6 +145,7 @@ class Planner {
         const inUse = (xs: ObservedObject[]) => xs.find((o) => this.referencedIds().has(o.id));
         const best = inUse(fit) ?? fit[0] ?? inUse(candidates) ?? candidates.reduce((a, b) => (a.id > b.id ? a : b));
         dec.o = best;
+        dec.renamedFrom = via;
         dec.replaced = this.immutableChanged(d, best);
         this.claimed.add(best.id);
         continue;
@@ -424,6 +431,7 @@ class Planner {
       request: { method: 'PATCH', path: this.objectPath(d.kind, o.id, o.parentId), body: patch },
       changes, dependsOn: [...this.refDeps(d.body, Object.keys(patch)), ...moduleSteps],
       ...(dec.adopted ? { reason: `adopts unmanaged ${d.kind.title} ${o.id}: stamps the ownership marker` } : {}),
+      ...(dec.renamedFrom ? { reason: `renamed from ${dec.renamedFrom}: the object is kept, its ownership marker renamed` } : {}),
     });
   }
 

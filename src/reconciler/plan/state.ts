@@ -8,6 +8,8 @@ export interface DesiredObject {
   identity: string;
   name: string;
   parentIdentity?: string;
+  /** The identity it had before a rename: the plan keeps the object marked with it. */
+  previousIdentity?: string;
   /** Field holding children in the parent (`routes`). */
   embedField?: string;
   protect: boolean;
