@@ -1,6 +1,11 @@
+import { readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { reporter } from '../../src/cli/commands/watch.js';
 import type { Output } from '../../src/cli/output.js';
+import { planFromState } from '../../src/reconciler/pipeline.js';
+import type { Plan } from '../../src/reconciler/plan/types.js';
+import { expandObserved } from '../helpers/scenario.js';
 
 function capture(): { out: Output; lines: string[]; errors: string[] } {
   const lines: string[] = [];
@@ -24,5 +29,44 @@ describe('edgeplane watch: what a run prints', () => {
     report({ type: 'run-end', runId: 'run-2', status: 'retry', ms: 30, error: 'HTTP 503' });
     expect(c.lines).toEqual(['[run-1] ok in 12 ms']);
     expect(c.errors).toEqual(['[run-2] failed: HTTP 503']);
+  });
+});
+
+describe('edgeplane watch --interval: drift', () => {
+  /** A real plan with one update (a scenario's), and the same plan with other changes. */
+  function plans(): { drift: Plan; other: Plan; none: Plan } {
+    const dir = join(import.meta.dirname, '..', 'scenarios', 'field-removed-back-to-default');
+    const cwd = join(import.meta.dirname, '..', '..');
+    const observed = JSON.parse(readFileSync(join(dir, 'observed.json'), 'utf8'));
+    const drift = planFromState({ root: relative(cwd, join(dir, 'manifests')), cwd, stack: 'prod', env: {} }, expandObserved(observed, 'prod'), 'https://api.example.test').plan!;
+    expect(drift.steps.length).toBeGreaterThan(0);
+    const other: Plan = { ...drift, steps: drift.steps.map((s) => ({ ...s, changes: [...s.changes, { path: 'description', before: 'x', after: 'y' }] })) };
+    return { drift, other, none: { ...drift, steps: [] } };
+  }
+  const read = { full: true, requests: 3 };
+
+  it('prints a drift in full once; the same drift found again is one line, a different one in full', () => {
+    const { drift, other, none } = plans();
+    const c = capture();
+    const report = reporter(c.out, false);
+    report({ type: 'plan', runId: 'run-2', plan: drift, mode: 'drift', skippedPrunes: 0, read });
+    report({ type: 'plan', runId: 'run-3', plan: drift, mode: 'drift', skippedPrunes: 0, read });
+    report({ type: 'plan', runId: 'run-4', plan: other, mode: 'drift', skippedPrunes: 0, read });
+    report({ type: 'plan', runId: 'run-5', plan: none, mode: 'drift', skippedPrunes: 0, read });
+    report({ type: 'plan', runId: 'run-6', plan: other, mode: 'drift', skippedPrunes: 0, read });
+    const text = c.lines.join('\n');
+    expect(text.match(/drift: the live state no longer matches/g)).toHaveLength(3); // runs 2, 4 and 6
+    expect(c.lines).toContain('[run-3] drift unchanged since run-2 (--repair undoes it)');
+    expect(c.lines).toContain('[run-5] no drift');
+    expect(text.match(/^Plan: /gm)).toHaveLength(3);
+  });
+
+  it('--repair says it is undoing drift and shows what, before the steps run', () => {
+    const { drift } = plans();
+    const c = capture();
+    const report = reporter(c.out, false);
+    report({ type: 'plan', runId: 'run-2', plan: drift, mode: 'repair', skippedPrunes: 0, read });
+    expect(c.lines[1]).toBe('[run-2] drift: the live state no longer matches the manifests; undoing it (--repair)');
+    expect(c.lines[2]).toContain(`~ update ${drift.steps[0].object.identity}`);
   });
 });

@@ -14,7 +14,7 @@ afterAll(async () => { await svc?.close(); cleanupDirs(); });
 type Plan = Extract<WatchReport, { type: 'plan' }>;
 
 /** A watch session on a copy of examples/small, with helpers to edit and wait. */
-async function session(stack: string, extra: { intervalMs?: number } = {}) {
+async function session(stack: string, extra: { intervalMs?: number; repair?: boolean } = {}) {
   const client = await clientFor(svc);
   const dir = copyExample('small');
   const reports: WatchReport[] = [];
@@ -142,6 +142,21 @@ describe('watch keeps its state warm between runs', () => {
       await w.client.send('PATCH', `/backends/failover/${backend}`, { description: 'drifted' });
       const drift = await w.waitFor((r): r is Plan => r.type === 'plan' && r.mode === 'drift' && r.plan.steps.length > 0, mark);
       expect(drift.read.full).toBe(true);
+    } finally {
+      await w.s.stop();
+    }
+  });
+
+  it('with --repair an interval run undoes the drift, reported as a repair', async () => {
+    const w = await session('repair', { intervalMs: 700, repair: true });
+    try {
+      const backend = (await liveObjects(w.client)).find((o) => o.identity === 'repair:FailoverBackend/app')!.id;
+      const mark = w.reports.length;
+      await w.client.send('PATCH', `/backends/failover/${backend}`, { description: 'drifted' });
+      const repair = await w.waitFor((r): r is Plan => r.type === 'plan' && r.mode === 'repair' && r.plan.steps.length > 0, mark);
+      expect(repair.plan.steps.map((x) => x.id)).toEqual(['FailoverBackend/app:update']);
+      await w.waitFor((r): r is Extract<WatchReport, { type: 'applied' }> => r.type === 'applied', mark);
+      expect(await w.client.send('GET', `/backends/failover/${backend}`)).toMatchObject({ description: 'App servers, primary then standby' });
     } finally {
       await w.s.stop();
     }

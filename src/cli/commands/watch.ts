@@ -34,6 +34,8 @@ function seconds(v: string | undefined, flag: string): number | undefined {
 /** Turns session reports into lines, each prefixed with its run id. */
 export function reporter(out: Output, color: boolean) {
   let progress: ProgressRenderer<Step> | undefined;
+  /** The drift last reported in full: the same drift found again is one line, not the plan again. */
+  let lastDrift: { steps: string; runId: string } | undefined;
   return (r: WatchReport) => {
     const tag = 'runId' in r ? `[${r.runId}] ` : '';
     switch (r.type) {
@@ -45,16 +47,30 @@ export function reporter(out: Output, color: boolean) {
       case 'plan':
         if (r.skippedPrunes) out.line(`${tag}${r.skippedPrunes} deletion step(s) held back: run watch with --prune (or apply) to delete`);
         out.line(`${tag}${r.read.full ? 'read the whole live state' : `re-read ${r.read.requests} object${r.read.requests === 1 ? '' : 's'} by id (what the save or the last apply touched)`}`);
-        if (r.mode === 'apply' && r.plan.conflicts.length) {
+        if ((r.mode === 'apply' || r.mode === 'repair') && r.plan.conflicts.length) {
           for (const k of r.plan.conflicts) out.error(`${tag}conflict: ${k.message}${k.adopt ? ` (adopt it: ${k.adopt})` : ''}`);
           return out.line(`${tag}nothing applied until the conflicts are resolved`);
         }
-        if (!r.plan.steps.length) return out.line(`${tag}${r.mode === 'drift' ? 'no drift' : 'no changes'}`);
-        if (r.mode === 'apply') {
-          progress = lineProgress({ write: (t) => out.line(`${tag}${t.replace(/\n$/, '')}`) }, { label: stepLabel, total: r.plan.steps.length, color });
-          return out.line(`${tag}${summaryLine(r.plan)}`);
+        if (r.mode !== 'drift') lastDrift = undefined;
+        if (!r.plan.steps.length) {
+          lastDrift = undefined;
+          return out.line(`${tag}${r.mode === 'drift' || r.mode === 'repair' ? 'no drift' : 'no changes'}`);
         }
-        if (r.mode === 'drift') out.line(`${tag}drift: the live state no longer matches the manifests (--repair undoes it)`);
+        if (r.mode === 'repair') {
+          // Nobody here made these changes: say what is undone before undoing it.
+          out.line(`${tag}drift: the live state no longer matches the manifests; undoing it (--repair)`);
+          out.line(renderText(r.plan, { color }).replace(/\n$/, ''));
+        }
+        if (r.mode === 'apply' || r.mode === 'repair') {
+          progress = lineProgress({ write: (t) => out.line(`${tag}${t.replace(/\n$/, '')}`) }, { label: stepLabel, total: r.plan.steps.length, color });
+          return r.mode === 'apply' ? out.line(`${tag}${summaryLine(r.plan)}`) : undefined;
+        }
+        if (r.mode === 'drift') {
+          const steps = JSON.stringify(r.plan.steps.map((s) => [s.id, s.changes]));
+          if (lastDrift?.steps === steps) return out.line(`${tag}drift unchanged since ${lastDrift.runId} (--repair undoes it)`);
+          lastDrift = { steps, runId: r.runId };
+          out.line(`${tag}drift: the live state no longer matches the manifests (--repair undoes it)`);
+        }
         return out.line(renderText(r.plan, { color }).replace(/\n$/, ''));
       case 'step': return progress?.event(r.event);
       case 'applied': progress?.finish(r.result); progress = undefined; return;

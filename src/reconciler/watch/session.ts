@@ -17,7 +17,12 @@ export type WatchReport =
   | { type: 'ready'; root: string }
   | { type: 'run-start'; runId: string; trigger: RunTrigger; paths: string[] }
   | { type: 'invalid'; runId: string; problems: Problem[] }
-  | { type: 'plan'; runId: string; plan: Plan; mode: 'apply' | 'preview' | 'drift'; skippedPrunes: number; read: LiveRead }
+  /**
+   * `apply`: a save's plan, applied next; `repair`: an --interval run's plan under --repair
+   * (drift made elsewhere), applied next; `drift`: the same without --repair, reported only;
+   * `preview`: --plan-only.
+   */
+  | { type: 'plan'; runId: string; plan: Plan; mode: 'apply' | 'repair' | 'preview' | 'drift'; skippedPrunes: number; read: LiveRead }
   | { type: 'step'; runId: string; event: DagEvent<Step> }
   | { type: 'applied'; runId: string; result: ApplyResult }
   | { type: 'blocked'; runId: string; plan: Plan }
@@ -93,13 +98,14 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
       opts.report({ type: 'invalid', runId: ctx.runId, problems: prepared.problems });
       return { status: 'invalid' };
     }
-    const drift = ctx.trigger === 'interval' && !opts.repair;
-    const mode = opts.planOnly || drift ? (drift && !opts.planOnly ? 'drift' : 'preview') : 'apply';
+    const interval = ctx.trigger === 'interval';
+    const mode = opts.planOnly ? 'preview' : interval ? (opts.repair ? 'repair' : 'drift') : 'apply';
     const { plan, dropped } = opts.prune ? { plan: prepared.plan, dropped: 0 } : withoutPrunes(prepared.plan, prepared.identities, prepared.observed);
     opts.report({ type: 'plan', runId: ctx.runId, plan, mode, skippedPrunes: dropped, read: prepared.read });
     // Nothing is applied while a manifest object collides with an object this stack does not own.
-    if (plan.conflicts.length && mode === 'apply') return { status: 'invalid', error: 'conflicts with objects this stack does not own' };
-    if (mode !== 'apply' || !plan.steps.length) return { status: 'ok' };
+    const applying = mode === 'apply' || mode === 'repair';
+    if (plan.conflicts.length && applying) return { status: 'invalid', error: 'conflicts with objects this stack does not own' };
+    if (!applying || !plan.steps.length) return { status: 'ok' };
     if (plan.blocked.length) {
       opts.report({ type: 'blocked', runId: ctx.runId, plan });
       return { status: 'invalid' };
