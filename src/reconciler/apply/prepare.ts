@@ -1,7 +1,5 @@
-import { basename, relative } from 'node:path';
-import { readFileSync } from 'node:fs';
 import type { ApiClient } from '../../client/api-client.js';
-import { manifestFiles, parseSource, type SourceDoc } from '../manifests/load.js';
+import { manifestFiles, readManifest, type SourceDoc } from '../manifests/load.js';
 import { hasErrors, sortProblems, type Problem } from '../manifests/problems.js';
 import { resolveSecrets, type ResolvedSecret } from '../manifests/secrets.js';
 import { validateManifests, ValidationMemo } from '../manifests/validate.js';
@@ -95,7 +93,7 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
   const loadProblems: Problem[] = [];
   const cwd = input.cwd ?? process.cwd();
   for (const path of files) {
-    const parsed = parseSource(relative(cwd, path) || basename(path), readFileSync(path, 'utf8'));
+    const parsed = readManifest(path, cwd);
     docs.push(...parsed.docs);
     loadProblems.push(...parsed.problems);
     await turn();

@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { basename, relative } from 'node:path';
-import { manifestFiles, parseSource, type Loaded, type SourceDoc } from '../manifests/load.js';
+import { manifestFiles, readManifest, type Loaded, type SourceDoc } from '../manifests/load.js';
 import type { Problem } from '../manifests/problems.js';
 
 /**
@@ -18,10 +17,10 @@ export class ManifestCache {
     const seen = new Set<string>();
     for (const path of files) {
       seen.add(path);
-      const text = readFileSync(path, 'utf8');
+      // Read and parsed again only when the text changed (a read is cheap; parsing is not).
       let entry = this.files.get(path);
-      if (!entry || entry.text !== text) {
-        entry = { text, ...parseSource(relative(cwd, path) || basename(path), text) };
+      if (!entry || entry.text !== readFileSync(path, 'utf8')) {
+        entry = readManifest(path, cwd);
         this.files.set(path, entry);
       }
       docs.push(...entry.docs);
