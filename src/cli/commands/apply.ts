@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { applyPlan, type ApplyResult } from '../../reconciler/apply/execute.js';
 import { planSecrets, secretsFromMap, secretsFromSources, StaleSecretError, type SecretLookup } from '../../reconciler/apply/materialize.js';
+import { readSecretFile } from '../../reconciler/manifests/secrets.js';
 import { preparePlan } from '../../reconciler/apply/prepare.js';
 import { staleReasons } from '../../reconciler/apply/stale.js';
 import { resolveStack } from '../../reconciler/manifests/config.js';
@@ -91,7 +92,15 @@ async function applySaved(out: Output, file: string, flags: ApplyFlags, parallel
     if (flags.stack !== undefined && flags.stack !== plan.stack) throw new CliExit(EXIT.error, `${file} was planned for stack "${plan.stack}", not "${flags.stack}"`);
     gate(out, plan, flags);
     const stale = staleReasons(plan, await readLiveState(client));
-    const secrets = secretsFromSources({ stack: plan.stack, env: process.env, readFile: (p) => (existsSync(p) ? readFileSync(p, 'utf8').replace(/\r?\n$/, '') : undefined) });
+    const readFile = (p: string) => {
+      if (!existsSync(p)) return undefined;
+      try {
+        return readSecretFile(p);
+      } catch (err) {
+        throw new Error(`cannot read secret file ${p}: ${(err as Error).message}`);
+      }
+    };
+    const secrets = secretsFromSources({ stack: plan.stack, env: process.env, readFile });
     const secretProblems: string[] = [];
     for (const s of planSecrets(plan.steps)) {
       try {

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { readFileSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
 import { fingerprintSecret } from '../ownership/marker.js';
@@ -15,6 +16,23 @@ export interface SecretEnv {
   env: Record<string, string | undefined>;
   /** Base directory of `file:` references is the manifest's own directory; `cwd` turns displayed paths absolute. */
   cwd: string;
+}
+
+/**
+ * A `{file: …}` secret's value: the file's text, one trailing newline dropped. A secret is sent as
+ * text, so a file that is not UTF-8 is refused (`NotTextError`) rather than sent with its bytes
+ * replaced: the wrong secret, fingerprinted as if it were right.
+ */
+export function readSecretFile(path: string): string {
+  const bytes = readFileSync(path);
+  if (!isUtf8(bytes)) throw new NotTextError();
+  return bytes.toString('utf8').replace(/\r?\n$/, '');
+}
+
+export class NotTextError extends Error {
+  constructor() {
+    super('it is not UTF-8 text (a secret is sent as text)');
+  }
 }
 
 /**
@@ -42,9 +60,10 @@ export function resolveSecrets(objects: ManifestObject[], stack: string, src: Se
           // The plan records the file relative to the working directory, where apply reads it.
           source = { file: relative(src.cwd, file) || file };
           try {
-            value = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+            value = readSecretFile(file);
           } catch (err) {
-            problems.push({ ...pos(), severity: 'error', path: formatPath([...o.at, ...s.path]), rule: 'secret-missing', message: `cannot read secret file ${s.value.file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}` });
+            const why = err instanceof NotTextError ? err.message : (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+            problems.push({ ...pos(), severity: 'error', path: formatPath([...o.at, ...s.path]), rule: 'secret-missing', message: `cannot read secret file ${s.value.file}: ${why}` });
           }
         }
       } else {
