@@ -17,10 +17,11 @@ export interface ManifestObject {
   body: Body;
   protect: boolean;
   /**
-   * The identity this object had before a rename (`renamed_from`, or its parent's), when it had
-   * another: the plan keeps the object found under it.
+   * Identities this object may still have live after a rename (`renamed_from`, its parent's, or
+   * both, applied or not yet), most likely first; none when nothing was renamed. The plan keeps
+   * the object found under the first that matches.
    */
-  previousIdentity?: string;
+  previousIdentities: string[];
   /** `renamed_from` as written (its own former name). */
   renamedFrom?: string;
   children: ManifestObject[];

@@ -149,14 +149,22 @@ function toObject(kind: KindDef, v: Record<string, unknown>, doc: SourceDoc, at:
   }
   const o: ManifestObject = {
     kind, name: v.name, identity: identityOf(kind, v.name, parent && field ? { identity: parent.identity, field } : undefined),
-    parent, doc, at, body, protect: v.protect === true, previousIdentity: undefined,
+    parent, doc, at, body, protect: v.protect === true, previousIdentities: NONE,
     renamedFrom: typeof v.renamed_from === 'string' ? v.renamed_from : undefined, children: kind.embeds ? [] : NONE, valid, found: {},
   };
-  // Renamed, or inside a renamed parent: where the object was found before.
-  const oldName = o.renamedFrom ?? v.name;
-  const oldParent = parent?.previousIdentity ?? parent?.identity;
-  if (oldName !== v.name || oldParent !== parent?.identity) {
-    o.previousIdentity = identityOf(kind, oldName, parent && field ? { identity: oldParent!, field } : undefined);
+  // Renamed, or inside a renamed parent: where the object may still be found. A child renamed with
+  // its parent may have either rename applied already (watch applies each save on its own).
+  if (o.renamedFrom !== undefined || parent?.previousIdentities.length) {
+    const names = o.renamedFrom !== undefined ? [o.renamedFrom, v.name] : [v.name];
+    const parents = parent ? [parent.identity, ...parent.previousIdentities] : [undefined];
+    const out: string[] = [];
+    for (const p of parents) {
+      for (const n of names) {
+        const id = identityOf(kind, n, p !== undefined && field ? { identity: p, field } : undefined);
+        if (id !== o.identity && !out.includes(id)) out.push(id);
+      }
+    }
+    o.previousIdentities = out;
   }
   for (const f in kind.embeds) {
     const list = v[f];
@@ -231,24 +239,25 @@ function renamePass(all: ManifestObject[], add: Add) {
       add(o, ['renamed_from'], 'renamed-from', 'is the object\'s own name: give the name it had before');
       continue;
     }
-    const was = o.previousIdentity!;
     if (!current) {
       current = new Map();
       for (const x of all) if (!current.has(x.identity)) current.set(x.identity, x);
     }
-    const still = current.get(was);
+    // Its former identities under its own old name (with its parent's names, old and new).
+    const olds = o.previousIdentities.filter((id) => id.endsWith(`/${o.renamedFrom}`));
+    const still = olds.map((id) => current!.get(id)).find((x) => x !== undefined);
     if (still) {
       const p = positionOf(still, ['name']);
-      add(o, ['renamed_from'], 'renamed-from', `${was} is still in the manifests (${p.file}:${p.line}:${p.col}): remove it, or rename this object from another name`);
+      add(o, ['renamed_from'], 'renamed-from', `${still.identity} is still in the manifests (${p.file}:${p.line}:${p.col}): remove it, or rename this object from another name`);
       continue;
     }
-    const other = claimed.get(was);
-    if (other) {
-      const p = positionOf(other, ['renamed_from']);
-      add(o, ['renamed_from'], 'renamed-from', `${was} is already renamed at ${p.file}:${p.line}:${p.col}: one object can take it`);
+    const taken = olds.find((id) => claimed.has(id));
+    if (taken) {
+      const p = positionOf(claimed.get(taken)!, ['renamed_from']);
+      add(o, ['renamed_from'], 'renamed-from', `${taken} is already renamed at ${p.file}:${p.line}:${p.col}: one object can take it`);
       continue;
     }
-    claimed.set(was, o);
+    for (const id of olds) claimed.set(id, o);
   }
 }
 

@@ -34,7 +34,7 @@ class Desired implements DesiredObject {
   readonly name: string;
   readonly protect: boolean;
   readonly parentIdentity?: string;
-  readonly previousIdentity?: string;
+  readonly previousIdentities: string[];
   readonly embedField?: string;
   readonly #from: ManifestObject;
   #position?: Position;
@@ -46,7 +46,7 @@ class Desired implements DesiredObject {
     this.name = from.name;
     this.protect = from.protect;
     this.parentIdentity = from.parent?.identity;
-    this.previousIdentity = from.previousIdentity;
+    this.previousIdentities = from.previousIdentities;
     this.embedField = from.parent ? (from.at[from.at.length - 2] as string) : undefined;
   }
 

@@ -125,7 +125,7 @@ class Planner {
       const parentId = parent?.o?.id;
       let found = owned.get(d.identity);
       // Renamed: the object marked with the old identity is kept (and re-marked), not deleted and made again.
-      const via = found === undefined && d.previousIdentity !== undefined && owned.has(d.previousIdentity) ? d.previousIdentity : undefined;
+      const via = found === undefined ? d.previousIdentities?.find((id) => owned.has(id)) : undefined;
       if (via) found = owned.get(via);
       if (found !== undefined && !Array.isArray(found)) {
         // The common case: one object carries this identity.

@@ -8,8 +8,8 @@ export interface DesiredObject {
   identity: string;
   name: string;
   parentIdentity?: string;
-  /** The identity it had before a rename: the plan keeps the object marked with it. */
-  previousIdentity?: string;
+  /** Identities it may still have live after a rename, most likely first: the plan keeps the object marked with one. */
+  previousIdentities?: string[];
   /** Field holding children in the parent (`routes`). */
   embedField?: string;
   protect: boolean;
