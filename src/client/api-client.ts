@@ -6,12 +6,22 @@ import type { RawResponse, Transport } from './transport.js';
 export class ApiRequestError extends Error {
   constructor(readonly method: string, readonly path: string, readonly status: number, readonly body: unknown) {
     const b = body as { error_code?: string; msg?: string; details?: { operation_id?: string } } | undefined;
-    super(`${method} ${path} → ${status}${b?.error_code ? ` ${b.error_code}` : ''}: ${b?.msg ?? JSON.stringify(body)}${b?.details?.operation_id ? ` (operation ${b.details.operation_id})` : ''}`);
+    super(`${method} ${path} → ${status}${b?.error_code ? ` ${b.error_code}` : ''}: ${b?.msg ?? notTheApi(body)}${b?.details?.operation_id ? ` (operation ${b.details.operation_id})` : ''}`);
     this.name = 'ApiRequestError';
   }
   get code(): string | undefined {
     return (this.body as { error_code?: string } | undefined)?.error_code;
   }
+}
+
+/**
+ * An answer without the API's error shape: most often the URL reaches something else (a proxy's
+ * page, a web server). Said so, with the start of what came back, not a whole HTML page.
+ */
+function notTheApi(body: unknown): string {
+  const text = typeof body === 'string' ? body : JSON.stringify(body) ?? '';
+  const start = text.replace(/\s+/g, ' ').trim().slice(0, 160);
+  return `not an edgeplane API error (is the API URL right?): ${start}${text.length > 160 ? '…' : ''}`;
 }
 
 export const PAGE_SIZE = 100;

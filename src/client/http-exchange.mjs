@@ -26,7 +26,11 @@ export function exchange(url, { method, agent, headers }, payload) {
     });
     // A network error says which API it was (its origin, never a header): `connect ECONNREFUSED`
     // alone does not. Its code stays, for the retries that read it.
-    req.on('error', (err) => reject(Object.assign(err, { message: `${new URL(url).origin}: ${err.message}` })));
+    req.on('error', (err) => {
+      // https:// to a port that speaks plain HTTP: OpenSSL's "wrong version number" says only that.
+      const hint = err.code === 'EPROTO' && /wrong version number/.test(err.message) ? ' (the server there does not speak TLS: is it http://?)' : '';
+      reject(Object.assign(err, { message: `${new URL(url).origin}: ${err.message.trimEnd()}${hint}` }));
+    });
     req.end(payload);
   });
 }

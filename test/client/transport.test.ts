@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { ApiClient } from '../../src/client/api-client.js';
 import { httpTransport } from '../../src/client/transport.js';
 
 interface Seen { method: string; url: string; headers: IncomingMessage['headers']; body: string }
@@ -91,6 +92,29 @@ describe('the HTTP transport', () => {
       await expect(t.request('GET', '/x')).rejects.toThrow(`${new URL(url).origin}: connect ECONNREFUSED`);
     } finally {
       await t.close();
+    }
+  });
+
+  it('says so when an https:// URL reaches a server speaking plain HTTP', async () => {
+    const s = await server(() => ({ status: 200, body: '{}' }));
+    const t = httpTransport(s.url.replace('http:', 'https:'), 'k');
+    try {
+      await expect(t.request('GET', '/x')).rejects.toThrow(/does not speak TLS: is it http:\/\/\?\)$/);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('an error answer that is not the API\'s (a web server\'s HTML page) is named as such, and cut short', async () => {
+    const page = `<!DOCTYPE html>\n<html><body>${'<p>Not here.</p>\n'.repeat(100)}</body></html>`;
+    const s = await server(() => ({ status: 404, body: page, type: 'text/html' }));
+    const client = new ApiClient(httpTransport(s.url, 'k'));
+    try {
+      const err = await client.send('GET', '/backends/failover').catch((e: Error) => e);
+      expect((err as Error).message).toMatch(/^GET \/backends\/failover → 404: not an edgeplane API error \(is the API URL right\?\): <!DOCTYPE html> <html><body><p>Not here.<\/p>/);
+      expect((err as Error).message.length).toBeLessThan(300);
+    } finally {
+      await client.close();
     }
   });
 });
