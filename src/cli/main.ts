@@ -117,6 +117,12 @@ accounts
   .option('--json', 'print {"account_id", "api_key", "key_id"}')
   .addOption(stateOption())
   .action(async (flags) => (await import('./commands/admin.js')).accountsCreate(stdio, flags));
+accounts
+  .command('list')
+  .description('list the accounts, oldest first, with their number of active API keys')
+  .option('--json', 'print [{"id", "name", "abuse_reports", "created_at", "active_keys"}]')
+  .addOption(stateOption())
+  .action(async (flags) => (await import('./commands/admin.js')).accountsList(stdio, flags));
 
 const keys = admin.command('keys').description('API keys');
 keys
@@ -126,6 +132,13 @@ keys
   .option('--json', 'print {"account_id", "api_key", "key_id"}')
   .addOption(stateOption())
   .action(async (flags) => (await import('./commands/admin.js')).keysCreate(stdio, flags));
+keys
+  .command('list')
+  .description('list an account\'s API keys: ids and dates (a key itself is shown only when issued)')
+  .requiredOption('--account <id>', 'account id')
+  .option('--json', 'print [{"id", "created_at", "revoked_at"}]')
+  .addOption(stateOption())
+  .action(async (flags) => (await import('./commands/admin.js')).keysList(stdio, flags));
 keys
   .command('revoke <key_id>')
   .description('revoke an API key')

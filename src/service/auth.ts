@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Db } from '../store/db.js';
 import { newId } from '../util/ids.js';
+import { rfc3339 } from '../util/time.js';
 
 export interface Principal { accountId: string; abuseReports: boolean; keyId: string }
 
@@ -66,6 +67,30 @@ async function insertKey(q: Pick<Db, 'query'>, accountId: string): Promise<Issue
   const keyId = newId('key');
   await q.query('INSERT INTO api_keys (id, account_id, key_hash) VALUES ($1, $2, $3)', [keyId, accountId, hashKey(key)]);
   return { key_id: keyId, account_id: accountId, api_key: key };
+}
+
+export interface AccountInfo { id: string; name: string; abuse_reports: boolean; created_at: string; active_keys: number }
+
+/** Every account, oldest first, with how many API keys it has that are not revoked. */
+export async function listAccounts(db: Db): Promise<AccountInfo[]> {
+  const { rows } = await db.query<{ id: string; name: string; abuse_reports: boolean; created_at: Date; active_keys: string | number }>(
+    `SELECT a.id, a.name, a.abuse_reports, a.created_at,
+            (SELECT count(*) FROM api_keys k WHERE k.account_id = a.id AND k.revoked_at IS NULL) AS active_keys
+       FROM accounts a ORDER BY a.created_at, a.id`,
+  );
+  return rows.map((r) => ({ id: r.id, name: r.name, abuse_reports: r.abuse_reports, created_at: rfc3339(r.created_at), active_keys: Number(r.active_keys) }));
+}
+
+export interface KeyInfo { id: string; created_at: string; revoked_at: string | null }
+
+/** An account's API keys, oldest first: ids and dates only (a key is stored as a hash, and never shown again). */
+export async function listKeys(db: Db, accountId: string): Promise<KeyInfo[]> {
+  const { rows: acct } = await db.query('SELECT 1 FROM accounts WHERE id = $1', [accountId]);
+  if (!acct.length) throw new Error(`account ${accountId} does not exist`);
+  const { rows } = await db.query<{ id: string; created_at: Date; revoked_at: Date | null }>(
+    'SELECT id, created_at, revoked_at FROM api_keys WHERE account_id = $1 ORDER BY created_at, id', [accountId],
+  );
+  return rows.map((r) => ({ id: r.id, created_at: rfc3339(r.created_at), revoked_at: r.revoked_at ? rfc3339(r.revoked_at) : null }));
 }
 
 /** Revokes a key; false when no such active key exists. */

@@ -43,6 +43,21 @@ describe('edgeplane serve + admin on the embedded engine', () => {
 
     const revoked = await runCli(['admin', 'keys', 'revoke', key2.key_id, '--state', state]);
     expect(revoked.code).toBe(0);
+
+    // Listing: accounts with their active keys, an account's keys with their dates; never a key or its hash.
+    const accounts = await runCli(['admin', 'accounts', 'list', '--json', '--state', state]);
+    expect(accounts.code, accounts.stderr).toBe(0);
+    const listed = JSON.parse(accounts.stdout) as { id: string; name: string; active_keys: number }[];
+    expect(listed.find((a) => a.id === issued.account_id)).toMatchObject({ name: 'team-a', active_keys: 1, abuse_reports: false, created_at: expect.stringMatching(/Z$/) });
+    expect(listed.map((a) => a.name)).toEqual(expect.arrayContaining(['team-a', 'team-b']));
+    const keyList = await runCli(['admin', 'keys', 'list', '--account', issued.account_id, '--state', state]);
+    expect(keyList.code, keyList.stderr).toBe(0);
+    expect(keyList.stdout).toMatch(new RegExp(`^${issued.key_id}  created \\S+Z  active$`, 'm'));
+    expect(keyList.stdout).toMatch(new RegExp(`^${key2.key_id}  created \\S+Z  revoked \\S+Z$`, 'm'));
+    expect(accounts.stdout + keyList.stdout).not.toMatch(/ep_|[0-9a-f]{64}/);
+    const unknown = await runCli(['admin', 'keys', 'list', '--account', 'acct_nope', '--state', state]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('account acct_nope does not exist');
     const again = await runCli(['admin', 'keys', 'revoke', key2.key_id, '--state', state]);
     expect(again.code).toBe(1);
     expect(again.stderr).toContain(`no active API key ${key2.key_id}`);

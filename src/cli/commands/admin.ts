@@ -1,4 +1,4 @@
-import { createAccount, createKey, revokeKey } from '../../service/auth.js';
+import { createAccount, createKey, listAccounts, listKeys, revokeKey } from '../../service/auth.js';
 import type { Output } from '../output.js';
 import { withDb } from './with-db.js';
 
@@ -21,4 +21,21 @@ export async function keysRevoke(out: Output, keyId: string, flags: { state?: st
   const done = await withDb({ stateDir: flags.state }, (db) => revokeKey(db, keyId));
   if (!done) throw new Error(`no active API key ${keyId}`);
   out.line(`API key ${keyId} revoked (processes that cached it stop accepting it within 5 seconds)`);
+}
+
+export async function accountsList(out: Output, flags: { json?: boolean; state?: string }) {
+  const accounts = await withDb({ stateDir: flags.state }, (db) => listAccounts(db));
+  if (flags.json) return out.json(accounts);
+  if (!accounts.length) return out.line('no accounts');
+  for (const a of accounts) {
+    const keys = `${a.active_keys} active key${a.active_keys === 1 ? '' : 's'}`;
+    out.line(`${a.id}  ${a.name}  ${keys}${a.abuse_reports ? ', abuse reports' : ''}  created ${a.created_at}`);
+  }
+}
+
+export async function keysList(out: Output, flags: { account: string; json?: boolean; state?: string }) {
+  const keys = await withDb({ stateDir: flags.state }, (db) => listKeys(db, flags.account));
+  if (flags.json) return out.json(keys);
+  if (!keys.length) return out.line(`no API keys for ${flags.account}`);
+  for (const k of keys) out.line(`${k.id}  created ${k.created_at}  ${k.revoked_at ? `revoked ${k.revoked_at}` : 'active'}`);
 }
