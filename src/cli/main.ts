@@ -118,6 +118,13 @@ accounts
   .addOption(stateOption())
   .action(async (flags) => (await import('./commands/admin.js')).accountsCreate(stdio, flags));
 accounts
+  .command('update <account_id>')
+  .description('change an account: authorize it for abuse reports, or take that away')
+  .option('--abuse-reports', 'authorize the account for abuse reports')
+  .option('--no-abuse-reports', 'take the authorization away')
+  .addOption(stateOption())
+  .action(async (accountId, flags) => (await import('./commands/admin.js')).accountsUpdate(stdio, accountId, flags));
+accounts
   .command('list')
   .description('list the accounts, oldest first, with their number of active API keys')
   .option('--json', 'print [{"id", "name", "abuse_reports", "created_at", "active_keys"}]')

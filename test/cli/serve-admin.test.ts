@@ -58,6 +58,17 @@ describe('edgeplane serve + admin on the embedded engine', () => {
     const unknown = await runCli(['admin', 'keys', 'list', '--account', 'acct_nope', '--state', state]);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('account acct_nope does not exist');
+
+    // Abuse-report access is granted and taken away on an existing account.
+    const flagOf = async () => (JSON.parse((await runCli(['admin', 'accounts', 'list', '--json', '--state', state])).stdout) as { id: string; abuse_reports: boolean }[])
+      .find((a) => a.id === issued.account_id)!.abuse_reports;
+    expect((await runCli(['admin', 'accounts', 'update', issued.account_id, '--abuse-reports', '--state', state])).code).toBe(0);
+    expect(await flagOf()).toBe(true);
+    expect((await runCli(['admin', 'accounts', 'update', issued.account_id, '--no-abuse-reports', '--state', state])).code).toBe(0);
+    expect(await flagOf()).toBe(false);
+    const nothing = await runCli(['admin', 'accounts', 'update', issued.account_id, '--state', state]);
+    expect([nothing.code, nothing.stderr]).toEqual([1, expect.stringContaining('nothing to change')]);
+    expect((await runCli(['admin', 'accounts', 'update', 'acct_nope', '--abuse-reports', '--state', state])).stderr).toContain('account acct_nope does not exist');
     const again = await runCli(['admin', 'keys', 'revoke', key2.key_id, '--state', state]);
     expect(again.code).toBe(1);
     expect(again.stderr).toContain(`no active API key ${key2.key_id}`);

@@ -1,4 +1,4 @@
-import { createAccount, createKey, listAccounts, listKeys, revokeKey } from '../../service/auth.js';
+import { createAccount, createKey, listAccounts, listKeys, revokeKey, setAbuseReports } from '../../service/auth.js';
 import type { Output } from '../output.js';
 import { withDb } from './with-db.js';
 
@@ -38,4 +38,11 @@ export async function keysList(out: Output, flags: { account: string; json?: boo
   if (flags.json) return out.json(keys);
   if (!keys.length) return out.line(`no API keys for ${flags.account}`);
   for (const k of keys) out.line(`${k.id}  created ${k.created_at}  ${k.revoked_at ? `revoked ${k.revoked_at}` : 'active'}`);
+}
+
+export async function accountsUpdate(out: Output, accountId: string, flags: { abuseReports?: boolean; state?: string }) {
+  if (flags.abuseReports === undefined) throw new Error('nothing to change: give --abuse-reports or --no-abuse-reports');
+  const done = await withDb({ stateDir: flags.state }, (db) => setAbuseReports(db, accountId, flags.abuseReports!));
+  if (!done) throw new Error(`account ${accountId} does not exist`);
+  out.line(`account ${accountId}: abuse reports ${flags.abuseReports ? 'enabled' : 'disabled'} (processes that cached its keys see it within 5 seconds)`);
 }
