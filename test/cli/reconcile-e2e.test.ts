@@ -143,6 +143,11 @@ describe('edgeplane apply / plan / export / watch on the embedded default', { ti
     expect(readFileSync(join(out, 'https-edge.yaml'), 'utf8')).toMatch(/certificate_authority_ids:\n\s+- clients/);
     const plan = await runCli(['plan', out, ...at, '--detailed-exitcode']);
     expect(plan.code, plan.stdout + plan.stderr).toBe(0);
+    // The wrong stack (or none given) exports nothing, and says which stacks have objects.
+    const none = await runCli(['export', ...at, '--stack', 'not-this-one']);
+    expect(none.code, none.stderr).toBe(0);
+    expect(none.stdout).toBe('');
+    expect(none.stderr).toContain('nothing to export: no objects of stack "not-this-one"; stacks with objects: small-example (give --stack)');
   });
 
   it('export refuses a directory that already holds manifests, changing nothing, unless --force', async () => {

@@ -3,6 +3,7 @@ import { join, relative } from 'node:path';
 import { exportState } from '../../reconciler/export/export.js';
 import { CONFIG_FILES, manifestFiles } from '../../reconciler/manifests/load.js';
 import { resolveStack } from '../../reconciler/manifests/config.js';
+import { observeLists } from '../../reconciler/plan/observed.js';
 import { readLiveState } from '../../reconciler/state/read-state.js';
 import { CliExit, EXIT } from '../exit.js';
 import type { Output } from '../output.js';
@@ -17,12 +18,22 @@ export async function exportCmd(out: Output, flags: ExportFlags): Promise<void> 
   const { stack } = resolveStack(flags.out && existsSync(flags.out) ? flags.out : '.', flags.stack);
   const client = await openTarget(flags);
   let result;
+  let lists;
   try {
-    result = exportState(await readLiveState(client), { stack, all: flags.all, config: reconcilerConfig() });
+    lists = await readLiveState(client);
+    result = exportState(lists, { stack, all: flags.all, config: reconcilerConfig() });
   } finally {
     await client.close();
   }
   for (const w of result.warnings) out.error(`warning: ${w}`);
+  if (!result.files.some((f) => f.objects > 0)) {
+    // Nothing: most often the stack is not the one meant (no --stack, no edgeplane.yaml here). Say which there are.
+    const live = observeLists(lists, stack);
+    const stacks = [...new Set(live.flatMap((o) => (o.owner.type === 'stack' ? [o.owner.stack] : [])))].sort();
+    const unmanaged = live.filter((o) => o.owner.type === 'unmanaged' && !o.parentId).length;
+    const others = stacks.length ? `stacks with objects: ${stacks.join(', ')} (give --stack)` : 'no stack has objects here';
+    out.error(`nothing to export: no objects of stack "${stack}"; ${others}${!flags.all && unmanaged ? `; ${unmanaged} unmanaged object${unmanaged === 1 ? '' : 's'} (add --all)` : ''}`);
+  }
   if (flags.out) {
     mkdirSync(flags.out, { recursive: true });
     for (const f of result.files) writeFileSync(join(flags.out, f.name), f.text);
@@ -30,7 +41,8 @@ export async function exportCmd(out: Output, flags: ExportFlags): Promise<void> 
     const n = result.files.reduce((a, f) => a + f.objects, 0);
     out.error(`exported ${n} object${n === 1 ? '' : 's'} of stack "${stack}"${flags.all ? ' and unmanaged objects' : ''} to ${flags.out}: ${result.files.map((f) => f.name).join(', ') || '(nothing)'}`);
   } else {
-    out.line(result.files.map((f) => f.text).join('---\n').replace(/\n$/, ''));
+    const text = result.files.map((f) => f.text).join('---\n').replace(/\n$/, '');
+    if (text) out.line(text);
   }
   if (result.secrets.length) {
     out.error('these secrets are read from the environment (set them before plan / apply):');
