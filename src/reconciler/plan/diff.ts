@@ -529,8 +529,30 @@ class Planner {
       }
       const reason = dup ? `duplicate of ${identity} (${dup.id}), left by an interrupted apply or two applies at once` : 'no longer in the manifests (prune)';
       this.addDelete(o, identity, `${identity}:delete${dup ? ':' + o.id : ''}`, reason);
+      if (!dup) this.renameHint(o, identity);
     }
     this.resolveDeletes();
+  }
+
+  /**
+   * An object deleted while a new one of the same kind, under the same parent, takes its hostport,
+   * route match or certificate looks like a rename: say how to keep the object instead (`renamed_from`).
+   */
+  private renameHint(o: ObservedObject, identity: string) {
+    const mine = this.keys(o.kind, o.body);
+    if (!mine.length) return;
+    for (const dec of this.decisions.values()) {
+      const d = dec.d;
+      if (dec.o || dec.conflicted || d.kind !== o.kind) continue;
+      const parentId = d.parentIdentity ? this.decisions.get(d.parentIdentity)?.o?.id : undefined;
+      if (parentId !== o.parentId || (d.parentIdentity && !parentId)) continue;
+      const shared = this.keys(d.kind, d.body).find((k) => mine.includes(k));
+      if (!shared) continue;
+      const oldName = identity.slice(identity.lastIndexOf('/') + 1);
+      const what = ({ ca_pem: 'certificate', route_match: 'match' } as Record<string, string>)[shared.replace(/=.*/, '')] ?? shared.replace(/=.*/, '');
+      this.warnings.push(`${identity} is deleted and ${d.identity} created with the same ${what}: if it was renamed, write "renamed_from: ${oldName}" in ${d.identity} to keep the object (no delete and create)`);
+      return;
+    }
   }
 
   private addDelete(o: ObservedObject, identity: string, id: string, reason: string) {
