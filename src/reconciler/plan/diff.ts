@@ -539,21 +539,28 @@ class Planner {
    * route match or certificate looks like a rename: say how to keep the object instead (`renamed_from`).
    */
   private renameHint(o: ObservedObject, identity: string) {
-    const mine = this.keys(o.kind, o.body);
-    if (!mine.length) return;
-    for (const dec of this.decisions.values()) {
-      const d = dec.d;
-      if (dec.o || dec.conflicted || d.kind !== o.kind) continue;
-      const parentId = d.parentIdentity ? this.decisions.get(d.parentIdentity)?.o?.id : undefined;
-      if (parentId !== o.parentId || (d.parentIdentity && !parentId)) continue;
-      const shared = this.keys(d.kind, d.body).find((k) => mine.includes(k));
-      if (!shared) continue;
+    // The objects this plan creates, by kind, parent and each value only one object may hold (made once).
+    if (!this.created) {
+      this.created = new Map();
+      for (const dec of this.decisions.values()) {
+        const d = dec.d;
+        if (dec.o || dec.conflicted) continue;
+        const parentId = d.parentIdentity ? this.decisions.get(d.parentIdentity)?.o?.id : undefined;
+        if (d.parentIdentity && !parentId) continue; // inside a new parent: its parent's hint says it
+        for (const k of this.keys(d.kind, d.body)) this.created.set(`${d.kind.name}\0${parentId ?? ''}\0${k}`, d);
+      }
+    }
+    for (const k of this.keys(o.kind, o.body)) {
+      const d = this.created.get(`${o.kind.name}\0${o.parentId ?? ''}\0${k}`);
+      if (!d) continue;
       const oldName = identity.slice(identity.lastIndexOf('/') + 1);
-      const what = ({ ca_pem: 'certificate', route_match: 'match' } as Record<string, string>)[shared.replace(/=.*/, '')] ?? shared.replace(/=.*/, '');
+      const what = ({ ca_pem: 'certificate', route_match: 'match' } as Record<string, string>)[k.replace(/=.*/, '')] ?? k.replace(/=.*/, '');
       this.warnings.push(`${identity} is deleted and ${d.identity} created with the same ${what}: if it was renamed, write "renamed_from: ${oldName}" in ${d.identity} to keep the object (no delete and create)`);
       return;
     }
   }
+
+  private created?: Map<string, DesiredObject>;
 
   private addDelete(o: ObservedObject, identity: string, id: string, reason: string) {
     this.pendingDeletes.push({ o, identity, id, reason });
