@@ -12,7 +12,7 @@ import { canonicalJson } from '../../util/canonical-json.js';
 
 /** Stands for a reference whose target is not matched yet (no id has this form). */
 const UNRESOLVED = '<unresolved reference>';
-import { PLAN_FORMAT_VERSION, type Change, type Conflict, type Plan, type Step, type StepObject } from './types.js';
+import { MARKER_CHANGE, PLAN_FORMAT_VERSION, type Change, type Conflict, type Plan, type Step, type StepObject } from './types.js';
 
 export interface DiffOptions {
   stack: string;
@@ -443,8 +443,8 @@ class Planner {
       const describe = (m?: Marker) => (m ? `${m.stack}/${m.id}${m.protect ? ' (protected)' : ''}` : '(none)');
       const strip = (m: Marker) => encodeMetadata({ ...m, fp: {} }, undefined);
       const secretsOnly = o.marker && strip(o.marker) === strip(this.marker(d));
-      if (!secretsOnly) out.push({ path: 'metadata (ownership marker)', before: describe(o.marker), after: describe(this.marker(d)) });
-      else if (!out.length) out.push({ path: 'metadata (ownership marker)', before: 'secret fingerprints', after: 'secret fingerprints', sensitive: true });
+      if (!secretsOnly) out.push({ path: MARKER_CHANGE, before: describe(o.marker), after: describe(this.marker(d)) });
+      else if (!out.length) out.push({ path: MARKER_CHANGE, before: 'secret fingerprints', after: 'secret fingerprints', sensitive: true });
     }
     return out;
   }

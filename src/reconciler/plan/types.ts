@@ -30,6 +30,9 @@ export interface HttpRequest {
 }
 
 /** One changed field, before → after, for people (secrets shown as "(sensitive)"). */
+/** The path of the change a plan shows when only an object's ownership marker changes. */
+export const MARKER_CHANGE = 'metadata (ownership marker)';
+
 export interface Change {
   path: string;
   before?: unknown;
