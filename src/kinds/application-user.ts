@@ -52,6 +52,7 @@ export const applicationUser: KindDef = {
   responseOrder: ['identity_provider', 'provider_user_id', 'username', 'email', 'name', 'last_active', 'last_login'],
   uniques: [{
     scope: 'applicationUser',
+    what: 'identity provider and provider_user_id',
     perAccount: true,
     values: (body) => [providerKey(body)],
     code: 'ERR_CONFLICT',

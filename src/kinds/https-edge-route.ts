@@ -26,6 +26,7 @@ export const httpsEdgeRoute: KindDef = {
   // Per edge: two routes of one edge may not have the same match (whatever their match_type).
   uniques: [{
     scope: 'route_match',
+    what: 'match',
     perParent: true,
     values: (body) => [body.match as string],
     code: 'ERR_ROUTE_MATCH_IN_USE',

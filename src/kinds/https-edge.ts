@@ -22,6 +22,7 @@ export const httpsEdge: KindDef = {
   // unique_keys where scope = 'hostport', value = the lower-case `host:port`.
   uniques: [{
     scope: 'hostport',
+    what: 'hostport',
     values: (body) => (body.hostports as string[] | undefined) ?? [],
     code: 'ERR_HOSTPORT_IN_USE',
     conflict: (v) => `hostports: ${v} is already served by another HTTPS edge; a hostport belongs to one edge`,

@@ -65,6 +65,8 @@ export interface ModuleContext extends HookContext {
 export interface UniqueDef {
   /** Scope name; with `perParent` the scope is per parent object (route match within its edge). */
   scope: string;
+  /** What the value is, as a message names it ("hostport", "match"). */
+  what: string;
   perParent?: boolean;
   /** The scope is per account (an application user's provider identity), not service-wide. */
   perAccount?: boolean;

@@ -554,7 +554,9 @@ class Planner {
       const d = this.created.get(`${o.kind.name}\0${o.parentId ?? ''}\0${k}`);
       if (!d) continue;
       const oldName = identity.slice(identity.lastIndexOf('/') + 1);
-      const what = ({ ca_pem: 'certificate', route_match: 'match' } as Record<string, string>)[k.replace(/=.*/, '')] ?? k.replace(/=.*/, '');
+      // A unique value's scope, or a collision key's field (`ca_pem`): the kind says what it is.
+      const key = k.slice(0, k.indexOf('='));
+      const what = o.kind.uniques?.find((u) => u.scope === key)?.what ?? key;
       this.warnings.push(`${identity} is deleted and ${d.identity} created with the same ${what}: if it was renamed, write "renamed_from: ${oldName}" in ${d.identity} to keep the object (no delete and create)`);
       return;
     }
