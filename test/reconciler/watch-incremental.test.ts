@@ -179,3 +179,25 @@ describe('ManifestCache.changedSinceLoad', () => {
     expect(cache.changedSinceLoad(dir)).toBe(true);
   });
 });
+
+describe('ManifestCache.load', () => {
+  it('parses a file again when its bytes change, even where the text read as UTF-8 would not (one invalid byte for another)', () => {
+    const dir = copyExample('small');
+    const cache = new ManifestCache();
+    const file = join(dir, 'failover-backend.yaml');
+    const text = readFileSync(file, 'utf8');
+    const at = text.indexOf('App servers');
+    const withByte = (b: number) => Buffer.concat([Buffer.from(text.slice(0, at)), Buffer.from([b]), Buffer.from(text.slice(at))]);
+    writeFileSync(file, withByte(0xe9)); // Latin-1 é
+    const first = cache.load(dir).problems.filter((p) => p.rule === 'encoding');
+    expect(first).toHaveLength(1);
+    writeFileSync(file, withByte(0xff)); // another byte that is not UTF-8: the same text once decoded
+    expect(cache.changedSinceLoad(dir)).toBe(true);
+    expect(cache.load(dir).problems.filter((p) => p.rule === 'encoding')).toHaveLength(1);
+    writeFileSync(file, text);
+    expect(cache.changedSinceLoad(dir)).toBe(true);
+    const fixed = cache.load(dir);
+    expect(fixed.problems).toEqual([]);
+    expect(fixed.docs.some((d) => (d.value as { kind?: string }).kind === 'FailoverBackend')).toBe(true);
+  });
+});

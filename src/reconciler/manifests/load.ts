@@ -87,15 +87,14 @@ export function loadManifests(root: string, cwd = process.cwd()): Loaded {
 }
 
 /**
- * One manifest file, read and parsed; `text` is what was read (watch compares it with the next
- * read). A file that is not UTF-8 (a Windows editor's UTF-16, a Latin-1 file) is one problem,
+ * One manifest file, read (or given as the `bytes` already read: watch compares them with its last
+ * read) and parsed. A file that is not UTF-8 (a Windows editor's UTF-16, a Latin-1 file) is one problem,
  * saying so, instead of the schema errors its garbled keys would give.
  */
-export function readManifest(path: string, cwd: string): { text: string; docs: SourceDoc[]; problems: Problem[] } {
+export function readManifest(path: string, cwd: string, bytes: Buffer = readFileSync(path)): { docs: SourceDoc[]; problems: Problem[] } {
   const shown = relative(cwd, path) || basename(path);
-  const bytes = readFileSync(path);
   const text = bytes.toString('utf8');
-  const problem = (line: number, col: number, message: string) => ({ text, docs: [], problems: [{ file: shown, line, col, severity: 'error' as const, path: '', rule: 'encoding', message }] });
+  const problem = (line: number, col: number, message: string) => ({ docs: [], problems: [{ file: shown, line, col, severity: 'error' as const, path: '', rule: 'encoding', message }] });
   if (bytes.length >= 2 && ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff))) {
     return problem(1, 1, 'the file is UTF-16 text: save it as UTF-8');
   }
@@ -104,7 +103,7 @@ export function readManifest(path: string, cwd: string): { text: string; docs: S
     const before = text.slice(0, at);
     return problem(before.split('\n').length, at - before.lastIndexOf('\n'), 'the file is not UTF-8 text (the byte here is not valid UTF-8): save it as UTF-8');
   }
-  return { text, ...parseSource(shown, text) };
+  return parseSource(shown, text);
 }
 
 /**

@@ -8,7 +8,7 @@ import type { Problem } from '../manifests/problems.js';
  * cost of loading a large tree when one file was saved.
  */
 export class ManifestCache {
-  private readonly files = new Map<string, { text: string; docs: SourceDoc[]; problems: Problem[] }>();
+  private readonly files = new Map<string, { bytes: Buffer; docs: SourceDoc[]; problems: Problem[] }>();
 
   load(root: string, cwd = process.cwd()): Loaded {
     const files = manifestFiles(root);
@@ -17,11 +17,12 @@ export class ManifestCache {
     const seen = new Set<string>();
     for (const path of files) {
       seen.add(path);
-      // Read and parsed again only when the text changed (a read is cheap; parsing is not).
+      // Read every time, parsed again only when the bytes changed (a read is cheap; parsing is not).
+      const bytes = readFileSync(path);
       let entry = this.files.get(path);
-      if (!entry || entry.text !== readFileSync(path, 'utf8')) {
-        entry = readManifest(path, cwd);
-        this.files.set(path, entry);
+      if (!entry || !entry.bytes.equals(bytes)) {
+        const { docs, problems } = readManifest(path, cwd, bytes);
+        this.files.set(path, (entry = { bytes, docs, problems }));
       }
       docs.push(...entry.docs);
       problems.push(...entry.problems);
@@ -47,7 +48,7 @@ export class ManifestCache {
       const entry = this.files.get(path);
       if (!entry) return true;
       try {
-        if (readFileSync(path, 'utf8') !== entry.text) return true;
+        if (!readFileSync(path).equals(entry.bytes)) return true;
       } catch {
         return true;
       }
