@@ -3,7 +3,6 @@ import { join, relative } from 'node:path';
 import { exportState } from '../../reconciler/export/export.js';
 import { CONFIG_FILES, manifestFiles } from '../../reconciler/manifests/load.js';
 import { resolveStack } from '../../reconciler/manifests/config.js';
-import { observeLists } from '../../reconciler/plan/observed.js';
 import { readLiveState } from '../../reconciler/state/read-state.js';
 import { CliExit, EXIT } from '../exit.js';
 import type { Output } from '../output.js';
@@ -18,19 +17,15 @@ export async function exportCmd(out: Output, flags: ExportFlags): Promise<void> 
   const { stack } = resolveStack(flags.out && existsSync(flags.out) ? flags.out : '.', flags.stack);
   const client = await openTarget(flags);
   let result;
-  let lists;
   try {
-    lists = await readLiveState(client);
-    result = exportState(lists, { stack, all: flags.all, config: reconcilerConfig() });
+    result = exportState(await readLiveState(client), { stack, all: flags.all, config: reconcilerConfig() });
   } finally {
     await client.close();
   }
   for (const w of result.warnings) out.error(`warning: ${w}`);
   if (!result.files.some((f) => f.objects > 0)) {
     // Nothing: most often the stack is not the one meant (no --stack, no edgeplane.yaml here). Say which there are.
-    const live = observeLists(lists, stack);
-    const stacks = [...new Set(live.flatMap((o) => (o.owner.type === 'stack' ? [o.owner.stack] : [])))].sort();
-    const unmanaged = live.filter((o) => o.owner.type === 'unmanaged' && !o.parentId).length;
+    const { stacks, unmanaged } = result.elsewhere;
     const others = stacks.length ? `stacks with objects: ${stacks.join(', ')} (give --stack)` : 'no stack has objects here';
     out.error(`nothing to export: no objects of stack "${stack}"; ${others}${!flags.all && unmanaged ? `; ${unmanaged} unmanaged object${unmanaged === 1 ? '' : 's'} (add --all)` : ''}`);
   }

@@ -30,6 +30,8 @@ export interface ExportResult {
   /** Environment variables the manifests expect secrets in. */
   secrets: { env: string; identity: string; path: string }[];
   warnings: string[];
+  /** What else the account holds: the stacks with objects (other than this one) and how many top-level objects no stack manages. */
+  elsewhere: { stacks: string[]; unmanaged: number };
 }
 
 interface Picked { o: ObservedObject; name: string; identity: string; field?: string; children: Picked[] }
@@ -215,5 +217,7 @@ export function exportState(lists: ObservedLists, opts: ExportOptions): ExportRe
     const docs = picked.map((p) => stringify(writer.doc(p, true), { lineWidth: 0, blockQuote: 'literal' }));
     files.push({ name: `${kebab(kind.manifestKind!)}.yaml`, text: docs.join('---\n'), objects: picked.length });
   }
-  return { files, secrets: writer.secrets, warnings: writer.warnings };
+  const stacks = [...new Set(observed.flatMap((o) => (o.owner.type === 'stack' ? [o.owner.stack] : [])))].sort();
+  const unmanaged = observed.filter((o) => o.owner.type === 'unmanaged' && !o.parentId).length;
+  return { files, secrets: writer.secrets, warnings: writer.warnings, elsewhere: { stacks, unmanaged } };
 }
