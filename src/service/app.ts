@@ -1,4 +1,6 @@
 import { isUtf8 } from 'node:buffer';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { DestinationStream } from 'pino';
 import type { Db } from '../store/db.js';
@@ -55,6 +57,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       const why = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path segment is over 100 characters' : 'the path is not valid percent-encoded UTF-8';
       sendError(new ApiError('ERR_NOT_FOUND', `no such path: ${req.method} ${(req.raw.url ?? '').split('?')[0].slice(0, 300)} (${why})`) as unknown as FastifyError, req, reply);
     },
+    // A request Node refuses before fastify sees it (headers over 16 KiB, bytes that are not
+    // HTTP, a timeout): answered in the API's error shape with an operation id too.
+    clientErrorHandler: (err, socket) => clientError(err as NodeJS.ErrnoException, socket),
     logController: new LogController({ requestIdLogLabel: 'operation_id' }),
     logger: opts.logLevel && opts.logLevel !== 'silent'
       ? { level: opts.logLevel, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, ...(opts.logStream ? { stream: opts.logStream } : {}) }
@@ -86,6 +91,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   app.addHook('onRequest', async (req, reply) => {
     reply.header('Operation-Id', req.id);
+    if (publicUrl === undefined) requestBase(req); // a Host no uri can be built on is refused before anything is done
     checkVersion(req, versionHeaders);
     const header = req.headers.authorization;
     const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
@@ -97,7 +103,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   const callerOf = (req: FastifyRequest): Caller => ({
     accountId: req.principal!.accountId,
-    baseUrl: publicUrl ?? `${req.protocol}://${req.host}`,
+    baseUrl: publicUrl ?? requestBase(req),
   });
 
   registerKindRoutes(app, resources, callerOf);
@@ -107,6 +113,45 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
   app.setErrorHandler((err: FastifyError, req, reply) => sendError(err, req, reply));
   return app;
+}
+
+/** `host`, `host:port`, `[v6]`, `[v6]:port`: what may stand between `http://` and the path of a `uri`. */
+const AUTHORITY = /^(?:[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.?|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
+
+/**
+ * The scheme and authority `uri`s are built on when no public URL is configured: the request's
+ * `Host`. One that is not a host[:port] (`a b`, `evil.com/x?y=`) would make every `uri` and stored
+ * SAML URL of the response point elsewhere or not parse: refused. HTTP/1.0 may send none: the
+ * address the request came in on is used.
+ */
+function requestBase(req: FastifyRequest): string {
+  const host = req.headers.host;
+  if (host === undefined || host === '') {
+    const local = (req.socket.localAddress ?? '127.0.0.1').replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/, '$1');
+    return `${req.protocol}://${local.includes(':') ? `[${local}]` : local}:${req.socket.localPort}`;
+  }
+  if (!AUTHORITY.test(host)) {
+    throw new ApiError('ERR_BAD_REQUEST', `Host header ${JSON.stringify(host.slice(0, 100))} is not a host[:port]: the service builds each uri from it (or set EDGEPLANE_PUBLIC_URL)`);
+  }
+  return `${req.protocol}://${host}`;
+}
+
+const CLIENT_ERRORS: Record<string, [ErrorCode, string]> = {
+  HPE_HEADER_OVERFLOW: ['ERR_HEADERS_TOO_LARGE', 'the request line and headers are over 16 KiB (a long query string counts)'],
+  ERR_HTTP_REQUEST_TIMEOUT: ['ERR_REQUEST_TIMEOUT', 'the request was not received in time'],
+};
+
+/** Answers a request Node's HTTP parser refused, in the API's error shape, and closes the connection. */
+function clientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [code, msg] = CLIENT_ERRORS[err.code ?? ''] ?? ['ERR_BAD_REQUEST', `the request is not valid HTTP/1.1 (${err.code ?? err.message})`];
+  const e = new ApiError(code, msg);
+  const operationId = newId('op');
+  const body = JSON.stringify({ error_code: e.code, status_code: e.status, msg: e.message, details: { operation_id: operationId } });
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${e.status} ${STATUS_CODES[e.status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nOperation-Id: ${operationId}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy(err);
 }
 
 function checkVersion(req: FastifyRequest, names: string[]) {

@@ -11,6 +11,7 @@ export const ERROR_CATALOG = {
   ERR_IMMUTABLE_FIELD: { status: 400, summary: 'the field can be set on create only' },
   ERR_ID_MISMATCH: { status: 400, summary: 'an id in the body differs from the id in the path' },
   ERR_INVALID_QUERY: { status: 400, summary: 'a query parameter is unknown or out of range' },
+  ERR_BAD_REQUEST: { status: 400, summary: 'the request is not valid HTTP, or its Host header is not a host[:port]' },
   ERR_INVALID_REFERENCE: { status: 400, summary: 'a referenced object does not exist in this account' },
   ERR_INVALID_CA_PEM: { status: 400, summary: 'ca_pem is not exactly one CA certificate' },
   ERR_REFERENCE_CYCLE: { status: 400, summary: 'the references would form a cycle' },
@@ -24,8 +25,10 @@ export const ERROR_CATALOG = {
   ERR_HOSTNAME_BANNED: { status: 409, summary: 'the hostport names a hostname banned after an abuse report' },
   ERR_ROUTE_MATCH_IN_USE: { status: 409, summary: 'the edge already has a route with this match' },
   ERR_CONFLICT: { status: 409, summary: 'the request conflicts with the current state' },
+  ERR_REQUEST_TIMEOUT: { status: 408, summary: 'the request was not received in time' },
   ERR_PAYLOAD_TOO_LARGE: { status: 413, summary: 'the body is over 1 MiB' },
   ERR_UNSUPPORTED_MEDIA_TYPE: { status: 415, summary: 'a body must be application/json' },
+  ERR_HEADERS_TOO_LARGE: { status: 431, summary: 'the request line and headers are over 16 KiB' },
   ERR_INTERNAL: { status: 500, summary: 'a fault in the service; the operation id finds it in the log' },
 } as const satisfies Record<string, { status: number; summary: string }>;
 

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { revokeKey } from '../../src/service/auth.js';
@@ -13,6 +14,25 @@ function expectError(res: { status: number; body: any; headers: Headers }, statu
     details: expect.objectContaining({ operation_id: res.headers.get('operation-id') }),
   });
   expect(res.body.details.operation_id).toMatch(/^op_[0-9A-Za-z]{27}$/);
+}
+
+/** Sends `request` as it is on a new connection to `url` and answers the whole response: status, headers, parsed body. */
+function raw(url: string, request: string): Promise<{ status: number; headers: Record<string, string>; body: any }> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const sock = connect(Number(port), hostname, () => sock.write(request));
+    let text = '';
+    sock.on('data', (d) => (text += d));
+    sock.on('error', reject);
+    sock.on('close', () => {
+      const [head, ...rest] = text.split('\r\n\r\n');
+      const [statusLine, ...lines] = head.split('\r\n');
+      const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+      let body: unknown = rest.join('\r\n\r\n');
+      try { body = JSON.parse(body as string); } catch { /* as text */ }
+      resolve({ status: Number(statusLine.split(' ')[1]), headers, body });
+    });
+  });
 }
 
 describe.each(ENGINES)('service core on %s', (engine) => {
@@ -139,6 +159,38 @@ describe.each(ENGINES)('service core on %s', (engine) => {
     const err = await c.get('/backends/failover/bkdfo_' + 'x'.repeat(27));
     expect(err.headers.get('operation-id')).toBe(err.body.details.operation_id);
     expect(err.headers.get('operation-id')).not.toBe(ok.headers.get('operation-id'));
+  });
+
+  it('answers requests Node refuses before routing (headers or query over 16 KiB, not HTTP) in the API error shape with an operation id', async () => {
+    const auth = `Authorization: Bearer ${c.apiKey}\r\nService-Version: 2\r\n`;
+    for (const [request, status, code] of [
+      [`GET /backends/failover HTTP/1.1\r\nHost: x\r\n${auth}X-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'ERR_HEADERS_TOO_LARGE'],
+      [`GET /backends/failover?q=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n${auth}\r\n`, 431, 'ERR_HEADERS_TOO_LARGE'],
+      ['NOT HTTP AT ALL\r\n\r\n', 400, 'ERR_BAD_REQUEST'],
+    ] as const) {
+      const r = await raw(svc.url, request);
+      expect(r.status).toBe(status);
+      expect(r.body).toEqual({ error_code: code, status_code: status, msg: expect.any(String), details: { operation_id: r.headers['operation-id'] } });
+      expect(r.headers['operation-id']).toMatch(/^op_[0-9A-Za-z]{27}$/);
+    }
+  });
+
+  it('builds uris from the Host header when it is a host[:port], refuses one that is not, and uses its own address when HTTP/1.0 sends none', async () => {
+    const auth = `Authorization: Bearer ${c.apiKey}\r\nService-Version: 2\r\nConnection: close\r\n`;
+    for (const host of ['api.example.com', 'edge_api:8080', '[::1]:8443', 'API.Example.COM.']) {
+      const r = await raw(svc.url, `GET /backends/failover?limit=1 HTTP/1.1\r\nHost: ${host}\r\n${auth}\r\n`);
+      expect(r.status).toBe(200);
+      expect(r.body.uri).toBe(`http://${host}/backends/failover`);
+    }
+    for (const host of ['a b', 'evil.com/x?y=', 'x@evil.com', 'x:port']) {
+      const r = await raw(svc.url, `GET /backends/failover?limit=1 HTTP/1.1\r\nHost: ${host}\r\n${auth}\r\n`);
+      expect(r.status).toBe(400);
+      expect(r.body.error_code).toBe('ERR_BAD_REQUEST');
+      expect(r.body.msg).toContain('Host header');
+    }
+    const old = await raw(svc.url, `GET /backends/failover?limit=1 HTTP/1.0\r\n${auth}\r\n`);
+    expect(old.status).toBe(200);
+    expect(old.body.uri).toBe(`${svc.url}/backends/failover`);
   });
 
   it('builds uris from the configured public URL', async () => {
