@@ -106,7 +106,7 @@ export async function reaches(q: Queryable, field: string, startIds: string[], t
   if (startIds.length === 0) return false;
   const { rows } = await q.query(
     `WITH RECURSIVE walk(id) AS (
-       SELECT unnest($1::text[])
+       SELECT unnest($1::text[]) COLLATE "C" -- the collation of object_refs.to_id (migration 003)
        UNION
        SELECT r.to_id FROM object_refs r JOIN walk w ON r.from_id = w.id WHERE r.field = $2
      ) SELECT 1 FROM walk WHERE id = $3 LIMIT 1`,
