@@ -69,7 +69,7 @@ export function parseCaPem(pem: string): ParsedCa {
   if (typeof cert === 'string') throw new Error(`ca_pem was not checked: ${cert}`);
   return {
     ca_pem: cert.toString().trimEnd() + '\n',
-    subject_common_name: commonName(cert.subject),
+    subject_common_name: commonName(cert.raw),
     not_before: rfc3339(new Date(cert.validFrom)),
     not_after: rfc3339(new Date(cert.validTo)),
     key_usages: keyUsages(cert.raw),
@@ -84,9 +84,38 @@ function fromDer(binary: string): forge.asn1.Asn1 {
   return fromDerRaw(lib.util.createBuffer(binary), { decodeBitStrings: false });
 }
 
-function commonName(subject: string): string {
-  const line = subject.split('\n').find((l) => l.startsWith('CN='));
-  return line ? line.slice(3) : '';
+/**
+ * The subject's (first) common name as the certificate holds it, read from the DER: node:crypto's
+ * `subject` is RFC 4514 text, which escapes `,` `+` `"` `\\` `<` `>` `;` and control characters
+ * (`Acme\\, Inc.`), and the CA's name is that value, not its escaped form.
+ */
+function commonName(der: Buffer): string {
+  const lib = forgeLib();
+  const tbs = ((fromDer(der.toString('binary')).value as forge.asn1.Asn1[])[0].value as forge.asn1.Asn1[])
+    .filter((n) => n.tagClass === lib.asn1.Class.UNIVERSAL); // without the [0] version and the [1]–[3] tails
+  const subject = tbs[4]; // serialNumber, signature, issuer, validity, subject
+  for (const rdn of (subject?.value as forge.asn1.Asn1[] | undefined) ?? []) {
+    for (const atv of rdn.value as forge.asn1.Asn1[]) {
+      const [oid, value] = atv.value as forge.asn1.Asn1[];
+      if (lib.asn1.derToOid(oid.value as string) === '2.5.4.3') return directoryString(value);
+    }
+  }
+  return '';
+}
+
+/** A DirectoryString's text by its ASN.1 type: UTF8String, BMPString (UTF-16BE), UniversalString (UTF-32BE), or an 8-bit one. */
+function directoryString(v: forge.asn1.Asn1): string {
+  const bytes = Buffer.from(v.value as string, 'binary');
+  switch (v.type as number) {
+    case 12: return bytes.toString('utf8');
+    case 30: return Buffer.from(bytes).swap16().toString('utf16le');
+    case 28: {
+      let out = '';
+      for (let i = 0; i + 3 < bytes.length; i += 4) out += String.fromCodePoint(bytes.readUInt32BE(i));
+      return out;
+    }
+    default: return bytes.toString('latin1');
+  }
 }
 
 /** The keyUsage bits, read from the DER (node:crypto does not expose them). */

@@ -32,6 +32,12 @@ describe.each(ENGINES)('certificate authorities on %s', (engine) => {
     expect(res.body.extended_key_usages).toEqual([]);
   });
 
+  it('gives the common name as the certificate holds it, not escaped as RFC 4514 text', async () => {
+    const res = await c.post('/certificate_authorities', { ca_pem: certs.escapedCnCa });
+    expect(res.status).toBe(201);
+    expect(res.body.subject_common_name).toBe('Acme, Inc. "Root" CA+1 <x>;=# café');
+  });
+
   it.each([
     ['no PEM at all', 'hello', /no PEM block/],
     ['garbage inside the block', '-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n', /not a valid X\.509/],
