@@ -517,6 +517,12 @@ class Planner {
   private planDeletes() {
     const keptIds = new Set<string>();
     for (const dec of this.decisions.values()) if (dec.o) keptIds.add(dec.o.id);
+    // Protected children that left the manifests, by parent: deleting the parent would delete them.
+    const protectedChildren = new Map<string, string[]>();
+    for (const o of this.observed) {
+      if (o.owner.type !== 'this' || !o.parentId || !o.marker!.protect || keptIds.has(o.id)) continue;
+      protectedChildren.set(o.parentId, [...(protectedChildren.get(o.parentId) ?? []), o.marker!.id]);
+    }
     for (const o of this.observed) {
       if (o.owner.type !== 'this' || keptIds.has(o.id)) continue;
       // Children go with their parent; only children of kept parents are deleted one by one.
@@ -525,6 +531,14 @@ class Planner {
       const dup = this.decisions.get(identity)?.o;
       if (o.marker!.protect && !dup) {
         this.warnings.push(`${identity} (${o.id}) is no longer in the manifests but is protected: kept`);
+        keptIds.add(o.id);
+        continue;
+      }
+      const guarded = dup ? undefined : protectedChildren.get(o.id);
+      if (guarded) {
+        // Kept as it is, so the protected ones keep their parent; its other children are pruned one by one.
+        this.warnings.push(`${identity} (${o.id}) is no longer in the manifests but is kept: deleting it would delete ${guarded.join(', ')}, which ${guarded.length === 1 ? 'is' : 'are'} protected (remove protect there to let it go)`);
+        keptIds.add(o.id);
         continue;
       }
       const reason = dup ? `duplicate of ${identity} (${dup.id}), left by an interrupted apply or two applies at once` : 'no longer in the manifests (prune)';
