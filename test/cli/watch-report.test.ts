@@ -58,7 +58,9 @@ describe('edgeplane watch --interval: drift', () => {
     expect(text.match(/drift: the live state no longer matches/g)).toHaveLength(3); // runs 2, 4 and 6
     expect(c.lines).toContain('[run-3] drift unchanged since run-2 (--repair undoes it)');
     expect(c.lines).toContain('[run-5] no drift');
-    expect(text.match(/^Plan: /gm)).toHaveLength(3);
+    expect(text.match(/^\[run-\d\] Plan: /gm)).toHaveLength(3);
+    // Every line a run prints carries its run id, the plan's too.
+    for (const line of text.split('\n')) expect(line).toMatch(/^\[run-\d\]/);
   });
 
   it('--repair says it is undoing drift and shows what, before the steps run', () => {

@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../src/client/api-client.js';
@@ -14,7 +14,7 @@ afterAll(async () => { await svc?.close(); cleanupDirs(); });
 type Plan = Extract<WatchReport, { type: 'plan' }>;
 
 /** A watch session on a copy of examples/small, with helpers to edit and wait. */
-async function session(stack: string, extra: { intervalMs?: number; repair?: boolean } = {}) {
+async function session(stack: string, extra: { intervalMs?: number; repair?: boolean; prune?: boolean } = {}) {
   const client = await clientFor(svc);
   const dir = copyExample('small');
   const reports: WatchReport[] = [];
@@ -157,6 +157,26 @@ describe('watch keeps its state warm between runs', () => {
       expect(repair.plan.steps.map((x) => x.id)).toEqual(['FailoverBackend/app:update']);
       await w.waitFor((r): r is Extract<WatchReport, { type: 'applied' }> => r.type === 'applied', mark);
       expect(await w.client.send('GET', `/backends/failover/${backend}`)).toMatchObject({ description: 'App servers, primary then standby' });
+    } finally {
+      await w.s.stop();
+    }
+  });
+});
+
+describe('watch --prune', () => {
+  it('refuses a run once the directory holds no manifest file (files moved away, a checkout): nothing is deleted', async () => {
+    const w = await session('watch-prune-empty', { prune: true });
+    try {
+      const before = (await liveObjects(w.client)).length;
+      expect(before).toBeGreaterThan(0);
+      const mark = w.reports.length;
+      for (const f of readdirSync(w.dir)) if (f.endsWith('.yaml') && f !== 'edgeplane.yaml') rmSync(join(w.dir, f));
+      const end = await w.waitFor((r): r is Extract<WatchReport, { type: 'run-end' }> => r.type === 'run-end', mark);
+      await w.s.idle();
+      expect(end.status).toBe('invalid');
+      expect(end.error).toContain('no manifest files');
+      expect(w.reports.slice(mark).some((r) => r.type === 'plan')).toBe(false);
+      expect(await liveObjects(w.client)).toHaveLength(before);
     } finally {
       await w.s.stop();
     }

@@ -31,6 +31,11 @@ function seconds(v: string | undefined, flag: string): number | undefined {
   return n * 1000;
 }
 
+/** Each line of `text` (a rendered plan) prefixed with the run's tag. */
+function tagged(tag: string, text: string): string {
+  return text.replace(/\n$/, '').split('\n').map((l) => `${tag}${l}`).join('\n');
+}
+
 /** Turns session reports into lines, each prefixed with its run id. */
 export function reporter(out: Output, color: boolean) {
   let progress: ProgressRenderer<Step> | undefined;
@@ -39,10 +44,10 @@ export function reporter(out: Output, color: boolean) {
   return (r: WatchReport) => {
     const tag = 'runId' in r ? `[${r.runId}] ` : '';
     switch (r.type) {
-      case 'ready': return out.line(`watching ${r.root} — Ctrl-C to stop`);
+      case 'ready': return out.line(`watching ${r.root} (stack ${r.stack} on ${r.target}) — Ctrl-C to stop`);
       case 'run-start': return out.line(`${tag}${r.trigger}${r.paths.length ? `: ${r.paths.join(', ')}` : ''}`);
       case 'invalid':
-        for (const p of r.problems) out.error(formatProblem(p));
+        for (const p of r.problems) out.error(`${tag}${formatProblem(p)}`);
         return out.line(`${tag}manifests are not valid: nothing applied; waiting for the next save`);
       case 'plan':
         if (r.skippedPrunes) out.line(`${tag}${r.skippedPrunes} deletion step(s) held back: run watch with --prune (or apply) to delete`);
@@ -59,7 +64,7 @@ export function reporter(out: Output, color: boolean) {
         if (r.mode === 'repair') {
           // Nobody here made these changes: say what is undone before undoing it.
           out.line(`${tag}drift: the live state no longer matches the manifests; undoing it (--repair)`);
-          out.line(renderText(r.plan, { color }).replace(/\n$/, ''));
+          out.line(tagged(tag, renderText(r.plan, { color })));
         }
         if (r.mode === 'apply' || r.mode === 'repair') {
           progress = lineProgress({ write: (t) => out.line(`${tag}${t.replace(/\n$/, '')}`) }, { label: stepLabel, total: r.plan.steps.length, color });
@@ -71,7 +76,7 @@ export function reporter(out: Output, color: boolean) {
           lastDrift = { steps, runId: r.runId };
           out.line(`${tag}drift: the live state no longer matches the manifests (--repair undoes it)`);
         }
-        return out.line(renderText(r.plan, { color }).replace(/\n$/, ''));
+        return out.line(tagged(tag, renderText(r.plan, { color })));
       case 'step': return progress?.event(r.event);
       case 'applied': progress?.finish(r.result); progress = undefined; return;
       case 'superseded': return out.line(`${tag}the manifests changed while planning: nothing applied; the next run plans the newer save`);

@@ -10,11 +10,12 @@ import type { Plan, Step } from '../plan/types.js';
 import { watchManifestFiles, type FileWatch } from './files.js';
 import { IncrementalPlanner, type LiveRead } from './incremental.js';
 import { ManifestCache } from './manifest-cache.js';
+import { manifestFiles } from '../manifests/load.js';
 import { WatchLoop, type RunContext, type RunOutcome, type RunTrigger } from './loop.js';
 
 /** What a watch session tells its renderer; the CLI prints these, tests collect them. */
 export type WatchReport =
-  | { type: 'ready'; root: string }
+  | { type: 'ready'; root: string; stack: string; target: string }
   | { type: 'run-start'; runId: string; trigger: RunTrigger; paths: string[] }
   | { type: 'invalid'; runId: string; problems: Problem[] }
   /**
@@ -84,6 +85,12 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
   const cache = new ManifestCache();
   const planner = new IncrementalPlanner(opts.input, opts.client, (r) => cache.load(r, opts.input.cwd));
   const run = async (ctx: RunContext): Promise<RunOutcome> => {
+    // The directory emptied while watching (files moved, a checkout of a branch without them): with
+    // --prune the plan would delete every object of the stack. Refused as `watch --prune` is at the
+    // start; deleting everything on purpose takes an empty manifest file.
+    if (opts.prune && !manifestFiles(root).length) {
+      return { status: 'invalid', error: `${root}: no manifest files (.yaml or .yml) here, and with --prune a plan from none would delete every object of the stack: nothing applied; waiting for a save (to delete everything on purpose, add an empty manifest file such as none.yaml)` };
+    }
     let prepared;
     try {
       // A drift check and a retry after a failure read everything; a save re-reads what it touches.
@@ -139,7 +146,7 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
   const ready = (async () => {
     files = watchManifestFiles(root, (path) => loop.notify(path, stableMs), { stableMs, onError: (err) => opts.report({ type: 'watch-error', error: err.message }) });
     await files.ready;
-    opts.report({ type: 'ready', root });
+    opts.report({ type: 'ready', root, stack: opts.input.stack, target: opts.client.target });
     loop.request('start', []);
   })();
   return {
