@@ -96,7 +96,11 @@ describe('fast YAML parser: the repository\'s YAML', () => {
   it('finds the YAML files to compare', () => {
     expect(FILES.length).toBeGreaterThan(35);
     expect(FILES.map((f) => relative(ROOT, f))).toEqual(expect.arrayContaining(['examples/full/https-edge.yaml', 'examples/ci/github-workflow.yml', 'test/scenarios/no-changes/manifests/all.yaml']));
-    expect(BROKEN.map((f) => relative(ROOT, f))).toEqual(['test/fixtures/manifests/invalid/yaml-syntax/broken.yaml']);
+    expect(BROKEN.map((f) => relative(ROOT, f))).toEqual([
+      'test/fixtures/manifests/invalid/yaml-aliases/alias-bomb.yaml',
+      'test/fixtures/manifests/invalid/yaml-aliases/unresolved.yaml',
+      'test/fixtures/manifests/invalid/yaml-syntax/broken.yaml',
+    ]);
     expect(NOT_UTF8.map((f) => relative(ROOT, f))).toEqual(['test/fixtures/manifests/invalid/encoding/latin1.yaml', 'test/fixtures/manifests/invalid/encoding/utf16.yaml']);
   });
 

@@ -158,11 +158,42 @@ export function parseWithLibrary(file: string, text: string): { docs: SourceDoc[
       problems.push({ ...pos(e.pos[0]), severity: 'error', path: '', rule: 'yaml', message: e.message.split('\n')[0] });
     }
     if (doc.errors.length) return;
-    const value = doc.toJS({ maxAliasCount: 100 });
+    let value: unknown;
+    try {
+      value = doc.toJS({ maxAliasCount: 100 });
+    } catch (err) {
+      // An alias to no anchor before it, or aliases expanding past the limit (a "billion laughs"):
+      // a problem of this document, at the alias where one is to blame.
+      problems.push({ ...pos(aliasOffset(doc)), severity: 'error', path: '', rule: 'yaml', message: aliasMessage((err as Error).message) });
+      return;
+    }
     if (value === null || value === undefined) return; // an empty document (a trailing `---`)
     docs.push({ file, index, value, locate: (path, opts) => pos(offsetOf(doc, path, opts?.key ?? false)) });
   });
   return { docs, problems };
+}
+
+/** Where a document's alias problem is: the first alias that names no anchor before it, else the document's start. */
+function aliasOffset(doc: Document): number {
+  const { visit } = yamlLibrary();
+  let at = (doc.contents as Node | null)?.range?.[0] ?? 0;
+  visit(doc, {
+    Alias(_, node) {
+      if (node.resolve(doc) === undefined) {
+        at = node.range?.[0] ?? at;
+        return visit.BREAK;
+      }
+      return undefined;
+    },
+  });
+  return at;
+}
+
+function aliasMessage(message: string): string {
+  const name = /Unresolved alias.*: (\S+)$/i.exec(message.split('\n')[0])?.[1];
+  if (name !== undefined) return `alias *${name} refers to no anchor &${name} set before it in this document`;
+  if (/alias count/i.test(message)) return 'the aliases in this document expand to over 100 copies: refused as a resource exhaustion attack (write the values out)';
+  return message.split('\n')[0];
 }
 
 function offsetOf(doc: Document, path: (string | number)[], key: boolean): number {
