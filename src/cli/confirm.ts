@@ -1,7 +1,8 @@
 import { createInterface } from 'node:readline';
 
 /**
- * Asks on a terminal; only "yes" (or "y") goes ahead, like Terraform. End of input (Ctrl-D)
+ * Asks on a terminal; only "yes" goes ahead (spaces around it aside), as the prompt says and as in
+ * Terraform: a stray "y" typed ahead of time does not apply a plan. End of input (Ctrl-D)
  * is a "no": readline's promise API would wait forever on a closed stream.
  */
 export function confirm(question: string, input: NodeJS.ReadableStream = process.stdin, output: NodeJS.WritableStream = process.stderr): Promise<boolean> {
@@ -12,7 +13,7 @@ export function confirm(question: string, input: NodeJS.ReadableStream = process
     rl.question(question, (answer) => {
       answered = true;
       rl.close();
-      resolve(/^(y|yes)$/i.test(answer.trim()));
+      resolve(answer.trim() === 'yes');
     });
   });
 }
