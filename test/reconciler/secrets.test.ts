@@ -40,3 +40,14 @@ describe('{file: …} secrets', () => {
     expect(() => readSecretFile(join(dir, 'latin', 's.txt'))).toThrow(/not UTF-8/);
   });
 });
+
+describe('{env: …} secrets', () => {
+  it('an unset variable and an empty one are each a problem at the reference, saying which', () => {
+    const dir = manifestDir({ 'e/edge.yaml': route('x').replace('{ file: x }', '{ env: HOOK_SECRET }') });
+    const v = validateDir({ root: join(dir, 'e'), cwd: dir, stack: 'prod' });
+    const problems = (env: Record<string, string>) => resolveSecrets(v.objects, 'prod', { env, cwd: dir }).problems.map((p) => p.message);
+    expect(problems({})).toEqual(['environment variable HOOK_SECRET is not set']);
+    expect(problems({ HOOK_SECRET: '' })).toEqual(['environment variable HOOK_SECRET is empty (a secret must have a value)']);
+    expect(problems({ HOOK_SECRET: 'whsec_x' })).toEqual([]);
+  });
+});

@@ -9,8 +9,13 @@ import { secretValues } from './validate.js';
 /** Where a secret comes from, as a plan may record it: a reference, or the place of a literal. */
 export type SecretSource = SecretRef | { literal: string };
 
-/** A resolved secret: its source and salted fingerprint. The value itself stays in memory only. */
-export interface ResolvedSecret { source: SecretSource; fingerprint: string; value: string }
+/**
+ * A resolved secret: its source and salted fingerprint. The value itself stays in memory only.
+ * `formerly`: for an object renamed (`renamed_from`), the fingerprint the same value has under each
+ * identity the object had before, so the plan tells an unchanged secret from a changed one when the
+ * marker it compares with still names the old identity.
+ */
+export interface ResolvedSecret { source: SecretSource; fingerprint: string; value: string; formerly?: Record<string, string> }
 
 export interface SecretEnv {
   env: Record<string, string | undefined>;
@@ -54,7 +59,7 @@ export function resolveSecrets(objects: ManifestObject[], stack: string, src: Se
         const name = s.value.env ?? s.value.fromEnv;
         if (name !== undefined) {
           value = src.env[name];
-          if (value === undefined || value === '') problems.push({ ...pos(), severity: 'error', path: formatPath([...o.at, ...s.path]), rule: 'secret-missing', message: `environment variable ${name} is not set` });
+          if (value === undefined || value === '') problems.push({ ...pos(), severity: 'error', path: formatPath([...o.at, ...s.path]), rule: 'secret-missing', message: `environment variable ${name} is ${value === '' ? 'empty (a secret must have a value)' : 'not set'}` });
         } else {
           const file = resolve(src.cwd, dirname(o.doc.file), s.value.file!);
           // The plan records the file relative to the working directory, where apply reads it.
@@ -72,7 +77,12 @@ export function resolveSecrets(objects: ManifestObject[], stack: string, src: Se
         value = typeof s.value === 'string' ? s.value : JSON.stringify(s.value);
       }
       if (value === undefined) continue;
-      secrets.set(`${o.identity}#${path}`, { source, value, fingerprint: fingerprintSecret(stack, o.identity, path, value) });
+      const resolved: ResolvedSecret = { source, value, fingerprint: fingerprintSecret(stack, o.identity, path, value) };
+      if (o.previousIdentities.length) {
+        resolved.formerly = {};
+        for (const id of o.previousIdentities) resolved.formerly[id] = fingerprintSecret(stack, id, path, value);
+      }
+      secrets.set(`${o.identity}#${path}`, resolved);
     }
   }
   return { secrets, problems };

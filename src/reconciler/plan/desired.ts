@@ -38,6 +38,7 @@ class Desired implements DesiredObject {
   readonly embedField?: string;
   readonly #from: ManifestObject;
   #position?: Position;
+  formerFp?: Record<string, Record<string, string>>;
 
   constructor(from: ManifestObject, public body: Body, readonly userMetadata: string | undefined, readonly fp: Record<string, string>) {
     this.#from = from;
@@ -97,6 +98,7 @@ export function buildDesired(objects: ManifestObject[], secrets: Map<string, Res
       setAt(body, r.path, tokenFor(namedTarget(r.def)!, r.value), copied);
     }
     let fp: Record<string, string> = NO_SECRETS;
+    let formerFp: Record<string, Record<string, string>> | undefined;
     for (const s of secretValues(o)) {
       if (fp === NO_SECRETS) fp = {};
       const path = s.path.join('.');
@@ -106,9 +108,11 @@ export function buildDesired(objects: ManifestObject[], secrets: Map<string, Res
         fingerprint: resolved?.fingerprint ?? null,
       };
       if (resolved) fp[path] = resolved.fingerprint;
+      for (const id in resolved?.formerly) ((formerFp ??= {})[id] ??= {})[path] = resolved.formerly[id];
       setAt(body, s.path, token, copied);
     }
     const d = new Desired(o, body, userMetadata, fp);
+    if (formerFp) d.formerFp = formerFp;
     memo?.set(o, d);
     out.push(d);
     o.children.forEach(one);

@@ -3,11 +3,11 @@ import { collectionPath } from '../../service/serialize.js';
 import { refValues } from '../manifests/validate.js';
 import { encodeMetadata, MARKER_VERSION, TOOL, type Marker } from '../ownership/marker.js';
 import { creationChanges, diffValues } from './changes.js';
-import { DEFAULT_CONFIG, identical, normalizeFields, NormMemo, resetValue, same, tokenReader, type Normal, type Symbolize } from './normalize.js';
+import { copyOf, DEFAULT_CONFIG, identical, normalizeFields, NormMemo, resetValue, same, tokenReader, type Normal, type Symbolize } from './normalize.js';
 import { orderSteps } from './order.js';
 import { DEFAULT_THRESHOLD, safetyBlocks, type Threshold } from './safety.js';
 import type { DesiredObject, ObservedObject } from './state.js';
-import { isRefToken, placeholder, type RefToken } from './tokens.js';
+import { isRefToken, placeholder, type RefToken, type SecretToken } from './tokens.js';
 import { canonicalJson } from '../../util/canonical-json.js';
 
 /** Stands for a reference whose target is not matched yet (no id has this form). */
@@ -397,9 +397,10 @@ class Planner {
     // arrived (`NormMemo.settleAhead`); the others are settled by one structural comparison (what
     // follows would find every field and module the same, one by one).
     const sameMeta = (d.userMetadata ?? '') === (o.userMetadata ?? '') && this.markedAs(d, o.marker);
-    if (sameMeta && this.memo.settled(d.body, o.body, this.sym, this.opts.config ?? DEFAULT_CONFIG)) return;
+    const oBody = dec.renamedFrom ? this.secretsRenamed(d, o, dec.renamedFrom) : o.body;
+    if (sameMeta && this.memo.settled(d.body, oBody, this.sym, this.opts.config ?? DEFAULT_CONFIG)) return;
     const want = this.norm(d.kind, d.body);
-    const have = this.norm(o.kind, o.body);
+    const have = this.norm(o.kind, oBody);
     if (sameMeta && identical(want.fields, have.fields) && identical(want.modules, have.modules)) return;
     const patch: Body = {};
     const changes: Change[] = [];
@@ -433,6 +434,25 @@ class Planner {
       ...(dec.adopted ? { reason: `adopts unmanaged ${d.kind.title} ${o.id}: stamps the ownership marker` } : {}),
       ...(dec.renamedFrom ? { reason: `renamed from ${dec.renamedFrom}: the object is kept, its ownership marker renamed` } : {}),
     });
+  }
+
+  /**
+   * A renamed object's observed body as if its secrets had been fingerprinted under the new identity:
+   * its marker still has them under the old one (`via`), where the same value has another
+   * fingerprint. Each secret whose stored fingerprint is the manifest value's under `via` is the
+   * same secret: compared as unchanged, not sent again (only the marker is renamed). One whose
+   * value changed keeps the stored fingerprint, and is planned as changed.
+   */
+  private secretsRenamed(d: DesiredObject, o: ObservedObject, via: string): Body {
+    const former = d.formerFp?.[via];
+    const stored = o.marker?.fp;
+    if (!former || !stored) return o.body;
+    let body = o.body;
+    for (const path in stored) {
+      if (former[path] === undefined || former[path] !== stored[path] || d.fp[path] === undefined) continue;
+      body = withValueAt(body, path.split('.'), { $secret: 'stored', fingerprint: d.fp[path] } satisfies SecretToken);
+    }
+    return body;
   }
 
   /** The user's metadata and the marker; the marker changes with secrets, stack, protect or adoption. */
@@ -755,6 +775,19 @@ function sameFingerprints(fa: Record<string, string> | undefined, b: Marker): bo
 function onlyMarkerKeys(b: Marker): boolean {
   for (const k in b) if (!MARKER_KEYS.has(k)) return false;
   return true;
+}
+
+/** `body` with `value` at `path`, copying each container on the way (the body itself is never modified). */
+function withValueAt(body: Body, path: string[], value: unknown): Body {
+  const out = copyOf(body);
+  let holder = out as Record<string, unknown>;
+  for (let i = 0; i < path.length - 1; i++) {
+    const next = holder[path[i]];
+    if (!next || typeof next !== 'object') return body;
+    holder = holder[path[i]] = copyOf(next as object) as Record<string, unknown>;
+  }
+  holder[path[path.length - 1]] = value;
+  return out;
 }
 
 const MARKER_KEYS = new Set(['tool', 'v', 'stack', 'id', 'fp', 'protect']);

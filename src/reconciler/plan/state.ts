@@ -19,6 +19,8 @@ export interface DesiredObject {
   userMetadata?: string;
   /** Salted fingerprints of this object's secrets, by field path. */
   fp: Record<string, string>;
+  /** After a rename: the same secrets' fingerprints under each previous identity, by identity, then path. */
+  formerFp?: Record<string, Record<string, string>>;
   source?: Position;
 }
 
