@@ -33,13 +33,28 @@ describe('bad manifests on the embedded default', { timeout: 120_000 }, () => {
     expect(fine.code, fine.stderr).toBe(0);
   });
 
+  it('plan --json, plan --markdown and apply --json give the problems on stdout too, for machines and pull-request comments', async () => {
+    const state = tempDir('ep-state-');
+    const bad = manifestDir({ 'edge.yaml': 'kind: FailoverBackend\nname: x\ndescripton: typo\nbackends: []\n' });
+    const json = await runCli(['plan', bad, '--state', state, '--json']);
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout)).toEqual({ valid: false, problems: [expect.objectContaining({ file: expect.stringContaining('edge.yaml'), line: 3, col: 1, rule: 'schema', path: 'descripton' })] });
+    const md = await runCli(['plan', bad, '--state', state, '--markdown']);
+    expect(md.code).toBe(1);
+    expect(md.stdout).toContain('the manifests are not valid (1 error)');
+    expect(md.stdout).toMatch(/edge\.yaml:3:1: error: descripton: is not a known field \[schema\]/);
+    const applied = await runCli(['apply', bad, '--state', state, '--json', '--auto-approve']);
+    expect(applied.code).toBe(1);
+    expect(JSON.parse(applied.stdout.trim().split('\n').pop()!)).toMatchObject({ event: 'problems', problems: [expect.objectContaining({ rule: 'schema' })] });
+  });
+
   it('plan, apply and watch --prune refuse a directory with no manifest file: it would delete the whole stack', async () => {
     const state = tempDir('ep-state-');
     const dir = manifestDir({ 'pools.yaml': 'kind: FailoverBackend\nname: keep-me\nbackends: []\n', 'edgeplane.yaml': 'stack: s\n' });
     expect((await runCli(['apply', dir, '--state', state, '--auto-approve'])).code).toBe(0);
     const empty = manifestDir({ 'edgeplane.yaml': 'stack: s\n' });
-    for (const args of [['plan', empty], ['apply', empty, '--auto-approve'], ['watch', empty, '--prune']]) {
-      const res = await runCli([...args, '--state', state]);
+    for (const args of [['validate', empty], ['plan', empty], ['apply', empty, '--auto-approve'], ['watch', empty, '--prune']]) {
+      const res = await runCli([...args, ...(args[0] === 'validate' ? [] : ['--state', state])]);
       expect(res.code, `${args[0]}: ${res.stdout}${res.stderr}`).toBe(1);
       expect(res.stderr).toContain(`${empty}: no manifest files (.yaml or .yml) here`);
     }

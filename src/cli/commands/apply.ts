@@ -58,7 +58,10 @@ async function applyDir(out: Output, dir: string, flags: ApplyFlags, parallelism
       adoptCommand: `edgeplane apply ${dir} --stack ${stack}${targetArgs(flags)} --adopt`,
     }, client);
     for (const p of prepared.problems) out.error(formatProblem(p));
-    if (hasErrors(prepared.problems) || !prepared.plan) throw new CliExit(EXIT.error);
+    if (hasErrors(prepared.problems) || !prepared.plan) {
+      if (flags.json) out.json({ event: 'problems', problems: prepared.problems });
+      throw new CliExit(EXIT.error);
+    }
     const plan = prepared.plan;
     if (flags.json) out.json({ event: 'plan', stack: plan.stack, target: plan.target, summary: plan.summary, steps: plan.steps.length, warnings: plan.warnings, conflicts: plan.conflicts, blocked: plan.blocked });
     else out.line(renderText(plan, { color: useColor() }).replace(/\n$/, ''));

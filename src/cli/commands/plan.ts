@@ -5,7 +5,7 @@ import { formatProblem, hasErrors } from '../../reconciler/manifests/problems.js
 import { planWithClient } from '../../reconciler/pipeline.js';
 import { hasChanges } from '../../reconciler/plan/types.js';
 import { renderJson } from '../../reconciler/render/json.js';
-import { renderMarkdown } from '../../reconciler/render/markdown.js';
+import { problemsMarkdown, renderMarkdown } from '../../reconciler/render/markdown.js';
 import { renderText } from '../../reconciler/render/text.js';
 import { CliExit, EXIT } from '../exit.js';
 import { reconcilerConfig } from '../service-config.js';
@@ -43,7 +43,12 @@ export async function plan(out: Output, dir: string, flags: PlanFlags): Promise<
     await client.close();
   }
   for (const p of result.problems) out.error(formatProblem(p));
-  if (hasErrors(result.problems) || !result.plan) throw new CliExit(EXIT.error);
+  if (hasErrors(result.problems) || !result.plan) {
+    // A machine reading stdout, or a pull-request comment, gets the problems too (stderr has them as text).
+    if (flags.json) out.json({ valid: false, problems: result.problems });
+    if (flags.markdown) out.line(problemsMarkdown(result.problems));
+    throw new CliExit(EXIT.error);
+  }
   const p = result.plan;
   if (flags.out) writeFileSync(flags.out, renderJson(p));
   const text = flags.json ? renderJson(p) : flags.markdown ? renderMarkdown(p) : renderText(p, { color: useColor() });

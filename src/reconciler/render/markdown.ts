@@ -1,4 +1,5 @@
 import { findKind } from '../../kinds/registry.js';
+import { formatProblem, type Problem } from '../manifests/problems.js';
 import type { Plan, Step } from '../plan/types.js';
 import { masked, short, summaryLine, SYMBOL } from './values.js';
 
@@ -92,4 +93,26 @@ export function renderMarkdown(plan: Plan): string {
     }
   }
   return [...head(plan, 5), 'The plan is too large to show here; run `edgeplane plan --json`.'].join('\n').slice(0, MARKDOWN_LIMIT) + '\n';
+}
+
+/**
+ * Manifests that do not validate, for the pull-request comment in place of a plan: every problem
+ * with its position, in a code block (a problem's text is the manifest's, so nothing in it is
+ * rendered as Markdown), cut to stay under the comment limit.
+ */
+export function problemsMarkdown(problems: Problem[]): string {
+  const errors = problems.filter((p) => p.severity === 'error').length;
+  const lines = problems.map(formatProblem);
+  const head = [`### ❌ edgeplane plan: the manifests are not valid (${errors} error${errors === 1 ? '' : 's'})`, '', 'Nothing was planned. Fix these and push again:', '', '```'];
+  const out: string[] = [];
+  let size = head.join('\n').length + 200;
+  for (const l of lines) {
+    if (size + l.length + 1 > MARKDOWN_LIMIT) {
+      out.push(`… and ${lines.length - out.length} more`);
+      break;
+    }
+    out.push(l.replace(/```/g, 'ˋˋˋ'));
+    size += l.length + 1;
+  }
+  return [...head, ...out, '```'].join('\n');
 }
