@@ -13,7 +13,7 @@ const MAX_DEPTH = 64;
 const NAME_START = 'A-Za-z_\\u00C0-\\uFFFF';
 const NAME_CHAR = NAME_START + '0-9.\\-\\u00B7';
 const QNAME = new RegExp(`([${NAME_START}][${NAME_CHAR}]*)(?::([${NAME_START}][${NAME_CHAR}]*))?`, 'y');
-const REF = /&(?:(lt|gt|amp|quot|apos)|#([0-9]{1,7})|#x([0-9a-fA-F]{1,6}));/y;
+const REF = /&(?:(lt|gt|amp|quot|apos)|#([0-9]+)|#x([0-9a-fA-F]+));/y;
 const BAD_CHAR = /[\x00-\x08\x0B\x0C\x0E-\x1F\uFFFE\uFFFF]/;
 
 export class XmlProblem extends Error {}
@@ -83,7 +83,8 @@ function parse(xml: string, onElement: (el: Seen) => void): void {
         fail('"&" must start an entity reference such as &amp; (only the five predefined entities and character references are allowed)');
       }
       const code = m![2] ? parseInt(m![2], 10) : m![3] ? parseInt(m![3], 16) : 0x20;
-      if (code > 0x10ffff || (code < 0x20 && ![9, 10, 13].includes(code))) {
+      // XML's Char: tab, LF, CR, U+0020–U+D7FF, U+E000–U+FFFD, U+10000–U+10FFFF (no surrogates, no U+FFFE/U+FFFF).
+      if (!(code === 9 || code === 10 || code === 13 || (code >= 0x20 && code <= 0xd7ff) || (code >= 0xe000 && code <= 0xfffd) || (code >= 0x10000 && code <= 0x10ffff))) {
         pos = offset + i;
         fail('character reference to a character XML does not allow');
       }

@@ -23,6 +23,11 @@ describe('IdP metadata check', () => {
     [doc(SSO + '<!ENTITY x "y">'), 'DTD'],
     [doc(SSO + '&bogus;'), 'entity reference'],
     [doc(SSO + '&#0;'), 'character reference'],
+    [doc(SSO, `${MD} entityID="&#xD800;"`), 'character reference'],
+    [doc(SSO + '&#57343;'), 'character reference'],
+    [doc(SSO + '&#xFFFE;'), 'character reference'],
+    [doc(SSO + '&#x110000;'), 'character reference'],
+    [doc(SSO + '&#99999999999999999999;'), 'character reference'],
     [doc(SSO, `${MD} entityID="a" entityID="b"`), 'given twice'],
     [doc(SSO, `${MD} entityID=a`), 'quoted'],
     [doc(SSO, `${MD} entityID="<"`), '"<" is not allowed'],
@@ -39,6 +44,10 @@ describe('IdP metadata check', () => {
     ['<?xml version="1.0"?><?xml version="1.0"?>' + doc(), 'XML declaration'],
   ])('refuses %j (%s)', (xml, problem) => {
     expect(() => checkIdpMetadata(xml)).toThrow(problem);
+  });
+
+  it('accepts character references to every range XML allows', () => {
+    expect(() => checkIdpMetadata(doc(SSO + '&#9;&#x20;&#xD7FF;&#xE000;&#xFFFD;&#x10000;&#x1F600;&#1114111;'))).not.toThrow();
   });
 
   it('reports line and column', () => {
