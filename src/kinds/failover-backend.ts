@@ -12,7 +12,7 @@ export const failoverBackend: KindDef = {
   path: '/backends/failover',
   listKey: 'backends',
   operations: ['create', 'get', 'list', 'update', 'delete'],
-  fields: { description, metadata, backends: { ...ids(BACKEND_PREFIXES, 'a backend'), uniqueItems: true } },
+  fields: { description, metadata, backends: { ...ids(BACKEND_PREFIXES, 'a backend', 100), uniqueItems: true } },
   required: ['backends'],
   responseOrder: ['description', 'metadata', 'backends'],
   refs: [{ field: 'backends', kind: 'failoverBackend', many: true, onlyPrefix: 'bkdfo', acyclic: true }],

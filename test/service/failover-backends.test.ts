@@ -36,6 +36,12 @@ describe.each(ENGINES)('failover backends on %s', (engine) => {
     const dup = await c.post('/backends/failover', { backends: [hr(1), hr(1)] });
     expect(dup.status).toBe(400);
     expect(dup.body.msg).toMatch(/^backends: /);
+    // At most 100 children (a list of thousands made every page of the list megabytes long).
+    const many = Array.from({ length: 101 }, (_, i) => hr(i));
+    const over = await c.post('/backends/failover', { backends: many });
+    expect(over.status).toBe(400);
+    expect(over.body.msg).toBe('backends: must NOT have more than 100 items');
+    expect((await c.post('/backends/failover', { backends: many.slice(0, 100) })).status).toBe(201);
   });
 
   it('requires failover children to exist in the account', async () => {
