@@ -51,3 +51,18 @@ describe('{env: …} secrets', () => {
     expect(problems({ HOOK_SECRET: 'whsec_x' })).toEqual([]);
   });
 });
+
+describe('secret values the service would refuse', () => {
+  it('are problems at the reference when planning, not 400s at apply', () => {
+    const dir = manifestDir({ 'e/edge.yaml': route('x').replace('{ file: x }', '{ env: HOOK_SECRET }') });
+    const v = validateDir({ root: join(dir, 'e'), cwd: dir, stack: 'prod' });
+    const problems = (value: string) => resolveSecrets(v.objects, 'prod', { env: { HOOK_SECRET: value }, cwd: dir }).problems.map(formatProblem);
+    expect(problems('x'.repeat(4096))).toEqual([]);
+    expect(problems('é'.repeat(2049))).toEqual([
+      'e/edge.yaml:9:15: error: routes[0].webhook_verification.secret: the secret\'s value is 4098 bytes, over the 4096 a secret may have (the service would refuse it at apply) [secret-invalid]',
+    ]);
+    expect(problems('a\u0000b')).toEqual([
+      'e/edge.yaml:9:15: error: routes[0].webhook_verification.secret: the secret\'s value holds U+0000 or an unpaired UTF-16 surrogate (the service would refuse it at apply) [secret-invalid]',
+    ]);
+  });
+});

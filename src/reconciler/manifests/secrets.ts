@@ -1,6 +1,9 @@
 import { isUtf8 } from 'node:buffer';
 import { readFileSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
+import { secret as SECRET } from '../../kinds/fields.js';
+import { utf8Bytes } from '../../util/bytes.js';
+import { isStorableText } from '../../util/text.js';
 import { fingerprintSecret } from '../ownership/marker.js';
 import { isSecretRef, positionOf, type ManifestObject, type SecretRef } from './model.js';
 import { formatPath, type Problem } from './problems.js';
@@ -40,6 +43,15 @@ export class NotTextError extends Error {
   }
 }
 
+/** What the service refuses in a secret's value (every secret field is `SECRET` in src/kinds/fields.ts), said of the value; or undefined. */
+function valueProblem(value: string): string | undefined {
+  const bytes = utf8Bytes(value);
+  const max = SECRET.maxBytes as number;
+  if (bytes > max) return `is ${bytes} bytes, over the ${max} a secret may have`;
+  if (!isStorableText(value)) return 'holds U+0000 or an unpaired UTF-16 surrogate';
+  return undefined;
+}
+
 /**
  * Reads every secret the manifests reference (environment variables, files) and fingerprints it
  * for the stack. Missing variables or files are problems at the reference's position.
@@ -77,6 +89,11 @@ export function resolveSecrets(objects: ManifestObject[], stack: string, src: Se
         value = typeof s.value === 'string' ? s.value : JSON.stringify(s.value);
       }
       if (value === undefined) continue;
+      const bad = valueProblem(value);
+      if (bad) {
+        problems.push({ ...pos(), severity: 'error', path: formatPath([...o.at, ...s.path]), rule: 'secret-invalid', message: `the secret's value ${bad} (the service would refuse it at apply)` });
+        continue;
+      }
       const resolved: ResolvedSecret = { source, value, fingerprint: fingerprintSecret(stack, o.identity, path, value) };
       if (o.previousIdentities.length) {
         resolved.formerly = {};
