@@ -1,5 +1,7 @@
 import type { Body, KindDef, KindRuntimeConfig, ModuleDef, UniqueDef } from '../../kinds/types.js';
 import { collectionPath } from '../../service/serialize.js';
+import { formatPath } from '../manifests/problems.js';
+import { namedTarget } from '../manifests/schema.js';
 import { refValues } from '../manifests/validate.js';
 import { encodeMetadata, MARKER_VERSION, TOOL, type Marker } from '../ownership/marker.js';
 import { creationChanges, diffValues } from './changes.js';
@@ -67,6 +69,7 @@ class Planner {
     this.match();
     this.symbols();
     for (const d of this.desired) this.planObject(this.decisions.get(d.identity)!);
+    this.missingRawRefs();
     this.planDeletes();
     this.uniqueOrder();
     const steps = orderSteps(this.steps);
@@ -528,6 +531,26 @@ class Planner {
       if (want.modules[m.name]) put(m, guardsOn, `fail closed: ${m.name} goes back on after ${swapNames}`);
     }
     return { inPatch, moduleSteps: ids };
+  }
+
+  /**
+   * Raw ids (not names) in objects this plan writes that name a kind the plan has read every object
+   * of, where no such object exists: the step would fail with 400 at apply. Said now, as a warning
+   * (another stack's apply may still create it). Objects the plan leaves alone are not looked at: the
+   * service accepted their references, and a referenced object cannot be deleted.
+   */
+  private missingRawRefs() {
+    let ids: Set<string> | undefined;
+    for (const dec of this.decisions.values()) {
+      if (!dec.steps.length) continue;
+      for (const r of refValues(dec.d)) {
+        const target = namedTarget(r.def);
+        if (!target || !r.value.startsWith(`${r.def.onlyPrefix ?? target.idPrefix}_`)) continue;
+        ids ??= new Set(this.observed.map((o) => o.id));
+        if (ids.has(r.value)) continue;
+        this.warnings.push(`${dec.d.identity}: ${formatPath(r.path)} names ${target.title} ${r.value}, which this account does not have: its step will fail (400) unless it is created first`);
+      }
+    }
   }
 
   // ——— deletes ———
