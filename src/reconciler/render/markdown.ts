@@ -1,7 +1,7 @@
 import { findKind } from '../../kinds/registry.js';
 import { formatProblem, type Problem } from '../manifests/problems.js';
 import type { Plan, Step } from '../plan/types.js';
-import { masked, short, summaryLine, SYMBOL } from './values.js';
+import { listChange, masked, short, summaryLine, SYMBOL } from './values.js';
 
 /** GitHub refuses comments over 65,536 characters; stay clear of it. */
 export const MARKDOWN_LIMIT = 65_000;
@@ -35,6 +35,16 @@ function details(plan: Plan, d: Detail): string[] {
       for (const c of s.changes) {
         // A secret that changed shows as changed, as in the text plan: its two placeholders alike would read as no change.
         const changed = c.sensitive && c.before !== undefined && c.after !== undefined;
+        const list = c.sensitive ? undefined : listChange(c.before, c.after);
+        if (list) {
+          const items = (xs: unknown[], sign: (v: unknown, i: number) => string) => xs.map((v, i) => `${sign(v, i)} ${code(short(v, 60))}`).join('<br>');
+          // Reordered: the whole new order, numbered (failover children are tried in order).
+          const after = list.reordered
+            ? items(c.after as unknown[], (v, i) => `${list.added.includes(v) ? '+ ' : ''}${i + 1}.`)
+            : items(list.added, () => '+');
+          out.push(`| ${cell(code(c.path))} | ${cell(items(list.removed, () => '−'))} | ${cell(after)} |`);
+          continue;
+        }
         out.push(`| ${cell(code(c.path))} | ${changed ? '(sensitive)' : cell(c.before === undefined ? '' : code(short(c.before, 60)))} | ${changed ? '(sensitive value changed)' : cell(c.after === undefined ? '' : code(short(c.after, 60)))} |`);
       }
     }

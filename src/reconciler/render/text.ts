@@ -1,7 +1,7 @@
 import { createColors } from 'picocolors';
 import { findKind } from '../../kinds/registry.js';
 import type { Plan, Step } from '../plan/types.js';
-import { short, summaryLine, SYMBOL } from './values.js';
+import { listChange, short, summaryLine, SYMBOL } from './values.js';
 
 type Colors = ReturnType<typeof createColors>;
 
@@ -23,6 +23,8 @@ function heading(step: Step): string {
   return `${SYMBOL[step.action]} ${step.action} ${what}${id}`;
 }
 
+const items = (n: number) => `${n} item${n === 1 ? '' : 's'}`;
+
 /** The plan for a terminal: one block per step, then warnings, conflicts and the summary line. */
 export function renderText(plan: Plan, opts: TextOptions = {}): string {
   const c = createColors(!!opts.color);
@@ -31,6 +33,17 @@ export function renderText(plan: Plan, opts: TextOptions = {}): string {
     out.push(paint(c, step, heading(step)));
     if (step.reason) out.push(c.dim(`    # ${step.reason}`));
     for (const ch of step.changes) {
+      const list = ch.sensitive ? undefined : listChange(ch.before, ch.after);
+      if (list) {
+        // A long list, element by element: what left and what came (each in full, up to 100 characters).
+        // When the order changed (it matters: failover children are tried in order), the whole new order.
+        const after = ch.after as unknown[];
+        out.push(`    ~ ${ch.path}: ${items((ch.before as unknown[]).length)} → ${items(after.length)}${list.reordered ? ', in this order:' : ''}`);
+        for (const v of list.removed) out.push(`        - ${short(v, 100)}`);
+        if (list.reordered) after.forEach((v, i) => out.push(`        ${list.added.includes(v) ? '+' : ' '} ${i + 1}. ${short(v, 100)}`));
+        else for (const v of list.added) out.push(`        + ${short(v, 100)}`);
+        continue;
+      }
       const mark = ch.before === undefined ? '+' : ch.after === undefined ? '-' : '~';
       const value = ch.before === undefined ? short(ch.after) : ch.after === undefined ? short(ch.before) : `${short(ch.before, 60)} → ${short(ch.after, 60)}`;
       out.push(`    ${mark} ${ch.path}: ${ch.sensitive && ch.before !== undefined && ch.after !== undefined ? '(sensitive value changed)' : value}`);

@@ -29,3 +29,22 @@ export function summaryLine(plan: Plan): string {
   const s = plan.summary;
   return `Plan: ${s.create} to create, ${s.update} to update, ${s.replace ? `${s.replace} to replace, ` : ''}${s.delete} to delete`;
 }
+
+/**
+ * A change between two lists, element by element: what left, what came, and whether the elements
+ * that stayed moved. For a list too long to read on one line (a CA's mutual-TLS list, a failover
+ * backend's children): `undefined` when either side is not a list or both fit `max` characters.
+ */
+export function listChange(before: unknown, after: unknown, max = 60): { removed: unknown[]; added: unknown[]; reordered: boolean } | undefined {
+  if (!Array.isArray(before) || !Array.isArray(after)) return undefined;
+  if ((JSON.stringify(before) ?? '').length <= max && (JSON.stringify(after) ?? '').length <= max) return undefined;
+  const key = (v: unknown) => JSON.stringify(v) ?? String(v);
+  const had = new Set(before.map(key));
+  const has = new Set(after.map(key));
+  const kept = (xs: unknown[], other: Set<string>) => xs.map(key).filter((k) => other.has(k));
+  return {
+    removed: before.filter((v) => !has.has(key(v))),
+    added: after.filter((v) => !had.has(key(v))),
+    reordered: kept(before, has).join('\0') !== kept(after, had).join('\0'),
+  };
+}
