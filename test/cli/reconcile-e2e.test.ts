@@ -155,6 +155,11 @@ describe('edgeplane apply / plan / export / watch on the embedded default', { ti
     const out = tempDir('ep-export-');
     const exported = await runCli(['export', ...at, '--stack', 'small-example', '--out', out]);
     expect(exported.code, exported.stderr).toBe(0);
+    // Routes count as objects too: the same number `validate` finds in what was written.
+    const count = /exported (\d+) objects of stack "small-example"/.exec(exported.stderr)?.[1];
+    const validated = await runCli(['validate', out]);
+    expect(validated.stdout).toContain(`, ${count} objects: valid`);
+    expect(Number(count)).toBeGreaterThanOrEqual(5); // at least examples/small: a CA, a failover backend, an edge and its two routes
     expect(readFileSync(join(out, 'https-edge.yaml'), 'utf8')).toMatch(/certificate_authority_ids:\n\s+- clients/);
     const plan = await runCli(['plan', out, ...at, '--detailed-exitcode']);
     expect(plan.code, plan.stdout + plan.stderr).toBe(0);

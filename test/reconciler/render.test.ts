@@ -59,7 +59,7 @@ describe('renderings', () => {
     const plan = bigPlan(2);
     expect(parsePlan(renderJson(plan))).toEqual(plan);
     // Version 1 (fingerprints of whole responses) and a future version are both refused.
-    expect(() => parsePlan(JSON.stringify({ ...plan, formatVersion: 1 }))).toThrow(/format version 2 \(formatVersion: 1\)/);
+    expect(() => parsePlan(JSON.stringify({ ...plan, formatVersion: 1 }))).toThrow(/format version 2 \(formatVersion: 1\): it was saved by an older edgeplane; run plan again/);
     expect(() => parsePlan(JSON.stringify({ ...plan, formatVersion: 3 }))).toThrow(/format version 2/);
   });
 

@@ -23,6 +23,7 @@ export interface ExportOptions {
   config?: KindRuntimeConfig;
 }
 
+/** One file of manifests; `objects` counts every object in it, routes inside their edge too. */
 export interface ExportedFile { name: string; text: string; objects: number }
 
 export interface ExportResult {
@@ -215,7 +216,7 @@ export function exportState(lists: ObservedLists, opts: ExportOptions): ExportRe
     const picked = top.get(kind.name) ?? [];
     if (!picked.length) continue;
     const docs = picked.map((p) => stringify(writer.doc(p, true), { lineWidth: 0, blockQuote: 'literal' }));
-    files.push({ name: `${kebab(kind.manifestKind!)}.yaml`, text: docs.join('---\n'), objects: picked.length });
+    files.push({ name: `${kebab(kind.manifestKind!)}.yaml`, text: docs.join('---\n'), objects: picked.reduce((n, p) => n + 1 + p.children.length, 0) });
   }
   const stacks = [...new Set(observed.flatMap((o) => (o.owner.type === 'stack' ? [o.owner.stack] : [])))].sort();
   const unmanaged = observed.filter((o) => o.owner.type === 'unmanaged' && !o.parentId).length;
