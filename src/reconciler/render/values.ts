@@ -27,7 +27,10 @@ export function masked(v: unknown): unknown {
 
 export function summaryLine(plan: Plan): string {
   const s = plan.summary;
-  return `Plan: ${s.create} to create, ${s.update} to update, ${s.replace ? `${s.replace} to replace, ` : ''}${s.delete} to delete`;
+  // Counts are of objects; apply counts steps (a module written after its object is a step of its own).
+  const objects = s.create + s.update + s.replace + s.delete;
+  const steps = plan.steps.length;
+  return `Plan: ${s.create} to create, ${s.update} to update, ${s.replace ? `${s.replace} to replace, ` : ''}${s.delete} to delete${steps !== objects ? ` (${steps} step${steps === 1 ? '' : 's'})` : ''}`;
 }
 
 /**
