@@ -193,7 +193,10 @@ function schemaProblem(here: { doc: SourceDoc; at: (string | number)[] }, e: Err
   const p = describeAjvError(e);
   const params = e.params as Record<string, unknown>;
   if (e.keyword === 'additionalProperties') {
-    add(here, [...path, String(params.additionalProperty)], 'schema', 'is not a known field', { key: true });
+    const field = String(params.additionalProperty);
+    // `<<` merges a mapping in YAML 1.1 only; this is YAML 1.2, where it is a key like any other.
+    const hint = field === '<<' ? ' (YAML merge keys are YAML 1.1, and manifests are YAML 1.2: write the fields out, or alias a whole value with *name)' : '';
+    add(here, [...path, field], 'schema', `is not a known field${hint}`, { key: true });
   } else if (e.keyword === 'required') {
     add(here, path, 'schema', `${String(params.missingProperty)} is required`);
   } else {
