@@ -574,6 +574,7 @@ class Planner {
       const dup = this.decisions.get(identity)?.o;
       if (o.marker!.protect && !dup) {
         this.warnings.push(`${identity} (${o.id}) is no longer in the manifests but is protected: kept`);
+        this.renameHint(o, identity, 'kept (protected)');
         keptIds.add(o.id);
         continue;
       }
@@ -592,10 +593,10 @@ class Planner {
   }
 
   /**
-   * An object deleted while a new one of the same kind, under the same parent, takes its hostport,
-   * route match or certificate looks like a rename: say how to keep the object instead (`renamed_from`).
+   * An object deleted (or kept only because it is protected) while a new one of the same kind,
+   * under the same parent, takes its hostport, route match or certificate looks like a rename: say how to keep the object instead (`renamed_from`).
    */
-  private renameHint(o: ObservedObject, identity: string) {
+  private renameHint(o: ObservedObject, identity: string, fate = 'deleted') {
     // The objects this plan creates, by kind, parent and each value only one object may hold (made once).
     if (!this.created) {
       this.created = new Map();
@@ -614,7 +615,7 @@ class Planner {
       // A unique value's scope, or a collision key's field (`ca_pem`): the kind says what it is.
       const key = k.slice(0, k.indexOf('='));
       const what = o.kind.uniques?.find((u) => u.scope === key)?.what ?? key;
-      this.warnings.push(`${identity} is deleted and ${d.identity} created with the same ${what}: if it was renamed, write "renamed_from: ${oldName}" in ${d.identity} to keep the object (no delete and create)`);
+      this.warnings.push(`${identity} is ${fate} and ${d.identity} created with the same ${what}: if it was renamed, write "renamed_from: ${oldName}" in ${d.identity} to keep the object (${fate === 'deleted' ? 'no delete and create' : 'not a second one beside it'})`);
       return;
     }
   }
