@@ -221,6 +221,11 @@ describe('saved plans', () => {
     expect(() => changed.value(oidc.step.object.identity, oidc.path, oidc.token)).toThrow(StaleSecretError);
     const unset = secretsFromSources({ stack: 'sec', env: {}, readFile: () => undefined });
     expect(() => unset.value(oidc.step.object.identity, oidc.path, oidc.token)).toThrow(/SHOP_OIDC_CLIENT_SECRET, which is not set/);
+    const empty = secretsFromSources({ stack: 'sec', env: { SHOP_OIDC_CLIENT_SECRET: '' }, readFile: () => undefined });
+    expect(() => empty.value(oidc.step.object.identity, oidc.path, oidc.token)).toThrow(/SHOP_OIDC_CLIENT_SECRET, which is empty/);
+    // A {file} secret that cannot be read from here: the plan names it relative to where plan ran.
+    const fromFile = { ...oidc.token, $secret: { file: 'secrets/oidc.txt' } };
+    expect(() => unset.value(oidc.step.object.identity, oidc.path, fromFile)).toThrow(/file secrets\/oidc\.txt, which cannot be read: a saved plan names secret files relative to the directory plan ran in/);
   });
 });
 

@@ -87,7 +87,12 @@ export function secretsFromSources(src: SourceEnv): SecretLookup {
         where = `environment variable ${name}`;
         value = src.env[name];
       }
-      if (value === undefined || value === '') throw new Error(`${identity}: the secret ${path} comes from ${where}, which is not set`);
+      if (value === undefined || value === '') {
+        const why = source.file !== undefined
+          ? `which cannot be read${value === '' ? ' (it is empty)' : ''}: a saved plan names secret files relative to the directory plan ran in; apply from there`
+          : `which is ${value === '' ? 'empty' : 'not set'}`;
+        throw new Error(`${identity}: the secret ${path} comes from ${where}, ${why}`);
+      }
       if (token.fingerprint && fingerprintSecret(src.stack, identity, path, value) !== token.fingerprint) {
         throw new StaleSecretError(`${identity}: the secret ${path} (${where}) is not the value the plan was made with`);
       }
