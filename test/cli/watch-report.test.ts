@@ -63,6 +63,18 @@ describe('edgeplane watch --interval: drift', () => {
     for (const line of text.split('\n')) expect(line).toMatch(/^\[run-\d\]/);
   });
 
+  it('a save whose apply also undoes drift reported (not repaired) before says so, naming the objects', () => {
+    const { drift } = plans();
+    const c = capture();
+    const report = reporter(c.out, false);
+    report({ type: 'plan', runId: 'run-2', plan: drift, mode: 'drift', skippedPrunes: 0, read });
+    report({ type: 'plan', runId: 'run-3', plan: drift, mode: 'apply', skippedPrunes: 0, read });
+    expect(c.lines).toContain(`[run-3] this apply also undoes the drift reported in run-2: ${drift.steps[0].object.identity}`);
+    // Once applied, the drift is gone: a later save says nothing of it.
+    report({ type: 'plan', runId: 'run-4', plan: drift, mode: 'apply', skippedPrunes: 0, read });
+    expect(c.lines.filter((l) => l.includes('also undoes'))).toHaveLength(1);
+  });
+
   it('--repair says it is undoing drift and shows what, before the steps run', () => {
     const { drift } = plans();
     const c = capture();

@@ -40,7 +40,7 @@ function tagged(tag: string, text: string): string {
 export function reporter(out: Output, color: boolean) {
   let progress: ProgressRenderer<Step> | undefined;
   /** The drift last reported in full: the same drift found again is one line, not the plan again. */
-  let lastDrift: { steps: string; runId: string } | undefined;
+  let lastDrift: { steps: string; runId: string; ids: Set<string> } | undefined;
   return (r: WatchReport) => {
     const tag = 'runId' in r ? `[${r.runId}] ` : '';
     switch (r.type) {
@@ -55,6 +55,11 @@ export function reporter(out: Output, color: boolean) {
         if ((r.mode === 'apply' || r.mode === 'repair') && r.plan.conflicts.length) {
           for (const k of r.plan.conflicts) out.error(`${tag}conflict: ${k.message}${k.adopt ? ` (adopt it: ${k.adopt})` : ''}`);
           return out.line(`${tag}nothing applied until the conflicts are resolved`);
+        }
+        if (r.mode === 'apply' && lastDrift) {
+          // A save applies the whole plan: drift reported (not repaired) earlier is undone with it. Say so.
+          const undone = r.plan.steps.filter((st) => lastDrift!.ids.has(st.id)).map((st) => st.object.identity);
+          if (undone.length) out.line(`${tag}this apply also undoes the drift reported in ${lastDrift.runId}: ${[...new Set(undone)].join(', ')}`);
         }
         if (r.mode !== 'drift') lastDrift = undefined;
         if (!r.plan.steps.length) {
@@ -73,7 +78,7 @@ export function reporter(out: Output, color: boolean) {
         if (r.mode === 'drift') {
           const steps = JSON.stringify(r.plan.steps.map((s) => [s.id, s.changes]));
           if (lastDrift?.steps === steps) return out.line(`${tag}drift unchanged since ${lastDrift.runId} (--repair undoes it)`);
-          lastDrift = { steps, runId: r.runId };
+          lastDrift = { steps, runId: r.runId, ids: new Set(r.plan.steps.map((st) => st.id)) };
           out.line(`${tag}drift: the live state no longer matches the manifests (--repair undoes it)`);
         }
         return out.line(tagged(tag, renderText(r.plan, { color })));
