@@ -75,6 +75,17 @@ describe('edgeplane watch --interval: drift', () => {
     expect(c.lines.filter((l) => l.includes('also undoes'))).toHaveLength(1);
   });
 
+  it('drift of secrets only (a rotated {file}, a new {env} value) says the source changed, not the live state', () => {
+    const { drift } = plans();
+    const secret: Plan = { ...drift, steps: drift.steps.map((st) => ({ ...st, changes: [{ path: 'webhook_verification.secret', before: '(sensitive)', after: '(sensitive)', sensitive: true }] })) };
+    const c = capture();
+    reporter(c.out, false)({ type: 'plan', runId: 'run-2', plan: secret, mode: 'drift', skippedPrunes: 0, read });
+    expect(c.lines).toContain("[run-2] drift: a secret's value changed at its source ({env} or {file}), not in the live state; the next apply (or --repair) sends it");
+    const d = capture();
+    reporter(d.out, false)({ type: 'plan', runId: 'run-2', plan: drift, mode: 'drift', skippedPrunes: 0, read });
+    expect(d.lines).toContain('[run-2] drift: the live state no longer matches the manifests (--repair undoes it)');
+  });
+
   it('--repair says it is undoing drift and shows what, before the steps run', () => {
     const { drift } = plans();
     const c = capture();

@@ -2,7 +2,7 @@ import { lineProgress, type ProgressRenderer } from '../../reconciler/apply/prog
 import { resolveStack } from '../../reconciler/manifests/config.js';
 import { filesToPlan, manifestFiles } from '../../reconciler/manifests/load.js';
 import { formatProblem } from '../../reconciler/manifests/problems.js';
-import type { Step } from '../../reconciler/plan/types.js';
+import { MARKER_CHANGE, type Step } from '../../reconciler/plan/types.js';
 import { renderText } from '../../reconciler/render/text.js';
 import { summaryLine } from '../../reconciler/render/values.js';
 import { startWatchSession, type WatchReport } from '../../reconciler/watch/session.js';
@@ -79,7 +79,11 @@ export function reporter(out: Output, color: boolean) {
           const steps = JSON.stringify(r.plan.steps.map((s) => [s.id, s.changes]));
           if (lastDrift?.steps === steps) return out.line(`${tag}drift unchanged since ${lastDrift.runId} (--repair undoes it)`);
           lastDrift = { steps, runId: r.runId, ids: new Set(r.plan.steps.map((st) => st.id)) };
-          out.line(`${tag}drift: the live state no longer matches the manifests (--repair undoes it)`);
+          // Only secrets differ: their sources changed (a rotated {file}, a new {env} value), not the live objects.
+          const secretsOnly = r.plan.steps.every((st) => st.changes.length > 0 && st.changes.every((ch) => ch.sensitive || ch.path === MARKER_CHANGE));
+          out.line(secretsOnly
+            ? `${tag}drift: a secret's value changed at its source ({env} or {file}), not in the live state; the next apply (or --repair) sends it`
+            : `${tag}drift: the live state no longer matches the manifests (--repair undoes it)`);
         }
         return out.line(tagged(tag, renderText(r.plan, { color })));
       case 'step': return progress?.event(r.event);
