@@ -5,6 +5,7 @@ import type { AccountFlag, Body, KindDef } from '../kinds/types.js';
 import { ApiError } from './errors.js';
 import type { Caller, Resources } from './resources.js';
 import { collectionPath } from './serialize.js';
+import { idPattern } from '../util/ids.js';
 import { isStorableText } from '../util/text.js';
 
 type Params = Record<string, string>;
@@ -29,7 +30,14 @@ function stripPathIds(body: unknown, params: Params, names: string[]): Body {
 
 const LIST_QUERY = new Set(['limit', 'before_id', 'beforeId']);
 
-function listQuery(query: Record<string, unknown>): { limit: number; beforeId?: string } {
+const idRegexes = new Map<KindDef, RegExp>();
+function idRegex(kind: KindDef): RegExp {
+  let r = idRegexes.get(kind);
+  if (!r) idRegexes.set(kind, (r = new RegExp(idPattern(kind.idPrefix))));
+  return r;
+}
+
+function listQuery(query: Record<string, unknown>, kind: KindDef): { limit: number; beforeId?: string } {
   for (const key of Object.keys(query)) {
     if (!LIST_QUERY.has(key)) throw new ApiError('ERR_INVALID_QUERY', `unknown query parameter '${key}'; lists take limit, before_id`);
   }
@@ -45,6 +53,11 @@ function listQuery(query: Record<string, unknown>): { limit: number; beforeId?: 
   if (before !== undefined && (typeof before !== 'string' || before === '' || !isStorableText(before))) {
     throw new ApiError('ERR_INVALID_QUERY', 'before_id: must be one id');
   }
+  // An id of this collection's kind (the last id of a page, from next_page_uri): anything else would
+  // page from a place no object has, silently (a typo gave the whole list).
+  if (before !== undefined && !idRegex(kind).test(before as string)) {
+    throw new ApiError('ERR_INVALID_QUERY', `before_id: must be an id of this list (${kind.idPrefix}_…), got ${JSON.stringify((before as string).slice(0, 60))}`);
+  }
   return { limit, beforeId: before as string | undefined };
 }
 
@@ -55,7 +68,7 @@ function listQuery(query: Record<string, unknown>): { limit: number; beforeId?: 
 export function registerKindRoutes(app: FastifyInstance, resources: Resources, callerOf: (req: FastifyRequest) => Caller) {
   const allowed = new Map<string, Set<HTTPMethods>>();
   let requires: AccountFlag | undefined;
-  const route = (method: HTTPMethods, url: string, opts: { body?: Record<string, unknown>; preValidation?: (req: FastifyRequest) => void }, handler: (req: FastifyRequest, params: Params) => Promise<{ status: number; body?: unknown }>) => {
+  const route = (method: HTTPMethods, url: string, opts: { body?: Record<string, unknown>; preValidation?: (req: FastifyRequest) => void }, handler: (req: FastifyRequest, params: Params) => Promise<{ status: number; body?: unknown; location?: string }>) => {
     allowed.set(url, (allowed.get(url) ?? new Set()).add(method));
     const flag = requires;
     app.route({
@@ -72,6 +85,7 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
       handler: async (req, reply) => {
         const result = await handler(req, req.params as Params);
         reply.code(result.status);
+        if (result.location) reply.header('Location', result.location);
         return result.status === 204 ? reply.send() : result.body;
       },
     });
@@ -88,15 +102,16 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
     const ops = new Set(kind.operations);
 
     if (ops.has('create')) {
-      route('POST', collection, { body: requestSchema(kind, 'create', parentParams) }, async (req, p) => ({
-        status: 201,
-        body: await resources.create(kind, callerOf(req), stripPathIds(req.body, p, parentParams), parentOf(p)),
-      }));
+      route('POST', collection, { body: requestSchema(kind, 'create', parentParams) }, async (req, p) => {
+        const body = await resources.create(kind, callerOf(req), stripPathIds(req.body, p, parentParams), parentOf(p));
+        // The new object's address, as HTTP has it for 201 (the same as its `uri`).
+        return { status: 201, body, location: (body as { uri?: string }).uri };
+      });
     }
     if (ops.has('list')) {
       route('GET', collection, {}, async (req, p) => {
         const caller = callerOf(req);
-        const q = listQuery(req.query as Record<string, unknown>);
+        const q = listQuery(req.query as Record<string, unknown>, kind);
         const page = await resources.list(kind, caller, q);
         const base = caller.baseUrl + collectionPath(kind, parentOf(p) ?? null);
         return {

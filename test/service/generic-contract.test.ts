@@ -20,6 +20,7 @@ describe.each(ENGINES)('generic contract on %s', (engine) => {
       expect(obj.uri).toBe(`${svc.url}${path}/${obj.id}`);
       expect(obj.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
       expect(created.headers.get('operation-id')).toMatch(/^op_/);
+      expect(created.headers.get('location')).toBe(obj.uri);
 
       const got = await c.get(`${path}/${obj.id}`);
       expect(got.status).toBe(200);
@@ -174,7 +175,9 @@ describe.each(ENGINES)('generic contract on %s', (engine) => {
         expect(empty.body[sample.listKey!]).toEqual([]);
         expect(empty.body.next_page_uri).toBeNull();
 
-        for (const bad of ['limit=0', 'limit=101', 'limit=abc', 'limit=1.5', 'page=2', 'before_id=']) {
+        // A before_id that is no id of this list (a typo, another kind's id) is refused, not read as "from the start".
+        const otherKind = expected[0].startsWith('ca_') ? `bkdfo_${expected[0].split('_')[1]}` : `ca_${expected[0].split('_')[1]}`;
+        for (const bad of ['limit=0', 'limit=101', 'limit=abc', 'limit=1.5', 'page=2', 'before_id=', 'before_id=xyz', `before_id=${otherKind}`, `before_id=${expected[0]}x`]) {
           const res = await c.get(`${path}?${bad}`);
           expect(res.status, bad).toBe(400);
           expect(res.body.error_code, bad).toBe('ERR_INVALID_QUERY');
