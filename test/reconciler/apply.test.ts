@@ -80,6 +80,30 @@ describe('apply (real executor, real service)', () => {
     expect(duplicates(await liveObjects(client))).toEqual([]);
   });
 
+  it('renames an edge and a route with secrets (renamed_from): same objects, only markers written, no secret sent; then no changes', async () => {
+    const client = await clientFor(svc);
+    const dir = copyExample('full');
+    await applyDir(client, dir, 'renames', EXAMPLE_ENV);
+    const before = new Map((await liveObjects(client)).map((o) => [o.id, o.identity]));
+    const edge = join(dir, 'https-edge.yaml');
+    writeFileSync(edge, readFileSync(edge, 'utf8').replace(/^name: shop$/m, 'name: store\nrenamed_from: shop').replace(/^  - name: admin$/m, '  - name: backoffice\n    renamed_from: admin'));
+    const { plan } = await prepare(client, dir, 'renames', EXAMPLE_ENV);
+    expect(plan!.steps.length).toBeGreaterThan(0);
+    for (const step of plan!.steps) {
+      expect(step.action, step.id).toBe('update');
+      expect(Object.keys(step.request.body as object), step.id).toEqual(['metadata']);
+      expect(step.changes.some((c) => c.sensitive), step.id).toBe(false);
+    }
+    expect(plan!.blocked).toEqual([]);
+    await applyDir(client, dir, 'renames', EXAMPLE_ENV);
+    expect(await remaining(client, dir, 'renames', EXAMPLE_ENV)).toEqual([]);
+    const after = await liveObjects(client);
+    expect(after.map((o) => o.id).sort()).toEqual([...before.keys()].sort());
+    const adminId = [...before].find(([, identity]) => identity === 'renames:HTTPSEdge/shop/routes/admin')?.[0];
+    expect(adminId).toBeDefined();
+    expect(after.find((o) => o.identity === 'renames:HTTPSEdge/store/routes/backoffice')?.id).toBe(adminId);
+  });
+
   it('a step the API refuses fails, its dependents are skipped, the rest is done; fixing the file converges', async () => {
     const client = await clientFor(svc);
     // A webhook secret left out passes validate (on update the stored one would be kept) and is refused on create.
