@@ -187,7 +187,20 @@ function toApiError(err: FastifyError): ApiError {
   if (mapped === 'ERR_PAYLOAD_TOO_LARGE') return new ApiError(mapped, 'request body is larger than 1 MiB');
   if (mapped) return new ApiError(mapped, err.message);
   if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) return new ApiError('ERR_VALIDATION', err.message);
+  if (isUnavailable(err)) return new ApiError('ERR_UNAVAILABLE', 'the database is unavailable; retry shortly', {}, { 'retry-after': '1' });
   return new ApiError('ERR_INTERNAL', 'internal error; quote the operation id when reporting it');
+}
+
+/**
+ * The database was not there or went away mid-request (a restart, a failover, `pg_terminate_backend`,
+ * too many connections): a transient condition, not a fault of the service or of the request. A
+ * write cut off while committing may have been stored; clients look before creating again (the
+ * reconciler does).
+ */
+const UNAVAILABLE_CODES = new Set(['57P01', '57P02', '57P03', '53300', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
+function isUnavailable(err: Error & { code?: string }): boolean {
+  if (err.code && (UNAVAILABLE_CODES.has(err.code) || /^08/.test(err.code))) return true;
+  return /^Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection is closed/i.test(err.message ?? '');
 }
 
 function sendError(err: FastifyError, req: FastifyRequest, reply: FastifyReply) {

@@ -30,6 +30,7 @@ export const ERROR_CATALOG = {
   ERR_UNSUPPORTED_MEDIA_TYPE: { status: 415, summary: 'a body must be application/json' },
   ERR_HEADERS_TOO_LARGE: { status: 431, summary: 'the request line and headers are over 16 KiB' },
   ERR_INTERNAL: { status: 500, summary: 'a fault in the service; the operation id finds it in the log' },
+  ERR_UNAVAILABLE: { status: 503, summary: 'the database could not be reached or dropped the connection; retry after Retry-After seconds' },
 } as const satisfies Record<string, { status: number; summary: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOG;

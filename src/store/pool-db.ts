@@ -14,18 +14,28 @@ export class PoolDb implements Db {
     return this.pool.query<R>(sql, params as unknown[]);
   }
 
+  /**
+   * One transaction on one pooled client. The client is watched while it is checked out: a
+   * connection lost meanwhile (the server restarted, `pg_terminate_backend`) is an 'error' event,
+   * which with no listener crashed the process. A client whose connection failed, or whose ROLLBACK
+   * did, is destroyed instead of going back to the pool.
+   */
   async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
+    let broken: Error | undefined;
+    const onError = (err: Error) => { broken = err; };
+    client.on('error', onError);
     try {
       await client.query('BEGIN');
       const result = await fn(client);
       await client.query('COMMIT');
       return result;
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => {});
+      if (!broken) await client.query('ROLLBACK').catch((e: Error) => { broken = e; });
       throw err;
     } finally {
-      client.release();
+      client.off('error', onError);
+      client.release(broken ?? false);
     }
   }
 
