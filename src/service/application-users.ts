@@ -2,12 +2,13 @@ import { isDeepStrictEqual } from 'node:util';
 import { applicationUser, providerKey } from '../kinds/application-user.js';
 import { requestSchema } from '../kinds/schemas.js';
 import type { Body, KindRuntimeConfig } from '../kinds/types.js';
-import type { Db } from '../store/db.js';
+import { savepointDb, type Db } from '../store/db.js';
+import { isStorableText } from '../util/text.js';
 import { rfc3339 } from '../util/time.js';
 import { ApiError } from './errors.js';
 import { Resources, uniqueScope, type Caller } from './resources.js';
 import { serviceValidator } from './precompiled.js';
-import { describeAjvError, problemMessage, type Validator } from './validation.js';
+import { describeAjvError, findUnstorableText, problemMessage, type Validator } from './validation.js';
 
 /** One sign-in (or one imported user): who, through which provider, and when. */
 export interface UserRecord {
@@ -48,6 +49,8 @@ export function checkUserRecords(records: unknown[], label = 'users'): string[] 
     if (!validateFields(fields)) {
       for (const e of validator!.errors ?? []) problems.push(at + problemMessage(describeAjvError(e)));
     }
+    const bad = findUnstorableText(r);
+    if (bad !== null) problems.push(`${at}${bad || 'record'}: text may not contain U+0000 or an unpaired UTF-16 surrogate`);
   });
   return problems;
 }
@@ -68,7 +71,7 @@ function latest(a: unknown, b: unknown): string | undefined {
 export class ApplicationUsers {
   private readonly resources: Resources;
 
-  constructor(private readonly db: Db, config: KindRuntimeConfig = { vendorPrefix: 'service' }, private readonly baseUrl = '') {
+  constructor(private readonly db: Db, private readonly config: KindRuntimeConfig = { vendorPrefix: 'service' }, private readonly baseUrl = '') {
     this.resources = new Resources(db, config);
   }
 
@@ -93,18 +96,32 @@ export class ApplicationUsers {
     }
   }
 
-  /** Records many; checks all of them first and writes none when any is invalid. */
+  /**
+   * Records many, all or nothing: every record is checked first (fields, text the database cannot
+   * hold, accounts that exist) and every problem reported; then all are written in one transaction,
+   * so a failure on the way (a database error) leaves none written either.
+   */
   async import(records: unknown[], now = new Date()): Promise<Record<RecordOutcome, number> & { users: Body[] }> {
     if (!Array.isArray(records)) throw new UserRecordError(['the file must hold a JSON array of users']);
     const problems = checkUserRecords(records);
+    const accounts = [...new Set(records.map((r) => (r as { account_id?: unknown } | null)?.account_id).filter((a): a is string => typeof a === 'string' && a !== '' && isStorableText(a)))];
+    const { rows } = await this.db.query<{ id: string }>('SELECT id FROM accounts WHERE id = ANY($1::text[])', [accounts]);
+    const known = new Set(rows.map((r) => r.id));
+    records.forEach((r, i) => {
+      const account = (r as { account_id?: unknown } | null)?.account_id;
+      if (typeof account === 'string' && account !== '' && !known.has(account)) problems.push(`users[${i}].account_id: account ${account} does not exist`);
+    });
     if (problems.length) throw new UserRecordError(problems);
-    const counts = { created: 0, updated: 0, unchanged: 0, users: [] as Body[] };
-    for (const r of records as UserRecord[]) {
-      const { outcome, user } = await this.record(r, now);
-      counts[outcome]++;
-      counts.users.push(user);
-    }
-    return counts;
+    return this.db.tx(async (q) => {
+      const inOne = new ApplicationUsers(savepointDb(q, this.db), this.config, this.baseUrl);
+      const counts = { created: 0, updated: 0, unchanged: 0, users: [] as Body[] };
+      for (const r of records as UserRecord[]) {
+        const { outcome, user } = await inOne.record(r, now);
+        counts[outcome]++;
+        counts.users.push(user);
+      }
+      return counts;
+    });
   }
 
   private fields(input: UserRecord): Body {

@@ -17,3 +17,31 @@ export interface Db extends Queryable {
 export function isPgError(err: unknown, code: string): err is Error & { code: string; constraint?: string; detail?: string } {
   return typeof err === 'object' && err !== null && (err as { code?: string }).code === code;
 }
+
+/**
+ * The `Db` of a transaction already open on `q` (from `outer.tx`): queries run in it, and its `tx`
+ * is a savepoint, so code written for a `Db` (one transaction per operation) can run many
+ * operations as one all-or-nothing unit. An operation that fails rolls back to its savepoint and
+ * throws; the outer transaction then decides.
+ */
+export function savepointDb(q: Queryable, outer: Db): Db {
+  let n = 0;
+  return {
+    engine: outer.engine,
+    describe: outer.describe,
+    query: <R extends QueryResultRow = QueryResultRow>(sql: string, params?: unknown[]) => q.query<R>(sql, params),
+    async tx<T>(fn: (inner: Queryable) => Promise<T>): Promise<T> {
+      const sp = `ep_sp_${++n}`;
+      await q.query(`SAVEPOINT ${sp}`);
+      try {
+        const result = await fn(q);
+        await q.query(`RELEASE SAVEPOINT ${sp}`);
+        return result;
+      } catch (err) {
+        await q.query(`ROLLBACK TO SAVEPOINT ${sp}`).catch(() => {});
+        throw err;
+      }
+    },
+    close: async () => {},
+  };
+}

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApplicationUsers, UserRecordError } from '../../src/service/application-users.js';
+import type { Db, Queryable } from '../../src/store/db.js';
 import { ENGINES, startTestService, type TestService } from '../helpers/service.js';
 
 const google = { name: 'Google', url: 'https://accounts.google.com' };
@@ -139,5 +140,38 @@ describe.each(ENGINES)('application users on %s', (engine) => {
     await expect(users.record({ account_id: 'acct_nope', identity_provider: google, provider_user_id: 'x' })).rejects.toThrow(/account acct_nope does not exist/);
     await expect(users.record({ account_id: c.accountId, identity_provider: { name: 'G', url: 'accounts.google.com' }, provider_user_id: 'x' }))
       .rejects.toThrow('identity_provider.url: must be an absolute http or https URL');
+  });
+
+  it('imports all or nothing: an unknown account or text the database cannot hold is found before anything is written', async () => {
+    const c = await svc.account();
+    const ok = { account_id: c.accountId, identity_provider: google, provider_user_id: 'first' };
+    const err = await users.import([
+      ok,
+      { account_id: 'acct_nope', identity_provider: google, provider_user_id: 'p2' },
+      { account_id: c.accountId, identity_provider: google, provider_user_id: 'p3', name: 'a\u0000b' },
+    ]).catch((e) => e);
+    expect(err).toBeInstanceOf(UserRecordError);
+    expect(err.problems).toEqual([
+      'users[2].name: text may not contain U+0000 or an unpaired UTF-16 surrogate',
+      'users[1].account_id: account acct_nope does not exist',
+    ]);
+    expect(await countIn(c.accountId)).toBe(0);
+    // A database failure while writing (the second user's insert, forced here) rolls back the first.
+    let inserts = 0;
+    const failing: Db = {
+      ...svc.db,
+      query: (sql, params) => svc.db.query(sql, params),
+      tx: (fn) => svc.db.tx((q) => fn({
+        query: (sql: string, params?: unknown[]) => {
+          if (/^\s*INSERT INTO objects/i.test(sql) && ++inserts === 2) return Promise.reject(new Error('disk full'));
+          return q.query(sql, params);
+        },
+      } as Queryable)),
+    } as Db;
+    const two = [ok, { ...ok, provider_user_id: 'second' }];
+    await expect(new ApplicationUsers(failing, { vendorPrefix: 'service' }, svc.url).import(two)).rejects.toThrow('disk full');
+    expect(inserts).toBe(2);
+    expect(await countIn(c.accountId)).toBe(0);
+    expect((await users.import([ok])).created).toBe(1);
   });
 });
