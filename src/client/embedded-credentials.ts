@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Authenticator, createAccount } from '../service/auth.js';
+import { Authenticator, createAccount, createKey } from '../service/auth.js';
 import type { Db } from '../store/db.js';
 
 /** The account and key the CLI provisions for itself in an embedded state directory. */
@@ -21,11 +21,25 @@ export function readCredentials(stateDir: string): EmbeddedCredentials | undefin
   }
 }
 
-/** The remembered key if the database still knows it, else a new account and key, remembered. */
+/** The name of the account the CLI provisions in a state directory. */
+export const EMBEDDED_ACCOUNT = 'embedded';
+
+/**
+ * The remembered key if the database still knows it. Otherwise a new key, remembered — for the
+ * directory's own account when it has one: the account the file names, else the oldest account
+ * named "embedded". A revoked key, or `embedded.json` deleted, corrupt or restored from elsewhere,
+ * so keeps the objects the directory holds: a new account would see none of them, and the next
+ * plan would create them all again beside the old ones. Only a directory with no such account
+ * gets a new one.
+ */
 export async function ensureCredentials(db: Db, stateDir: string): Promise<EmbeddedCredentials> {
   const known = readCredentials(stateDir);
   if (known && (await new Authenticator(db).resolve(known.api_key))) return known;
-  const issued = await createAccount(db, { name: 'embedded' });
+  const { rows } = await db.query<{ id: string }>(
+    `SELECT id FROM accounts WHERE id = $1 OR name = $2 ORDER BY (id = $1) DESC, created_at, id LIMIT 1`,
+    [typeof known?.account_id === 'string' ? known.account_id : '', EMBEDDED_ACCOUNT],
+  );
+  const issued = rows.length ? await createKey(db, rows[0].id) : await createAccount(db, { name: EMBEDDED_ACCOUNT });
   mkdirSync(stateDir, { recursive: true });
   writeFileSync(credentialsPath(stateDir), JSON.stringify(issued, null, 2) + '\n', { mode: 0o600 });
   return issued;

@@ -1,4 +1,4 @@
-import { closeSync, mkdirSync, openSync, readFileSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 
@@ -6,7 +6,7 @@ export interface LockHolder { pid: number; host: string; started_at: string; url
 
 export class LockHeldError extends Error {
   constructor(readonly dir: string, readonly holder: LockHolder) {
-    super(
+    super(holder.pid < 0 ? `${dir}/lock is being written by another process, or was left damaged: if no edgeplane process uses ${dir}, it is taken over a second after it was last written; run the command again` :
       `${dir} is in use by process ${holder.pid}` +
         (holder.url ? `, serving at ${holder.url}` : '') +
         ` (since ${holder.started_at}). The embedded database cannot be opened by two processes at once: ` +
@@ -57,7 +57,13 @@ export class DirLock {
         continue;
       }
       if (holder) throw new LockHeldError(dir, holder);
-      // Unreadable lock: its writer is between open and write; give it a moment.
+      // Unreadable lock: its writer is between open and write (microseconds), or it died there, or
+      // the file was damaged. Written in one call and replaced by rename, a lock is never unreadable
+      // for long: one unreadable for over a second holds nobody, and is taken over.
+      if (unreadableFor(path) > STALE_UNREADABLE_MS) {
+        try { unlinkSync(path); } catch { /* another process recovered it first */ }
+        continue;
+      }
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
     }
     const holder = readHolder(path);
@@ -67,7 +73,10 @@ export class DirLock {
   /** Records the URL the holder serves on, so a second process can tell the user where to go. */
   setUrl(url: string) {
     this.holder = { ...this.holder, url };
-    writeFileSync(this.path, JSON.stringify(this.holder));
+    // Replaced by rename, never truncated and rewritten: another process never reads it half-written.
+    const tmp = `${this.path}.${process.pid}.tmp`;
+    writeFileSync(tmp, JSON.stringify(this.holder), { mode: 0o600 });
+    renameSync(tmp, this.path);
   }
 
   release() {
@@ -78,6 +87,17 @@ export class DirLock {
       const current = readHolder(this.path);
       if (current?.pid === process.pid) unlinkSync(this.path);
     } catch { /* already gone */ }
+  }
+}
+
+const STALE_UNREADABLE_MS = 1000;
+
+/** How long the lock file has gone unchanged (0 when it is gone or unreadable as a file). */
+function unreadableFor(path: string): number {
+  try {
+    return Date.now() - statSync(path).mtimeMs;
+  } catch {
+    return 0;
   }
 }
 

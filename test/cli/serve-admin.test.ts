@@ -35,6 +35,9 @@ describe('edgeplane serve + admin on the embedded engine', () => {
       const blocked = await runCli(['admin', 'keys', 'revoke', key2.key_id, '--state', state]);
       expect(blocked.code).toBe(1);
       expect(blocked.stderr).toContain(`serving at ${served.url}`);
+      // Advice an admin command can follow (it takes no --api-url: accounts and keys are not in the API).
+      expect(blocked.stderr).toContain('Stop that process, run the admin command, then start it again');
+      expect(blocked.stderr).not.toContain('--api-url');
       expect(served.logs()).not.toContain(issued.api_key);
     } finally {
       expect(await served.stop('SIGTERM')).toBe(0);

@@ -88,3 +88,31 @@ describe('the embedded service on a thread of its own', () => {
     }
   });
 });
+
+describe("the embedded directory's own account", () => {
+  it('keeps its objects when the key is revoked or embedded.json is lost or corrupt: a new key for the same account, not a new account', async () => {
+    const { ensureCredentials, credentialsPath } = await import('../../src/client/embedded-credentials.js');
+    const { openPglite } = await import('../../src/store/pglite.js');
+    const { migrate } = await import('../../src/store/migrate.js');
+    const { revokeKey, listAccounts } = await import('../../src/service/auth.js');
+    const { writeFileSync, rmSync } = await import('node:fs');
+    const state = mkdtempSync(join(tmpdir(), 'edgeplane-creds-'));
+    const db = await openPglite(null);
+    try {
+      await migrate(db);
+      const first = await ensureCredentials(db, state);
+      expect(await ensureCredentials(db, state)).toEqual(first); // remembered
+      await revokeKey(db, first.key_id);
+      const afterRevoke = await ensureCredentials(db, state);
+      expect(afterRevoke.account_id).toBe(first.account_id);
+      expect(afterRevoke.api_key).not.toBe(first.api_key);
+      rmSync(credentialsPath(state));
+      expect((await ensureCredentials(db, state)).account_id).toBe(first.account_id);
+      writeFileSync(credentialsPath(state), '{"key_id":');
+      expect((await ensureCredentials(db, state)).account_id).toBe(first.account_id);
+      expect((await listAccounts(db)).map((a) => a.id)).toEqual([first.account_id]);
+    } finally {
+      await db.close();
+    }
+  });
+});

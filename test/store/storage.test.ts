@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { LockHeldError } from '../../src/store/dir-lock.js';
+import { DirLock, LockHeldError } from '../../src/store/dir-lock.js';
 import pg from 'pg';
 import type { Db } from '../../src/store/db.js';
 import { loadMigrations, migrate, MIGRATION_LOCK } from '../../src/store/migrate.js';
@@ -88,6 +88,25 @@ describe('PGlite directory lock', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ep-lock-'));
     writeFileSync(join(dir, 'lock'), JSON.stringify({ pid: process.ppid, host: (await import('node:os')).hostname(), started_at: 'earlier' }));
     await expect(openPglite(dir)).rejects.toThrow(`in use by process ${process.ppid}`);
+  });
+
+  it('takes over a lock file that stays unreadable (damaged, or its writer died before writing), but not a fresh one', async () => {
+    const { utimesSync } = await import('node:fs');
+    for (const garbage of ['garbage', '', '{"pid":']) {
+      const dir = mkdtempSync(join(tmpdir(), 'ep-lock-'));
+      const lock = join(dir, 'lock');
+      writeFileSync(lock, garbage);
+      // Just written: its writer may be between creating and writing it.
+      expect(() => DirLock.acquire(dir)).toThrow(LockHeldError);
+      const old = new Date(Date.now() - 5000);
+      utimesSync(lock, old, old);
+      const taken = DirLock.acquire(dir);
+      expect(JSON.parse(readFileSync(lock, 'utf8')).pid).toBe(process.pid);
+      taken.setUrl('http://127.0.0.1:1');
+      expect(JSON.parse(readFileSync(lock, 'utf8'))).toMatchObject({ pid: process.pid, url: 'http://127.0.0.1:1' });
+      taken.release();
+      expect(existsSync(lock)).toBe(false);
+    }
   });
 });
 

@@ -1,8 +1,21 @@
+import { LockHeldError } from '../../store/dir-lock.js';
 import { openEngine, type EngineChoice } from '../engine.js';
+import { CliExit, EXIT } from '../exit.js';
 
-/** Opens the engine the admin commands share (DATABASE_URL, else --state), closes it after. */
+/**
+ * Opens the engine the admin commands share (DATABASE_URL, else --state), closes it after. Admin
+ * commands work on the database itself (accounts and keys are not in the API), so a state
+ * directory another process holds is refused with advice that fits them.
+ */
 export async function withDb<T>(opts: EngineChoice, fn: (db: Awaited<ReturnType<typeof openEngine>>) => Promise<T>): Promise<T> {
-  const db = await openEngine(opts);
+  let db;
+  try {
+    db = await openEngine(opts);
+  } catch (err) {
+    if (!(err instanceof LockHeldError)) throw err;
+    const { pid, url } = err.holder;
+    throw new CliExit(EXIT.error, `${err.dir} is in use by process ${pid}${url ? `, serving at ${url}` : ''}: admin commands open the embedded database themselves (accounts and keys are not in the API), and it cannot be opened by two processes at once. Stop that process, run the admin command, then start it again.`);
+  }
   try {
     return await fn(db);
   } finally {
