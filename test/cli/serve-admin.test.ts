@@ -129,6 +129,18 @@ describe('edgeplane serve + admin on the embedded engine', () => {
     const res = await runCli(['admin', 'accounts', 'create']);
     expect(res.code).toBe(1);
     expect(res.stderr).toContain("required option '--name <name>' not specified");
+    const state = mkdtempSync(join(tmpdir(), 'ep-admin-usage-'));
+    for (const name of ['', '   ', 'a\tb', 'x'.repeat(101)]) {
+      const bad = await runCli(['admin', 'accounts', 'create', '--name', name, '--state', state]);
+      expect(bad.code, JSON.stringify(name)).toBe(1);
+      expect(bad.stderr).toContain('--name must be 1 to 100 characters');
+    }
+    // A key pasted where its id belongs: refused, and not printed back.
+    const key = 'ep_' + 'k'.repeat(32);
+    const revoke = await runCli(['admin', 'keys', 'revoke', key, '--state', state]);
+    expect(revoke.code).toBe(1);
+    expect(revoke.stderr).toContain("give the key's id");
+    expect(revoke.stdout + revoke.stderr).not.toContain(key);
   });
 });
 

@@ -2,7 +2,15 @@ import { createAccount, createKey, listAccounts, listKeys, revokeKey, setAbuseRe
 import type { Output } from '../output.js';
 import { withDb } from './with-db.js';
 
+/** An account's name: 1–100 characters, no control characters (it is shown in lists and logs). */
+function checkAccountName(name: string): void {
+  if (!name.trim() || name.length > 100 || /[\u0000-\u001f\u007f]/.test(name)) {
+    throw new Error('--name must be 1 to 100 characters, not only spaces, with no control characters (tab, newline …)');
+  }
+}
+
 export async function accountsCreate(out: Output, flags: { name: string; abuseReports?: boolean; json?: boolean; state?: string }) {
+  checkAccountName(flags.name);
   const issued = await withDb({ stateDir: flags.state }, (db) => createAccount(db, { name: flags.name, abuseReports: flags.abuseReports }));
   if (flags.json) return out.json({ account_id: issued.account_id, api_key: issued.api_key, key_id: issued.key_id });
   out.line(`account ${issued.account_id} created${flags.abuseReports ? ' (abuse reports enabled)' : ''}`);
@@ -18,6 +26,8 @@ export async function keysCreate(out: Output, flags: { account: string; json?: b
 }
 
 export async function keysRevoke(out: Output, keyId: string, flags: { state?: string }) {
+  // A key given where its id belongs is refused without being echoed: error output ends up in logs.
+  if (keyId.startsWith('ep_')) throw new Error('give the key\'s id (key_…, from `admin keys list`), not the key itself');
   const done = await withDb({ stateDir: flags.state }, (db) => revokeKey(db, keyId));
   if (!done) throw new Error(`no active API key ${keyId}`);
   out.line(`API key ${keyId} revoked (processes that cached it stop accepting it within 5 seconds)`);
