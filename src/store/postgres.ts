@@ -12,6 +12,11 @@ export interface PostgresOptions {
 const SCHEMA_LOCK = 4242_0002;
 
 export async function openPostgres(url: string, opts: PostgresOptions = {}): Promise<Db> {
+  let parsed: URL | undefined;
+  try { parsed = new URL(url); } catch { /* below */ }
+  if (!parsed || !/^(postgres(ql)?|socket):$/.test(parsed.protocol)) {
+    throw new Error(`DATABASE_URL is not a PostgreSQL URL (postgres://user[:password]@host[:port]/database): ${parsed ? `scheme ${parsed.protocol}` : 'it does not parse as a URL'}`);
+  }
   if (opts.schema && !/^[a-z_][a-z0-9_]*$/.test(opts.schema)) throw new Error(`invalid schema name ${opts.schema}`);
   if (opts.schema) {
     const setup = new pg.Client({ connectionString: url });

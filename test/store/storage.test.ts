@@ -191,6 +191,13 @@ describe('opening PostgreSQL', () => {
     expect((err as Error).message).toMatch(/^cannot use PostgreSQL at postgres:\/\/edge:\*\*\*@127\.0\.0\.1:1\/db: .*ECONNREFUSED/);
     expect((err as Error).message).not.toContain('s3cret');
   });
+
+  it('a DATABASE_URL that is not a PostgreSQL URL says so, and what one looks like', async () => {
+    for (const [url, why] of [['not a url', 'it does not parse as a URL'], ['mysql://u@h/db', 'scheme mysql:']]) {
+      const err = await openPostgres(url).catch((e: Error) => e);
+      expect((err as Error).message).toBe(`DATABASE_URL is not a PostgreSQL URL (postgres://user[:password]@host[:port]/database): ${why}`);
+    }
+  });
 });
 
 describe.each(ENGINES)('starting on a migrated database on %s', (engine) => {
