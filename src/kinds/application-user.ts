@@ -9,13 +9,17 @@ const timestamp: JSONSchema = {
 
 /** The provider's URL identifies it (an OIDC issuer, an OAuth provider's site); the name is a label. */
 export function providerKey(body: Body): string {
-  const idp = body.identity_provider as { url: string };
-  let url = idp.url.trim();
+  return `${providerUrlKey((body.identity_provider as { url: string }).url)} ${body.provider_user_id as string}`;
+}
+
+/** A provider URL as users are told apart by: scheme and host in lower case, no trailing slash. */
+export function providerUrlKey(given: string): string {
+  let url = given.trim();
   try {
     const u = new URL(url);
     url = (u.origin + u.pathname).replace(/\/+$/, '');
   } catch { /* validated before; keep as given */ }
-  return `${url} ${body.provider_user_id as string}`;
+  return url;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import { applicationUser, providerKey } from '../kinds/application-user.js';
+import { applicationUser, providerKey, providerUrlKey } from '../kinds/application-user.js';
 import { requestSchema } from '../kinds/schemas.js';
 import type { Body, KindRuntimeConfig } from '../kinds/types.js';
 import { savepointDb, type Db } from '../store/db.js';
@@ -144,6 +144,11 @@ export class ApplicationUsers {
     const current = await this.resources.get(applicationUser, caller, id);
     const given = this.fields(input);
     delete given.provider_user_id; // the key: equal by construction, and immutable
+    // The same provider URL spelled another way (`HTTPS://Accounts.Google.com/`) is the URL stored:
+    // records of one user from two sources would otherwise rewrite it back and forth.
+    const idp = given.identity_provider as { name: string; url: string } | undefined;
+    const stored = current.identity_provider as { name: string; url: string } | undefined;
+    if (idp && stored && providerUrlKey(idp.url) === providerUrlKey(stored.url)) given.identity_provider = { ...idp, url: stored.url };
     given.last_login = latest(current.last_login, given.last_login);
     given.last_active = latest(current.last_active, latest(given.last_active, given.last_login));
     // Compared as values: jsonb does not keep key order.
