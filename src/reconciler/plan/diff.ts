@@ -575,8 +575,7 @@ class Planner {
       if (o.marker!.protect && !dup) {
         this.warnings.push(`${identity} (${o.id}) is no longer in the manifests but is protected: kept`);
         this.renameHint(o, identity, 'kept (protected)');
-        keptIds.add(o.id);
-        continue;
+        continue; // with its children: a protected edge is kept as it is, routes and all
       }
       const guarded = dup ? undefined : protectedChildren.get(o.id);
       if (guarded) {
