@@ -58,6 +58,11 @@ describe('secret values the service would refuse', () => {
     const v = validateDir({ root: join(dir, 'e'), cwd: dir, stack: 'prod' });
     const problems = (value: string) => resolveSecrets(v.objects, 'prod', { env: { HOOK_SECRET: value }, cwd: dir }).problems.map(formatProblem);
     expect(problems('x'.repeat(4096))).toEqual([]);
+    const dir2 = manifestDir({ 'f/edge.yaml': route('empty.txt'), 'f/empty.txt': '\n' });
+    const v2 = validateDir({ root: join(dir2, 'f'), cwd: dir2, stack: 'prod' });
+    expect(resolveSecrets(v2.objects, 'prod', { env: {}, cwd: dir2 }).problems.map(formatProblem)).toEqual([
+      'f/edge.yaml:9:15: error: routes[0].webhook_verification.secret: the secret\'s value is empty (a {file} holding nothing, or only a newline) (the service would refuse it at apply) [secret-invalid]',
+    ]);
     expect(problems('é'.repeat(2049))).toEqual([
       'e/edge.yaml:9:15: error: routes[0].webhook_verification.secret: the secret\'s value is 4098 bytes, over the 4096 a secret may have (the service would refuse it at apply) [secret-invalid]',
     ]);

@@ -101,7 +101,7 @@ describe.each(ENGINES)('application users on %s', (engine) => {
     const renamed = await users.record({ ...base, identity_provider: { name: 'Google Accounts', url: 'HTTPS://Accounts.Google.com/' }, name: 'Bob' });
     expect(renamed).toMatchObject({ outcome: 'updated', user: { id: a.user.id, name: 'Bob', identity_provider: { name: 'Google Accounts' } } });
     // The URL keeps its stored spelling: the other spelling again changes nothing (no flip-flop).
-    expect(renamed.user.identity_provider.url).toBe(google.url);
+    expect((renamed.user.identity_provider as { url: string }).url).toBe(google.url);
     expect((await users.record({ ...base, identity_provider: { name: 'Google Accounts', url: 'HTTPS://Accounts.Google.com/' }, name: 'Bob' })).outcome).toBe('unchanged');
     const later = await users.record({ ...base, last_login: '2026-06-01T00:00:00Z' });
     expect(later.user).toMatchObject({ id: a.user.id, last_login: '2026-06-01T00:00:00Z', last_active: '2026-06-01T00:00:00Z' });

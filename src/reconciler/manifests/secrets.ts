@@ -45,6 +45,7 @@ export class NotTextError extends Error {
 
 /** What the service refuses in a secret's value (every secret field is `SECRET` in src/kinds/fields.ts), said of the value; or undefined. */
 function valueProblem(value: string): string | undefined {
+  if (value.length < (SECRET.minLength as number)) return 'is empty (a {file} holding nothing, or only a newline)';
   const bytes = utf8Bytes(value);
   const max = SECRET.maxBytes as number;
   if (bytes > max) return `is ${bytes} bytes, over the ${max} a secret may have`;
@@ -71,7 +72,10 @@ export function resolveSecrets(objects: ManifestObject[], stack: string, src: Se
         const name = s.value.env ?? s.value.fromEnv;
         if (name !== undefined) {
           value = src.env[name];
-          if (value === undefined || value === '') problems.push({ ...pos(), severity: 'error', path: formatPath([...o.at, ...s.path]), rule: 'secret-missing', message: `environment variable ${name} is ${value === '' ? 'empty (a secret must have a value)' : 'not set'}` });
+          if (value === undefined || value === '') {
+            problems.push({ ...pos(), severity: 'error', path: formatPath([...o.at, ...s.path]), rule: 'secret-missing', message: `environment variable ${name} is ${value === '' ? 'empty (a secret must have a value)' : 'not set'}` });
+            value = undefined;
+          }
         } else {
           const file = resolve(src.cwd, dirname(o.doc.file), s.value.file!);
           // The plan records the file relative to the working directory, where apply reads it.
