@@ -2,13 +2,19 @@ import type { NormalizerName } from './types.js';
 
 const PEM = /-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----/g;
 
-/** PEM blocks re-wrapped at 64 columns with one trailing newline: how the service stores them. */
+/**
+ * PEM blocks as the service stores them: the bytes re-encoded in canonical base64 (a block whose
+ * last group sets padding bits, `Jud=` for `Juc=`, holds the same bytes, and the service stores the
+ * canonical text: compared as written, it planned a replacement on every apply), re-wrapped at 64
+ * columns, with one trailing newline.
+ */
 function pem(v: unknown): unknown {
   if (typeof v !== 'string') return v;
   const blocks = [...v.matchAll(PEM)];
   if (!blocks.length) return v;
   const out = blocks.map(([, label, b64]) => {
-    const body = b64.replace(/\s+/g, '');
+    let body = b64.replace(/\s+/g, '');
+    if (/^[A-Za-z0-9+/]*={0,2}$/.test(body)) body = Buffer.from(body, 'base64').toString('base64');
     const lines = body.match(/.{1,64}/g) ?? [];
     return `-----BEGIN ${label}-----\n${lines.join('\n')}\n-----END ${label}-----\n`;
   }).join('');
