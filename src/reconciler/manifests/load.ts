@@ -17,6 +17,12 @@ export interface SourceDoc {
   value: unknown;
   /** Position of the node at `path` (or of the nearest ancestor that exists); `key` for the key of a pair. */
   locate(path: (string | number)[], opts?: { key?: boolean }): Position;
+  /**
+   * The file holds no backslash and no U+0000: no value in it can hold U+0000 or an unpaired
+   * surrogate (UTF-8 text cannot encode one; only YAML escapes write them), so validation need not
+   * look. Absent: look.
+   */
+  plainText?: boolean;
 }
 
 export interface Loaded { docs: SourceDoc[]; problems: Problem[]; files: string[] }
@@ -115,12 +121,13 @@ export function readManifest(path: string, cwd: string, bytes: Buffer = readFile
 export function parseSource(file: string, text: string): { docs: SourceDoc[]; problems: Problem[] } {
   const values = parseYamlFast(text);
   if (!values) return parseWithLibrary(file, text);
+  const plainText = !/[\\\0]/.test(text);
   const docs: SourceDoc[] = [];
   let byIndex: Map<number, SourceDoc> | undefined;
   values.forEach((value, index) => {
     if (value === null) return; // an empty document (a trailing `---`)
     docs.push({
-      file, index, value,
+      file, index, value, plainText,
       locate: (path, opts) => {
         // Same documents, same indexes: the fast parser only accepts texts the library parses without errors.
         byIndex ??= new Map(parseWithLibrary(file, text).docs.map((d) => [d.index, d]));
@@ -146,6 +153,7 @@ export function parseWithLibrary(file: string, text: string): { docs: SourceDoc[
   const { LineCounter, parseAllDocuments } = yamlLibrary();
   const lc = new LineCounter();
   const parsed = parseAllDocuments(text, { lineCounter: lc, prettyErrors: false, uniqueKeys: true });
+  const plainText = !/[\\\0]/.test(text);
   const all = Array.isArray(parsed) ? parsed : [];
   const problems: Problem[] = [];
   const docs: SourceDoc[] = [];
@@ -168,7 +176,7 @@ export function parseWithLibrary(file: string, text: string): { docs: SourceDoc[
       return;
     }
     if (value === null || value === undefined) return; // an empty document (a trailing `---`)
-    docs.push({ file, index, value, locate: (path, opts) => pos(offsetOf(doc, path, opts?.key ?? false)) });
+    docs.push({ file, index, value, plainText, locate: (path, opts) => pos(offsetOf(doc, path, opts?.key ?? false)) });
   });
   return { docs, problems };
 }

@@ -7,6 +7,7 @@ import { collectingAjv, describeAjvError, schemaKey, type Validator } from '../.
 import { encodeMetadata, METADATA_LIMIT, TOOL, MARKER_VERSION } from '../ownership/marker.js';
 import { matchPaths, type Hit } from '../paths.js';
 import { utf8Bytes } from '../../util/bytes.js';
+import { isStorableText } from '../../util/text.js';
 import { normalizeFields } from '../plan/normalize.js';
 import type { SourceDoc } from './load.js';
 import { identityOf, isSecretRef, positionOf, type ManifestObject, type RefValue } from './model.js';
@@ -83,6 +84,7 @@ interface Local { object?: ManifestObject; problems: Problem[] }
 function localPasses(doc: SourceDoc, opts: ValidateOptions): Local {
   const problems: Problem[] = [];
   const add = adder(problems);
+  textPass(doc, add);
   const object = shapePass(doc, add);
   for (const o of object ? [object, ...object.children] : []) {
     // These read the body defensively, so they also run on objects with schema errors.
@@ -116,6 +118,27 @@ export class ValidationMemo {
     if (!hit) this.docs.set(doc, (hit = localPasses(doc, opts)));
     return hit;
   }
+}
+
+/**
+ * Text the service cannot store (U+0000, an unpaired UTF-16 surrogate: PostgreSQL refuses both),
+ * anywhere in the document, keys too: YAML's escapes (`"\\0"`, `"\\ud800"`) can write them.
+ */
+function textPass(doc: SourceDoc, add: Add) {
+  if (doc.plainText) return;
+  const walk = (v: unknown, path: (string | number)[]) => {
+    if (typeof v === 'string') {
+      if (!isStorableText(v)) add({ doc, at: [] }, path, 'text', 'text may not contain U+0000 or an unpaired UTF-16 surrogate (the service cannot store it)');
+    } else if (Array.isArray(v)) {
+      v.forEach((x, i) => walk(x, [...path, i]));
+    } else if (v && typeof v === 'object') {
+      for (const k of Object.keys(v)) {
+        if (!isStorableText(k)) add({ doc, at: [] }, [...path, k], 'text', 'a key may not contain U+0000 or an unpaired UTF-16 surrogate', { key: true });
+        else walk((v as Record<string, unknown>)[k], [...path, k]);
+      }
+    }
+  };
+  walk(doc.value, []);
 }
 
 /** Pass 1 and 2: the document is an object of a known kind, and matches that kind's schema. */
