@@ -1,3 +1,5 @@
+import { setOwn } from './own.js';
+
 /** JSON with object keys sorted at every level: one text per value, so it can be compared and hashed. */
 export function canonicalJson(value: unknown): string {
   return JSON.stringify(sortKeys(value));
@@ -9,7 +11,7 @@ export function sortKeys(value: unknown): unknown {
     const out: Record<string, unknown> = {};
     for (const k of Object.keys(value as object).sort()) {
       const v = (value as Record<string, unknown>)[k];
-      if (v !== undefined) out[k] = sortKeys(v);
+      if (v !== undefined) setOwn(out, k, sortKeys(v));
     }
     return out;
   }

@@ -1,4 +1,5 @@
 import type { Body } from '../../kinds/types.js';
+import { getOwn } from '../../util/own.js';
 import { same } from './normalize.js';
 import { isRefToken, isSecretToken } from './tokens.js';
 import type { Change } from './types.js';
@@ -42,7 +43,7 @@ export function diffValues(prefix: string, before: unknown, after: unknown): Cha
     const b = before as Body;
     const a = after as Body;
     const keys = [...new Set([...Object.keys(b), ...Object.keys(a)])].sort();
-    return keys.flatMap((k) => diffValues(prefix ? `${prefix}.${k}` : k, b[k], a[k]));
+    return keys.flatMap((k) => diffValues(prefix ? `${prefix}.${k}` : k, getOwn(b, k), getOwn(a, k)));
   }
   return [change(prefix, before, after)];
 }

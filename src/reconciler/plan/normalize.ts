@@ -1,6 +1,7 @@
 import { NORMALIZERS } from '../../kinds/normalizers.js';
 import type { Body, KindDef, KindRuntimeConfig, ModuleDef, RefDef, ReconcileRules } from '../../kinds/types.js';
 import { canonicalJson } from '../../util/canonical-json.js';
+import { setOwn } from '../../util/own.js';
 import { matchPaths, plainPath } from '../paths.js';
 import { isRefToken, isSecretToken, type RefToken } from './tokens.js';
 
@@ -106,7 +107,7 @@ class Rewrite {
  * slow hash map. Built by assignment, all objects of a shape share one class.
  */
 function assign(to: Record<string, unknown>, from: object | undefined, skip?: string[]): Record<string, unknown> {
-  for (const k in from) if (!skip?.includes(k)) to[k] = (from as Record<string, unknown>)[k];
+  for (const k in from) if (!skip?.includes(k)) setOwn(to, k, (from as Record<string, unknown>)[k]);
   return to;
 }
 
