@@ -1,4 +1,5 @@
-import type { Body, KindDef, KindRuntimeConfig, ModuleDef, UniqueDef } from '../../kinds/types.js';
+import { moduleCheckForm } from '../../kinds/check.js';
+import type { Body, CheckContext, KindDef, KindRuntimeConfig, ModuleDef, UniqueDef } from '../../kinds/types.js';
 import { collectionPath } from '../../service/serialize.js';
 import { formatPath } from '../manifests/problems.js';
 import { namedTarget } from '../manifests/schema.js';
@@ -361,6 +362,7 @@ class Planner {
   private planCreate(dec: Decision, action: 'create' | 'replace') {
     const { d } = dec;
     const mods = (d.kind.modules ?? []).filter((m) => d.body[m.name]);
+    this.nothingStoredChecks(d, mods);
     const guarded = mods.some((m) => m.role === 'guard');
     const later = guarded ? mods.filter((m) => m.role === 'traffic') : [];
     const body: Body = {};
@@ -440,6 +442,29 @@ class Planner {
   }
 
   /**
+   * Rules that depend on what is stored, for modules written where nothing is (a new object, or a
+   * module the object lacks): no secret can be carried over, so one the manifest leaves out
+   * (`client_id` without `client_secret`) makes the service refuse the step. `validate` cannot know
+   * that (it has no state): said here, as a warning naming the rule, before apply.
+   */
+  private nothingStoredChecks(d: DesiredObject, mods: ModuleDef[]) {
+    for (const m of mods) {
+      const given = d.body[m.name];
+      if (!m.check || !given || typeof given !== 'object') continue;
+      const form = moduleCheckForm(m, given as Body);
+      const reports = (stored?: NonNullable<CheckContext['stored']>) => {
+        const out: string[] = [];
+        m.check!(form, { stored, report: (path, rule) => void out.push(`${formatPath(path)}: ${rule}`) });
+        return out;
+      };
+      const unknown = new Set(reports()); // what validate reported already, or left to the service
+      for (const r of reports({ carried: [] })) {
+        if (!unknown.has(r)) this.warnings.push(`${d.identity}: ${r} — nothing is stored yet to carry it over from, so the service will refuse this step`);
+      }
+    }
+  }
+
+  /**
    * A renamed object's observed body as if its secrets had been fingerprinted under the new identity:
    * its marker still has them under the old one (`via`), where the same value has another
    * fingerprint. Each secret whose stored fingerprint is the manifest value's under `via` is the
@@ -484,6 +509,7 @@ class Planner {
     const added = mods.filter((m) => want.modules[m.name] && !same(want.modules[m.name], have.modules[m.name]));
     const removed = mods.filter((m) => have.modules[m.name] && !want.modules[m.name]);
     if (!added.length && !removed.length) return { inPatch: [], moduleSteps: [] };
+    this.nothingStoredChecks(d, added.filter((m) => !have.modules[m.name]));
     const swapped = added.filter((m) => m.exclusiveGroup && removed.some((r) => r.exclusiveGroup === m.exclusiveGroup));
     const guardsChange = [...added, ...removed].some((m) => m.role === 'guard');
     const traffic = mods.filter((m) => m.role === 'traffic' && have.modules[m.name]);
