@@ -7,6 +7,7 @@ import type { Db } from '../store/db.js';
 import { newId } from '../util/ids.js';
 import { Authenticator, type Principal } from './auth.js';
 import { ApiError, type ErrorCode } from './errors.js';
+import { BODY_LIMIT } from './limits.js';
 import { registerKindRoutes } from './kind-routes.js';
 import { Resources, type Caller } from './resources.js';
 import { serviceValidator } from './precompiled.js';
@@ -27,7 +28,7 @@ export interface AppOptions extends VendorOptions {
 }
 
 export const SUPPORTED_VERSION = '2';
-export const BODY_LIMIT = 1024 * 1024;
+export { BODY_LIMIT } from './limits.js';
 
 declare module 'fastify' {
   interface FastifyRequest { principal?: Principal }

@@ -1,5 +1,6 @@
 import { moduleCheckForm } from '../../kinds/check.js';
 import type { Body, CheckContext, KindDef, KindRuntimeConfig, ModuleDef, UniqueDef } from '../../kinds/types.js';
+import { BODY_LIMIT } from '../../service/limits.js';
 import { collectionPath } from '../../service/serialize.js';
 import { formatPath } from '../manifests/problems.js';
 import { namedTarget } from '../manifests/schema.js';
@@ -71,6 +72,7 @@ class Planner {
     this.symbols();
     for (const d of this.desired) this.planObject(this.decisions.get(d.identity)!);
     this.missingRawRefs();
+    this.oversizedRequests();
     this.planDeletes();
     this.uniqueOrder();
     const steps = orderSteps(this.steps);
@@ -557,6 +559,20 @@ class Planner {
       if (want.modules[m.name]) put(m, guardsOn, `fail closed: ${m.name} goes back on after ${swapNames}`);
     }
     return { inPatch, moduleSteps: ids };
+  }
+
+  /**
+   * Steps whose request body is over the service's 1 MiB limit (every field within its own limit
+   * can still add up: 100 headers of 4 KB, twice, and a thousand e-mail addresses): they would fail
+   * with 413. Said now, as a warning. Secrets count as their references here (each is at most 4 KB).
+   */
+  private oversizedRequests() {
+    for (const step of this.steps) {
+      if (step.request.body === undefined) continue;
+      const bytes = Buffer.byteLength(JSON.stringify(step.request.body));
+      if (bytes <= BODY_LIMIT) continue;
+      this.warnings.push(`${step.id}: its request body is about ${Math.ceil(bytes / 1024)} KiB, over the service's 1 MiB limit: the step will fail (413); spread the values over fewer or smaller fields`);
+    }
   }
 
   /**
