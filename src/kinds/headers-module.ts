@@ -3,7 +3,7 @@ import type { ModuleDef } from './types.js';
 
 // RFC 9110 field names are tokens; values are visible characters, spaces and tabs (no CR, LF, NUL).
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-const VALUE = /^[\t\x20-\x7e\x80-\u{10ffff}]*$/u;
+const VALUE = /^[\t\x20-\x7e\xa0-\u{10ffff}]*$/u;
 
 /**
  * The request_headers and response_headers modules: the same rules, headers injected into the

@@ -14,7 +14,7 @@ export const httpsEdgeRoute: KindDef = {
     match_type: { type: 'string', enum: ['exact_path', 'path_prefix'] },
     match: {
       type: 'string',
-      pattern: '^/[\\x21-\\x7e\\u0080-\\uffff]*$',
+      pattern: '^/[\\x21-\\x7e\\u00a0-\\u{10ffff}]*$',
       maxBytes: 2048,
       'x-rule': 'must be a path starting with "/", without spaces or control characters',
     },

@@ -161,6 +161,9 @@ describe.each(ENGINES)('HTTPS edges and routes (%s)', (engine) => {
       expectRejected(await c.post(url, { match_type: 'regex', match: '/' }), 'match_type');
       expectRejected(await c.post(url, { match_type: 'exact_path', match: 'blog' }), 'match');
       expectRejected(await c.post(url, { match_type: 'exact_path', match: '/a b' }), 'match');
+      expectRejected(await c.post(url, { match_type: 'exact_path', match: '/a\u0085b' }), 'match'); // a C1 control character
+      // Any other character, beyond the BMP too (an emoji is one code point, two UTF-16 units).
+      for (const match of ['/😀', '/é/ü', '/\u00a0x']) expect((await c.post(url, { match_type: 'exact_path', match })).status, match).toBe(201);
       expectRejected(await c.post(url, { match_type: 'exact_path', match: '/' + 'a'.repeat(3000) }), 'match');
       expectRejected(await c.post(url, { match_type: 'exact_path', match: '/', edge_id: fakeId('edghts') }), 'edge_id');
       expectRejected(await c.post(url, { match_type: 'exact_path', match: '/', description: 'é'.repeat(128) }), 'description');
