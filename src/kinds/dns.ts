@@ -11,7 +11,8 @@ export function dnsNameProblem(name: string, opts: { wildcard?: boolean } = {}):
     if (!opts.wildcard) return 'a wildcard (*.) is not allowed here';
     rest = rest.slice(2);
   }
-  if (rest.length === 0 || rest.length > 253) return 'a DNS name is 1 to 253 characters';
+  // The whole name, a wildcard's `*.` too: it is a label of the name.
+  if (rest.length === 0 || name.length > 253) return 'a DNS name is 1 to 253 characters';
   const labels = rest.split('.');
   if (labels.length < 2) return 'must be a fully qualified DNS name (at least two labels, like example.com)';
   const bad = labels.find((l) => !LABEL.test(l));

@@ -12,7 +12,9 @@ export const HTTPS_PORT = 443;
 export function checkHostports(list: string[], ctx: CheckContext): void {
   const seen = new Map<string, number>();
   list.forEach((raw, i) => {
-    const problem = hostportProblem(raw.toLowerCase(), seen);
+    // Checked before lower-casing: some characters lower-case to ASCII (the Kelvin sign U+212A to
+    // "k"), and would be stored as a name nobody wrote.
+    const problem = /[^\x00-\x7f]/.test(raw) ? 'must be ASCII: write an internationalized name in punycode (xn--…)' : hostportProblem(raw.toLowerCase(), seen);
     if (problem) ctx.report(['hostports', i], `${JSON.stringify(raw.length > 300 ? raw.slice(0, 300) + '…' : raw)} ${problem}`);
     else seen.set(raw.toLowerCase(), i);
   });

@@ -78,6 +78,10 @@ describe.each(ENGINES)('HTTPS edges and routes (%s)', (engine) => {
         [`${'a'.repeat(64)}.example.com:443`, 'hostports[0]'],
         ['exa mple.com:443', 'hostports[0]'],
         [42, 'hostports[0]'],
+        ['\u212a.example.com:443', 'hostports[0]'], // the Kelvin sign lower-cases to an ASCII "k"
+        ['bücher.example.com:443', 'hostports[0]'], // IDN: punycode only
+        // 255 characters with the wildcard's "*.": over the 253 a DNS name may have.
+        [`*.${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(57)}.com:443`, 'hostports[0]'],
       ];
       for (const [h, field] of bad) expectRejected(await c.post('/edges/https', { hostports: [h] }), field);
       const hp = hostport();
