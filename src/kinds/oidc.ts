@@ -11,7 +11,8 @@ function issuerProblem(value: string): string | null {
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'must be an http(s) URL';
   if (url.username || url.password) return 'may not hold credentials';
-  if (url.search || url.hash) return 'may not have a query or fragment (it is the base URL for discovery)';
+  // An empty one (`…/?`, `…/#`) is not in `search` / `hash`, but is in the text.
+  if (url.search || url.hash || /[?#]/.test(value)) return 'may not have a query or fragment (it is the base URL for discovery)';
   return null;
 }
 
