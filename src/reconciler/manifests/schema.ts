@@ -1,3 +1,4 @@
+import { moduleInputSchema } from '../../kinds/schemas.js';
 import { findKind, KINDS, kindByName } from '../../kinds/registry.js';
 import type { JSONSchema, KindDef, ModuleDef, RefDef } from '../../kinds/types.js';
 
@@ -83,7 +84,8 @@ function withRefsAndSecrets(props: Record<string, JSONSchema>, refs: RefDef[] = 
 }
 
 function moduleSchema(m: ModuleDef): JSONSchema {
-  const props = withRefsAndSecrets((m.request.properties as Record<string, JSONSchema>) ?? {}, m.refs, m.writeOnly);
+  // The module's input schema: its derived fields are named as set by the service, as the API says.
+  const props = withRefsAndSecrets((moduleInputSchema(m).properties as Record<string, JSONSchema>) ?? {}, m.refs, m.writeOnly);
   return { ...m.request, type: ['object', 'null'], properties: props };
 }
 
