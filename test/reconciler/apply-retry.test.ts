@@ -114,6 +114,43 @@ describe('withRetry', () => {
     expect(out.status).toBe(201);
   });
 
+  it('a create whose look-up fails too (the server still down) looks again, never POSTs blind, and POSTs once a look-up finds nothing', async () => {
+    const t = fakeTime();
+    const s = script(res(503, { 'retry-after': '1' }), res(201, {}, { id: 'bkdfo_new' }));
+    const lookups: ('fail' | 'none')[] = ['fail', 'fail', 'none'];
+    let resolves = 0;
+    const retries: RetryInfo[] = [];
+    const out = await withRetry(s.send, {
+      ...t, create: true, onRetry: (r) => retries.push(r),
+      resolveUnknown: async () => {
+        if (lookups[resolves++] === 'fail') throw new Error('connect ECONNREFUSED');
+        return undefined;
+      },
+    });
+    expect(out.body).toEqual({ id: 'bkdfo_new' });
+    expect(s.calls()).toBe(2); // the first POST, and one more after a look-up found nothing
+    expect(resolves).toBe(3);
+    expect(t.slept[0]).toBe(1000); // the 503's Retry-After
+    expect(retries[0].reason).toMatch(/^outcome unknown \(HTTP 503\); looking for the object failed \(connect ECONNREFUSED\): looking again before any new POST/);
+  });
+
+  it('a create whose look-up fails until attempts run out fails saying the outcome is unknown, with one POST sent', async () => {
+    const t = fakeTime();
+    const s = script(new Error('socket hang up'));
+    await expect(withRetry(s.send, { ...t, attempts: 4, create: true, resolveUnknown: async () => { throw new Error('HTTP 503'); } }))
+      .rejects.toThrow(/^the create's outcome is unknown \(network error: socket hang up\) and looking for the object failed: HTTP 503/);
+    expect(s.calls()).toBe(1);
+  });
+
+  it('a create found on a later look-up is done, with no second POST', async () => {
+    const t = fakeTime();
+    const s = script(res(502));
+    let resolves = 0;
+    const out = await withRetry(s.send, { ...t, create: true, resolveUnknown: async () => { if (resolves++ === 0) throw new Error('down'); return res(201, {}, { id: 'bkdfo_committed' }); } });
+    expect(out.body).toEqual({ id: 'bkdfo_committed' });
+    expect(s.calls()).toBe(1);
+  });
+
   it('stops waiting when aborted', async () => {
     const ac = new AbortController();
     const s = script(res(503));

@@ -87,35 +87,58 @@ function isAbort(err: unknown, signal?: AbortSignal): boolean {
 /**
  * Sends until the response is final (any non-retryable status, returned as is) or attempts run out
  * (the last 429/5xx response is returned; the last network error is thrown).
+ *
+ * A create whose outcome is unknown is looked for before anything is sent again. When the look-up
+ * itself fails (the server is still down, or restarting), the outcome stays unknown: the next
+ * attempts look again, after the same backoff, and the POST goes out again only once a look-up
+ * has found nothing. Each POST and each look-up is one attempt.
  */
 export async function withRetry(send: () => Promise<HttpResponse>, opts: RetryOptions = {}): Promise<HttpResponse> {
   const attempts = Math.max(1, opts.attempts ?? RETRY_DEFAULTS.attempts);
   const sleep = opts.sleep ?? realSleep;
   const now = opts.now ?? Date.now;
   const maxRetryAfter = opts.maxRetryAfterMs ?? RETRY_DEFAULTS.maxRetryAfterMs;
+  const lookup = opts.create ? opts.resolveUnknown : undefined;
+  /** Set while a create's outcome is unknown and no look-up has answered yet: why it is unknown. */
+  let unknown: string | undefined;
   for (let attempt = 1; ; attempt++) {
     let res: HttpResponse | undefined;
     let error: unknown;
-    try {
-      res = await send();
-    } catch (err) {
-      if (isAbort(err, opts.signal)) throw err;
-      error = err;
+    let reason: string;
+    if (unknown === undefined) {
+      try {
+        res = await send();
+      } catch (err) {
+        if (isAbort(err, opts.signal)) throw err;
+        error = err;
+      }
+      const verdict: Verdict = res ? classify(res) : 'unknown';
+      if (verdict === 'ok') return res!;
+      reason = res ? `HTTP ${res.status}` : `network error: ${error instanceof Error ? error.message : String(error)}`;
+      if (verdict === 'unknown' && lookup) unknown = reason; // the create may have happened: find it first
+    } else {
+      reason = unknown;
     }
-    const verdict: Verdict = res ? classify(res) : 'unknown';
-    if (verdict === 'ok') return res!;
-    if (verdict === 'unknown' && opts.create && opts.resolveUnknown) {
-      // The create may have happened: find it before deciding anything else.
-      const found = await opts.resolveUnknown();
-      if (found) return found;
+    let lookupFailed = false;
+    if (unknown !== undefined) {
+      try {
+        const found = await lookup!();
+        if (found) return found;
+        unknown = undefined; // looked, and it is not there: the POST may go out again
+      } catch (err) {
+        if (isAbort(err, opts.signal)) throw err;
+        const why = err instanceof Error ? err.message : String(err);
+        error = new NetworkError(`the create's outcome is unknown (${unknown}) and looking for the object failed: ${why}`, err);
+        lookupFailed = true;
+        reason = `outcome unknown (${unknown}); looking for the object failed (${why}): looking again before any new POST`;
+      }
     }
     if (attempt >= attempts) {
-      if (res) return res;
+      if (res && !lookupFailed) return res;
       throw error;
     }
     const retryAfter = res?.status === 429 || res?.status === 503 ? parseRetryAfter(header(res, 'retry-after'), now()) : undefined;
     const delayMs = retryAfter !== undefined ? Math.min(retryAfter, maxRetryAfter) : backoffMs(attempt, opts);
-    const reason = res ? `HTTP ${res.status}` : `network error: ${error instanceof Error ? error.message : String(error)}`;
     opts.onRetry?.({ attempt: attempt + 1, delayMs, reason });
     await sleep(delayMs, opts.signal);
   }
