@@ -50,6 +50,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   const app = Fastify({
     bodyLimit: BODY_LIMIT,
+    // While shutting down, a request that still arrives on an open keep-alive connection is served
+    // (with Connection: close) rather than answered by fastify's own 503 body, outside the API's
+    // error shape: the database closes only after every request in flight is done.
+    return503OnClosing: false,
     genReqId: () => newId('op'),
     requestIdHeader: false,
     // A path fastify cannot route (bad percent-encoding, a segment over 100 characters) names no
