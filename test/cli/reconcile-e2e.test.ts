@@ -46,6 +46,11 @@ describe('bad manifests on the embedded default', { timeout: 120_000 }, () => {
     const applied = await runCli(['apply', bad, '--state', state, '--json', '--auto-approve']);
     expect(applied.code).toBe(1);
     expect(JSON.parse(applied.stdout.trim().split('\n').pop()!)).toMatchObject({ event: 'problems', problems: [expect.objectContaining({ rule: 'schema' })] });
+    // An API that cannot be reached: an error event, not an empty stdout.
+    const good = manifestDir({ 'pool.yaml': 'kind: FailoverBackend\nname: x\nbackends: []\n' });
+    const down = await runCli(['apply', good, '--json', '--auto-approve'], { env: { EDGEPLANE_API_URL: 'http://127.0.0.1:1', EDGEPLANE_API_KEY: 'ep_x' } });
+    expect(down.code).toBe(1);
+    expect(JSON.parse(down.stdout.trim().split('\n').pop()!)).toMatchObject({ event: 'error', error: expect.stringContaining('ECONNREFUSED') });
   });
 
   it('plan, apply and watch --prune refuse a directory with no manifest file: it would delete the whole stack', async () => {

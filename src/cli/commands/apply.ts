@@ -53,10 +53,17 @@ async function applyDir(out: Output, dir: string, flags: ApplyFlags, parallelism
   const { stack } = resolveStack(dir, flags.stack);
   const client = await openTarget(flags);
   try {
-    const prepared = await preparePlan({
-      root: dir, stack, strict: flags.strict, env: process.env, adopt: flags.adopt, config: reconcilerConfig(),
-      adoptCommand: `edgeplane apply ${dir} --stack ${stack}${targetArgs(flags)} --adopt`,
-    }, client);
+    let prepared;
+    try {
+      prepared = await preparePlan({
+        root: dir, stack, strict: flags.strict, env: process.env, adopt: flags.adopt, config: reconcilerConfig(),
+        adoptCommand: `edgeplane apply ${dir} --stack ${stack}${targetArgs(flags)} --adopt`,
+      }, client);
+    } catch (err) {
+      // The live state could not be read (the API down, a refused key): a machine reading stdout learns why too.
+      if (flags.json) out.json({ event: 'error', error: err instanceof Error ? err.message : String(err) });
+      throw err;
+    }
     for (const p of prepared.problems) out.error(formatProblem(p));
     if (hasErrors(prepared.problems) || !prepared.plan) {
       if (flags.json) out.json({ event: 'problems', problems: prepared.problems });
