@@ -204,8 +204,14 @@ function toObject(kind: KindDef, v: Record<string, unknown>, doc: SourceDoc, at:
 }
 
 /** `if/then` secret fields add a wrapper error; the inner error says what is wrong. */
+/**
+ * The errors worth a problem each: not the `if` wrappers, and not a type error where an `enum`
+ * error on the same value says more (`min_version: 1.3`, a number to YAML, is one problem: the
+ * enum's, with a hint to quote it).
+ */
 function relevantErrors(errors: ErrorObject[]): ErrorObject[] {
-  return errors.filter((e) => e.keyword !== 'if');
+  const enums = new Set(errors.filter((e) => e.keyword === 'enum').map((e) => e.instancePath));
+  return errors.filter((e) => e.keyword !== 'if' && !(e.keyword === 'type' && enums.has(e.instancePath)));
 }
 
 function schemaProblem(here: { doc: SourceDoc; at: (string | number)[] }, e: ErrorObject, add: Add) {
@@ -224,7 +230,12 @@ function schemaProblem(here: { doc: SourceDoc; at: (string | number)[] }, e: Err
     add(here, path, 'schema', `${String(params.missingProperty)} is required`);
   } else {
     const rule = (e.parentSchema as Record<string, unknown> | undefined)?.['x-rule'];
-    add(here, path, 'schema', e.keyword === 'not' && typeof rule === 'string' ? rule : p.rule);
+    // A number or boolean whose text is one of the allowed strings: YAML read it unquoted.
+    const meant = e.keyword === 'enum' && (typeof e.data === 'number' || typeof e.data === 'boolean')
+      ? (params.allowedValues as unknown[] | undefined)?.find((a) => typeof a === 'string' && (a === String(e.data) || (typeof e.data === 'number' && a.trim() !== '' && Number(a) === e.data)))
+      : undefined;
+    const quote = meant !== undefined ? ` (YAML read it as the ${typeof e.data} ${String(e.data)}: write "${String(meant)}" in quotes)` : '';
+    add(here, path, 'schema', (e.keyword === 'not' && typeof rule === 'string' ? rule : p.rule) + quote);
   }
 }
 
