@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import pg from 'pg';
 import { buildApp, type AppOptions } from '../../src/service/app.js';
 import { createAccount } from '../../src/service/auth.js';
 import type { Db } from '../../src/store/db.js';
@@ -94,6 +95,38 @@ export async function startTestService(engine: Engine, opts: Partial<AppOptions>
     async close() {
       await app.close();
       await drop();
+    },
+  };
+}
+
+/**
+ * The real service on a PostgreSQL database of its own (not a schema of the shared one), for tests
+ * that need the whole database: its default collation (`create` makes it), or every connection to
+ * it cut. `admin` is a connection to the server's default database; `close` drops the database.
+ */
+export async function startServiceOnOwnDatabase(prefix: string, create: (admin: pg.Client, name: string) => Promise<unknown> = (a, n) => a.query(`CREATE DATABASE ${n}`)) {
+  const url = new URL(process.env.DATABASE_URL!);
+  const admin = new pg.Client({ connectionString: url.toString() });
+  await admin.connect();
+  const name = `${prefix}_${randomBytes(4).toString('hex')}`;
+  await create(admin, name);
+  url.pathname = `/${name}`;
+  const db = await openPostgres(url.toString(), { max: 4 });
+  await migrate(db);
+  const app = await buildApp({ db });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as { port: number };
+  return {
+    name, admin, db, app,
+    async account(): Promise<TestClient> {
+      const issued = await createAccount(db, { name: prefix });
+      return new TestClient(`http://127.0.0.1:${port}`, issued.api_key, issued.account_id);
+    },
+    async close() {
+      await app.close().catch(() => {});
+      await db.close().catch(() => {});
+      await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
+      await admin.end();
     },
   };
 }

@@ -1,11 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/service/app.js';
-import { createAccount } from '../../src/service/auth.js';
-import { migrate } from '../../src/store/migrate.js';
-import { openPostgres } from '../../src/store/postgres.js';
-import { ENGINES, TestClient } from '../helpers/service.js';
+import { ENGINES, startServiceOnOwnDatabase } from '../helpers/service.js';
 
 /**
  * A replica whose PostgreSQL connections are cut mid-request (a server restart, a failover,
@@ -14,61 +8,45 @@ import { ENGINES, TestClient } from '../helpers/service.js';
  */
 describe.runIf(ENGINES.includes('postgres'))('connections cut under load on PostgreSQL', () => {
   it('answer 503 ERR_UNAVAILABLE (or succeed), never crash the process, and the service recovers', async () => {
-    const url = new URL(process.env.DATABASE_URL!);
-    const admin = new pg.Client({ connectionString: url.toString() });
-    await admin.connect();
-    const name = 'ep_connloss_' + randomBytes(4).toString('hex');
-    await admin.query(`CREATE DATABASE ${name}`);
-    url.pathname = `/${name}`;
-    const db = await openPostgres(url.toString(), { max: 4 });
+    const svc = await startServiceOnOwnDatabase('ep_connloss');
+    const { admin, name } = svc;
     const crashes: unknown[] = [];
     const onCrash = (err: unknown) => crashes.push(err);
     process.on('uncaughtException', onCrash);
     try {
-      await migrate(db);
-      const app = await buildApp({ db });
-      await app.listen({ port: 0, host: '127.0.0.1' });
-      try {
-        const { port } = app.server.address() as { port: number };
-        const issued = await createAccount(db, { name: 'connloss' });
-        const c = new TestClient(`http://127.0.0.1:${port}`, issued.api_key);
-        const statuses: number[] = [];
-        for (let round = 0; round < 8; round++) {
-          const burst = Array.from({ length: 12 }, (_, i) => c.post('/backends/failover', { backends: [], description: `r${round}-${i}` }).then((r) => {
-            statuses.push(r.status);
-            if (r.status !== 201) {
-              expect(r.status).toBe(503);
-              expect(r.body).toMatchObject({ error_code: 'ERR_UNAVAILABLE', status_code: 503, details: { operation_id: r.headers.get('operation-id') } });
-              expect(r.headers.get('retry-after')).toBe('1');
-            }
-          }));
-          await new Promise((r) => setTimeout(r, 5 + round * 3));
-          await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]);
-          await Promise.all(burst);
-        }
-        expect(crashes).toEqual([]);
-        expect(statuses.length).toBe(96);
-        expect(statuses.filter((s) => s === 503).length, 'some requests were cut').toBeGreaterThan(0);
-        // Recovered: a pooled connection cut while idle may fail one more request (503, as a client
-        // retries it); after that, requests succeed.
-        const created = async () => {
-          for (let attempt = 0; attempt < 3; attempt++) {
-            const r = await c.post('/backends/failover', { backends: [] });
-            if (r.status === 201) return r.status;
+      const c = await svc.account();
+      const statuses: number[] = [];
+      for (let round = 0; round < 8; round++) {
+        const burst = Array.from({ length: 12 }, (_, i) => c.post('/backends/failover', { backends: [], description: `r${round}-${i}` }).then((r) => {
+          statuses.push(r.status);
+          if (r.status !== 201) {
             expect(r.status).toBe(503);
+            expect(r.body).toMatchObject({ error_code: 'ERR_UNAVAILABLE', status_code: 503, details: { operation_id: r.headers.get('operation-id') } });
+            expect(r.headers.get('retry-after')).toBe('1');
           }
-          return 0;
-        };
-        for (let i = 0; i < 5; i++) expect(await created()).toBe(201);
-        expect((await c.get('/backends/failover?limit=1')).status).toBe(200);
-      } finally {
-        await app.close();
+        }));
+        await new Promise((r) => setTimeout(r, 5 + round * 3));
+        await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]);
+        await Promise.all(burst);
       }
+      expect(crashes).toEqual([]);
+      expect(statuses.length).toBe(96);
+      expect(statuses.filter((s) => s === 503).length, 'some requests were cut').toBeGreaterThan(0);
+      // Recovered: a pooled connection cut while idle may fail one more request (503, as a client
+      // retries it); after that, requests succeed.
+      const created = async () => {
+        for (let attempt = 0; attempt < 3; attempt++) {
+          const r = await c.post('/backends/failover', { backends: [] });
+          if (r.status === 201) return r.status;
+          expect(r.status).toBe(503);
+        }
+        return 0;
+      };
+      for (let i = 0; i < 5; i++) expect(await created()).toBe(201);
+      expect((await c.get('/backends/failover?limit=1')).status).toBe(200);
     } finally {
       process.off('uncaughtException', onCrash);
-      await db.close().catch(() => {});
-      await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
-      await admin.end();
+      await svc.close();
     }
   }, 120_000);
 });

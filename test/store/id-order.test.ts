@@ -1,11 +1,7 @@
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/service/app.js';
-import { createAccount } from '../../src/service/auth.js';
 import { migrate } from '../../src/store/migrate.js';
-import { openPostgres } from '../../src/store/postgres.js';
-import { ENGINES, openTestDb, TestClient } from '../helpers/service.js';
+import { ENGINES, openTestDb, startServiceOnOwnDatabase } from '../helpers/service.js';
 
 /** Columns holding object ids: compared byte by byte, whatever the database's default collation. */
 const ID_COLUMNS = [
@@ -53,45 +49,28 @@ async function linguisticDatabase(admin: pg.Client, name: string): Promise<strin
 
 describe.runIf(ENGINES.includes('postgres'))('lists on a PostgreSQL database with a linguistic collation', () => {
   it('come newest first and page with before_id through every object exactly once', async () => {
-    const url = new URL(process.env.DATABASE_URL!);
-    const admin = new pg.Client({ connectionString: url.toString() });
-    await admin.connect();
-    const name = 'ep_collation_' + randomBytes(4).toString('hex');
-    await linguisticDatabase(admin, name);
-    url.pathname = `/${name}`;
-    const db = await openPostgres(url.toString(), { max: 4 });
+    const svc = await startServiceOnOwnDatabase('ep_collation', linguisticDatabase);
     try {
-      await migrate(db);
-      const app = await buildApp({ db });
-      await app.listen({ port: 0, host: '127.0.0.1' });
-      try {
-        const { port } = app.server.address() as { port: number };
-        const issued = await createAccount(db, { name: 'collation' });
-        const c = new TestClient(`http://127.0.0.1:${port}`, issued.api_key);
-        const created: string[] = [];
-        for (let i = 0; i < 60; i++) {
-          const r = await c.post('/backends/failover', { backends: [], description: `n${i}` });
-          expect(r.status).toBe(201);
-          created.push(r.body.id);
-        }
-        const newestFirst = [...created].reverse();
-        const whole = await c.get('/backends/failover?limit=100');
-        expect(whole.body.backends.map((b: { id: string }) => b.id)).toEqual(newestFirst);
-        const paged: string[] = [];
-        for (let next: string | null = '/backends/failover?limit=7'; next;) {
-          const page = await c.get(next.replace(/^https?:\/\/[^/]+/, ''));
-          expect(page.status).toBe(200);
-          paged.push(...page.body.backends.map((b: { id: string }) => b.id));
-          next = page.body.next_page_uri;
-        }
-        expect(paged).toEqual(newestFirst);
-      } finally {
-        await app.close();
+      const c = await svc.account();
+      const created: string[] = [];
+      for (let i = 0; i < 60; i++) {
+        const r = await c.post('/backends/failover', { backends: [], description: `n${i}` });
+        expect(r.status).toBe(201);
+        created.push(r.body.id);
       }
+      const newestFirst = [...created].reverse();
+      const whole = await c.get('/backends/failover?limit=100');
+      expect(whole.body.backends.map((b: { id: string }) => b.id)).toEqual(newestFirst);
+      const paged: string[] = [];
+      for (let next: string | null = '/backends/failover?limit=7'; next;) {
+        const page = await c.get(next.replace(/^https?:\/\/[^/]+/, ''));
+        expect(page.status).toBe(200);
+        paged.push(...page.body.backends.map((b: { id: string }) => b.id));
+        next = page.body.next_page_uri;
+      }
+      expect(paged).toEqual(newestFirst);
     } finally {
-      await db.close();
-      await admin.query(`DROP DATABASE ${name}`);
-      await admin.end();
+      await svc.close();
     }
   }, 60_000);
 });
