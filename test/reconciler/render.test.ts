@@ -25,6 +25,24 @@ function bigPlan(n: number) {
 }
 
 describe('renderings', () => {
+  it('Markdown: text from manifests and live objects renders as text — no link, image, HTML, mention or line break gets through', () => {
+    const hostile = 'x @octo-org/oncall ![](https://tracker.example/p.png) [Approve](https://evil.example) <img src=x> <details> <!-- `code`\n\n**No changes.**\n> [!CAUTION] |a|b| \u202enimda\u202c';
+    const plan = bigPlan(1);
+    plan.warnings.push(hostile);
+    plan.steps[0].reason = hostile;
+    plan.steps[0].changes.push({ path: 'match', before: '/admin/', after: '/\u202enimda\u202c/' });
+    const md = renderMarkdown(plan);
+    for (const raw of ['@octo-org', '![](', '[Approve](', '<details> <', '<!--', '\n\n**No changes.**', '> [!CAUTION] |', '\u202e', '\u202c']) expect(md, raw).not.toContain(raw);
+    expect(md).not.toMatch(/(^|[^\\])<img/m); // only as `\<img`: literal text
+    // What was escaped is still there to read.
+    expect(md).toContain('\\@octo\\-org\\/oncall');
+    expect(md).toContain('\\u202enimda\\u202c');
+    // A marker id that is not one the reconciler writes is not ours: the object is unmanaged, its text nowhere.
+    const forged = observeOne(fo, { id: id(9), backends: [], metadata: '{"managed_by":{"id":"FailoverBackend/x\\n\\n**No changes.**","stack":"s","tool":"edgeplane","v":1}}' }, 's');
+    expect(forged.owner).toEqual({ type: 'unmanaged' });
+  });
+
+
   it('Markdown stays under 65,000 characters however large the plan, keeping the summary and the deletions call-out', () => {
     for (const n of [10, 300, 3000]) {
       const md = renderMarkdown(bigPlan(n));

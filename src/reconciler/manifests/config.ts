@@ -2,9 +2,10 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { CONFIG_FILES, yamlLibrary } from './load.js';
 import { parseYamlFast } from './yaml-fast.js';
+import { STACK_NAME } from '../ownership/marker.js';
 
 export const DEFAULT_STACK = 'default';
-const STACK = /^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$/;
+const STACK = STACK_NAME;
 
 export interface StackConfig { stack: string; source: string }
 

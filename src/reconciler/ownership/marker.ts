@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { canonicalJson } from '../../util/canonical-json.js';
 import { utf8Bytes } from '../../util/bytes.js';
+import { NAME_PATTERN } from '../manifests/schema.js';
 
 export const TOOL = 'edgeplane';
 export const MARKER_VERSION = 1;
@@ -32,6 +33,17 @@ export function encodeMetadata(marker: Marker, user: string | undefined): string
   return canonicalJson({ managed_by: m, ...(user !== undefined && user !== '' ? { metadata: user } : {}) });
 }
 
+/** Stack names (`--stack`, `edgeplane.yaml`): what a marker's `stack` must be. */
+export const STACK_NAME = /^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$/;
+
+/**
+ * Manifest identities as the reconciler writes them (`HTTPSEdge/web/routes/api`): a marker whose
+ * `id` is anything else was not written by it. Its text would reach plans, terminals and
+ * pull-request comments (a line break and Markdown in it forged a "No changes." there): such
+ * metadata is the user's, and the object unmanaged.
+ */
+const IDENTITY = new RegExp(`^[A-Z][A-Za-z]{0,63}/${NAME_PATTERN}(?:/[a-z_]{1,64}/${NAME_PATTERN})*$`);
+
 export interface DecodedMetadata { marker?: Marker; user?: string }
 
 /** Splits stored metadata into our marker and the user's own string; foreign metadata is all user's. */
@@ -47,7 +59,8 @@ export function decodeMetadata(stored: unknown): DecodedMetadata {
   const marker = obj && typeof obj === 'object' && !Array.isArray(obj) ? (obj.managed_by as Marker | undefined) : undefined;
   const keys = obj && typeof obj === 'object' ? Object.keys(obj) : [];
   const shaped = marker && typeof marker === 'object' && marker.tool === TOOL && typeof marker.stack === 'string' &&
-    typeof marker.id === 'string' && keys.every((k) => k === 'managed_by' || k === 'metadata') &&
+    STACK_NAME.test(marker.stack) && typeof marker.id === 'string' && IDENTITY.test(marker.id) &&
+    keys.every((k) => k === 'managed_by' || k === 'metadata') &&
     (obj!.metadata === undefined || typeof obj!.metadata === 'string');
   if (!shaped) return { user: stored };
   return { marker, user: obj!.metadata as string | undefined };

@@ -1,7 +1,7 @@
 import { findKind } from '../../kinds/registry.js';
 import { formatProblem, type Problem } from '../manifests/problems.js';
 import type { Plan, Step } from '../plan/types.js';
-import { listChange, masked, short, summaryLine, SYMBOL } from './values.js';
+import { listChange, masked, short, summaryLine, SYMBOL, visible } from './values.js';
 
 /** GitHub refuses comments over 65,536 characters; stay clear of it. */
 export const MARKDOWN_LIMIT = 65_000;
@@ -10,8 +10,23 @@ const ICON: Record<Step['action'], string> = {
   create: '🟢', update: '🟡', replace: '🟣', delete: '🔴', 'module.put': '🟡', 'module.delete': '🔴',
 };
 
+/**
+ * Text in a code span: one line (a line break, or any control character, could end the span's
+ * paragraph and let what follows render as Markdown or HTML), invisible and bidi characters shown
+ * as escapes, backticks replaced (a code span cannot hold its own delimiter).
+ */
 function code(s: string): string {
-  return '`' + s.replace(/`/g, 'ˋ') + '`';
+  return '`' + visible(s).replace(/`/g, 'ˋ') + '`';
+}
+
+/**
+ * Free text (warnings, reasons, conflicts): it quotes values from manifests and from live objects,
+ * which anyone who can open a pull request or write to the account controls. Every ASCII
+ * punctuation character is backslash-escaped, so nothing in it renders as a link, an image, HTML,
+ * a mention, emphasis or a table cell boundary; line breaks become spaces.
+ */
+function text(s: string): string {
+  return visible(s).replace(/[!-/:-@[-`{-~]/g, (c) => `\\${c}`);
 }
 
 function cell(s: string): string {
@@ -29,7 +44,7 @@ function details(plan: Plan, d: Detail): string[] {
   const out = ['<details><summary>Steps (' + plan.steps.length + ')</summary>', ''];
   for (const s of shown) {
     out.push(`#### ${SYMBOL[s.action]} ${stepTitle(s)}`);
-    if (s.reason) out.push(`_${s.reason}_`);
+    if (s.reason) out.push(`_${text(s.reason)}_`);
     if (d.changes && s.changes.length) {
       out.push('', '| field | before | after |', '|---|---|---|');
       for (const c of s.changes) {
@@ -69,15 +84,15 @@ function head(plan: Plan, maxCallouts: number): string[] {
   const called = plan.steps.filter((x) => x.action === 'delete' || x.action === 'replace');
   if (called.length) {
     out.push('> [!WARNING]', `> **${called.length} deletion${called.length > 1 ? 's' : ''} or replacement${called.length > 1 ? 's' : ''}**`, '>');
-    for (const x of called.slice(0, maxCallouts)) out.push(`> - ${stepTitle(x)}${x.reason ? ` — ${cell(x.reason)}` : ''}`);
+    for (const x of called.slice(0, maxCallouts)) out.push(`> - ${stepTitle(x)}${x.reason ? ` — ${text(x.reason)}` : ''}`);
     if (called.length > maxCallouts) out.push(`> - … and ${called.length - maxCallouts} more`);
     out.push('');
   }
   for (const b of plan.blocked) out.push(`> [!CAUTION]`, `> Blocked by the safety threshold: ${b.changed} of ${b.owned} owned ${findKind(b.kind)?.title ?? b.kind}s would change; \`apply\` needs \`--force\`.`, '');
-  for (const k of plan.conflicts.slice(0, maxCallouts)) out.push(`> [!CAUTION]`, `> Conflict: ${cell(k.message)}${k.adopt ? `<br>Adopt with ${code(k.adopt)}` : ''}`, '');
+  for (const k of plan.conflicts.slice(0, maxCallouts)) out.push(`> [!CAUTION]`, `> Conflict: ${text(k.message)}${k.adopt ? `<br>Adopt with ${code(k.adopt)}` : ''}`, '');
   if (plan.warnings.length) {
     out.push('Warnings:', '');
-    for (const w of plan.warnings.slice(0, maxCallouts)) out.push(`- ${cell(w)}`);
+    for (const w of plan.warnings.slice(0, maxCallouts)) out.push(`- ${text(w)}`);
     if (plan.warnings.length > maxCallouts) out.push(`- … and ${plan.warnings.length - maxCallouts} more`);
     out.push('');
   }

@@ -6,14 +6,26 @@ export const SYMBOL: Record<Action, string> = {
   create: '+', update: '~', replace: '±', delete: '-', 'module.put': '~', 'module.delete': '-',
 };
 
+/**
+ * Characters that change how text reads without showing themselves: C0/C1 controls, zero-width
+ * characters, soft hyphens, bidirectional overrides and isolates (U+202E shows "/nimda/" as
+ * "/admin/"), the BOM and line and paragraph separators.
+ */
+const INVISIBLE = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb]/g;
+
+/** `s` with every invisible character written as an escape (`\u202e`), so a reviewer sees it. */
+export function visible(s: string): string {
+  return s.replace(INVISIBLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 /** A value on one line: long strings and multi-line PEMs shortened (full values are in the JSON plan). */
 export function short(v: unknown, max = 80): string {
   if (v === undefined) return '(absent)';
   if (typeof v === 'string' && v.includes('\n')) {
     const first = v.split('\n')[0];
-    return `${JSON.stringify(first.length > 40 ? first.slice(0, 40) + '…' : first + '…')} (${v.split('\n').filter(Boolean).length} lines)`;
+    return `${visible(JSON.stringify(first.length > 40 ? first.slice(0, 40) + '…' : first + '…'))} (${v.split('\n').filter(Boolean).length} lines)`;
   }
-  const s = JSON.stringify(v) ?? String(v);
+  const s = visible(JSON.stringify(v) ?? String(v));
   return s.length > max ? s.slice(0, max - 1) + '…' : s;
 }
 
