@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
@@ -54,4 +55,32 @@ describe('examples', () => {
       for (const f of flags) expect(help.stdout, `edgeplane ${sub} ${f}`).toContain(f);
     }
   }, 120_000);
+
+  it("the CI workflow's comment step updates only its own comment (anyone can post one starting with the marker) and names the commit planned", async () => {
+    const wf = parse(readFileSync(join(EXAMPLES, 'ci', 'github-workflow.yml'), 'utf8'));
+    const step = (wf.jobs.plan.steps as { uses?: string; with?: { script?: string } }[]).find((s) => s.uses?.startsWith('actions/github-script'))!;
+    // The script reads plan.md through require('fs'): given one that has it.
+    const fakeRequire = (m: string) => (m === 'fs' ? { readFileSync: (f: string) => { expect(f).toBe('plan.md'); return '### edgeplane plan\n'; } } : createRequire(import.meta.url)(m));
+    const run = async (existing: { id: number; user: { login: string }; body: string }[]) => {
+      const calls: string[] = [];
+      const github = {
+        paginate: async () => existing,
+        rest: { issues: {
+          listComments: {},
+          updateComment: async (a: { comment_id: number; body: string }) => { calls.push(`update ${a.comment_id}: ${a.body}`); },
+          createComment: async (a: { body: string }) => { calls.push(`create: ${a.body}`); },
+        } },
+      };
+      const context = { repo: { owner: 'o', repo: 'r' }, issue: { number: 7 }, payload: { pull_request: { head: { sha: 'abc1234' } } } };
+      const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor;
+      await new AsyncFunction('github', 'context', 'require', step.with!.script!)(github, context, fakeRequire);
+      return calls;
+    };
+    const forged = { id: 1, user: { login: 'mallory' }, body: '<!-- edgeplane-plan -->\n**No changes.**' };
+    const calls = await run([forged]);
+    expect(calls).toHaveLength(1);
+    expect(calls[0]).toMatch(/^create: <!-- edgeplane-plan -->\n### edgeplane plan/);
+    expect(calls[0]).toContain('Planned at abc1234');
+    expect(await run([forged, { id: 2, user: { login: 'github-actions[bot]' }, body: '<!-- edgeplane-plan -->\nold' }])).toEqual([expect.stringMatching(/^update 2: /)]);
+  });
 });
