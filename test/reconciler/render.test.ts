@@ -25,6 +25,29 @@ function bigPlan(n: number) {
 }
 
 describe('renderings', () => {
+  it('a change never reads as no change: values that shorten alike show the stretch where they differ', () => {
+    const plan = bigPlan(1);
+    const long = 'Admin console, SSO required for https://login.example.com/ and then some more words';
+    const pem = (last: string) => `-----BEGIN CERTIFICATE-----\nMIIB\nAAAA\n${last}\n-----END CERTIFICATE-----\n`;
+    plan.steps[0].changes = [
+      { path: 'description', before: long, after: long.replace('more', 'other') },
+      { path: 'idp_metadata', before: pem('Juc='), after: pem('Jud=') },
+      { path: 'match', before: '/admin/', after: '/admin\u200b/' },
+    ];
+    const text = renderText(plan);
+    const md = renderMarkdown(plan);
+    for (const [path, from, to] of [['description', 'some more words', 'some other words'], ['idp_metadata', 'Juc=', 'Jud='], ['match', '/admin/', '/admin\\u200b/']]) {
+      const line = text.split('\n').find((l) => l.includes(`~ ${path}:`))!;
+      const [before, after] = line.slice(line.indexOf(':') + 2).split(' → ');
+      expect(before, path).not.toBe(after);
+      expect(before, path).toContain(from);
+      expect(after, path).toContain(to);
+      const row = md.split('\n').find((l) => l.startsWith(`| \`${path}\``))!;
+      expect(row, path).toContain(to);
+    }
+  });
+
+
   it('Markdown: text from manifests and live objects renders as text — no link, image, HTML, mention or line break gets through', () => {
     const hostile = 'x @octo-org/oncall ![](https://tracker.example/p.png) [Approve](https://evil.example) <img src=x> <details> <!-- `code`\n\n**No changes.**\n> [!CAUTION] |a|b| \u202enimda\u202c';
     const plan = bigPlan(1);

@@ -1,7 +1,7 @@
 import { findKind } from '../../kinds/registry.js';
 import { formatProblem, type Problem } from '../manifests/problems.js';
 import type { Plan, Step } from '../plan/types.js';
-import { listChange, masked, short, summaryLine, SYMBOL, visible } from './values.js';
+import { listChange, masked, short, shortPair, summaryLine, SYMBOL, visible } from './values.js';
 
 /** GitHub refuses comments over 65,536 characters; stay clear of it. */
 export const MARKDOWN_LIMIT = 65_000;
@@ -60,7 +60,8 @@ function details(plan: Plan, d: Detail): string[] {
           out.push(`| ${cell(code(c.path))} | ${cell(items(list.removed, () => '−'))} | ${cell(after)} |`);
           continue;
         }
-        out.push(`| ${cell(code(c.path))} | ${changed ? '(sensitive)' : cell(c.before === undefined ? '' : code(short(c.before, 60)))} | ${changed ? '(sensitive value changed)' : cell(c.after === undefined ? '' : code(short(c.after, 60)))} |`);
+        const [before, after] = c.before !== undefined && c.after !== undefined ? shortPair(c.before, c.after, 60) : [c.before === undefined ? '' : short(c.before, 60), c.after === undefined ? '' : short(c.after, 60)];
+        out.push(`| ${cell(code(c.path))} | ${changed ? '(sensitive)' : cell(before === '' ? '' : code(before))} | ${changed ? '(sensitive value changed)' : cell(after === '' ? '' : code(after))} |`);
       }
     }
     out.push('', `${code(`${s.request.method} ${s.request.path}`)}${s.dependsOn.length ? ` after ${s.dependsOn.map(code).join(', ')}` : ''}`);

@@ -1,7 +1,7 @@
 import { createColors } from 'picocolors';
 import { findKind } from '../../kinds/registry.js';
 import type { Plan, Step } from '../plan/types.js';
-import { listChange, short, summaryLine, SYMBOL } from './values.js';
+import { listChange, short, shortPair, summaryLine, SYMBOL } from './values.js';
 
 type Colors = ReturnType<typeof createColors>;
 
@@ -45,7 +45,7 @@ export function renderText(plan: Plan, opts: TextOptions = {}): string {
         continue;
       }
       const mark = ch.before === undefined ? '+' : ch.after === undefined ? '-' : '~';
-      const value = ch.before === undefined ? short(ch.after) : ch.after === undefined ? short(ch.before) : `${short(ch.before, 60)} → ${short(ch.after, 60)}`;
+      const value = ch.before === undefined ? short(ch.after) : ch.after === undefined ? short(ch.before) : shortPair(ch.before, ch.after, 60).join(' → ');
       out.push(`    ${mark} ${ch.path}: ${ch.sensitive && ch.before !== undefined && ch.after !== undefined ? '(sensitive value changed)' : value}`);
     }
     out.push(c.dim(`    ${step.request.method} ${step.request.path}`));

@@ -29,6 +29,25 @@ export function short(v: unknown, max = 80): string {
   return s.length > max ? s.slice(0, max - 1) + '…' : s;
 }
 
+/**
+ * A changed value's before and after, each on one line, that never read the same: when shortening
+ * makes them equal (a difference past the cut, in a later line of a certificate or XML, or an
+ * invisible character), both show the stretch around their first difference instead.
+ */
+export function shortPair(before: unknown, after: unknown, max = 60): [string, string] {
+  const a = short(before, max);
+  const b = short(after, max);
+  if (a !== b) return [a, b];
+  const x = visible(JSON.stringify(before) ?? String(before));
+  const y = visible(JSON.stringify(after) ?? String(after));
+  if (x === y) return [a, b];
+  let i = 0;
+  while (i < x.length && i < y.length && x[i] === y[i]) i++;
+  const from = Math.max(0, i - 20);
+  const cut = (t: string) => `${from > 0 ? '…' : ''}${t.slice(from, from + max - 2)}${from + max - 2 < t.length ? '…' : ''}`;
+  return [cut(x), cut(y)];
+}
+
 /** Request bodies as shown to people: secret sources replaced by "(sensitive)". */
 export function masked(v: unknown): unknown {
   if (isSecretToken(v)) return SENSITIVE;
