@@ -1,5 +1,6 @@
 import { findKind } from '../../kinds/registry.js';
 import { formatProblem, type Problem } from '../manifests/problems.js';
+import { decodeMetadata, encodeMetadata } from '../ownership/marker.js';
 import type { Plan, Step } from '../plan/types.js';
 import { listChange, masked, short, shortPair, summaryLine, SYMBOL, visible } from './values.js';
 
@@ -37,6 +38,20 @@ function stepTitle(s: Step): string {
   return `${ICON[s.action]} ${s.action} ${code(s.object.identity)}${s.module ? ` ${code(s.module)}` : ''}${s.object.id ? ` (${code(s.object.id)})` : ''}`;
 }
 
+/**
+ * A request body for the comment: secrets as "(sensitive)", and the ownership marker's secret
+ * fingerprints left out. A fingerprint never gives a secret back, but a public comment is the
+ * wrong place for something a weak secret can be guessed against (docs/manifests.md).
+ */
+function shownBody(body: unknown): unknown {
+  const shown = masked(body) as Record<string, unknown>;
+  if (!shown || typeof shown !== 'object' || typeof shown.metadata !== 'string') return shown;
+  const { marker, user } = decodeMetadata(shown.metadata);
+  if (!marker?.fp) return shown;
+  const fp = Object.fromEntries(Object.keys(marker.fp).map((k) => [k, '(fingerprint)']));
+  return { ...shown, metadata: encodeMetadata({ ...marker, fp }, user) };
+}
+
 interface Detail { changes: boolean; bodies: boolean; maxSteps: number }
 
 function details(plan: Plan, d: Detail): string[] {
@@ -65,7 +80,7 @@ function details(plan: Plan, d: Detail): string[] {
       }
     }
     out.push('', `${code(`${s.request.method} ${s.request.path}`)}${s.dependsOn.length ? ` after ${s.dependsOn.map(code).join(', ')}` : ''}`);
-    if (d.bodies && s.request.body !== undefined) out.push('', '```json', JSON.stringify(masked(s.request.body), null, 2), '```');
+    if (d.bodies && s.request.body !== undefined) out.push('', '```json', JSON.stringify(shownBody(s.request.body), null, 2), '```');
     out.push('');
   }
   if (shown.length < plan.steps.length) out.push(`… and ${plan.steps.length - shown.length} more steps: run \`edgeplane plan --json\` for all of them.`, '');
