@@ -24,7 +24,8 @@ function code(s: string): string {
  * Free text (warnings, reasons, conflicts): it quotes values from manifests and from live objects,
  * which anyone who can open a pull request or write to the account controls. Every ASCII
  * punctuation character is backslash-escaped, so nothing in it renders as a link, an image, HTML,
- * a mention, emphasis or a table cell boundary; line breaks become spaces.
+ * a mention, emphasis or a table cell boundary; line breaks and other invisible characters show as
+ * escapes (`\u000a`).
  */
 function text(s: string): string {
   return visible(s).replace(/[!-/:-@[-`{-~]/g, (c) => `\\${c}`);
