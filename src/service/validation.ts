@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Ajv, ErrorObject } from 'ajv';
-import { isStorableText } from '../util/text.js';
+import { formatPath } from '../kinds/paths.js';
+import { unstorableText } from '../util/text.js';
 
 /**
  * The `ajv` library, loaded the first time a schema is compiled. The validators in use are
@@ -104,25 +105,8 @@ export function problemMessage(p: FieldProblem): string {
 }
 
 
-/**
- * The path of the first string (value or key) in a parsed body that the database cannot store, or
- * null. Iterative: a body may nest deeper than the call stack.
- */
+/** The path of the first string (value or key) in a parsed body that the database cannot store, or null. */
 export function findUnstorableText(value: unknown): string | null {
-  const stack: [unknown, string][] = [[value, '']];
-  while (stack.length) {
-    const [v, path] = stack.pop()!;
-    if (typeof v === 'string') {
-      if (!isStorableText(v)) return path;
-    } else if (Array.isArray(v)) {
-      v.forEach((x, i) => stack.push([x, `${path}[${i}]`]));
-    } else if (v && typeof v === 'object') {
-      for (const [k, x] of Object.entries(v)) {
-        const p = path ? `${path}.${k}` : k;
-        if (!isStorableText(k)) return p;
-        stack.push([x, p]);
-      }
-    }
-  }
-  return null;
+  const [first] = unstorableText(value, { first: true });
+  return first ? formatPath(first.path) : null;
 }

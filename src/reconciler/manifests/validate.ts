@@ -7,7 +7,7 @@ import { collectingAjv, describeAjvError, schemaKey, type Validator } from '../.
 import { encodeMetadata, METADATA_LIMIT, TOOL, MARKER_VERSION } from '../ownership/marker.js';
 import { matchPaths, type Hit } from '../paths.js';
 import { utf8Bytes } from '../../util/bytes.js';
-import { isStorableText } from '../../util/text.js';
+import { unstorableText } from '../../util/text.js';
 import { normalizeFields } from '../plan/normalize.js';
 import type { SourceDoc } from './load.js';
 import { identityOf, isSecretRef, positionOf, type ManifestObject, type RefValue } from './model.js';
@@ -126,19 +126,9 @@ export class ValidationMemo {
  */
 function textPass(doc: SourceDoc, add: Add) {
   if (doc.plainText) return;
-  const walk = (v: unknown, path: (string | number)[]) => {
-    if (typeof v === 'string') {
-      if (!isStorableText(v)) add({ doc, at: [] }, path, 'text', 'text may not contain U+0000 or an unpaired UTF-16 surrogate (the service cannot store it)');
-    } else if (Array.isArray(v)) {
-      v.forEach((x, i) => walk(x, [...path, i]));
-    } else if (v && typeof v === 'object') {
-      for (const k of Object.keys(v)) {
-        if (!isStorableText(k)) add({ doc, at: [] }, [...path, k], 'text', 'a key may not contain U+0000 or an unpaired UTF-16 surrogate', { key: true });
-        else walk((v as Record<string, unknown>)[k], [...path, k]);
-      }
-    }
-  };
-  walk(doc.value, []);
+  for (const { path, key } of unstorableText(doc.value)) {
+    add({ doc, at: [] }, path, 'text', key ? 'a key may not contain U+0000 or an unpaired UTF-16 surrogate' : 'text may not contain U+0000 or an unpaired UTF-16 surrogate (the service cannot store it)', { key });
+  }
 }
 
 /** Pass 1 and 2: the document is an object of a known kind, and matches that kind's schema. */
