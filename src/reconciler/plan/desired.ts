@@ -6,26 +6,7 @@ import { namedTarget } from '../manifests/schema.js';
 import { isName, refsOf, secretValues } from '../manifests/validate.js';
 import type { DesiredObject } from './state.js';
 import type { RefToken, SecretToken } from './tokens.js';
-import { copyOf } from './normalize.js';
-
-/**
- * Sets a value at a path of `body` (a copy of the manifest's top level), copying each container on
- * the way the first time it is written into: the manifest object itself is never modified, and what
- * no reference or secret reaches stays shared with it.
- */
-function setAt(body: Body, path: (string | number)[], value: unknown, copied: object[]) {
-  let holder = body as Record<string | number, unknown>;
-  for (let i = 0; i < path.length - 1; i++) {
-    let child = holder[path[i]] as Record<string | number, unknown>;
-    if (!copied.includes(child)) {
-      child = copyOf(child);
-      copied.push(child);
-      holder[path[i]] = child;
-    }
-    holder = child;
-  }
-  holder[path[path.length - 1]] = value;
-}
+import { setAt } from './normalize.js';
 
 /** A desired object; its source position is found on first read (it may need the file parsed again). */
 class Desired implements DesiredObject {

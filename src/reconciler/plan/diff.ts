@@ -1,4 +1,5 @@
 import { moduleCheckForm } from '../../kinds/check.js';
+import { getPath } from '../../kinds/paths.js';
 import type { Body, CheckContext, KindDef, KindRuntimeConfig, ModuleDef, UniqueDef } from '../../kinds/types.js';
 import { BODY_LIMIT } from '../../service/limits.js';
 import { collectionPath } from '../../service/serialize.js';
@@ -7,11 +8,11 @@ import { namedTarget } from '../manifests/schema.js';
 import { refValues } from '../manifests/validate.js';
 import { encodeMetadata, MARKER_VERSION, TOOL, type Marker } from '../ownership/marker.js';
 import { creationChanges, diffValues } from './changes.js';
-import { copyOf, DEFAULT_CONFIG, identical, normalizeFields, NormMemo, resetValue, same, tokenReader, type Normal, type Symbolize } from './normalize.js';
+import { copyOf, DEFAULT_CONFIG, identical, normalizeFields, NormMemo, resetValue, same, setAt, tokenReader, type Normal, type Symbolize } from './normalize.js';
 import { orderSteps } from './order.js';
 import { DEFAULT_THRESHOLD, safetyBlocks, type Threshold } from './safety.js';
 import type { DesiredObject, ObservedObject } from './state.js';
-import { isRefToken, placeholder, type RefToken, type SecretToken } from './tokens.js';
+import { isRefToken, isSecretToken, placeholder, type RefToken, type SecretToken } from './tokens.js';
 import { canonicalJson } from '../../util/canonical-json.js';
 
 /** Stands for a reference whose target is not matched yet (no id has this form). */
@@ -478,9 +479,12 @@ class Planner {
     const stored = o.marker?.fp;
     if (!former || !stored) return o.body;
     let body = o.body;
+    const copied: object[] = [];
     for (const path in stored) {
       if (former[path] === undefined || former[path] !== stored[path] || d.fp[path] === undefined) continue;
-      body = withValueAt(body, path.split('.'), { $secret: 'stored', fingerprint: d.fp[path] } satisfies SecretToken);
+      if (!isSecretToken(getPath(o.body, path))) continue; // the live object has no such field (a module gone)
+      if (body === o.body) body = copyOf(o.body);
+      setAt(body, path.split('.'), { $secret: 'stored', fingerprint: d.fp[path] } satisfies SecretToken, copied);
     }
     return body;
   }
@@ -840,19 +844,6 @@ function sameFingerprints(fa: Record<string, string> | undefined, b: Marker): bo
 function onlyMarkerKeys(b: Marker): boolean {
   for (const k in b) if (!MARKER_KEYS.has(k)) return false;
   return true;
-}
-
-/** `body` with `value` at `path`, copying each container on the way (the body itself is never modified). */
-function withValueAt(body: Body, path: string[], value: unknown): Body {
-  const out = copyOf(body);
-  let holder = out as Record<string, unknown>;
-  for (let i = 0; i < path.length - 1; i++) {
-    const next = holder[path[i]];
-    if (!next || typeof next !== 'object') return body;
-    holder = holder[path[i]] = copyOf(next as object) as Record<string, unknown>;
-  }
-  holder[path[path.length - 1]] = value;
-  return out;
 }
 
 const MARKER_KEYS = new Set(['tool', 'v', 'stack', 'id', 'fp', 'protect']);

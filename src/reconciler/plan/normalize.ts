@@ -121,6 +121,25 @@ export function copyOf<T extends object>(c: T): T {
   return (Array.isArray(c) ? c.slice() : assign({}, c)) as T;
 }
 
+/**
+ * Sets a value at a path of `body` (a copy of a body's top level), copying each container on the
+ * way the first time it is written into (`copied` lists those copies): the body it was copied from
+ * is never modified, and what no write reaches stays shared with it.
+ */
+export function setAt(body: Body, path: (string | number)[], value: unknown, copied: object[]) {
+  let holder = body as Record<string | number, unknown>;
+  for (let i = 0; i < path.length - 1; i++) {
+    let child = holder[path[i]] as Record<string | number, unknown>;
+    if (!copied.includes(child)) {
+      child = copyOf(child);
+      copied.push(child);
+      holder[path[i]] = child;
+    }
+    holder = child;
+  }
+  holder[path[path.length - 1]] = value;
+}
+
 function isObject(v: unknown): v is Record<string, unknown> {
   return !!v && typeof v === 'object' && !Array.isArray(v);
 }
