@@ -80,6 +80,11 @@ export class ApplicationUsers {
     if (problems.length) throw new UserRecordError(problems);
     const { rows } = await this.db.query('SELECT 1 FROM accounts WHERE id = $1', [input.account_id]);
     if (!rows.length) throw new UserRecordError([`account_id: account ${input.account_id} does not exist`]);
+    return this.write(input, now);
+  }
+
+  /** Creates or updates one checked record (its fields valid, its account there). */
+  private async write(input: UserRecord, now: Date): Promise<Recorded> {
     const caller: Caller = { accountId: input.account_id, baseUrl: this.baseUrl };
     // Two processes may record the same new user at once: the loser of the unique key updates.
     for (let attempt = 0; ; attempt++) {
@@ -116,7 +121,7 @@ export class ApplicationUsers {
       const inOne = new ApplicationUsers(savepointDb(q, this.db), this.config, this.baseUrl);
       const counts = { created: 0, updated: 0, unchanged: 0, users: [] as Body[] };
       for (const r of records as UserRecord[]) {
-        const { outcome, user } = await inOne.record(r, now);
+        const { outcome, user } = await inOne.write(r, now); // every record checked above
         counts[outcome]++;
         counts.users.push(user);
       }

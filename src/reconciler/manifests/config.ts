@@ -5,7 +5,6 @@ import { parseYamlFast } from './yaml-fast.js';
 import { STACK_NAME } from '../ownership/marker.js';
 
 export const DEFAULT_STACK = 'default';
-const STACK = STACK_NAME;
 
 export interface StackConfig { stack: string; source: string }
 
@@ -29,6 +28,6 @@ export function resolveStack(root: string, flag?: string): StackConfig {
 }
 
 function checkStack(s: string, where: string): string {
-  if (!STACK.test(s)) throw new Error(`${where}: stack "${s}" must be lower-case letters, digits, ".", "_" or "-" (1-64 characters)`);
+  if (!STACK_NAME.test(s)) throw new Error(`${where}: stack "${s}" must be lower-case letters, digits, ".", "_" or "-" (1-64 characters)`);
   return s;
 }
