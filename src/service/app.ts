@@ -31,7 +31,7 @@ export const SUPPORTED_VERSION = '2';
 export { BODY_LIMIT } from './limits.js';
 
 declare module 'fastify' {
-  interface FastifyRequest { principal?: Principal }
+  interface FastifyRequest { principal?: Principal; baseUrl?: string }
 }
 
 /** Fields never written to logs, wherever they appear. */
@@ -96,7 +96,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   app.addHook('onRequest', async (req, reply) => {
     reply.header('Operation-Id', req.id);
-    if (publicUrl === undefined) requestBase(req); // a Host no uri can be built on is refused before anything is done
+    req.baseUrl = publicUrl ?? requestBase(req); // a Host no uri can be built on is refused before anything is done
     checkVersion(req, versionHeaders);
     const header = req.headers.authorization;
     const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
@@ -108,7 +108,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   const callerOf = (req: FastifyRequest): Caller => ({
     accountId: req.principal!.accountId,
-    baseUrl: publicUrl ?? requestBase(req),
+    baseUrl: req.baseUrl!,
   });
 
   registerKindRoutes(app, resources, callerOf);
