@@ -10,6 +10,21 @@ const PEM = /-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----/g;
  */
 function pem(v: unknown): unknown {
   if (typeof v !== 'string') return v;
+  // A plan normalises each certificate several times (the manifest's, the live one, the raw
+  // fields of both): the text is looked up before it is decoded and encoded again.
+  const known = pemSeen.get(v);
+  if (known !== undefined) return known;
+  const out = pemOf(v);
+  if (pemSeen.size >= PEM_SEEN_MAX) pemSeen.clear();
+  pemSeen.set(v, out);
+  return out;
+}
+
+/** Normal PEM texts by the text they were made from (at most `PEM_SEEN_MAX`, then started again). */
+const pemSeen = new Map<string, string>();
+const PEM_SEEN_MAX = 4096;
+
+function pemOf(v: string): string {
   const blocks = [...v.matchAll(PEM)];
   if (!blocks.length) return v;
   const out = blocks.map(([, label, b64]) => {

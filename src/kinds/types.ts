@@ -70,6 +70,7 @@ export interface UniqueDef {
   perParent?: boolean;
   /** The scope is per account (an application user's provider identity), not service-wide. */
   perAccount?: boolean;
+  /** The values, from plain fields only: the reconciler gives it their normal form and no modules. */
   values(body: Body): string[];
   /** The 409's error code and message for a value already taken. */
   code: ErrorCode;

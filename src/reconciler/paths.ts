@@ -19,20 +19,23 @@ export function plainPath(pattern: string): string[] | undefined {
   return wild.get(pattern) ? undefined : segs;
 }
 
+/** No hits: shared (frozen), as most patterns match nothing in most objects. */
+const NO_HITS: readonly Hit[] = Object.freeze([]);
+
 /**
  * Every concrete path in `value` matching `pattern`, with the value found there. Hits share their
  * `path` arrays with the pattern's cache: callers copy before changing one.
  */
-export function matchPaths(value: unknown, pattern: string): Hit[] {
+export function matchPaths(value: unknown, pattern: string): readonly Hit[] {
   const segs = segments(pattern);
   if (!wild.get(pattern)) {
     // No wildcard: at most one hit, found by walking the segments.
     let v = value;
     for (const seg of segs) {
-      if (!v || typeof v !== 'object' || Array.isArray(v) || !(seg in (v as object))) return [];
+      if (!v || typeof v !== 'object' || Array.isArray(v) || !(seg in (v as object))) return NO_HITS;
       v = (v as Record<string, unknown>)[seg];
     }
-    return v === undefined ? [] : [{ path: segs, value: v }];
+    return v === undefined ? NO_HITS : [{ path: segs, value: v }];
   }
   const out: Hit[] = [];
   walk(value, segs, 0, [], out);

@@ -5,7 +5,7 @@ import { kindByName } from '../../kinds/registry.js';
 import type { Body, CheckContext, KindDef, RefDef, UniqueDef } from '../../kinds/types.js';
 import { collectingAjv, describeAjvError, schemaKey, type Validator } from '../../service/validation.js';
 import { encodeMetadata, METADATA_LIMIT, TOOL, MARKER_VERSION } from '../ownership/marker.js';
-import { matchPaths, type Hit } from '../paths.js';
+import { matchPaths, plainPath, type Hit } from '../paths.js';
 import { utf8Bytes } from '../../util/bytes.js';
 import { unstorableText } from '../../util/text.js';
 import { normalizeFields } from '../plan/normalize.js';
@@ -324,14 +324,28 @@ export function refValues(o: { kind: KindDef; body: Body }): RefValue[] {
 
 // Module-level, not a closure per object: it runs for every object of every plan.
 function takeRefs(out: RefValue[], defs: RefDef[], holder: unknown, module: string | undefined) {
-  for (const def of defs) {
-    for (const hit of matchPaths(holder, def.field)) {
-      const at: (string | number)[] = module === undefined ? [...hit.path] : [module, ...hit.path];
+  for (let d = 0; d < defs.length; d++) {
+    const def = defs[d];
+    const hits = matchPaths(holder, def.field);
+    for (let h = 0; h < hits.length; h++) {
+      const hit = hits[h];
+      // A hit's path is the pattern's own (shared, never modified): a ref's path may be it.
+      const at: (string | number)[] = module === undefined ? hit.path : plainPath(def.field) ? inModule(module, def.field) : [module, ...hit.path];
       if (def.many && Array.isArray(hit.value)) {
         for (let i = 0; i < hit.value.length; i++) if (typeof hit.value[i] === 'string') out.push({ def, value: hit.value[i], path: [...at, i] });
       } else if (typeof hit.value === 'string') out.push({ def, value: hit.value, path: at });
     }
   }
+}
+
+/** A module field's path (`backend.backend_id`), one array per module and field (shared, never modified). */
+const modulePaths = new Map<string, Map<string, string[]>>();
+function inModule(module: string, field: string): string[] {
+  let byField = modulePaths.get(module);
+  if (!byField) modulePaths.set(module, (byField = new Map()));
+  let path = byField.get(field);
+  if (!path) byField.set(field, (path = [module, ...field.split('.')]));
+  return path;
 }
 
 /** `refValues` of a manifest object, computed once per object (objects are shared between watch runs). */
@@ -358,13 +372,15 @@ function referencePass(o: ManifestObject, byKind: Map<string, Map<string, Manife
 
 /** Pass 5: values the service keeps unique (hostports, route matches) are unique across the manifests. */
 /** Each unique's values of an object (per `kind.uniques`), computed once per object. */
+const idsAsTheyAre = (id: string) => id;
 function uniqueValuesOf(o: ManifestObject): string[][] {
   let v = o.found.uniques;
   if (!v) {
     const uniques = o.kind.uniques;
     if (!uniques?.length) return (o.found.uniques = NONE);
     let fields: Body | undefined;
-    try { fields = { ...o.body, ...normalizeFields(o.kind, o.body, (x) => x) }; } catch { /* a body with schema errors */ }
+    // Unique values are read from plain fields (hostports, a route's match), in normal form.
+    try { fields = normalizeFields(o.kind, o.body, idsAsTheyAre); } catch { /* a body with schema errors */ }
     v = uniques.map((u) => {
       try { return fields ? u.values(fields) : NONE; } catch { return NONE; }
     });

@@ -104,10 +104,10 @@ class Planner {
     return this.memo.rawFields(kind, body);
   }
 
-  /** Values a kind keeps unique, read from the normal form (hostports lower-cased). */
+  /** Values a kind keeps unique, read from the plain fields' normal form (hostports lower-cased). */
   private uniqueValues(kind: KindDef, body: Body, u: NonNullable<KindDef['uniques']>[number]): string[] {
     try {
-      return u.values({ ...body, ...this.rawFields(kind, body) });
+      return u.values(this.rawFields(kind, body));
     } catch {
       return [];
     }
