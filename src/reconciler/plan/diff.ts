@@ -163,42 +163,36 @@ class Planner {
   }
 
   /**
-   * `--adopt` for kinds nothing identifies (`adoptByContent`): a new manifest object takes over the
-   * one unmanaged object with the same fields and metadata. References count once their targets
-   * are matched, so objects that refer to each other are adopted in rounds, leaves first.
+   * `--adopt` for objects nothing identifies — kinds with no identifying values (`adoptByContent`:
+   * failover backends), and objects whose identifying values are empty (an HTTPS edge with no
+   * hostports): a new manifest object takes over the one unmanaged object with the same fields
+   * and metadata. References count once their targets are matched, so objects that refer to each
+   * other are adopted in rounds, leaves first. The children of an edge adopted so are then matched
+   * inside it, as those of an edge adopted by its hostports are.
    */
   private adoptByContent() {
+    const byContent = (kind: KindDef, keys: () => string[]) => !!kind.adoptByContent || !keys().length;
     const pending = this.desired.map((d) => this.decisions.get(d.identity)!)
-      .filter((dec) => !dec.o && !dec.conflicted && dec.d.kind.adoptByContent && !dec.d.parentIdentity);
+      .filter((dec) => !dec.o && !dec.conflicted && !dec.d.parentIdentity && byContent(dec.d.kind, () => this.keys(dec.d.kind, dec.d.body)));
     if (!pending.length) return;
-    const content = (kind: KindDef, fields: Body, metadata: string | undefined) => `${kind.name}\0${canonicalJson(fields)}\0${metadata ?? ''}`;
     const unmanaged = new Map<string, ObservedObject[]>();
     for (const o of this.observed) {
-      if (o.owner.type !== 'unmanaged' || o.parentId || !o.kind.adoptByContent) continue;
-      const key = content(o.kind, this.rawFields(o.kind, o.body), o.metadata);
+      if (o.owner.type !== 'unmanaged' || o.parentId || !byContent(o.kind, () => this.observedKeys(o))) continue;
+      const key = this.observedContent(o);
       unmanaged.set(key, [...(unmanaged.get(key) ?? []), o]);
     }
-    const resolve = (v: unknown): unknown => {
-      if (isRefToken(v)) {
-        const dec = this.decisions.get(v.$ref);
-        return dec?.o && !dec.replaced ? dec.o.id : UNRESOLVED;
-      }
-      if (Array.isArray(v)) return v.map(resolve);
-      if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, resolve(x)]));
-      return v;
-    };
     for (let progress = true; progress;) {
       progress = false;
       for (const dec of pending) {
         if (dec.o || dec.conflicted) continue;
-        const body = resolve(dec.d.body) as Body;
-        if (JSON.stringify(body).includes(UNRESOLVED)) continue; // wait for the targets' round
-        const fields = normalizeFields(dec.d.kind, body, (x) => x);
-        const hits = (unmanaged.get(content(dec.d.kind, fields, dec.d.userMetadata)) ?? []).filter((o) => !this.claimed.has(o.id));
+        const key = this.desiredContent(dec.d);
+        if (key === undefined) continue; // wait for the targets' round
+        const hits = (unmanaged.get(key) ?? []).filter((o) => !this.claimed.has(o.id));
         if (hits.length === 1) {
           dec.o = hits[0];
           dec.adopted = true;
           this.claimed.add(hits[0].id);
+          this.matchChildren(dec);
           progress = true;
         } else if (hits.length > 1) {
           dec.conflicted = true;
@@ -209,6 +203,40 @@ class Planner {
         }
       }
     }
+  }
+
+  /** The children of a parent matched after the first pass (adopted by content): matched inside it now. */
+  private matchChildren(parent: Decision) {
+    for (const d of this.desired) {
+      if (d.parentIdentity !== parent.d.identity) continue;
+      const dec = this.decisions.get(d.identity)!;
+      if (!dec.o && !dec.conflicted) this.collide(dec, parent.o!.id);
+    }
+  }
+
+  /** What adopting by content compares: kind, plain fields with ids as they are, and metadata. */
+  private content(kind: KindDef, fields: Body, metadata: string | undefined): string {
+    return `${kind.name}\0${canonicalJson(fields)}\0${metadata ?? ''}`;
+  }
+
+  private observedContent(o: ObservedObject): string {
+    return this.content(o.kind, this.rawFields(o.kind, o.body), o.metadata);
+  }
+
+  /** A desired object's content, its references read as the ids matched so far; undefined while one is not matched yet. */
+  private desiredContent(d: DesiredObject): string | undefined {
+    const resolve = (v: unknown): unknown => {
+      if (isRefToken(v)) {
+        const dec = this.decisions.get(v.$ref);
+        return dec?.o && !dec.replaced ? dec.o.id : UNRESOLVED;
+      }
+      if (Array.isArray(v)) return v.map(resolve);
+      if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, resolve(x)]));
+      return v;
+    };
+    const body = resolve(d.body) as Body;
+    if (JSON.stringify(body).includes(UNRESOLVED)) return undefined;
+    return this.content(d.kind, normalizeFields(d.kind, body, (x) => x), d.userMetadata);
   }
 
   private referenced?: Set<string>;
@@ -258,7 +286,7 @@ class Planner {
       const what = `${d.identity} matches existing ${d.kind.title} ${o.id}`;
       if (o.owner.type === 'stack') {
         this.conflicts.push({ identity: d.identity, kind: d.kind.name, id: o.id, owner: 'stack', stack: o.owner.stack, message: `${what}, owned by stack "${o.owner.stack}"; remove it from one of the stacks` });
-      } else if (this.opts.adopt && hits.length === 1) {
+      } else if (this.opts.adopt && (hits.length === 1 || o === this.exactAmong(dec, hits))) {
         dec.o = o;
         dec.adopted = true;
         this.claimed.add(o.id);
@@ -272,6 +300,17 @@ class Planner {
       }
     }
     if (hits.length) dec.conflicted = true;
+  }
+
+  /**
+   * Of several unmanaged objects a manifest object matches (the service takes the same certificate
+   * twice), the one whose fields and metadata are exactly the manifest's, when only one is.
+   */
+  private exactAmong(dec: Decision, hits: ObservedObject[]): ObservedObject | undefined {
+    if (hits.some((o) => o.owner.type !== 'unmanaged')) return undefined;
+    const key = this.desiredContent(dec.d);
+    const exact = key === undefined ? [] : hits.filter((o) => this.observedContent(o) === key);
+    return exact.length === 1 ? exact[0] : undefined;
   }
 
   /** Observed ids that stand for a manifest identity; replaced objects keep their raw id (referrers move). */
