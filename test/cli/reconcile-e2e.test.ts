@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -186,6 +186,24 @@ describe('edgeplane apply / plan / export / watch on the embedded default', { ti
     expect(forced.code, forced.stderr).toBe(0);
     expect(readFileSync(join(out, 'https-edge.yaml'), 'utf8')).not.toBe(before);
     expect((await runCli(['plan', out, ...at, '--detailed-exitcode'])).code).toBe(0);
+  });
+
+  it('export --stack refuses a directory whose edgeplane.yaml names another stack, even with --force', async () => {
+    const out = tempDir('edgeplane-other-stack-');
+    writeFileSync(join(out, 'edgeplane.yaml'), 'stack: delta\n');
+    for (const extra of [[], ['--force']]) {
+      const refused = await runCli(['export', ...at, '--stack', 'small-example', '--out', out, ...extra]);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain(`names stack "delta", not "small-example"`);
+      expect(readdirSync(out)).toEqual(['edgeplane.yaml']);
+    }
+    // Its own stack goes in as before.
+    writeFileSync(join(out, 'edgeplane.yaml'), 'stack: small-example\n');
+    expect((await runCli(['export', ...at, '--stack', 'small-example', '--out', out])).code).toBe(0);
+    // validate counts the files that hold errors, not every file it read.
+    writeFileSync(join(out, 'broken.yaml'), 'kind: HTTPSEdge\nname: Broken Name\nhostports: 7\n');
+    const v = await runCli(['validate', out]);
+    expect(v.stdout).toBe('2 errors in 1 file\n');
   });
 
   it('watch applies real file edits, keeps going through an invalid save, serves the state directory to other commands, and stops cleanly on Ctrl-C', async () => {

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/client/api-client.js';
 import { httpTransport, type Transport } from '../../src/client/transport.js';
 import { applyPlan } from '../../src/reconciler/apply/execute.js';
-import { planSecrets, secretsFromSources, StaleSecretError } from '../../src/reconciler/apply/materialize.js';
+import { planSecrets, secretsFromMap, secretsFromSources, StaleSecretError } from '../../src/reconciler/apply/materialize.js';
 import { staleReasons } from '../../src/reconciler/apply/stale.js';
 import { exportState } from '../../src/reconciler/export/export.js';
 import { readLiveState } from '../../src/reconciler/state/read-state.js';
@@ -211,6 +211,68 @@ describe('export --all and adoption', () => {
     expect(t.conflicts.map((c) => c.message)).toEqual([expect.stringMatching(/same as 2 unmanaged failover backends .*only one can be adopted/)]);
     // Without --adopt, an object like an unmanaged one is simply created.
     expect((await prepare(client, twins, 'twins')).plan!.steps.map((s) => s.id)).toEqual(['FailoverBackend/twin:create']);
+  });
+
+  it('gives secrets that read alike variables of their own, and writes no secret where the service takes none', async () => {
+    const client = await clientFor(svc);
+    const edge = (await client.send('POST', '/edges/https', { hostports: [`env-${Date.now()}.example.com:443`] })) as { id: string };
+    const route = (match: string, body: object) => client.send('POST', `/edges/https/${edge.id}/routes`, { match_type: 'exact_path', match, ...body });
+    await route('/a.b', { webhook_verification: { provider: 'github', secret: 'secret-one' } });
+    await route('/a-b', { webhook_verification: { provider: 'github', secret: 'secret-two' } });
+    await route('/sns', { webhook_verification: { provider: 'sns' } });
+    await route('/google', { oauth: { provider: { google: { email_domains: ['example.com'] } } } });
+    await route('/github', { oauth: { provider: { github: { client_id: 'gh-id', client_secret: 'gh-secret' } } } });
+    const exp = await exportTo(client, 'envs', {}, true);
+    const byPath = new Map(exp.result.secrets.map((x) => [`${x.identity.split('/').pop()}#${x.path}`, x.env]));
+    // Only the three secrets the service can hold, each in a variable of its own.
+    expect([...byPath.keys()].sort()).toEqual(['a-b#webhook_verification.secret', 'a.b#webhook_verification.secret', 'github#oauth.provider.github.client_secret']);
+    expect(new Set(byPath.values()).size).toBe(3);
+    const text = exp.result.files.map((f) => f.text).join('\n');
+    for (const env of byPath.values()) expect(text.split(`env: ${env}\n`).length - 1).toBe(1);
+    // The export validates as written; adopted with each variable set, each route keeps its own secret.
+    const env = { [byPath.get('a.b#webhook_verification.secret')!]: 'secret-one', [byPath.get('a-b#webhook_verification.secret')!]: 'secret-two', [byPath.get('github#oauth.provider.github.client_secret')!]: 'gh-secret' };
+    const p = await prepare(client, exp.dir, 'envs', env, { adopt: true });
+    expect(p.problems.filter((x) => x.severity === 'error')).toEqual([]);
+    const sent = [...p.secrets.entries()].map(([k, v]) => [k.replace(/^.*\/routes\//, ''), v.fingerprint.length > 0]);
+    expect(sent.sort()).toEqual([['a-b#webhook_verification.secret', true], ['a.b#webhook_verification.secret', true], ['github#oauth.provider.github.client_secret', true]]);
+    await applyPlan(p.plan!, { client, secrets: secretsFromMap(p.secrets) });
+    expect(await remaining(client, exp.dir, 'envs', env)).toEqual([]);
+    // Swapping the two values is a change of both: they are not one variable.
+    const swapped = { ...env, [byPath.get('a.b#webhook_verification.secret')!]: 'secret-two', [byPath.get('a-b#webhook_verification.secret')!]: 'secret-one' };
+    expect((await remaining(client, exp.dir, 'envs', swapped)).map((x) => x.split(' ')[0]).sort()).toEqual([
+      expect.stringMatching(/routes\/a-b:update$/), expect.stringMatching(/routes\/a\.b:update$/),
+    ]);
+  });
+
+  it('exports the copy of a duplicated object that plan keeps, and the edge of a stack\'s routes whose marker was cleared', async () => {
+    const client = await clientFor(svc);
+    const dir = manifestDir({
+      'all.yaml': `kind: FailoverBackend\nname: fb\nbackends: ["bkdhr_${'b'.repeat(27)}"]\n---\nkind: HTTPSEdge\nname: web\nhostports: ["dup-${Date.now()}.example.com:443"]\nroutes:\n  - name: root\n    match_type: path_prefix\n    match: /\n`,
+    });
+    await applyDir(client, dir, 'dups');
+    // A second object carrying the failover backend's identity, as two applies at once leave one.
+    const [first] = (await readLiveState(client)).backends as { id: string; metadata: string; backends: string[] }[];
+    const second = (await client.send('POST', '/backends/failover', { backends: first.backends, metadata: first.metadata })) as { id: string };
+    const withDup = exportState(await readLiveState(client), { stack: 'dups' });
+    expect(withDup.warnings).toEqual([expect.stringMatching(/^FailoverBackend\/fb: 2 live objects of stack "dups" carry this identity; exported bkdfo_\w+, the one plan keeps/)]);
+    const kept = /exported (bkdfo_\w+)/.exec(withDup.warnings[0])![1];
+    const other = kept === first.id ? second.id : first.id;
+    expect(withDup.files.find((f) => f.name === 'failover-backend.yaml')!.objects).toBe(1);
+    const exported = manifestDir(Object.fromEntries(withDup.files.map((f) => [f.name, f.text])));
+    // The plan of the export deletes the other copy and creates nothing.
+    expect((await prepare(client, exported, 'dups')).plan!.steps.map((x) => `${x.action} ${x.object.id ?? x.object.identity}`)).toEqual([`delete ${other}`]);
+    await client.send('DELETE', `/backends/failover/${other}`);
+
+    // The edge loses its marker (metadata cleared by hand); its route is still the stack's.
+    const edge = ((await readLiveState(client)).https_edges as { id: string }[])[0];
+    await client.send('PATCH', `/edges/https/${edge.id}`, { metadata: '' });
+    const unmarked = exportState(await readLiveState(client), { stack: 'dups' });
+    expect(unmarked.warnings).toEqual([expect.stringContaining(`HTTPS edge ${edge.id} holds objects of stack "dups" but no stack manages it`)]);
+    expect(unmarked.files.map((f) => [f.name, f.objects])).toEqual([['failover-backend.yaml', 1], ['https-edge.yaml', 2]]);
+    const again = manifestDir(Object.fromEntries(unmarked.files.map((f) => [f.name, f.text])));
+    const adopt = (await prepare(client, again, 'dups', {}, { adopt: true })).plan!;
+    expect(adopt.steps.map((x) => `${x.action} ${x.object.identity}`)).toEqual(['update HTTPSEdge/web']);
+    expect(adopt.steps[0].changes.map((c) => c.path)).toEqual(['metadata (ownership marker)']);
   });
 });
 

@@ -15,6 +15,7 @@ export interface ExportFlags extends TargetFlags { out?: string; stack?: string;
 export async function exportCmd(out: Output, flags: ExportFlags): Promise<void> {
   if (flags.out && !flags.force) refuseManifestsIn(flags.out);
   const { stack } = resolveStack(flags.out && existsSync(flags.out) ? flags.out : '.', flags.stack);
+  if (flags.out && existsSync(flags.out)) refuseOtherStack(flags.out, stack);
   const client = await openTarget(flags);
   let result;
   try {
@@ -58,4 +59,15 @@ function refuseManifestsIn(dir: string): void {
   if (!present.length) return;
   const shown = present.slice(0, 3).join(', ') + (present.length > 3 ? `, … (${present.length} files)` : '');
   throw new CliExit(EXIT.error, `--out ${dir} already holds manifests (${shown}): export into a new or empty directory, or add --force to overwrite the files export writes (one per kind)`);
+}
+
+/**
+ * `--stack S --out DIR` where DIR's `edgeplane.yaml` names another stack: the files would be
+ * planned as that stack's, which would make copies of the exported objects and delete that
+ * stack's own. Refused, `--force` or not (it overwrites the files export writes, not the stack).
+ */
+function refuseOtherStack(dir: string, stack: string): void {
+  const there = resolveStack(dir);
+  if (there.source === 'default' || there.stack === stack) return;
+  throw new CliExit(EXIT.error, `--out ${dir}: ${there.source} names stack "${there.stack}", not "${stack}"; planned from there, the exported objects would be stack "${there.stack}"'s (copies made, and "${there.stack}"'s own objects deleted): export into another directory, or change its stack first`);
 }

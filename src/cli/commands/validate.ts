@@ -17,8 +17,9 @@ export async function validate(out: Output, dir: string, flags: ValidateFlags): 
     for (const p of r.problems) out.error(formatProblem(p));
     const objects = r.objects.reduce((n, o) => n + 1 + o.children.length, 0);
     const warnings = r.problems.length - errors;
+    const withErrors = new Set(r.problems.filter((p) => p.severity === 'error').map((p) => p.file)).size;
     out.line(errors
-      ? `${errors} error${errors > 1 ? 's' : ''}${warnings ? `, ${warnings} warning${warnings > 1 ? 's' : ''}` : ''} in ${r.files.length} file${r.files.length === 1 ? '' : 's'}`
+      ? `${errors} error${errors > 1 ? 's' : ''}${warnings ? `, ${warnings} warning${warnings > 1 ? 's' : ''}` : ''} in ${withErrors} file${withErrors === 1 ? '' : 's'}`
       : `${r.files.length} file${r.files.length === 1 ? '' : 's'}, ${objects} object${objects === 1 ? '' : 's'}: valid${warnings ? ` (${warnings} warning${warnings > 1 ? 's' : ''})` : ''}`);
   }
   if (hasErrors(r.problems)) throw new CliExit(EXIT.error);

@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto';
 import { stringify } from 'yaml';
-import type { Body, KindRuntimeConfig } from '../../kinds/types.js';
+import { moduleCheckForm } from '../../kinds/check.js';
+import type { Body, KindRuntimeConfig, ModuleDef } from '../../kinds/types.js';
 import { manifestKinds, namedTarget } from '../manifests/schema.js';
 import { refValues } from '../manifests/validate.js';
 import { DEFAULT_CONFIG, normalize, normalizeModule, same } from '../plan/normalize.js';
@@ -43,6 +45,11 @@ function kebab(s: string): string {
   return s.replace(/([a-z0-9])([A-Z])/g, '$1-$2').replace(/([A-Z]+)([A-Z][a-z])/g, '$1-$2').toLowerCase();
 }
 
+/**
+ * The environment variable a secret is read from: the identity and path in upper case, every run
+ * of other characters as `_`. Two secrets can read alike so (`/a.b` and `/a-b`): an export gives
+ * each of those a suffix of its own (`uniqueEnvNames`), so no two share a variable.
+ */
 export function envName(identity: string, path: string): string {
   return `EDGEPLANE_SECRET_${`${identity}_${path}`.replace(/[^A-Za-z0-9]+/g, '_').toUpperCase()}`.replace(/_+$/, '');
 }
@@ -97,7 +104,7 @@ function inSchema(schema: Record<string, unknown>, path: string[]): boolean {
  * for unmanaged objects, which have no marker — at each write-only path of the request schema
  * whose holder exists.
  */
-function secretRefs(body: Body, paths: string[], schema: Record<string, unknown>, base: string[], identity: string, owned: boolean, found: ExportResult['secrets']): void {
+function secretRefs(body: Body, paths: string[], schema: Record<string, unknown>, base: string[], identity: string, owned: boolean, found: SecretRef[]): void {
   for (const p of paths) {
     const segs = p.split('.');
     const walk = (holder: Body, i: number, at: string[]) => {
@@ -105,9 +112,9 @@ function secretRefs(body: Body, paths: string[], schema: Record<string, unknown>
       if (i === segs.length - 1) {
         if (!inSchema(schema, [...at, seg]) || (owned && !isSecretToken(holder[seg]))) return;
         const path = [...base, ...at, seg].join('.');
-        const env = envName(identity, path);
-        holder[seg] = { env };
-        found.push({ env, identity, path });
+        const ref = { env: envName(identity, path) };
+        holder[seg] = ref;
+        found.push({ identity, path, ref, holder, key: seg });
         return;
       }
       for (const key of seg === '*' ? Object.keys(holder) : [seg]) if (isObject(holder[key])) walk(holder[key] as Body, i + 1, [...at, key]);
@@ -116,13 +123,18 @@ function secretRefs(body: Body, paths: string[], schema: Record<string, unknown>
   }
 }
 
-const byMarkerThenId = (a: ObservedObject, b: ObservedObject) => Number(!a.marker) - Number(!b.marker) || a.id.localeCompare(b.id);
+/** A secret reference an export wrote: where it sits, so that its name can still change. */
+interface SecretRef { identity: string; path: string; ref: { env: string }; holder: Body; key: string }
+
+/** Byte order: the same files on every machine (`localeCompare` follows the locale). */
+const byBytes = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+const byMarkerThenId = (a: ObservedObject, b: ObservedObject) => Number(!a.marker) - Number(!b.marker) || byBytes(a.id, b.id);
 
 /**
  * Names first, so references can be written by name: owned objects keep their manifest names,
  * unmanaged ones get names that do not collide with them. Children are indexed by parent once.
  */
-function pickObjects(observed: ObservedObject[], wanted: (o: ObservedObject) => boolean): { top: Map<string, Picked[]>; names: Map<string, string> } {
+function pickObjects(observed: ObservedObject[], wanted: (o: ObservedObject) => boolean, hints: Map<string, string | undefined>): { top: Map<string, Picked[]>; names: Map<string, string> } {
   const names = new Map<string, string>();
   const top = new Map<string, Picked[]>();
   const children = new Map<string, ObservedObject[]>();
@@ -131,7 +143,7 @@ function pickObjects(observed: ObservedObject[], wanted: (o: ObservedObject) => 
     const used = new Set<string>();
     const picked: Picked[] = [];
     for (const o of observed.filter((x) => x.kind === kind && !x.parentId && wanted(x)).sort(byMarkerThenId)) {
-      const name = uniqueName(o, used);
+      const name = uniqueName(o, used, hints.get(o.id));
       const p: Picked = { o, name, identity: `${kind.manifestKind}/${name}`, children: [] };
       names.set(o.id, name);
       for (const [field, childKind] of Object.entries(kind.embeds ?? {})) {
@@ -143,14 +155,14 @@ function pickObjects(observed: ObservedObject[], wanted: (o: ObservedObject) => 
       }
       picked.push(p);
     }
-    top.set(kind.name, picked.sort((a, b) => a.name.localeCompare(b.name)));
+    top.set(kind.name, picked.sort((a, b) => byBytes(a.name, b.name)));
   }
   return { top, names };
 }
 
 /** One picked object (and its children) as a manifest document. */
 class DocumentWriter {
-  readonly secrets: ExportResult['secrets'] = [];
+  readonly secrets: SecretRef[] = [];
   readonly warnings: string[] = [];
   private readonly byId: Map<string, ObservedObject>;
 
@@ -195,30 +207,122 @@ class DocumentWriter {
     for (const m of kind.modules ?? []) {
       if (!isObject(body[m.name])) continue;
       const mod = minimal(body[m.name] as Body, (b) => normalizeModule(m, b, id, this.config), (m.request.required as string[]) ?? []);
+      const from = this.secrets.length;
       secretRefs(mod, m.writeOnly ?? [], m.request, [m.name], p.identity, owned, this.secrets);
+      if (!owned) this.dropRefused(m, mod, from);
       out[m.name] = mod;
     }
     for (const field of Object.keys(kind.embeds ?? {})) {
-      const kids = p.children.filter((c) => c.field === field).sort((a, b) => a.name.localeCompare(b.name));
+      const kids = p.children.filter((c) => c.field === field).sort((a, b) => byBytes(a.name, b.name));
       if (kids.length) out[field] = kids.map((c) => this.doc(c, false));
     }
     return out;
   }
+
+  /**
+   * An unmanaged object has no marker saying which secrets are set, so a reference is written at
+   * every secret field whose holder exists; those the module's own check refuses (a Google login
+   * on the managed app takes no client secret, an SNS webhook no secret) are taken out again:
+   * the export must validate as it is written.
+   */
+  private dropRefused(m: ModuleDef, mod: Body, from: number) {
+    if (!m.check || this.secrets.length === from) return;
+    const refusals = () => {
+      let n = 0;
+      m.check!(moduleCheckForm(m, mod), { report: () => void n++ });
+      return n;
+    };
+    for (let i = this.secrets.length - 1; i >= from; i--) {
+      const s = this.secrets[i];
+      const before = refusals();
+      delete s.holder[s.key];
+      if (refusals() < before) this.secrets.splice(i, 1);
+      else s.holder[s.key] = s.ref;
+    }
+  }
+
+  /** Secrets whose variable names read alike get a suffix each, from what they are (stable between exports). */
+  uniqueEnvNames() {
+    const byName = new Map<string, SecretRef[]>();
+    for (const s of this.secrets) byName.set(s.ref.env, [...(byName.get(s.ref.env) ?? []), s]);
+    for (const [env, refs] of byName) {
+      if (refs.length < 2) continue;
+      for (const s of refs) s.ref.env = `${env}_${createHash('sha256').update(`${s.identity}#${s.path}`).digest('hex').slice(0, 6).toUpperCase()}`;
+    }
+  }
+}
+
+/**
+ * Objects of the stack that carry the same identity (two applies at once, an interrupted one):
+ * the one the planner keeps is exported — the first that something refers to, else the first
+ * listed — and the others are left out with a warning; the next apply deletes them. Exporting
+ * them all made names of their own for them (`fb-2`), and the next plan churned.
+ */
+function duplicatesLeftOut(observed: ObservedObject[], stack: string, warnings: string[]): Set<string> {
+  const byIdentity = new Map<string, ObservedObject[]>();
+  for (const o of observed) {
+    if (o.owner.type !== 'this' || !o.marker) continue;
+    const key = `${o.parentId ?? ''}\0${o.marker.id}`;
+    byIdentity.set(key, [...(byIdentity.get(key) ?? []), o]);
+  }
+  const out = new Set<string>();
+  let referenced: Set<string> | undefined;
+  for (const same of byIdentity.values()) {
+    if (same.length < 2) continue;
+    if (!referenced) {
+      referenced = new Set();
+      for (const r of observed) for (const x of refValues({ kind: r.kind, body: r.body })) if (x.value !== r.id) referenced.add(x.value);
+    }
+    const kept = same.find((o) => referenced!.has(o.id)) ?? same[0];
+    const others = same.filter((o) => o !== kept);
+    for (const o of others) out.add(o.id);
+    warnings.push(`${kept.marker!.id}: ${same.length} live objects of stack "${stack}" carry this identity; exported ${kept.id}, the one plan keeps (the next apply deletes ${others.map((o) => o.id).join(', ')})`);
+  }
+  return out;
+}
+
+/**
+ * Parents the export must include for the stack's children to be written: an edge whose routes
+ * are the stack's but which carries no marker itself (its metadata was cleared). It is exported
+ * with them, with a warning: plan with `--adopt` takes it over again.
+ */
+function unmarkedParents(observed: ObservedObject[], wanted: (o: ObservedObject) => boolean, stack: string, warnings: string[]): Map<string, string | undefined> {
+  const byId = new Map(observed.map((o) => [o.id, o]));
+  const out = new Map<string, string | undefined>();
+  for (const o of observed) {
+    if (!o.parentId || !wanted(o) || out.has(o.parentId)) continue;
+    const parent = byId.get(o.parentId);
+    if (!parent || wanted(parent) || parent.owner.type !== 'unmanaged') continue;
+    // Named as its children's markers name it (`HTTPSEdge/web/routes/root` → `web`): the routes keep their identities.
+    const parts = o.marker?.id.split('/') ?? [];
+    out.set(parent.id, parts.length >= 4 ? parts[parts.length - 3] : undefined);
+    warnings.push(`${parent.kind.title} ${parent.id} holds objects of stack "${stack}" but no stack manages it (its marker is gone): exported with them; plan with --adopt takes it over`);
+  }
+  return out;
 }
 
 export function exportState(lists: ObservedLists, opts: ExportOptions): ExportResult {
   const observed = observeLists(lists, opts.stack);
-  const wanted = (o: ObservedObject) => o.owner.type === 'this' || (!!opts.all && o.owner.type === 'unmanaged');
-  const { top, names } = pickObjects(observed, wanted);
+  const warnings: string[] = [];
+  const leftOut = duplicatesLeftOut(observed, opts.stack, warnings);
+  const stackOrAll = (o: ObservedObject) => !leftOut.has(o.id) && (o.owner.type === 'this' || (!!opts.all && o.owner.type === 'unmanaged'));
+  const parents = unmarkedParents(observed, stackOrAll, opts.stack, warnings);
+  const wanted = (o: ObservedObject) => stackOrAll(o) || parents.has(o.id);
+  const { top, names } = pickObjects(observed, wanted, parents);
   const writer = new DocumentWriter(names, observed, opts.config);
-  const files: ExportedFile[] = [];
-  for (const kind of manifestKinds()) {
+  const built = manifestKinds().map((kind) => {
     const picked = top.get(kind.name) ?? [];
+    return { kind, picked, docs: picked.map((p) => writer.doc(p, true)) };
+  });
+  writer.uniqueEnvNames();
+  const files: ExportedFile[] = [];
+  for (const { kind, picked, docs } of built) {
     if (!picked.length) continue;
-    const docs = picked.map((p) => stringify(writer.doc(p, true), { lineWidth: 0, blockQuote: 'literal' }));
-    files.push({ name: `${kebab(kind.manifestKind!)}.yaml`, text: docs.join('---\n'), objects: picked.reduce((n, p) => n + 1 + p.children.length, 0) });
+    const texts = docs.map((d) => stringify(d, { lineWidth: 0, blockQuote: 'literal' }));
+    files.push({ name: `${kebab(kind.manifestKind!)}.yaml`, text: texts.join('---\n'), objects: picked.reduce((n, p) => n + 1 + p.children.length, 0) });
   }
   const stacks = [...new Set(observed.flatMap((o) => (o.owner.type === 'stack' ? [o.owner.stack] : [])))].sort();
   const unmanaged = observed.filter((o) => o.owner.type === 'unmanaged' && !o.parentId).length;
-  return { files, secrets: writer.secrets, warnings: writer.warnings, elsewhere: { stacks, unmanaged } };
+  const secrets = writer.secrets.map((x) => ({ env: x.ref.env, identity: x.identity, path: x.path }));
+  return { files, secrets, warnings: [...warnings, ...writer.warnings], elsewhere: { stacks, unmanaged } };
 }

@@ -12,10 +12,11 @@ export function slug(text: string): string {
 /**
  * The name an exported object gets: its manifest name when a stack owns it, else one made from
  * what identifies it to people (collision keys such as a hostport or a route's match, its
- * description), else from its id. Unique within `used` (a suffix `-2`, `-3` … when taken).
+ * description), else from its id. `hint`: the name its children's markers give it (an edge whose
+ * own marker was cleared). Unique within `used` (a suffix `-2`, `-3` … when taken).
  */
-export function uniqueName(o: ObservedObject, used: Set<string>): string {
-  let base = o.marker ? o.marker.id.split('/').pop()! : '';
+export function uniqueName(o: ObservedObject, used: Set<string>, hint?: string): string {
+  let base = o.marker ? o.marker.id.split('/').pop()! : hint ?? '';
   if (!base || !NAME.test(base)) {
     const hints: unknown[] = [];
     for (const u of o.kind.uniques ?? []) {

@@ -382,7 +382,11 @@ function uniqueValuesOf(o: ManifestObject): string[][] {
     // Unique values are read from plain fields (hostports, a route's match), in normal form.
     try { fields = normalizeFields(o.kind, o.body, idsAsTheyAre); } catch { /* a body with schema errors */ }
     v = uniques.map((u) => {
-      try { return fields ? u.values(fields) : NONE; } catch { return NONE; }
+      // A body with schema errors (`hostports: 7`) may give anything: only strings count.
+      try {
+        const got: unknown = fields ? u.values(fields) : NONE;
+        return Array.isArray(got) && got.every((x) => typeof x === 'string') ? got : NONE;
+      } catch { return NONE; }
     });
     o.found.uniques = v;
   }
