@@ -1,17 +1,26 @@
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Authenticator, createAccount, createKey } from '../service/auth.js';
 import type { Db } from '../store/db.js';
+import { databaseTarget } from '../util/database-url.js';
 
 /** The account and key the CLI provisions for itself in an embedded state directory. */
 export interface EmbeddedCredentials { account_id: string; api_key: string; key_id: string }
 
-export function credentialsPath(stateDir: string): string {
-  return join(stateDir, 'embedded.json');
+/**
+ * Where a state directory keeps the CLI's key: `embedded.json` for its own PGlite database; with
+ * DATABASE_URL, a file per PostgreSQL database (`embedded-<hash>.json`, from the URL without its
+ * password), so moving between the two, or between databases, neither overwrites the other's key
+ * nor makes a new one each time.
+ */
+export function credentialsPath(stateDir: string, databaseUrl?: string): string {
+  if (!databaseUrl) return join(stateDir, 'embedded.json');
+  return join(stateDir, `embedded-${createHash('sha256').update(databaseTarget(databaseUrl)).digest('hex').slice(0, 12)}.json`);
 }
 
-export function readCredentials(stateDir: string): EmbeddedCredentials | undefined {
-  const path = credentialsPath(stateDir);
+export function readCredentials(stateDir: string, databaseUrl?: string): EmbeddedCredentials | undefined {
+  const path = credentialsPath(stateDir, databaseUrl);
   if (!existsSync(path)) return undefined;
   try {
     const c = JSON.parse(readFileSync(path, 'utf8')) as EmbeddedCredentials;
@@ -32,8 +41,8 @@ export const EMBEDDED_ACCOUNT = 'embedded';
  * plan would create them all again beside the old ones. Only a directory with no such account
  * gets a new one.
  */
-export async function ensureCredentials(db: Db, stateDir: string): Promise<EmbeddedCredentials> {
-  const known = readCredentials(stateDir);
+export async function ensureCredentials(db: Db, stateDir: string, databaseUrl?: string): Promise<EmbeddedCredentials> {
+  const known = readCredentials(stateDir, databaseUrl);
   if (known && (await new Authenticator(db).resolve(known.api_key))) return known;
   const { rows } = await db.query<{ id: string }>(
     `SELECT id FROM accounts WHERE id = $1 OR name = $2 ORDER BY (id = $1) DESC, created_at, id LIMIT 1`,
@@ -41,6 +50,6 @@ export async function ensureCredentials(db: Db, stateDir: string): Promise<Embed
   );
   const issued = rows.length ? await createKey(db, rows[0].id) : await createAccount(db, { name: EMBEDDED_ACCOUNT });
   mkdirSync(stateDir, { recursive: true });
-  writeFileSync(credentialsPath(stateDir), JSON.stringify(issued, null, 2) + '\n', { mode: 0o600 });
+  writeFileSync(credentialsPath(stateDir, databaseUrl), JSON.stringify(issued, null, 2) + '\n', { mode: 0o600 });
   return issued;
 }

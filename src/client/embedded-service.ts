@@ -29,7 +29,7 @@ async function start() {
   try {
     const app = await buildApp({ db, ...appOptions });
     await app.ready();
-    const creds = await ensureCredentials(db, stateDir);
+    const creds = await ensureCredentials(db, stateDir, process.env.DATABASE_URL || undefined);
     return { db, app, inject: injector(app, creds.api_key) };
   } catch (err) {
     await db.close();

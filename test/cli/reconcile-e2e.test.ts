@@ -301,4 +301,42 @@ describe.skipIf(!process.env.DATABASE_URL)('edgeplane against a serve process on
       await admin.end();
     }
   }, 240_000);
+
+  it('with DATABASE_URL and no API URL, plan names the database, a plan saved there is refused on the state directory\'s own, and each keeps its key', async () => {
+    const schema = 'ep_inproc_' + randomBytes(5).toString('hex');
+    const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await admin.connect();
+    await admin.query(`CREATE SCHEMA ${schema}`);
+    const url = new URL(process.env.DATABASE_URL!);
+    url.password = 'not-shown-anywhere';
+    url.searchParams.set('options', `-c search_path=${schema}`);
+    try {
+      const state = tempDir('ep-inproc-state-');
+      const dir = copyExample('small');
+      const onPg = { DATABASE_URL: url.toString() };
+      const planned = join(tempDir('ep-inproc-plan-'), 'plan.json');
+      const plan = await runCli(['plan', dir, '--state', state, '--out', planned], { env: onPg });
+      expect(plan.code, plan.stderr).toBe(0);
+      const named = new URL(url.toString());
+      named.password = '';
+      expect(plan.stdout).toContain(`on in-process:${named.toString()}`);
+      expect(plan.stdout + plan.stderr + readFileSync(planned, 'utf8')).not.toContain('not-shown-anywhere');
+      // Applied on the state directory's PGlite instead, the saved plan is refused: another target.
+      const refused = await runCli(['apply', '--plan', planned, '--state', state]);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain(`was planned for in-process:${named.toString()}, not embedded:`);
+      // Each database keeps its own key in the directory: going back and forth makes no new ones.
+      const keys = () => readdirSync(state).filter((f) => /^embedded.*\.json$/.test(f)).sort().map((f) => JSON.parse(readFileSync(join(state, f), 'utf8')).key_id as string);
+      const first = keys();
+      expect(first).toHaveLength(2);
+      expect((await runCli(['plan', dir, '--state', state], { env: onPg })).code).toBe(0);
+      expect((await runCli(['plan', dir, '--state', state])).code).toBe(0);
+      expect(keys()).toEqual(first);
+      const { rows } = await admin.query(`SELECT count(*)::int AS n FROM ${schema}.api_keys`);
+      expect(rows[0].n).toBe(1);
+    } finally {
+      await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+      await admin.end();
+    }
+  }, 120_000);
 });
