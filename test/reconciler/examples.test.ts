@@ -43,6 +43,11 @@ describe('examples', () => {
     expect(commands.some((c) => /^edgeplane plan .*--markdown/.test(c))).toBe(true);
     expect(commands.some((c) => /^edgeplane apply .*--auto-approve/.test(c))).toBe(true);
     expect(JSON.stringify(wf.jobs.plan.steps)).toContain('createComment');
+    // edgeplane is not on the npm registry: installing it by name would run someone else's package with the key.
+    expect(runs.join('\n')).not.toMatch(/npm (install|i)\b[^\n]*(?<![./\w-])edgeplane(@|\s|$)/m);
+    // Invalid manifests reach the comment (plan --markdown lists them): no step fails the job before it.
+    expect(commands.filter((c) => c.startsWith('edgeplane validate'))).toEqual([]);
+    expect(commands.find((c) => c.startsWith('edgeplane plan'))).toContain('--strict');
     const bySub = new Map<string, Set<string>>();
     for (const c of commands) {
       const [, sub, ...rest] = c.split(/\s+/);
