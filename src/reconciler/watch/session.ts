@@ -4,7 +4,7 @@ import { applyPlan, type ApplyResult } from '../apply/execute.js';
 import { secretsFromMap } from '../apply/materialize.js';
 import { hasErrors, type Problem } from '../manifests/problems.js';
 import type { PlanInput } from '../pipeline.js';
-import { DEFAULT_THRESHOLD, safetyBlocks } from '../plan/safety.js';
+import { withoutPrunes } from '../plan/prunes.js';
 import type { ObservedObject } from '../plan/state.js';
 import type { Plan, Step } from '../plan/types.js';
 import { watchManifestFiles, type FileWatch } from './files.js';
@@ -47,25 +47,6 @@ export interface WatchSessionOptions {
   debounceMs?: number;
   stableMs?: number;
   report(r: WatchReport): void;
-}
-
-/**
- * Steps that delete objects the manifests no longer mention (prunes), and everything waiting on
- * them. Deletes of replaced objects and of duplicates an interrupted apply left behind are kept:
- * their identity is still in the manifests.
- */
-export function withoutPrunes(plan: Plan, identities: Set<string>, observed: ObservedObject[]): { plan: Plan; dropped: number } {
-  const drop = new Set(plan.steps.filter((s) => s.action === 'delete' && !identities.has(s.object.identity)).map((s) => s.id));
-  if (!drop.size) return { plan, dropped: 0 };
-  let grew = true;
-  while (grew) {
-    grew = false;
-    for (const s of plan.steps) if (!drop.has(s.id) && s.dependsOn.some((d) => drop.has(d))) { drop.add(s.id); grew = true; }
-  }
-  const steps = plan.steps.filter((s) => !drop.has(s.id));
-  const prunes = plan.steps.filter((s) => drop.has(s.id) && s.action === 'delete').length;
-  const blocked = safetyBlocks(steps, observed, DEFAULT_THRESHOLD);
-  return { plan: { ...plan, steps, summary: { ...plan.summary, delete: plan.summary.delete - prunes }, blocked }, dropped: drop.size };
 }
 
 export interface WatchSession {

@@ -1,0 +1,22 @@
+import { DEFAULT_THRESHOLD, safetyBlocks, type Threshold } from './safety.js';
+import type { ObservedObject } from './state.js';
+import type { Plan } from './types.js';
+
+/**
+ * Steps that delete objects the manifests no longer mention (prunes), and everything waiting on
+ * them. Deletes of replaced objects and of duplicates an interrupted apply left behind are kept:
+ * their identity is still in the manifests. `dropped`: the steps left out; `prunes`: the deletes among them.
+ */
+export function withoutPrunes(plan: Plan, identities: Set<string>, observed: ObservedObject[], threshold: Threshold = DEFAULT_THRESHOLD): { plan: Plan; dropped: number; prunes: number } {
+  const drop = new Set(plan.steps.filter((s) => s.action === 'delete' && !identities.has(s.object.identity)).map((s) => s.id));
+  if (!drop.size) return { plan, dropped: 0, prunes: 0 };
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const s of plan.steps) if (!drop.has(s.id) && s.dependsOn.some((d) => drop.has(d))) { drop.add(s.id); grew = true; }
+  }
+  const steps = plan.steps.filter((s) => !drop.has(s.id));
+  const prunes = plan.steps.filter((s) => drop.has(s.id) && s.action === 'delete').length;
+  const blocked = safetyBlocks(steps, observed, threshold);
+  return { plan: { ...plan, steps, summary: { ...plan.summary, delete: plan.summary.delete - prunes }, blocked }, dropped: drop.size, prunes };
+}
