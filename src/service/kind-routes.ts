@@ -3,6 +3,7 @@ import { KINDS } from '../kinds/registry.js';
 import { moduleRequestSchema, requestSchema } from '../kinds/schemas.js';
 import type { AccountFlag, Body, KindDef } from '../kinds/types.js';
 import { ApiError } from './errors.js';
+import { describeAjvError, problemMessage } from './validation.js';
 import type { Caller, Resources } from './resources.js';
 import { collectionPath } from './serialize.js';
 import { idPattern } from '../util/ids.js';
@@ -68,13 +69,16 @@ function listQuery(query: Record<string, unknown>, kind: KindDef): { limit: numb
 export function registerKindRoutes(app: FastifyInstance, resources: Resources, callerOf: (req: FastifyRequest) => Caller) {
   const allowed = new Map<string, Set<HTTPMethods>>();
   let requires: AccountFlag | undefined;
-  const route = (method: HTTPMethods, url: string, opts: { body?: Record<string, unknown>; preValidation?: (req: FastifyRequest) => void }, handler: (req: FastifyRequest, params: Params) => Promise<{ status: number; body?: unknown; location?: string }>) => {
+  const route = (method: HTTPMethods, url: string, opts: { body?: Record<string, unknown>; preValidation?: (req: FastifyRequest) => void; field?: string }, handler: (req: FastifyRequest, params: Params) => Promise<{ status: number; body?: unknown; location?: string }>) => {
     allowed.set(url, (allowed.get(url) ?? new Set()).add(method));
     const flag = requires;
     app.route({
       method,
       url,
       schema: opts.body ? { body: opts.body } : undefined,
+      // A module's body is one field of the object: its problems are named from the object
+      // (`oauth.provider.google.teams[0]`), as the same body inside a POST or PATCH names them.
+      ...(opts.field ? { schemaErrorFormatter: fieldErrors(opts.field) } : {}),
       // Before body validation: an account without the flag learns nothing about the body's rules.
       preValidation: flag || opts.preValidation
         ? async (req) => {
@@ -151,7 +155,7 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
           req.body = { ...(module as Body), ...ids };
         }
       };
-      route('PUT', url, { body: moduleRequestSchema(mod, tolerated), preValidation: unwrap }, async (req, p) => ({
+      route('PUT', url, { body: moduleRequestSchema(mod, tolerated), preValidation: unwrap, field: mod.name }, async (req, p) => ({
         status: 200,
         body: await resources.putModule(kind, mod, callerOf(req), p.id, stripPathIds(req.body, p, tolerated), parentOf(p)),
       }));
@@ -188,4 +192,13 @@ export function registerMethodNotAllowed(app: FastifyInstance, allowed: Map<stri
       },
     });
   }
+}
+
+/** Validation errors of a body that is one field of the object (a module), named from the object. */
+function fieldErrors(field: string) {
+  return (errors: unknown[]): Error => {
+    const p = describeAjvError(errors[0] as never);
+    const named = { ...p, field: p.field ? `${field}.${p.field}` : field };
+    return new ApiError(p.unknownField ? 'ERR_UNKNOWN_FIELD' : 'ERR_VALIDATION', problemMessage(named));
+  };
 }

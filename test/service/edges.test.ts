@@ -116,6 +116,22 @@ describe.each(ENGINES)('HTTPS edges and routes (%s)', (engine) => {
       expect((await c.post('/edges/https', { hostports: [hostport()], description: '👩‍👩‍👧 ＡＢＣ' })).status).toBe(201);
     });
 
+    it('names a module PUT\'s problems from the object, as the same body inside a POST or PATCH does', async () => {
+      const e = await newEdge(c);
+      const r = await newRoute(c, e.id);
+      const route = `/edges/https/${e.id}/routes/${r.id}`;
+      const oauth = { provider: { google: { teams: ['a/b'] } } };
+      const inline = await c.patch(route, { oauth });
+      const put = await c.put(`${route}/oauth`, oauth);
+      expectRejected(put, 'oauth.provider.google');
+      expect(put.body.msg.replace(/\[\d+\]/, '')).toBe(inline.body.msg.replace(/\[\d+\]/, ''));
+      expectRejected(await c.put(`${route}/oauth`, { provider: { github: {} }, cookie_prefix: 'a-b' }), 'oauth.cookie_prefix: must be 1 to 64 letters');
+      const unknown = await c.put(`/edges/https/${e.id}/tls_termination`, { bogus: 1 });
+      expectRejected(unknown, "unknown field 'tls_termination.bogus'");
+      expect(unknown.body.error_code).toBe('ERR_UNKNOWN_FIELD');
+      expectRejected(await c.put(`/edges/https/${e.id}/tls_termination`, { min_version: '9' }), 'tls_termination.min_version: must be one of');
+    });
+
     it('rejects unknown fields, ids that differ from the path, and other accounts\' edges', async () => {
       const e = await newEdge(c);
       expectRejected(await c.post('/edges/https', { hostport: [] }), 'hostport');
