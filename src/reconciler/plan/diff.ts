@@ -73,6 +73,7 @@ class Planner {
     this.symbols();
     for (const d of this.desired) this.planObject(this.decisions.get(d.identity)!);
     this.missingRawRefs();
+    this.foreignChildren();
     this.oversizedRequests();
     this.planDeletes();
     this.uniqueOrder();
@@ -635,6 +636,27 @@ class Planner {
         if (ids.has(r.value)) continue;
         this.warnings.push(`${dec.d.identity}: ${formatPath(r.path)} names ${target.title} ${r.value}, which this account does not have: its step will fail (400) unless it is created first`);
       }
+    }
+  }
+
+  /**
+   * Children of this stack's objects that the stack does not manage (a route added to a managed
+   * edge through the API): the plan leaves them alone, and says so — they change what the edge
+   * serves, and "No changes." alone would hide them.
+   */
+  private foreignChildren() {
+    let kept: Map<string, string> | undefined;
+    for (const o of this.observed) {
+      if (!o.parentId || o.owner.type === 'this' || this.claimed.has(o.id)) continue;
+      if (!kept) {
+        kept = new Map();
+        for (const dec of this.decisions.values()) if (dec.o && !dec.replaced) kept.set(dec.o.id, dec.d.identity);
+      }
+      const parent = kept.get(o.parentId);
+      if (!parent) continue;
+      this.warnings.push(o.owner.type === 'stack'
+        ? `${parent} holds ${o.kind.title} ${o.id}, which stack "${o.owner.stack}" manages: left alone`
+        : `${parent} holds ${o.kind.title} ${o.id}, which no stack manages: left alone (export --all shows it; write it into the manifests and plan with --adopt to manage it here)`);
     }
   }
 
