@@ -1,10 +1,10 @@
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../src/client/api-client.js';
 import { ManifestCache } from '../../src/reconciler/watch/manifest-cache.js';
 import { startWatchSession, type WatchReport } from '../../src/reconciler/watch/session.js';
-import { cleanupDirs, clientFor, copyExample, liveObjects, remaining } from '../helpers/reconcile.js';
+import { applyDir, cleanupDirs, clientFor, copyExample, duplicates, liveObjects, remaining, tempDir } from '../helpers/reconcile.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 let svc: TestService;
@@ -14,7 +14,7 @@ afterAll(async () => { await svc?.close(); cleanupDirs(); });
 type Plan = Extract<WatchReport, { type: 'plan' }>;
 
 /** A watch session on a copy of examples/small, with helpers to edit and wait. */
-async function session(stack: string, extra: { intervalMs?: number; repair?: boolean; prune?: boolean } = {}) {
+async function session(stack: string, extra: { intervalMs?: number; repair?: boolean; prune?: boolean; confirmDestructiveMs?: number } = {}) {
   const client = await clientFor(svc);
   const dir = copyExample('small');
   const reports: WatchReport[] = [];
@@ -117,18 +117,44 @@ describe('watch keeps its state warm between runs', () => {
   it('a step that fails on a plan from the kept state is planned again from a full read', async () => {
     const w = await session('retry');
     try {
-      // Someone else takes a hostport; then a save adds an edge that wants it.
+      // Someone else takes a hostport; then a save gives it to the edge as well.
       await w.client.send('POST', '/edges/https', { hostports: ['taken.retry.example:443'] });
       const mark = w.reports.length;
-      writeFileSync(join(w.dir, 'second-edge.yaml'), 'kind: HTTPSEdge\nname: second\nhostports: ["taken.retry.example:443"]\n');
-      // The kept state does not have the other edge: the create is tried and refused (409) …
+      const path = join(w.dir, 'https-edge.yaml');
+      writeFileSync(path, readFileSync(path, 'utf8').replace(/hostports: \[/, 'hostports: ["taken.retry.example:443", '));
+      // The kept state does not have the other edge: the update is tried and refused (409) …
       const failed = await w.waitFor((r): r is Extract<WatchReport, { type: 'run-end' }> => r.type === 'run-end' && r.status === 'retry', mark);
       expect(failed.error).toMatch(/planning again from a full read/);
-      // … and the retry, from a full read, reports the conflict instead of trying again.
+      // … and the retry plans from a full read; refused again, it waits for the next save.
       const replan = await w.waitFor((r): r is Plan => r.type === 'plan' && r.read.full, mark);
-      expect(replan.plan.conflicts.map((c) => c.identity)).toEqual(['HTTPSEdge/second']);
+      expect(replan.plan.steps.map((x) => x.id)).toEqual(['HTTPSEdge/web:update']);
       const end = await w.waitFor((r): r is Extract<WatchReport, { type: 'run-end' }> => r.type === 'run-end' && r.status !== 'retry', mark);
-      expect(end.status, JSON.stringify(w.reports.slice(mark).map((r) => r.type === 'run-end' ? `${r.type}:${r.status}:${r.error}` : r.type === 'plan' ? `plan:${JSON.stringify(r.read)}:${r.plan.steps.map((x) => x.id)}:${r.plan.conflicts.length}` : r.type === 'run-start' ? `start:${r.trigger}` : r.type))).toBe('invalid');
+      expect(end.status).toBe('invalid');
+    } finally {
+      await w.s.stop();
+    }
+  });
+
+  it('a save that creates reads everything first: an object another process made meanwhile is found, not made twice', async () => {
+    const w = await session('elsewhere');
+    try {
+      // Another terminal applies the same new object (through this watch's service, in real use).
+      const file = 'kind: FailoverBackend\nname: made-elsewhere\nbackends: ["bkdhr_' + 'e'.repeat(27) + '"]\n';
+      const other = tempDir('ep-elsewhere-');
+      cpSync(w.dir, other, { recursive: true });
+      writeFileSync(join(other, 'elsewhere.yaml'), file);
+      await applyDir(w.client, other, 'elsewhere');
+      const mark = w.reports.length;
+      writeFileSync(join(w.dir, 'elsewhere.yaml'), file);
+      const plan = await w.waitFor((r): r is Plan => r.type === 'plan', mark);
+      expect(plan.read.full).toBe(true);
+      expect(plan.plan.steps).toEqual([]);
+      await w.waitFor((r): r is Extract<WatchReport, { type: 'run-end' }> => r.type === 'run-end', mark);
+      expect(duplicates(await liveObjects(w.client))).toEqual([]);
+      // An edit that creates nothing still re-reads only what it touches.
+      const { plan: quiet } = await w.edit('elsewhere.yaml', 'made-elsewhere\n', 'made-elsewhere\ndescription: edited\n');
+      expect(quiet.read.full).toBe(false);
+      expect(quiet.plan.steps.map((x) => x.id)).toEqual(['FailoverBackend/made-elsewhere:update']);
     } finally {
       await w.s.stop();
     }
@@ -177,6 +203,69 @@ describe('watch --prune', () => {
       expect(end.error).toContain('no manifest files');
       expect(w.reports.slice(mark).some((r) => r.type === 'plan')).toBe(false);
       expect(await liveObjects(w.client)).toHaveLength(before);
+    } finally {
+      await w.s.stop();
+    }
+  });
+});
+
+describe('watch as files really change on a workstation', () => {
+  type End = Extract<WatchReport, { type: 'run-end' }>;
+  const isEnd = (r: WatchReport): r is End => r.type === 'run-end';
+
+  it('a directory deleted and made again (a tool regenerating it) is watched again, and its saves applied', async () => {
+    const w = await session('regen');
+    try {
+      const saved = tempDir('ep-regen-');
+      cpSync(w.dir, saved, { recursive: true });
+      let mark = w.reports.length;
+      rmSync(w.dir, { recursive: true, force: true });
+      const gone = await w.waitFor((r): r is End => isEnd(r) && /no such directory or file any more; watching for it to come back/.test(r.error ?? ''), mark);
+      expect(gone.status).toBe('invalid');
+      mark = w.reports.length;
+      writeFileSync(join(saved, 'https-edge.yaml'), readFileSync(join(saved, 'https-edge.yaml'), 'utf8').replace('Public site and partner API', 'Regenerated'));
+      cpSync(saved, w.dir, { recursive: true });
+      const back = await w.waitFor((r): r is Plan => r.type === 'plan' && r.plan.steps.length > 0, mark);
+      expect(back.plan.steps.map((x) => x.id)).toEqual(['HTTPSEdge/web:update']);
+      await w.waitFor((r): r is End => isEnd(r) && r.status === 'ok', mark);
+      await w.s.idle();
+      // And later saves in the new directory are seen too.
+      const { plan } = await w.edit('https-edge.yaml', 'Regenerated', 'Edited after');
+      expect(plan.plan.steps.map((x) => x.id)).toEqual(['HTTPSEdge/web:update']);
+      expect(await remaining(w.client, w.dir, 'regen')).toEqual([]);
+    } finally {
+      await w.s.stop();
+    }
+  });
+
+  it('with --prune, a file read while a generator was still writing it (empty for a moment) deletes nothing', async () => {
+    const w = await session('halfway', { prune: true, confirmDestructiveMs: 400 });
+    try {
+      const before = await liveObjects(w.client);
+      const path = join(w.dir, 'https-edge.yaml');
+      const text = readFileSync(path, 'utf8');
+      const mark = w.reports.length;
+      writeFileSync(path, ''); // `cmd > https-edge.yaml`: the shell truncates first …
+      await new Promise((r) => setTimeout(r, 150));
+      writeFileSync(path, text); // … and the command writes a moment later
+      await w.waitFor((r): r is Extract<WatchReport, { type: 'superseded' }> => r.type === 'superseded', mark);
+      await new Promise((r) => setTimeout(r, 300));
+      await w.s.idle();
+      expect(w.reports.slice(mark).filter((r) => r.type === 'step')).toEqual([]);
+      expect(await liveObjects(w.client)).toEqual(before);
+    } finally {
+      await w.s.stop();
+    }
+  });
+
+  it('edgeplane.yaml naming another stack mid-session applies nothing and says to restart', async () => {
+    const w = await session('stackfile');
+    try {
+      const mark = w.reports.length;
+      writeFileSync(join(w.dir, 'edgeplane.yaml'), 'stack: renamed-stack\n');
+      const end = await w.waitFor((r): r is End => isEnd(r) && r.status === 'invalid', mark);
+      expect(end.error).toContain('edgeplane.yaml now names stack "renamed-stack"');
+      expect(w.reports.slice(mark).filter((r) => r.type === 'plan')).toEqual([]);
     } finally {
       await w.s.stop();
     }

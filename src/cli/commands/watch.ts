@@ -41,10 +41,13 @@ export function reporter(out: Output, color: boolean) {
   let progress: ProgressRenderer<Step> | undefined;
   /** The drift last reported in full: the same drift found again is one line, not the plan again. */
   let lastDrift: { steps: string; runId: string; ids: Set<string> } | undefined;
+  let watched: string | undefined;
   return (r: WatchReport) => {
     const tag = 'runId' in r ? `[${r.runId}] ` : '';
     switch (r.type) {
-      case 'ready': return out.line(`watching ${r.root} (stack ${r.stack} on ${r.target}) — Ctrl-C to stop`);
+      case 'ready':
+        watched = r.root;
+        return out.line(`watching ${r.root} (stack ${r.stack} on ${r.target}) — Ctrl-C to stop`);
       case 'run-start': return out.line(`${tag}${r.trigger}${r.paths.length ? `: ${r.paths.join(', ')}` : ''}`);
       case 'invalid':
         for (const p of r.problems) out.error(`${tag}${formatProblem(p)}`);
@@ -89,7 +92,7 @@ export function reporter(out: Output, color: boolean) {
       case 'step': return progress?.event(r.event);
       case 'applied': progress?.finish(r.result); progress = undefined; return;
       case 'superseded': return out.line(`${tag}the manifests changed while planning: nothing applied; the next run plans the newer save`);
-      case 'blocked': return out.line(`${tag}blocked by the safety threshold: run \`edgeplane apply --force\` after reviewing the plan`);
+      case 'blocked': return out.line(`${tag}blocked by the safety threshold: nothing applied; review the plan, then run \`edgeplane apply ${watched ?? 'DIR'} --force\` (watch never applies over it)`);
       case 'run-end':
         if (r.status === 'retry') return out.error(`${tag}failed: ${r.error}`);
         if (r.error) out.error(`${tag}${r.error}`); // why a run was invalid, when no problem list said it (a file gone mid-read, conflicts)
@@ -114,6 +117,7 @@ export async function watch(out: Output, dir: string, flags: WatchFlags): Promis
   const client = await openTarget(flags, { serveOthers: true });
   const session = startWatchSession({
     input: { root: dir, stack, strict: flags.strict, env: process.env, config: reconcilerConfig() },
+    stackGiven: flags.stack !== undefined,
     client, prune: flags.prune, planOnly: flags.planOnly, intervalMs, repair: flags.repair,
     parallelism: flags.parallelism ? Number(flags.parallelism) : undefined, debounceMs,
     report: reporter(out, useColor()),

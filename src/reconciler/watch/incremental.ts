@@ -81,9 +81,19 @@ export class IncrementalPlanner {
     const changed = this.reuseUnchanged(desired);
     const identities = new Set(desired.map((d) => d.identity));
 
-    const read = await this.readLive(opts.full === true, changed);
-    const observed = this.observeAll();
-    const plan = diff(desired, observed, { ...input, target: this.client.target }, this.memo);
+    let read = await this.readLive(opts.full === true, changed);
+    let observed = this.observeAll();
+    let plan = diff(desired, observed, { ...input, target: this.client.target }, this.memo);
+    if (!read.full && plan.steps.some((st) => st.action === 'create' && topIdentity(st.object.identity) === st.object.identity)) {
+      // A new object is only looked for among the objects read before: another process (an apply
+      // in another terminal, through this watch) may have made it since. Read everything before
+      // creating, as apply looks before it creates again.
+      const before = read.requests;
+      read = await this.readLive(true, changed);
+      read = { full: true, requests: before + read.requests };
+      observed = this.observeAll();
+      plan = diff(desired, observed, { ...input, target: this.client.target }, this.memo);
+    }
     return { problems, plan, secrets: s.secrets, identities, observed, read, changed };
   }
 

@@ -11,6 +11,8 @@ import { watchManifestFiles, type FileWatch } from './files.js';
 import { IncrementalPlanner, type LiveRead } from './incremental.js';
 import { ManifestCache } from './manifest-cache.js';
 import { manifestFiles } from '../manifests/load.js';
+import { DEFAULT_STACK, resolveStack } from '../manifests/config.js';
+import { statSync } from 'node:fs';
 import { WatchLoop, type RunContext, type RunOutcome, type RunTrigger } from './loop.js';
 
 /** What a watch session tells its renderer; the CLI prints these, tests collect them. */
@@ -35,6 +37,8 @@ export type WatchReport =
 
 export interface WatchSessionOptions {
   input: Omit<PlanInput, 'env'> & { env: Record<string, string | undefined> };
+  /** The stack was given (`--stack`): `edgeplane.yaml` does not name it, and a change there is not checked. */
+  stackGiven?: boolean;
   client: ApiClient;
   /** Deletions of objects gone from the manifests; off by default (a half-saved file must not delete). */
   prune?: boolean;
@@ -46,6 +50,13 @@ export interface WatchSessionOptions {
   parallelism?: number;
   debounceMs?: number;
   stableMs?: number;
+  /**
+   * How long a plan that deletes or replaces objects waits before applying, for the files to be
+   * read again and found unchanged (default 500 ms): a generator writing a file in pieces (`cmd >
+   * file`) leaves it short or empty for a moment, and a destructive plan made from that moment is
+   * dropped instead of applied.
+   */
+  confirmDestructiveMs?: number;
   report(r: WatchReport): void;
 }
 
@@ -65,20 +76,32 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
   const root = opts.input.root;
   const cache = new ManifestCache();
   const planner = new IncrementalPlanner(opts.input, opts.client, (r) => cache.load(r, opts.input.cwd));
+  /** The stack edgeplane.yaml named when the session started: a change there is not followed silently. */
+  const fileStack = stackOf(root);
   const run = async (ctx: RunContext): Promise<RunOutcome> => {
-    // The directory emptied while watching (files moved, a checkout of a branch without them): with
-    // --prune the plan would delete every object of the stack. Refused as `watch --prune` is at the
-    // start; deleting everything on purpose takes an empty manifest file.
-    if (opts.prune && !manifestFiles(root).length) {
-      return { status: 'invalid', error: `${root}: no manifest files (.yaml or .yml) here, and with --prune a plan from none would delete every object of the stack: nothing applied; waiting for a save (to delete everything on purpose, add an empty manifest file such as none.yaml)` };
+    // The directory itself gone (deleted, or replaced by a new one: a tool regenerating it): the
+    // files are watched again once it is back, and its saves are seen again.
+    const gone = watching.check();
+    if (gone) return { status: 'invalid', error: gone };
+    if (!opts.stackGiven) {
+      const now = stackOf(root);
+      if (now !== fileStack) return { status: 'invalid', error: `${root}: edgeplane.yaml now names stack "${now}", and this watch plans stack "${opts.input.stack}": nothing applied; restart watch to use the new stack` };
     }
     let prepared;
     try {
+      // The directory emptied while watching (files moved, a checkout of a branch without them): with
+      // --prune the plan would delete every object of the stack. Refused as `watch --prune` is at the
+      // start; deleting everything on purpose takes an empty manifest file.
+      if (opts.prune && !manifestFiles(root).length) {
+        return { status: 'invalid', error: `${root}: no manifest files (.yaml or .yml) here, and with --prune a plan from none would delete every object of the stack: nothing applied; waiting for a save (to delete everything on purpose, add an empty manifest file such as none.yaml)` };
+      }
       // A drift check and a retry after a failure read everything; a save re-reads what it touches.
       prepared = await planner.prepare({ full: ctx.trigger === 'interval' || ctx.trigger === 'retry' });
     } catch (err) {
-      // A file vanishing between listing and reading (an editor's rename-over save) is a bad moment, not an API failure.
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { status: 'invalid', error: (err as Error).message };
+      // A file vanishing between listing and reading (an editor's rename-over save), or one this
+      // process may not read: a problem with the files, not an API failure — wait for a save.
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'EACCES' || code === 'EPERM' || code === 'EISDIR' || code === 'ENOTDIR') return { status: 'invalid', error: (err as Error).message };
       planner.invalidate();
       throw err;
     }
@@ -98,6 +121,11 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
       opts.report({ type: 'blocked', runId: ctx.runId, plan });
       return { status: 'invalid' };
     }
+    // A plan that deletes or replaces waits a moment and reads the files again first: a file read
+    // while a generator was still writing it (short, or empty) must not delete what it describes.
+    const destructive = plan.steps.some((st) => st.action === 'delete' || st.action === 'replace');
+    if (destructive) await delay(opts.confirmDestructiveMs ?? 500, ctx.signal);
+    if (ctx.signal.aborted) return { status: 'ok' };
     if (cache.changedSinceLoad(root)) {
       // Saved again while planning (or read mid-write): the newer save's run plans it instead.
       opts.report({ type: 'superseded', runId: ctx.runId });
@@ -110,6 +138,8 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
     opts.report({ type: 'applied', runId: ctx.runId, result });
     planner.applied(plan, result, prepared.observed);
     if (!result.failed.length && !result.skipped.length) return { status: 'ok' };
+    // Stopped mid-apply (Ctrl-C): what was not started is for the next session, not a failure to retry.
+    if (ctx.signal.aborted && !result.failed.length) return { status: 'ok' };
     const error = `${result.failed.length} step(s) failed`;
     // Planned from the state kept since the last full read: something may have changed elsewhere.
     // Plan again from a full read (after the retry back-off) before blaming the manifests.
@@ -123,10 +153,9 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
     run, debounceMs: opts.debounceMs, intervalMs: opts.intervalMs,
     onEvent: (e) => opts.report(e),
   });
-  let files: FileWatch | undefined;
+  const watching = new RootWatch(root, () => watchManifestFiles(root, (path) => loop.notify(path, stableMs), { stableMs, onError: (err) => opts.report({ type: 'watch-error', error: err.message }) }), (path) => loop.notify(path, stableMs));
   const ready = (async () => {
-    files = watchManifestFiles(root, (path) => loop.notify(path, stableMs), { stableMs, onError: (err) => opts.report({ type: 'watch-error', error: err.message }) });
-    await files.ready;
+    await watching.start();
     opts.report({ type: 'ready', root, stack: opts.input.stack, target: opts.client.target });
     loop.request('start', []);
   })();
@@ -135,8 +164,89 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
     idle: () => loop.idle(),
     async stop() {
       await ready.catch(() => {});
-      await files?.close();
+      await watching.close();
       await loop.stop();
     },
   };
+}
+
+/** The stack `edgeplane.yaml` names now (the default when it names none, or cannot be read). */
+function stackOf(root: string): string {
+  try {
+    return resolveStack(root).stack;
+  } catch {
+    return DEFAULT_STACK;
+  }
+}
+
+function delay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
+  });
+}
+
+/**
+ * The watched root, by identity (device and inode): a directory deleted and made again, or
+ * replaced by another (a tool that regenerates it, a symbolic link pointed elsewhere), is watched
+ * afresh — the old watcher sees nothing of the new one. While the root is missing, it is looked
+ * for every `pollMs`; when it is back, it is watched again and a run is asked for.
+ */
+class RootWatch {
+  private files: FileWatch | undefined;
+  private identity: string | undefined;
+  private poll: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(private readonly root: string, private readonly watchFiles: () => FileWatch, private readonly onBack: (root: string) => void, private readonly pollMs = 250) {}
+
+  async start(): Promise<void> {
+    this.identity = identityOf(this.root);
+    this.files = this.watchFiles();
+    await this.files.ready;
+  }
+
+  /** Undefined while the watch holds the root as it is now; else why this run cannot read it (and the watch is being renewed). */
+  check(): string | undefined {
+    const now = identityOf(this.root);
+    if (now === undefined) {
+      this.waitForRoot();
+      return `${this.root}: no such directory or file any more; watching for it to come back`;
+    }
+    if (now !== this.identity) void this.renew(now);
+    return undefined;
+  }
+
+  private async renew(identity: string) {
+    this.identity = identity;
+    const old = this.files;
+    this.files = this.watchFiles();
+    await old?.close();
+  }
+
+  private waitForRoot() {
+    if (this.poll || this.closed) return;
+    this.poll = setInterval(() => {
+      const now = identityOf(this.root);
+      if (now === undefined) return;
+      clearInterval(this.poll);
+      this.poll = undefined;
+      void this.renew(now).then(() => this.files?.ready).then(() => { if (!this.closed) this.onBack(this.root); });
+    }, this.pollMs);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.poll);
+    await this.files?.close();
+  }
+}
+
+function identityOf(path: string): string | undefined {
+  try {
+    const st = statSync(path);
+    return `${st.dev}:${st.ino}`;
+  } catch {
+    return undefined;
+  }
 }
