@@ -1,6 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apply } from '../../src/cli/commands/apply.js';
 import { plan } from '../../src/cli/commands/plan.js';
 import { validate } from '../../src/cli/commands/validate.js';
 import { EXIT } from '../../src/cli/exit.js';
@@ -122,6 +123,10 @@ describe('edgeplane plan / validate', () => {
     const blocked = capture();
     expect(await exitCode(() => plan(blocked, dir, f))).toBe(EXIT.blocked);
     expect(blocked.text()).toContain('blocked: 4 of 10 owned failover backends would change');
+    // apply's refusal names the kind as the plan does, not by its registry name (failoverBackend).
+    const refused = await apply(capture(), dir, { ...f, autoApprove: true }).then(() => undefined, (e: unknown) => e as { code: number; message: string });
+    expect(refused?.code).toBe(EXIT.blocked);
+    expect(refused?.message).toBe('apply blocked by the safety threshold (4 of 10 owned failover backends would change); review the plan and pass --force to go ahead');
 
     const other = await svc.account();
     const g = { apiUrl: svc.url, apiKey: other.apiKey! };
@@ -133,6 +138,24 @@ describe('edgeplane plan / validate', () => {
     const adopt = capture();
     expect(await exitCode(() => plan(adopt, cdir, { ...g, adopt: true, detailedExitcode: true }))).toBe(EXIT.changes);
     expect(adopt.text()).toContain('adopts unmanaged certificate authority');
+  });
+
+  it('apply is not blocked by deleting the duplicates two applies at once made, and converges', async () => {
+    const own = await svc.account();
+    const f = { apiUrl: svc.url, apiKey: own.apiKey! };
+    const dir = manifestDir({ 'fo.yaml': Array.from({ length: 10 }, (_, i) => foYaml(`b${i}`, [])).join('---\n') });
+    await exitCode(() => plan(capture(), dir, { ...f, out: join(dir, 'p.json') }));
+    // Two applies of the same plan at once: every failover backend is made twice (10 of 20 are duplicates).
+    const client = new ApiClient(httpTransport(svc.url, own.apiKey!));
+    const made = parsePlan(readFileSync(join(dir, 'p.json'), 'utf8'));
+    await Promise.all([applySequentially(client, made), applySequentially(client, made)]);
+    expect(await client.list(kindByName('failoverBackend'))).toHaveLength(20);
+    const out = capture();
+    expect(await exitCode(() => apply(out, dir, { ...f, autoApprove: true })), out.errors.join('\n')).toBe(EXIT.ok);
+    expect(out.text()).toContain('Plan: 0 to create, 0 to update, 10 to delete');
+    expect(out.text()).not.toContain('blocked');
+    expect(await client.list(kindByName('failoverBackend'))).toHaveLength(10);
+    expect(await exitCode(() => plan(capture(), dir, { ...f, detailedExitcode: true }))).toBe(EXIT.ok);
   });
 
   it('validate: literal problems listed with positions; exit 1; a valid directory exits 0', async () => {

@@ -28,3 +28,33 @@ describe('the safety threshold counts what would be removed or changed', () => {
     expect(blocked(onFour('update', [{ path: MARKER_CHANGE, before: 'prod/E/routes/old', after: 'prod/E/routes/new' }]))).toEqual([]);
   });
 });
+
+describe('the safety threshold counts identities, not live copies (duplicates from two applies at once)', () => {
+  type O = { id: string; kind: string; marker: string; parentId?: string };
+  const obs = (xs: O[]) => xs.map((x) => ({ id: x.id, kind: { name: x.kind }, parentId: x.parentId, owner: { type: 'this' }, marker: { id: x.marker } })) as unknown as ObservedObject[];
+  const del = (kind: string, id: string, identity: string) => ({ id: `${identity}:delete:${id}`, action: 'delete', object: { kind, identity, name: identity, id }, changes: [], dependsOn: [] }) as unknown as Step;
+  const backends = (n: number, copies: number) => Array.from({ length: n }, (_, i) => Array.from({ length: copies }, (_, c) => ({ id: `fo${i}-${c}`, kind: 'failoverBackend', marker: `FailoverBackend/b${i}` }))).flat();
+  const check = (steps: Step[], observed: ObservedObject[]) => safetyBlocks(steps, observed, DEFAULT_THRESHOLD).map((b) => `${b.kind} ${b.changed}/${b.owned} (${b.deletes} deleted)`);
+
+  it('deleting a duplicate while a copy of it stays does not count; the copies are one owned object', () => {
+    // Ten identities, each made twice: deleting every second copy removes nothing the stack manages.
+    const steps = Array.from({ length: 10 }, (_, i) => del('failoverBackend', `fo${i}-1`, `FailoverBackend/b${i}`));
+    expect(check(steps, obs(backends(10, 2)))).toEqual([]);
+    // Deleting every copy of four of them deletes four of ten (not eight of twenty).
+    const pruned = [6, 7, 8, 9].flatMap((i) => [0, 1].map((c) => del('failoverBackend', `fo${i}-${c}`, `FailoverBackend/b${i}`)));
+    expect(check(pruned, obs(backends(10, 2)))).toEqual(['failoverBackend 4/10 (4 deleted)']);
+    // Ten identities, four of the kept ones left twice: the extra copies do not lower the share (4 of 10, not 4 of 14).
+    const extra = [6, 7, 8, 9].map((i) => ({ id: `fo${i}-1`, kind: 'failoverBackend', marker: `FailoverBackend/b${i}` }));
+    const four = [0, 1, 2, 3].map((i) => del('failoverBackend', `fo${i}-0`, `FailoverBackend/b${i}`));
+    expect(check(four, obs([...backends(10, 1), ...extra]))).toEqual(['failoverBackend 4/10 (4 deleted)']);
+  });
+
+  it('a copy that goes with its parent does not keep its identity alive', () => {
+    // Two edges carrying one identity, each with the same ten routes; the duplicate edge is deleted
+    // (its routes with it), and four routes of the kept edge are pruned: four of ten routes go.
+    const edges = [{ id: 'e1', kind: 'httpsEdge', marker: 'HTTPSEdge/web' }, { id: 'e2', kind: 'httpsEdge', marker: 'HTTPSEdge/web' }];
+    const routes = edges.flatMap((e) => Array.from({ length: 10 }, (_, i) => ({ id: `${e.id}-r${i}`, kind: 'httpsEdgeRoute', marker: `HTTPSEdge/web/routes/r${i}`, parentId: e.id })));
+    const steps = [del('httpsEdge', 'e2', 'HTTPSEdge/web'), ...[0, 1, 2, 3].map((i) => del('httpsEdgeRoute', `e1-r${i}`, `HTTPSEdge/web/routes/r${i}`))];
+    expect(check(steps, obs([...edges, ...routes]))).toEqual(['httpsEdgeRoute 4/10 (4 deleted)']);
+  });
+});

@@ -10,7 +10,7 @@ import { formatProblem, hasErrors } from '../../reconciler/manifests/problems.js
 import type { Plan } from '../../reconciler/plan/types.js';
 import { parsePlan } from '../../reconciler/render/json.js';
 import { renderText } from '../../reconciler/render/text.js';
-import { summaryLine } from '../../reconciler/render/values.js';
+import { blockLine, summaryLine } from '../../reconciler/render/values.js';
 import { readLiveState } from '../../reconciler/state/read-state.js';
 import type { ApiClient } from '../../client/api-client.js';
 import { canPrompt, confirm } from '../confirm.js';
@@ -143,7 +143,7 @@ async function applySaved(out: Output, file: string, flags: ApplyFlags, parallel
 function gate(out: Output, plan: Plan, flags: ApplyFlags): void {
   if (plan.conflicts.length) throw new CliExit(EXIT.error, `apply: ${plan.conflicts.length} conflict${plan.conflicts.length > 1 ? 's' : ''} with objects this stack does not own; nothing applied`);
   if (plan.blocked.length && !flags.force) {
-    throw new CliExit(EXIT.blocked, `apply blocked by the safety threshold (${plan.blocked.map((b) => `${b.changed} of ${b.owned} ${b.kind}`).join(', ')}); review the plan and pass --force to go ahead`);
+    throw new CliExit(EXIT.blocked, `apply blocked by the safety threshold (${plan.blocked.map(blockLine).join(', ')}); review the plan and pass --force to go ahead`);
   }
   if (plan.blocked.length) out.error('warning: safety threshold exceeded; going ahead because of --force');
 }

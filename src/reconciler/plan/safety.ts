@@ -22,23 +22,54 @@ function alters(s: Step): boolean {
   return s.changes.some((c) => c.before !== undefined && c.path !== MARKER_CHANGE);
 }
 
-/** Kinds where the plan would alter more than `ratio` of the owned objects (with ≥ `minOwned`). */
+/**
+ * Kinds where the plan would alter more than `ratio` of the owned objects (with ≥ `minOwned`).
+ *
+ * Counted per ownership-marker identity, not per live object: copies of one identity (duplicates
+ * left by an interrupted apply or two applies at once) are one owned object, and deleting a copy
+ * while another copy of the same identity stays removes nothing the stack manages — the apply that
+ * cleans up 245 duplicates is not blocked, and the duplicates do not dilute the share either. An
+ * identity counts as deleted when a copy is replaced, or when every copy goes (its own delete, or
+ * its parent's). Objects without this stack's marker (adopted ones) count by id.
+ */
 export function safetyBlocks(steps: Step[], observed: ObservedObject[], t: Threshold): SafetyBlock[] {
-  const owned = new Map<string, number>();
-  for (const o of observed) if (o.owner.type === 'this') owned.set(o.kind.name, (owned.get(o.kind.name) ?? 0) + 1);
+  const byId = new Map<string, ObservedObject>();
+  /** Owned identities by kind, each with its live copies. */
+  const owned = new Map<string, Map<string, ObservedObject[]>>();
+  for (const o of observed) {
+    byId.set(o.id, o);
+    if (o.owner.type !== 'this') continue;
+    const ids = owned.get(o.kind.name) ?? owned.set(o.kind.name, new Map()).get(o.kind.name)!;
+    const key = identityOf(o);
+    ids.set(key, [...(ids.get(key) ?? []), o]);
+  }
+  const deleted = new Set<string>();
+  for (const s of steps) if (s.action === 'delete' && s.object.id) deleted.add(s.object.id);
+  const gone = (o: ObservedObject) => deleted.has(o.id) || (o.parentId !== undefined && deleted.has(o.parentId));
+
   const deletes = new Map<string, Set<string>>();
   const updates = new Map<string, Set<string>>();
   for (const s of steps) {
     if (!s.object.id || !alters(s)) continue;
+    const o = byId.get(s.object.id);
+    const key = o ? identityOf(o) : `id:${s.object.id}`;
+    // A duplicate deleted while a copy of the same identity stays: nothing the stack manages goes.
+    if (s.action === 'delete' && owned.get(s.object.kind)?.get(key)?.some((c) => !gone(c))) continue;
     const target = s.action === 'delete' || s.action === 'replace' ? deletes : updates;
-    target.set(s.object.kind, (target.get(s.object.kind) ?? new Set()).add(s.object.id));
+    target.set(s.object.kind, (target.get(s.object.kind) ?? new Set()).add(key));
   }
   const out: SafetyBlock[] = [];
-  for (const [kind, n] of owned) {
+  for (const [kind, ids] of owned) {
+    const n = ids.size;
     const del = deletes.get(kind) ?? new Set<string>();
     const upd = [...(updates.get(kind) ?? [])].filter((id) => !del.has(id));
     const changed = del.size + upd.length;
     if (n >= t.minOwned && changed / n > t.ratio) out.push({ kind, owned: n, changed, deletes: del.size, updates: upd.length });
   }
   return out.sort((a, b) => a.kind.localeCompare(b.kind));
+}
+
+/** What identifies an object for the threshold: this stack's marker identity, else its id. */
+function identityOf(o: ObservedObject): string {
+  return o.owner.type === 'this' && o.marker ? `marker:${o.marker.id}` : `id:${o.id}`;
 }

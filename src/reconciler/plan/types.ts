@@ -70,7 +70,11 @@ export interface Conflict {
   adopt?: string;
 }
 
-/** A kind whose share of changed owned objects trips the safety threshold. */
+/**
+ * A kind whose share of changed owned objects trips the safety threshold. Counts are of ownership
+ * identities (`safetyBlocks`): duplicates of one identity are one owned object, and deleting a
+ * duplicate while a copy stays is not a change.
+ */
 export interface SafetyBlock { kind: string; owned: number; changed: number; deletes: number; updates: number }
 
 export interface PlanSummary { create: number; update: number; replace: number; delete: number }

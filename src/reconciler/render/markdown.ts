@@ -1,8 +1,7 @@
-import { findKind } from '../../kinds/registry.js';
 import { formatProblem, type Problem } from '../manifests/problems.js';
 import { decodeMetadata, encodeMetadata } from '../ownership/marker.js';
 import type { Plan, Step } from '../plan/types.js';
-import { listChange, masked, short, shortPair, summaryLine, SYMBOL, visible } from './values.js';
+import { blockLine, listChange, masked, short, shortPair, summaryLine, SYMBOL, visible } from './values.js';
 
 /** GitHub refuses comments over 65,536 characters; stay clear of it. */
 export const MARKDOWN_LIMIT = 65_000;
@@ -105,7 +104,7 @@ function head(plan: Plan, maxCallouts: number): string[] {
     if (called.length > maxCallouts) out.push(`> - … and ${called.length - maxCallouts} more`);
     out.push('');
   }
-  for (const b of plan.blocked) out.push(`> [!CAUTION]`, `> Blocked by the safety threshold: ${b.changed} of ${b.owned} owned ${findKind(b.kind)?.title ?? b.kind}s would change; \`apply\` needs \`--force\`.`, '');
+  for (const b of plan.blocked) out.push(`> [!CAUTION]`, `> Blocked by the safety threshold: ${blockLine(b)}; \`apply\` needs \`--force\`.`, '');
   for (const k of plan.conflicts.slice(0, maxCallouts)) out.push(`> [!CAUTION]`, `> Conflict: ${text(k.message)}${k.adopt ? `<br>Adopt with ${code(k.adopt)}` : ''}`, '');
   if (plan.warnings.length) {
     out.push('Warnings:', '');

@@ -1,7 +1,6 @@
 import { createColors } from 'picocolors';
-import { findKind } from '../../kinds/registry.js';
 import type { Plan, Step } from '../plan/types.js';
-import { listChange, short, shortPair, summaryLine, SYMBOL } from './values.js';
+import { blockLine, listChange, short, shortPair, summaryLine, SYMBOL } from './values.js';
 
 type Colors = ReturnType<typeof createColors>;
 
@@ -57,7 +56,7 @@ export function renderText(plan: Plan, opts: TextOptions = {}): string {
     if (k.adopt) out.push(`  adopt it with: ${k.adopt}`);
   }
   for (const b of plan.blocked) {
-    out.push(c.red(`blocked: ${b.changed} of ${b.owned} owned ${findKind(b.kind)?.title ?? b.kind}s would change (${b.deletes} deleted or replaced, ${b.updates} updated); apply needs --force`));
+    out.push(c.red(`blocked: ${blockLine(b)} (${b.deletes} deleted or replaced, ${b.updates} updated); apply needs --force`));
   }
   if (plan.warnings.length || plan.conflicts.length || plan.blocked.length) out.push('');
   out.push(plan.steps.length ? c.bold(summaryLine(plan)) : plan.conflicts.length ? 'No changes planned until the conflicts above are resolved.' : 'No changes. The live state matches the manifests.');

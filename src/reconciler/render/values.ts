@@ -1,6 +1,7 @@
+import { findKind } from '../../kinds/registry.js';
 import { SENSITIVE } from '../plan/changes.js';
 import { isSecretToken } from '../plan/tokens.js';
-import type { Action, Plan } from '../plan/types.js';
+import type { Action, Plan, SafetyBlock } from '../plan/types.js';
 
 export const SYMBOL: Record<Action, string> = {
   create: '+', update: '~', replace: '±', delete: '-', 'module.put': '~', 'module.delete': '-',
@@ -54,6 +55,15 @@ export function masked(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(masked);
   if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, masked(x)]));
   return v;
+}
+
+/**
+ * A safety block for people, in every place that says it (plan text, Markdown, apply's refusal):
+ * `4 of 10 owned failover backends would change` — the kind's title, never its registry name.
+ */
+export function blockLine(b: SafetyBlock): string {
+  const title = findKind(b.kind)?.title ?? b.kind;
+  return `${b.changed} of ${b.owned} owned ${title.endsWith('y') ? `${title.slice(0, -1)}ies` : `${title}s`} would change`;
 }
 
 export function summaryLine(plan: Plan): string {
