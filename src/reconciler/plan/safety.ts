@@ -33,6 +33,8 @@ function alters(s: Step): boolean {
  * its parent's). Objects without this stack's marker (adopted ones) count by id.
  */
 export function safetyBlocks(steps: Step[], observed: ObservedObject[], t: Threshold): SafetyBlock[] {
+  // Most plans (a no-op, a few updates that only add) alter nothing: no counting over every object.
+  if (!steps.some((s) => s.object.id && alters(s))) return [];
   const byId = new Map<string, ObservedObject>();
   /** Owned identities by kind, each with its live copies. */
   const owned = new Map<string, Map<string, ObservedObject[]>>();
