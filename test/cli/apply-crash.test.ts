@@ -107,17 +107,18 @@ describe(`apply killed at random points (${TRIALS} trials, seed ${SEED})`, { tim
     await converges(dir, 'default', {}, ['--state', own]);
   });
 
-  it('Ctrl-C stops starting steps, lets running ones finish, reports, exits 1; the next apply converges', async () => {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) it(`${signal === 'SIGINT' ? 'Ctrl-C' : 'SIGTERM (a cancelled CI job)'} stops starting steps, lets running ones finish, reports, exits 1; the next apply converges`, async () => {
     const env = { EDGEPLANE_API_URL: served.url, EDGEPLANE_API_KEY: key };
-    const dir = manifestDir({ 'all.yaml': manifests(`int${SEED}`) });
-    const p = startCli(['apply', dir, '--stack', 'interrupted', '--auto-approve', '--parallelism', '2'], { env });
+    const dir = manifestDir({ 'all.yaml': manifests(`int${signal}${SEED}`) });
+    const stack = `interrupted-${signal.toLowerCase()}`;
+    const p = startCli(['apply', dir, '--stack', stack, '--auto-approve', '--parallelism', '2'], { env });
     await p.waitFor(/\[ ?10\/\d+\] done/, { timeoutMs: 120_000 });
-    p.child.kill('SIGINT');
+    p.child.kill(signal);
     expect(await p.exited).toBe(1);
-    expect(p.out()).toContain('interrupted: finishing the steps in flight');
+    expect(p.out()).toContain(`interrupted (${signal}): finishing the steps in flight`);
     expect(p.out()).toMatch(/Apply: \d+ done, 0 failed, \d+ skipped/);
     expect(p.out()).toMatch(/skipped .* \(aborted\)/);
     expect(p.out()).toContain('apply did not finish: it was interrupted; run apply again to finish (it resumes from the live state)');
-    await converges(dir, 'interrupted', env, [], new ApiClient(httpTransport(served.url, key)));
+    await converges(dir, stack, env, [], new ApiClient(httpTransport(served.url, key)));
   });
 });

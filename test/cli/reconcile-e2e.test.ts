@@ -51,6 +51,12 @@ describe('bad manifests on the embedded default', { timeout: 120_000 }, () => {
     const down = await runCli(['apply', good, '--json', '--auto-approve'], { env: { EDGEPLANE_API_URL: 'http://127.0.0.1:1', EDGEPLANE_API_KEY: 'ep_x' } });
     expect(down.code).toBe(1);
     expect(JSON.parse(down.stdout.trim().split('\n').pop()!)).toMatchObject({ event: 'error', error: expect.stringContaining('ECONNREFUSED') });
+    // Refused before any step (no terminal to confirm on): the stream ends with why, not the plan alone.
+    const unconfirmed = await runCli(['apply', good, '--state', state, '--json']);
+    expect(unconfirmed.code).toBe(1);
+    const events = unconfirmed.stdout.trim().split('\n').map((l) => JSON.parse(l) as { event: string });
+    expect(events.map((e) => e.event)).toEqual(['plan', 'error']);
+    expect(events[1]).toMatchObject({ error: expect.stringContaining('no terminal to ask for confirmation'), exit_code: 1 });
   });
 
   it('plan, apply and watch --prune refuse a directory with no manifest file: it would delete the whole stack', async () => {

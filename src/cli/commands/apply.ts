@@ -72,16 +72,22 @@ async function applyDir(out: Output, dir: string, flags: ApplyFlags, parallelism
     const plan = prepared.plan;
     if (flags.json) out.json({ event: 'plan', stack: plan.stack, target: plan.target, summary: plan.summary, steps: plan.steps.length, warnings: plan.warnings, conflicts: plan.conflicts, blocked: plan.blocked });
     else out.line(renderText(plan, { color: useColor() }).replace(/\n$/, ''));
-    gate(out, plan, flags);
-    if (!plan.steps.length) {
-      if (flags.json) out.json({ event: 'summary', total: 0, done: 0, failed: 0, skipped: 0, ms: 0 });
-      return;
-    }
-    if (!flags.autoApprove) {
-      if (!canPrompt()) throw new CliExit(EXIT.error, 'apply: no terminal to ask for confirmation; pass --auto-approve (CI) or save a plan with `plan --out` and apply it');
-      if (!(await confirm(`\nApply ${summaryLine(plan).replace(/^Plan: /, '')} on ${plan.target}? Only "yes" is accepted: `))) {
-        throw new CliExit(EXIT.error, 'apply cancelled');
+    try {
+      gate(out, plan, flags);
+      if (!plan.steps.length) {
+        if (flags.json) out.json({ event: 'summary', total: 0, done: 0, failed: 0, skipped: 0, ms: 0 });
+        return;
       }
+      if (!flags.autoApprove) {
+        if (!canPrompt()) throw new CliExit(EXIT.error, 'apply: no terminal to ask for confirmation; pass --auto-approve (CI) or save a plan with `plan --out` and apply it');
+        if (!(await confirm(`\nApply ${summaryLine(plan).replace(/^Plan: /, '')} on ${plan.target}? Only "yes" is accepted: `))) {
+          throw new CliExit(EXIT.error, 'apply cancelled');
+        }
+      }
+    } catch (err) {
+      // Refused before any step (conflicts, the threshold, no confirmation): the JSON stream says why, as for an unreadable state.
+      if (flags.json && err instanceof CliExit && err.message) out.json({ event: 'error', error: err.message, exit_code: err.code });
+      throw err;
     }
     await execute(out, client, plan, secretsFromMap(prepared.secrets), flags, parallelism);
   } finally {
@@ -151,18 +157,21 @@ function gate(out: Output, plan: Plan, flags: ApplyFlags): void {
 async function execute(out: Output, client: ApiClient, plan: Plan, secrets: SecretLookup, flags: ApplyFlags, parallelism: number): Promise<ApplyResult> {
   const progress = progressFor(out, { json: flags.json, color: useColor(), total: plan.steps.length });
   const ac = new AbortController();
-  // Ctrl-C: stop starting steps, let running ones finish, report; a second Ctrl-C exits at once.
-  const onSigint = () => {
-    if (ac.signal.aborted) process.exit(130);
+  // Ctrl-C, or SIGTERM (a CI job cancelled; the runner kills later): stop starting steps, let
+  // running ones finish, report; a second signal exits at once.
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (ac.signal.aborted) process.exit(signal === 'SIGTERM' ? 143 : 130);
     ac.abort(new Error('interrupted'));
-    out.error('\ninterrupted: finishing the steps in flight (Ctrl-C again to quit now); run apply again to converge');
+    out.error(`\ninterrupted (${signal}): finishing the steps in flight (${signal === 'SIGINT' ? 'Ctrl-C' : 'the signal'} again to quit now); run apply again to converge`);
   };
-  process.on('SIGINT', onSigint);
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   let result: ApplyResult;
   try {
     result = await applyPlan(plan, { client, secrets, parallelism, onEvent: (e) => progress.event(e), signal: ac.signal });
   } finally {
-    process.off('SIGINT', onSigint);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
   }
   progress.finish(result);
   if (result.failed.length || result.skipped.length) {
