@@ -102,14 +102,21 @@ describe('watchManifestFiles', () => {
     }
   });
 
-  it('the filter keeps directories (to descend) and manifest files only', () => {
+  it('the filter keeps directories (to descend) and the files the loader reads, nothing else', () => {
     const file = { isFile: () => true } as any;
     const dirSt = { isFile: () => false } as any;
-    expect(ignoreNonManifest('/x/a.yaml', file)).toBe(false);
-    expect(ignoreNonManifest('/x/a.YML', file)).toBe(false);
-    expect(ignoreNonManifest('/x/a.json', file)).toBe(true);
-    expect(ignoreNonManifest('/x/sub', dirSt)).toBe(false);
-    expect(ignoreNonManifest('/x/node_modules', dirSt)).toBe(true);
-    expect(ignoreNonManifest('/x/.git/HEAD', undefined)).toBe(true);
+    expect(ignoreNonManifest('/x', '/x/a.yaml', file)).toBe(false);
+    expect(ignoreNonManifest('/x', '/x/sub/a.yml', file)).toBe(false);
+    expect(ignoreNonManifest('/x', '/x/edgeplane.yaml', file)).toBe(false); // the stack: a change is reported
+    expect(ignoreNonManifest('/x', '/x/a.YML', file)).toBe(true); // the loader reads .yaml / .yml only
+    expect(ignoreNonManifest('/x', '/x/a.json', file)).toBe(true);
+    expect(ignoreNonManifest('/x', '/x/sub', dirSt)).toBe(false);
+    expect(ignoreNonManifest('/x', '/x/node_modules', dirSt)).toBe(true);
+    expect(ignoreNonManifest('/x', '/x/.git/HEAD', undefined)).toBe(true);
+    expect(ignoreNonManifest('/x', '/x/.hidden.yaml', file)).toBe(true); // dotfiles are not read
+    expect(ignoreNonManifest('/x', '/x/sub/.web.yaml.swp', file)).toBe(true);
+    // The root itself may sit under a dot directory.
+    expect(ignoreNonManifest('/home/u/.config/edge', '/home/u/.config/edge', dirSt)).toBe(false);
+    expect(ignoreNonManifest('/home/u/.config/edge', '/home/u/.config/edge/web.yaml', file)).toBe(false);
   });
 });

@@ -39,7 +39,9 @@ export function summaryLine(r: DagResult, color = false): string {
 function problemLines(r: DagResult, labelOf: (id: string) => string): string[] {
   const out: string[] = [];
   for (const f of r.failed) out.push(`  failed  ${labelOf(f.id)}: ${f.error}`);
-  for (const s of r.skipped) out.push(`  skipped ${labelOf(s.id)} (${s.because === 'aborted' ? 'aborted' : `depends on failed ${labelOf(s.because)}`})`);
+  for (const s of r.skipped) if (s.because !== 'aborted') out.push(`  skipped ${labelOf(s.id)} (depends on failed ${labelOf(s.because)})`);
+  const notStarted = r.skipped.filter((s) => s.because === 'aborted').length;
+  if (notStarted) out.push(`  skipped ${notStarted} step${notStarted === 1 ? '' : 's'} not started (aborted: the apply was stopped)`);
   return out;
 }
 
@@ -49,6 +51,8 @@ export function lineProgress<N extends DagNode>(sink: ProgressSink, opts: Progre
   const labels = new Map<string, string>();
   const labelOf = (id: string) => labels.get(id) ?? id;
   let finished = 0;
+  /** Steps never started because the apply was stopped: one line for all of them, not one each. */
+  let notStarted = 0;
   const counter = () => `[${String(++finished).padStart(String(opts.total).length)}/${opts.total}]`;
   return {
     event(e) {
@@ -56,10 +60,12 @@ export function lineProgress<N extends DagNode>(sink: ProgressSink, opts: Progre
       const l = labelOf(e.node.id);
       if (e.type === 'done') sink.write(`${counter()} ${c.green('done')}    ${l} ${c.dim(`(${Math.round(e.ms)} ms)`)}\n`);
       else if (e.type === 'failed') sink.write(`${counter()} ${c.red('failed')}  ${l}: ${e.error}\n`);
-      else if (e.type === 'skipped') sink.write(`${counter()} ${c.yellow('skipped')} ${l} (${e.because === 'aborted' ? 'aborted' : `depends on failed ${labelOf(e.because)}`})\n`);
+      else if (e.type === 'skipped' && e.because === 'aborted') notStarted++;
+      else if (e.type === 'skipped') sink.write(`${counter()} ${c.yellow('skipped')} ${l} (depends on failed ${labelOf(e.because)})\n`);
       else if (e.type === 'retry') sink.write(`        ${c.yellow('retry')}   ${l}: ${e.reason}; attempt ${e.attempt} in ${e.delayMs} ms\n`);
     },
     finish(r) {
+      if (notStarted) sink.write(`${c.yellow('skipped')} ${notStarted} step${notStarted === 1 ? '' : 's'} not started (aborted: the apply was stopped)\n`);
       sink.write(summaryLine(r, !!opts.color) + '\n');
     },
   };

@@ -1,10 +1,18 @@
 import type { Stats } from 'node:fs';
+import { relative, sep } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 
-/** Manifest files only: chokidar 5 has no globs, so the filter is a function of path and stats. */
-export function ignoreNonManifest(path: string, stats?: Stats): boolean {
-  if (/(^|[\\/])(\.git|node_modules)([\\/]|$)/.test(path)) return true;
-  return !!stats?.isFile() && !/\.ya?ml$/i.test(path);
+/**
+ * What the loader reads (`manifestFiles`), and nothing else: below `root`, no name starting with
+ * a dot (editor swap files, `.git`) or `node_modules`, and files ending `.yaml` / `.yml` exactly
+ * (a `web.YAML` is not read, so its saves start no run). chokidar 5 has no globs: the filter is a
+ * function of path and stats.
+ */
+export function ignoreNonManifest(root: string, path: string, stats?: Stats): boolean {
+  const rel = relative(root, path);
+  if (rel === '' || rel.startsWith('..')) return false;
+  if (rel.split(sep).some((seg) => seg.startsWith('.') || seg === 'node_modules')) return true;
+  return !!stats?.isFile() && !/\.ya?ml$/.test(path);
 }
 
 export interface FileWatch {
@@ -21,7 +29,7 @@ export interface FileWatch {
 export function watchManifestFiles(root: string, onChange: (path: string, event: string) => void, opts: { stableMs?: number; onError?: (err: Error) => void } = {}): FileWatch {
   const w: FSWatcher = watch(root, {
     ignoreInitial: true,
-    ignored: ignoreNonManifest,
+    ignored: (path: string, stats?: Stats) => ignoreNonManifest(root, path, stats),
     awaitWriteFinish: { stabilityThreshold: opts.stableMs ?? 50, pollInterval: 10 },
   });
   w.on('all', (event, path) => {
