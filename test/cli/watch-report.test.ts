@@ -63,6 +63,17 @@ describe('edgeplane watch --interval: drift', () => {
     for (const line of text.split('\n')) expect(line).toMatch(/^\[run-\d\]/);
   });
 
+  it('--plan-only prints a plan in full once; the same plan again (an --interval tick) is one line', () => {
+    const { drift, other } = plans();
+    const c = capture();
+    const report = reporter(c.out, false);
+    report({ type: 'plan', runId: 'run-1', plan: drift, mode: 'preview', skippedPrunes: 0, read });
+    report({ type: 'plan', runId: 'run-2', plan: drift, mode: 'preview', skippedPrunes: 0, read });
+    report({ type: 'plan', runId: 'run-3', plan: other, mode: 'preview', skippedPrunes: 0, read });
+    expect(c.lines).toContain('[run-2] plan unchanged since run-1');
+    expect(c.lines.join('\n').match(/^\[run-\d\] Plan: /gm)).toHaveLength(2); // runs 1 and 3
+  });
+
   it('a save whose apply also undoes drift reported (not repaired) before says so, naming the objects', () => {
     const { drift } = plans();
     const c = capture();

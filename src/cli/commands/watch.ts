@@ -42,6 +42,7 @@ export function reporter(out: Output, color: boolean) {
   /** The drift last reported in full: the same drift found again is one line, not the plan again. */
   let lastDrift: { steps: string; runId: string; ids: Set<string> } | undefined;
   let watched: string | undefined;
+  let lastPreview: { steps: string; runId: string } | undefined;
   return (r: WatchReport) => {
     const tag = 'runId' in r ? `[${r.runId}] ` : '';
     switch (r.type) {
@@ -67,6 +68,7 @@ export function reporter(out: Output, color: boolean) {
         if (r.mode !== 'drift') lastDrift = undefined;
         if (!r.plan.steps.length) {
           lastDrift = undefined;
+          lastPreview = undefined;
           return out.line(`${tag}${r.mode === 'drift' || r.mode === 'repair' ? 'no drift' : 'no changes'}`);
         }
         if (r.mode === 'repair') {
@@ -77,6 +79,12 @@ export function reporter(out: Output, color: boolean) {
         if (r.mode === 'apply' || r.mode === 'repair') {
           progress = lineProgress({ write: (t) => out.line(`${tag}${t.replace(/\n$/, '')}`) }, { label: stepLabel, total: r.plan.steps.length, color });
           return r.mode === 'apply' ? out.line(`${tag}${summaryLine(r.plan)}`) : undefined;
+        }
+        if (r.mode === 'preview') {
+          // --plan-only: the same plan again (every --interval tick, a save that changes nothing) is one line.
+          const steps = JSON.stringify(r.plan.steps.map((s) => [s.id, s.changes]));
+          if (lastPreview?.steps === steps) return out.line(`${tag}plan unchanged since ${lastPreview.runId}`);
+          lastPreview = { steps, runId: r.runId };
         }
         if (r.mode === 'drift') {
           const steps = JSON.stringify(r.plan.steps.map((s) => [s.id, s.changes]));
