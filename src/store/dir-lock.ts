@@ -1,4 +1,5 @@
-import { closeSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 
@@ -28,7 +29,8 @@ function alive(pid: number): boolean {
 /**
  * An exclusive, process-level lock on a directory: a file created with O_EXCL holding the holder's
  * pid (and URL once it serves). PGlite has no locking of its own and two processes on one data
- * directory corrupt it, so this guards every open. A lock whose process is gone is taken over.
+ * directory corrupt it, so this guards every open. A lock whose process is gone is taken over, by
+ * one process only however many find it at once (`removeStale`).
  */
 export class DirLock {
   private released = false;
@@ -43,28 +45,21 @@ export class DirLock {
     const path = join(dir, 'lock');
     const me: LockHolder = { pid: process.pid, host: hostname(), started_at: new Date().toISOString() };
     for (let attempt = 0; attempt < 5; attempt++) {
-      try {
-        const fd = openSync(path, 'wx', 0o600);
-        writeSync(fd, JSON.stringify(me));
-        closeSync(fd);
-        return new DirLock(path, me);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      }
-      const holder = readHolder(path);
-      if (holder && holder.host === me.host && !alive(holder.pid)) {
-        try { unlinkSync(path); } catch { /* another process recovered it first */ }
+      if (createExclusive(path, me)) return new DirLock(path, me);
+      const seen = examineLock(path);
+      if (!seen) continue; // released since
+      const { holder } = seen;
+      if (holder && (holder.host !== me.host || alive(holder.pid))) throw new LockHeldError(dir, holder);
+      // Dead holder, or unreadable: its writer is between open and write (microseconds), or it died
+      // there, or the file was damaged. Written in one call and replaced by rename, a lock is never
+      // unreadable for long: one unreadable for over a second holds nobody, and is taken over.
+      if (holder || seen.ageMs > STALE_MS) {
+        // Removed, and made again at the top; or another process is taking it over this very
+        // moment (only one may: `removeStale`): then see what it leaves.
+        if (!removeStale(path, seen, me)) sleepMs(5);
         continue;
       }
-      if (holder) throw new LockHeldError(dir, holder);
-      // Unreadable lock: its writer is between open and write (microseconds), or it died there, or
-      // the file was damaged. Written in one call and replaced by rename, a lock is never unreadable
-      // for long: one unreadable for over a second holds nobody, and is taken over.
-      if (unreadableFor(path) > STALE_UNREADABLE_MS) {
-        try { unlinkSync(path); } catch { /* another process recovered it first */ }
-        continue;
-      }
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+      sleepMs(20);
     }
     const holder = readHolder(path);
     throw new LockHeldError(dir, holder ?? { pid: -1, host: me.host, started_at: 'unknown' });
@@ -90,21 +85,104 @@ export class DirLock {
   }
 }
 
-const STALE_UNREADABLE_MS = 1000;
+/** A lock (or a takeover claim) unreadable for longer than this holds nobody. */
+const STALE_MS = 1000;
 
-/** How long the lock file has gone unchanged (0 when it is gone or unreadable as a file). */
-function unreadableFor(path: string): number {
+function sleepMs(ms: number) {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+/** Creates `path` with `holder` in it, unless it exists (then false). */
+function createExclusive(path: string, holder: LockHolder): boolean {
+  let fd: number;
   try {
-    return Date.now() - statSync(path).mtimeMs;
-  } catch {
-    return 0;
+    fd = openSync(path, 'wx', 0o600);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
+  }
+  try {
+    writeSync(fd, JSON.stringify(holder));
+  } finally {
+    closeSync(fd);
+  }
+  return true;
+}
+
+/** One lock file as it was read: its holder (null when unreadable), which file it was, and how long since it was written. */
+export interface SeenLock { holder: LockHolder | null; id: string; ageMs: number }
+
+/**
+ * Reads the lock file at `path` (null when there is none). `id` names that very file — its inode,
+ * times and content, read from one open descriptor — so that a later look can tell whether `path`
+ * is still it or another file made since (a lock file removed and made again can get the same
+ * inode back, not the same times and content too).
+ */
+export function examineLock(path: string): SeenLock | null {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+  try {
+    const st = fstatSync(fd, { bigint: true });
+    const text = readFileSync(fd, 'utf8');
+    const id = createHash('sha256').update(`${st.dev}:${st.ino}:${st.mtimeNs}:${st.ctimeNs}:${st.size}\n${text}`).digest('hex').slice(0, 24);
+    return { holder: parseHolder(text), id, ageMs: Date.now() - Number(st.mtimeMs) };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Removes the stale lock file `seen`, and only that file; false when another process is busy
+ * taking it over.
+ *
+ * Two processes that find the same stale lock must not both remove "the lock": the slower one
+ * would remove the lock the faster one has just made in its place, and both would open the
+ * database. So the right to remove one lock file is claimed first, with a file of its own made
+ * exclusively (`lock.takeover-<id>-<n>`), and the claimer removes the lock only if `path` is still
+ * that file. While the claim stands nobody else removes the file, and nobody can make a new lock
+ * while it is there: between that check and the removal `path` cannot change. A process that finds
+ * the claim taken by a live process leaves the file to it. A claim is removed by its maker only;
+ * one whose maker died (or unreadable for over a second: it died writing it) is passed over for
+ * the next number, so a process killed in the middle of a takeover holds up nobody.
+ */
+function removeStale(path: string, seen: SeenLock, me: LockHolder): boolean {
+  const claims: string[] = [];
+  for (let n = 0; ; n++) {
+    const claim = `${path}.takeover-${seen.id}-${n}`;
+    if (createExclusive(claim, me)) {
+      try {
+        if (examineLock(path)?.id === seen.id) unlinkSync(path);
+        return true;
+      } finally {
+        // Ours, and those of makers who died: nobody is waiting on them.
+        for (const c of [...claims, claim]) try { unlinkSync(c); } catch { /* already gone */ }
+      }
+    }
+    const other = examineLock(claim);
+    if (!other) return false; // its maker finished just now: look at the lock again
+    const dead = other.holder ? other.holder.host === me.host && !alive(other.holder.pid) : other.ageMs > STALE_MS;
+    if (!dead) return false;
+    claims.push(claim);
   }
 }
 
 export function readHolder(path: string): LockHolder | null {
   try {
-    const parsed = JSON.parse(readFileSync(path, 'utf8')) as LockHolder;
-    return typeof parsed.pid === 'number' ? parsed : null;
+    return parseHolder(readFileSync(path, 'utf8'));
+  } catch {
+    return null;
+  }
+}
+
+function parseHolder(text: string): LockHolder | null {
+  try {
+    const parsed = JSON.parse(text) as LockHolder;
+    return typeof parsed?.pid === 'number' ? parsed : null;
   } catch {
     return null;
   }
