@@ -1,6 +1,6 @@
 import { ApiClient } from '../client/api-client.js';
 import { httpTransport } from '../client/transport.js';
-import { LockHeldError } from '../store/dir-lock.js';
+import type { StateDirOptions } from '../client/state-dir-transport.js';
 
 export interface TargetFlags { apiUrl?: string; apiKey?: string; state?: string }
 
@@ -8,27 +8,22 @@ export interface TargetFlags { apiUrl?: string; apiKey?: string; state?: string 
  * The API a command talks to: `--api-url` + `--api-key` (or their environment variables), else the
  * embedded service on the state directory. If another process (`edgeplane serve`, or `watch`)
  * holds that directory, the CLI talks to it over HTTP at the URL its lock records, with the
- * embedded key. `serveOthers` (watch): while this command holds the directory, its service also
- * answers other commands that way.
+ * embedded key; should that process stop while this command runs, the command opens the
+ * directory again (itself, or through its next holder): see `stateDirTransport`.
+ * `serveOthers` (watch): while this command holds the directory, its service also answers other
+ * commands that way. `onRetarget` hears of such a move.
  */
-export async function openTarget(flags: TargetFlags, how: { serveOthers?: boolean } = {}): Promise<ApiClient> {
+export async function openTarget(flags: TargetFlags, how: StateDirOptions = {}): Promise<ApiClient> {
   if (flags.apiUrl) {
     if (!flags.apiKey) throw new Error('--api-url needs --api-key (or EDGEPLANE_API_KEY)');
     return new ApiClient(httpTransport(flags.apiUrl, flags.apiKey));
   }
   if (flags.apiKey) throw new Error('--api-key needs --api-url (or EDGEPLANE_API_URL); without both the embedded service is used');
   // Loaded only for the embedded target: a command against a deployment never starts the service.
-  const [{ embeddedTransport, readCredentials }, { stateDirOf }, { serviceOptionsFromEnv }] = await Promise.all([
-    import('../client/embedded.js'), import('./state-dir.js'), import('./service-config.js'),
+  const [{ stateDirTransport }, { stateDirOf }, { serviceOptionsFromEnv }] = await Promise.all([
+    import('../client/state-dir-transport.js'), import('./state-dir.js'), import('./service-config.js'),
   ]);
-  const stateDir = stateDirOf({ stateDir: flags.state });
-  try {
-    return new ApiClient(await embeddedTransport(stateDir, serviceOptionsFromEnv(), how));
-  } catch (err) {
-    const creds = readCredentials(stateDir);
-    if (err instanceof LockHeldError && err.holder.url && creds) return new ApiClient(httpTransport(err.holder.url, creds.api_key));
-    throw err;
-  }
+  return new ApiClient(await stateDirTransport(stateDirOf({ stateDir: flags.state }), serviceOptionsFromEnv(), how));
 }
 
 /** The target flags as a user would repeat them in a command (no key: it stays in the environment). */

@@ -121,8 +121,13 @@ export async function watch(out: Output, dir: string, flags: WatchFlags): Promis
   // start writing in, unless --prune would delete the stack's objects at the first run.
   (flags.prune ? filesToPlan : manifestFiles)(dir);
   const { stack } = resolveStack(dir, flags.stack);
-  // While it runs, plan, apply and export in another terminal reach the same state directory through it.
-  const client = await openTarget(flags, { serveOthers: true });
+  // While it runs, plan, apply and export in another terminal reach the same state directory through
+  // it. Started while another process held the directory, it goes through that one, and when that
+  // one stops, it opens the directory itself (and serves it in turn) or follows the next holder.
+  const client = await openTarget(flags, {
+    serveOthers: true,
+    onRetarget: (from, to) => out.line(`${from} stopped serving the state directory: now on ${to}`),
+  });
   const session = startWatchSession({
     input: { root: dir, stack, strict: flags.strict, env: process.env, config: reconcilerConfig() },
     stackGiven: flags.stack !== undefined,
