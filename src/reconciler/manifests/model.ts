@@ -46,6 +46,16 @@ export function identityOf(kind: KindDef, name: string, parent?: { identity: str
   return parent ? `${parent.identity}/${parent.field}/${name}` : `${kind.manifestKind}/${name}`;
 }
 
+/** The objects and, after each, its children (an edge's routes), in one list made once. */
+export function withChildren(objects: ManifestObject[]): ManifestObject[] {
+  const out: ManifestObject[] = [];
+  for (const o of objects) {
+    out.push(o);
+    for (const c of o.children) out.push(c);
+  }
+  return out;
+}
+
 export function positionOf(o: ManifestObject, path: (string | number)[] = [], key = false): Position {
   return o.doc.locate([...o.at, ...path], { key });
 }

@@ -5,7 +5,7 @@ import { secret as SECRET } from '../../kinds/fields.js';
 import { utf8Bytes } from '../../util/bytes.js';
 import { isStorableText } from '../../util/text.js';
 import { fingerprintSecret } from '../ownership/marker.js';
-import { isSecretRef, positionOf, type ManifestObject, type SecretRef } from './model.js';
+import { isSecretRef, positionOf, withChildren, type ManifestObject, type SecretRef } from './model.js';
 import { formatPath, type Problem } from './problems.js';
 import { secretValues } from './validate.js';
 
@@ -60,7 +60,7 @@ function valueProblem(value: string): string | undefined {
 export function resolveSecrets(objects: ManifestObject[], stack: string, src: SecretEnv): { secrets: Map<string, ResolvedSecret>; problems: Problem[] } {
   const secrets = new Map<string, ResolvedSecret>();
   const problems: Problem[] = [];
-  for (const o of objects.flatMap((x) => [x, ...x.children])) {
+  for (const o of withChildren(objects)) {
     for (const s of secretValues(o)) {
       const path = s.path.join('.');
       // Positions are found only when needed (a problem, a literal's place): they may mean parsing the file again.

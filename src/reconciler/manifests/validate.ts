@@ -10,7 +10,7 @@ import { utf8Bytes } from '../../util/bytes.js';
 import { unstorableText } from '../../util/text.js';
 import { normalizeFields } from '../plan/normalize.js';
 import type { SourceDoc } from './load.js';
-import { identityOf, isSecretRef, positionOf, type ManifestObject, type RefValue } from './model.js';
+import { identityOf, isSecretRef, positionOf, withChildren, type ManifestObject, type RefValue } from './model.js';
 import { formatPath, sortProblems, type Problem } from './problems.js';
 import { buildManifestSchema, manifestKinds, MANIFEST_SCHEMA_ID, NAME_PATTERN, namedTarget } from './schema.js';
 
@@ -61,7 +61,7 @@ export function validateManifests(docs: SourceDoc[], opts: ValidateOptions, memo
     if (local.object) objects.push(local.object);
     problems.push(...local.problems);
   }
-  const all = objects.flatMap((o) => [o, ...o.children]);
+  const all = withChildren(objects);
   namePass(objects, add);
   renamePass(all, add);
   const byKind = indexByKind(all);

@@ -43,6 +43,9 @@ class Desired implements DesiredObject {
  */
 export type DesiredMemo = WeakMap<ManifestObject, DesiredObject>;
 
+/** The containers `setAt` copied for the object being built (one list, emptied for each). */
+const copiedScratch: object[] = [];
+
 /** The fingerprints of an object without secrets (shared; frozen: never added to). */
 const NO_SECRETS: Record<string, string> = Object.freeze({}) as Record<string, string>;
 
@@ -72,7 +75,8 @@ export function buildDesired(objects: ManifestObject[], secrets: Map<string, Res
     // Copied without metadata (built, not deleted from: a delete turns an object into a slow hash map).
     const body: Body = {};
     for (const k in o.body) if (k !== 'metadata') body[k] = o.body[k];
-    const copied: object[] = [];
+    const copied = copiedScratch;
+    copied.length = 0; // the containers copied for this object only
     const userMetadata = typeof o.body.metadata === 'string' ? o.body.metadata : undefined;
     for (const r of refsOf(o)) {
       if (!isName(r.def, r.value)) continue;

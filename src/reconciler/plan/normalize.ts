@@ -215,19 +215,27 @@ function quotedLess(a: string, b: string): boolean {
   return a.length < b.length ? 0x22 < b.charCodeAt(n) : a.charCodeAt(n) < 0x22;
 }
 
+/** The symbolizer of the `symbolizeRefs` call under way: the mappers below read it (no closure per call). */
+let reading: Symbolize = (id) => id;
+
 function symbolizeRefs(r: Rewrite, refs: RefDef[] | undefined, sym: Symbolize) {
   if (!refs) return;
-  for (const ref of refs) r.map(ref.field, ref.many ? (x) => (Array.isArray(x) ? symbolizeAll(x, sym) : symbolizeOne(x, sym)) : (x) => symbolizeOne(x, sym));
+  reading = sym;
+  for (const ref of refs) r.map(ref.field, ref.many ? symbolizeMany : symbolizeOne);
 }
 
-function symbolizeOne(x: unknown, sym: Symbolize): unknown {
-  return typeof x === 'string' ? sym(x) : x;
+function symbolizeOne(x: unknown): unknown {
+  return typeof x === 'string' ? reading(x) : x;
 }
 
-function symbolizeAll(list: unknown[], sym: Symbolize): unknown[] {
+function symbolizeMany(x: unknown): unknown {
+  return Array.isArray(x) ? symbolizeAll(x) : symbolizeOne(x);
+}
+
+function symbolizeAll(list: unknown[]): unknown[] {
   let out: unknown[] | undefined;
   for (let i = 0; i < list.length; i++) {
-    const next = symbolizeOne(list[i], sym);
+    const next = symbolizeOne(list[i]);
     if (next !== list[i]) (out ??= [...list])[i] = next;
   }
   return out ?? list;
