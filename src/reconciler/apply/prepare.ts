@@ -16,13 +16,16 @@ import type { DesiredObject, ObservedObject } from '../plan/state.js';
 import type { Plan } from '../plan/types.js';
 import { streamLiveState } from '../state/read-state.js';
 
+/** A set of identities as the planner's callers read it (a map by identity serves). */
+export interface Identities { has(identity: string): boolean }
+
 export interface Prepared {
   problems: Problem[];
   plan?: Plan;
   /** Secret values read while planning, by `<identity>#<path>`: apply sends them, nothing else sees them. */
   secrets: Map<string, ResolvedSecret>;
   /** Identities the manifests declare: watch tells a prune (identity gone) from other deletes. */
-  identities: Set<string>;
+  identities: Identities;
   /** The live objects the plan was made from. */
   observed: ObservedObject[];
 }
@@ -88,8 +91,9 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
   live.then(() => (liveSettled = true), () => (liveSettled = true)); // invalid manifests return before awaiting it; its failure is not theirs
   const slicer = new Slicer();
   const turn = async () => { if (slicer.due()) await slicer.turn(); };
-  const identities = new Set<string>();
-  const none = { secrets: new Map(), identities, observed: [] };
+  /** Desired objects by identity: what each live object of this stack is compared with, and the identities declared. */
+  const byIdentity = new Map<string, DesiredObject>();
+  const none = { secrets: new Map(), identities: byIdentity, observed: [] };
 
   const docs: SourceDoc[] = [];
   const loadProblems: Problem[] = [];
@@ -118,15 +122,13 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
   for (const o of v.objects) {
     for (const d of buildDesired([o], s.secrets)) {
       desired.push(d);
-      identities.add(d.identity);
+      byIdentity.set(d.identity, d);
       memo.normalForm(d.kind, d.body, provisional, config);
     }
     if (slicer.due()) await slicer.turn();
   }
   // Normal forms of what has been read, page by page, until the last page is in; each object of
   // this stack is compared with its manifest object as it comes, so the diff finds most settled.
-  const byIdentity = new Map<string, DesiredObject>();
-  for (const d of desired) byIdentity.set(d.identity, d);
   for (let i = 0; ;) {
     if (i < ahead.length) {
       const o = ahead[i++];
@@ -140,8 +142,8 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
   await live;
   const observed = manifestKinds().flatMap((k) => observedByKind.get(k) ?? []);
   let plan = diff(desired, observed, { ...input, target: client.target }, memo);
-  if (statSync(input.root).isFile()) plan = fromOneFile(plan, input, identities, observed);
-  return { problems, plan, secrets: s.secrets, identities, observed };
+  if (statSync(input.root).isFile()) plan = fromOneFile(plan, input, byIdentity, observed);
+  return { problems, plan, secrets: s.secrets, identities: byIdentity, observed };
 }
 
 /**
@@ -149,7 +151,7 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
  * are in the other files, and a plan of the file alone would delete them all (as `kubectl apply
  * -f` users do not expect). Its prunes are left out, with a warning; a directory's plan deletes.
  */
-function fromOneFile(plan: Plan, input: PlanInput, identities: Set<string>, observed: ObservedObject[]): Plan {
+function fromOneFile(plan: Plan, input: PlanInput, identities: Identities, observed: ObservedObject[]): Plan {
   const { plan: kept, prunes } = withoutPrunes(plan, identities, observed, input.threshold);
   if (!prunes) return plan;
   const n = `${prunes} object${prunes === 1 ? '' : 's'}`;

@@ -46,6 +46,12 @@ const IDENTITY = new RegExp(`^[A-Z][A-Za-z]{0,63}/${NAME_PATTERN}(?:/[a-z_]{1,64
 
 export interface DecodedMetadata { marker?: Marker; user?: string }
 
+/** Whether a parsed metadata object holds `managed_by` and `metadata` only (read for every live object: no key list made). */
+function onlyMarkerKeys(obj: Record<string, unknown>): boolean {
+  for (const k in obj) if (k !== 'managed_by' && k !== 'metadata') return false;
+  return true;
+}
+
 /** Splits stored metadata into our marker and the user's own string; foreign metadata is all user's. */
 export function decodeMetadata(stored: unknown): DecodedMetadata {
   if (typeof stored !== 'string' || stored === '') return {};
@@ -57,11 +63,9 @@ export function decodeMetadata(stored: unknown): DecodedMetadata {
   }
   const obj = parsed as Record<string, unknown> | null;
   const marker = obj && typeof obj === 'object' && !Array.isArray(obj) ? (obj.managed_by as Marker | undefined) : undefined;
-  const keys = obj && typeof obj === 'object' ? Object.keys(obj) : [];
   const shaped = marker && typeof marker === 'object' && marker.tool === TOOL && typeof marker.stack === 'string' &&
     STACK_NAME.test(marker.stack) && typeof marker.id === 'string' && IDENTITY.test(marker.id) &&
-    keys.every((k) => k === 'managed_by' || k === 'metadata') &&
-    (obj!.metadata === undefined || typeof obj!.metadata === 'string');
+    onlyMarkerKeys(obj!) && (obj!.metadata === undefined || typeof obj!.metadata === 'string');
   if (!shaped) return { user: stored };
   return { marker, user: obj!.metadata as string | undefined };
 }

@@ -7,7 +7,7 @@ import type { Plan } from './types.js';
  * them. Deletes of replaced objects and of duplicates an interrupted apply left behind are kept:
  * their identity is still in the manifests. `dropped`: the steps left out; `prunes`: the deletes among them.
  */
-export function withoutPrunes(plan: Plan, identities: Set<string>, observed: ObservedObject[], threshold: Threshold = DEFAULT_THRESHOLD): { plan: Plan; dropped: number; prunes: number } {
+export function withoutPrunes(plan: Plan, identities: { has(identity: string): boolean }, observed: ObservedObject[], threshold: Threshold = DEFAULT_THRESHOLD): { plan: Plan; dropped: number; prunes: number } {
   const drop = new Set(plan.steps.filter((s) => s.action === 'delete' && !identities.has(s.object.identity)).map((s) => s.id));
   if (!drop.size) return { plan, dropped: 0, prunes: 0 };
   let grew = true;
