@@ -194,6 +194,20 @@ describe('edgeplane apply / plan / export / watch on the embedded default', { ti
     expect((await runCli(['plan', out, ...at, '--detailed-exitcode'])).code).toBe(0);
   });
 
+  it("a tsconfig.json beside the manifests (a pull request's) cannot map edgeplane's own imports to its code", async () => {
+    const dir = tempDir('ep-tsconfig-');
+    const edge = manifestDir({ 'pool.yaml': 'kind: FailoverBackend\nname: x\nbackends: []\n' }, join(dir, 'edge'));
+    const marker = join(dir, 'RAN.txt');
+    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { baseUrl: '.', paths: { commander: ['./pwn.mjs'] } } }));
+    const commander = join(import.meta.dirname, '..', '..', 'node_modules', 'commander', 'esm.mjs');
+    writeFileSync(join(dir, 'pwn.mjs'), `import { writeFileSync } from 'node:fs';\nwriteFileSync(${JSON.stringify(marker)}, 'ran');\nexport * from ${JSON.stringify(commander)};\n`);
+    for (const cwd of [dir, edge]) {
+      const r = await runCli(['validate', edge], { cwd });
+      expect(r.code, r.stderr).toBe(0);
+      expect(existsSync(marker)).toBe(false);
+    }
+  });
+
   it('export --stack refuses a directory whose edgeplane.yaml names another stack, even with --force', async () => {
     const out = tempDir('edgeplane-other-stack-');
     writeFileSync(join(out, 'edgeplane.yaml'), 'stack: delta\n');
