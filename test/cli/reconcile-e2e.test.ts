@@ -194,6 +194,22 @@ describe('edgeplane apply / plan / export / watch on the embedded default', { ti
     expect((await runCli(['plan', out, ...at, '--detailed-exitcode'])).code).toBe(0);
   });
 
+  it('apply --plan refuses a saved plan edited to send an environment variable into an ordinary field', async () => {
+    const state = tempDir('ep-tamper-');
+    const dir = manifestDir({ 'pool.yaml': 'kind: FailoverBackend\nname: pool\ndescription: placeholder\nbackends: []\n' });
+    const planned = join(tempDir('ep-tamper-plan-'), 'plan.json');
+    expect((await runCli(['plan', dir, '--state', state, '--out', planned])).code).toBe(0);
+    const tampered = readFileSync(planned, 'utf8').replace('"placeholder"', '{"$secret":{"env":"EDGEPLANE_TEST_CANARY"},"fingerprint":null}');
+    expect(tampered).not.toBe(readFileSync(planned, 'utf8'));
+    writeFileSync(planned, tampered);
+    const r = await runCli(['apply', '--plan', planned, '--state', state], { env: { EDGEPLANE_TEST_CANARY: 'canary-value' } });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('FailoverBackend/pool: the saved plan holds a secret at description, which is not a secret field of failover backend');
+    const exported = await runCli(['export', '--state', state, '--all']);
+    expect(exported.stdout + exported.stderr).not.toContain('canary-value');
+    expect(exported.stderr).toContain('nothing to export');
+  });
+
   it("a tsconfig.json beside the manifests (a pull request's) cannot map edgeplane's own imports to its code", async () => {
     const dir = tempDir('ep-tsconfig-');
     const edge = manifestDir({ 'pool.yaml': 'kind: FailoverBackend\nname: x\nbackends: []\n' }, join(dir, 'edge'));

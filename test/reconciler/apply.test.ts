@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/client/api-client.js';
 import { httpTransport, type Transport } from '../../src/client/transport.js';
 import { applyPlan } from '../../src/reconciler/apply/execute.js';
-import { planSecrets, secretsFromMap, secretsFromSources, StaleSecretError } from '../../src/reconciler/apply/materialize.js';
+import { isSecretPath, planSecrets, secretsFromMap, secretsFromSources, StaleSecretError } from '../../src/reconciler/apply/materialize.js';
+import { findKind } from '../../src/kinds/registry.js';
 import { staleReasons } from '../../src/reconciler/apply/stale.js';
 import { exportState } from '../../src/reconciler/export/export.js';
 import { readLiveState } from '../../src/reconciler/state/read-state.js';
@@ -331,6 +332,11 @@ describe('saved plans', () => {
     // A {file} secret that cannot be read from here: the plan names it relative to where plan ran.
     const fromFile = { ...oidc.token, $secret: { file: 'secrets/oidc.txt' } };
     expect(() => unset.value(oidc.step.object.identity, oidc.path, fromFile)).toThrow(/file secrets\/oidc\.txt, which cannot be read: a saved plan names secret files relative to the directory plan ran in/);
+    // Every planned secret sits at a secret field; a token plan did not make (no fingerprint) is refused.
+    for (const s of found) expect(isSecretPath(findKind(s.step.object.kind)!, s.path), s.path).toBe(true);
+    expect(isSecretPath(findKind('httpsEdgeRoute')!, 'description')).toBe(false);
+    expect(isSecretPath(findKind('httpsEdgeRoute')!, 'oidc.client_id')).toBe(false);
+    expect(() => ok.value(oidc.step.object.identity, oidc.path, { ...oidc.token, fingerprint: null })).toThrow(/has no fingerprint: the saved plan was not made as plan makes it/);
   });
 });
 

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { applyPlan, type ApplyResult } from '../../reconciler/apply/execute.js';
-import { planSecrets, secretsFromMap, secretsFromSources, StaleSecretError, type SecretLookup } from '../../reconciler/apply/materialize.js';
+import { isSecretPath, planSecrets, secretsFromMap, secretsFromSources, StaleSecretError, type SecretLookup } from '../../reconciler/apply/materialize.js';
+import { findKind } from '../../kinds/registry.js';
 import { readSecretFile } from '../../reconciler/manifests/secrets.js';
 import { preparePlan } from '../../reconciler/apply/prepare.js';
 import { staleReasons } from '../../reconciler/apply/stale.js';
@@ -119,6 +120,11 @@ async function applySaved(out: Output, file: string, flags: ApplyFlags, parallel
     const secrets = secretsFromSources({ stack: plan.stack, env: process.env, readFile });
     const secretProblems: string[] = [];
     for (const s of planSecrets(plan.steps)) {
+      const kind = findKind(s.step.object.kind);
+      if (!kind || !isSecretPath(kind, s.path)) {
+        secretProblems.push(`${s.step.object.identity}: the saved plan holds a secret at ${s.path}, which is not a secret field of ${kind?.title ?? s.step.object.kind}; plan does not make such a plan (edited?): refused`);
+        continue;
+      }
       try {
         secrets.value(s.step.object.identity, s.path, s.token);
       } catch (err) {

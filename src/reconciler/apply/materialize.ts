@@ -2,6 +2,7 @@ import { fingerprintSecret } from '../ownership/marker.js';
 import type { SecretSource } from '../manifests/secrets.js';
 import { isSecretToken, type SecretToken } from '../plan/tokens.js';
 import type { HttpRequest, Step } from '../plan/types.js';
+import type { KindDef } from '../../kinds/types.js';
 
 /**
  * Turns a step's request as planned into the request sent: `{<identity>.id}` placeholders become
@@ -87,18 +88,38 @@ export function secretsFromSources(src: SourceEnv): SecretLookup {
         where = `environment variable ${name}`;
         value = src.env[name];
       }
+      if (!token.fingerprint) {
+        // Every secret a plan reads is fingerprinted: a token without one was not written by plan.
+        throw new Error(`${identity}: the secret ${path} (${where}) has no fingerprint: the saved plan was not made as plan makes it (edited?); plan again`);
+      }
       if (value === undefined || value === '') {
         const why = source.file !== undefined
           ? `which cannot be read${value === '' ? ' (it is empty)' : ''}: a saved plan names secret files relative to the directory plan ran in; apply from there`
           : `which is ${value === '' ? 'empty' : 'not set'}`;
         throw new Error(`${identity}: the secret ${path} comes from ${where}, ${why}`);
       }
-      if (token.fingerprint && fingerprintSecret(src.stack, identity, path, value) !== token.fingerprint) {
+      if (fingerprintSecret(src.stack, identity, path, value) !== token.fingerprint) {
         throw new StaleSecretError(`${identity}: the secret ${path} (${where}) is not the value the plan was made with`);
       }
       return value;
     },
   };
+}
+
+/**
+ * Whether `path` (`oidc.client_secret`, `oauth.provider.github.client_secret`) is a secret field of
+ * `kind` — one of its, or its modules', write-only paths. A saved plan is a file anyone may edit:
+ * a secret token anywhere else would send an environment variable or a file into an ordinary
+ * field (a description the API returns to every reader).
+ */
+export function isSecretPath(kind: KindDef, path: string): boolean {
+  const segs = path.split('.');
+  const module = kind.modules?.find((m) => m.name === segs[0]);
+  const [patterns, rest] = module ? [module.writeOnly ?? [], segs.slice(1)] : [kind.writeOnly ?? [], segs];
+  return patterns.some((p) => {
+    const want = p.split('.');
+    return want.length === rest.length && want.every((w, i) => w === '*' || w === rest[i]);
+  });
 }
 
 /** Every secret token of a plan, with where it sits: `apply --plan` checks them all before sending anything. */
