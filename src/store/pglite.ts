@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
@@ -30,7 +30,7 @@ export async function openPglite(stateDir: string | null, opts: { locked?: boole
   const lock = dir && !opts.locked ? DirLock.acquire(dir) : null;
   try {
     const data = dir ? join(dir, 'pgdata') : null;
-    if (data) mkdirSync(data, { recursive: true });
+    if (data) ownerOnly(data);
     const settings = settingsParams(PGLITE_SETTINGS);
     // A new database comes from the committed template when it fits (pglite-template.ts): no
     // initdb. Otherwise initdb makes it, with the same settings (it would probe its own defaults,
@@ -55,4 +55,15 @@ export async function openPglite(stateDir: string | null, opts: { locked?: boole
     lock?.release();
     throw err;
   }
+}
+
+/**
+ * The database directory, made (or kept) readable by its owner only: PGlite writes its files
+ * world-readable, and they hold every secret stored (the WAL in plain text). Only `pgdata/` is
+ * tightened, not the state directory, which a user may have pointed at a directory of theirs.
+ */
+function ownerOnly(data: string): void {
+  mkdirSync(data, { recursive: true, mode: 0o700 });
+  const st = statSync(data);
+  if ((st.mode & 0o077) !== 0 && st.uid === process.getuid?.()) chmodSync(data, 0o700);
 }

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -49,6 +49,17 @@ describe('PGlite directory lock', () => {
       await db.close();
     }
     expect(existsSync(join(dir, 'lock'))).toBe(false);
+  });
+
+  it("keeps the database files its owner's alone: pgdata/ is 0700, made so or tightened", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ep-mode-'));
+    const db = await openPglite(dir);
+    await db.close();
+    expect(statSync(join(dir, 'pgdata')).mode & 0o777).toBe(0o700);
+    chmodSync(join(dir, 'pgdata'), 0o755); // made by an older version
+    const again = await openPglite(dir);
+    await again.close();
+    expect(statSync(join(dir, 'pgdata')).mode & 0o777).toBe(0o700);
   });
 
   it('refuses a second open in the same process too', async () => {
