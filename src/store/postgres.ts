@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { redactDatabaseUrl } from '../util/database-url.js';
 import { PoolDb } from './pool-db.js';
 import type { Db } from './db.js';
 
@@ -50,11 +51,5 @@ export async function openPostgres(url: string, opts: PostgresOptions = {}): Pro
 }
 
 export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return 'postgres';
-  }
+  return redactDatabaseUrl(url, '***');
 }

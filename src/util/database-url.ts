@@ -1,14 +1,29 @@
+/** Query parameters of a PostgreSQL URL that can carry a credential (`?password=…`, `sslpassword`, …). */
+const SECRET_PARAM = /pass|secret|token|key/i;
+
 /**
- * A PostgreSQL URL as the CLI names it (a plan's target, the file of its embedded key): without
- * the password, which must reach no plan, log or file name. A URL that does not parse is named
- * by what it is, not echoed.
+ * A PostgreSQL URL with its credentials masked (`mask`) or left out (`mask` omitted): the password
+ * of the user part and every query parameter that can carry one. What is left names the server,
+ * database and options, for logs, messages and plans. A URL that does not parse is named by what
+ * it is, not echoed.
  */
-export function databaseTarget(url: string): string {
+export function redactDatabaseUrl(url: string, mask?: string): string {
+  let u: URL;
   try {
-    const u = new URL(url);
-    u.password = '';
-    return u.toString();
+    u = new URL(url);
   } catch {
     return 'postgres:(unparsable DATABASE_URL)';
   }
+  if (u.password) u.password = mask ?? '';
+  for (const name of [...u.searchParams.keys()]) {
+    if (!SECRET_PARAM.test(name)) continue;
+    if (mask === undefined) u.searchParams.delete(name);
+    else u.searchParams.set(name, mask);
+  }
+  return u.toString();
+}
+
+/** A PostgreSQL URL as the CLI names it (a plan's target, the file of its embedded key): its credentials left out. */
+export function databaseTarget(url: string): string {
+  return redactDatabaseUrl(url);
 }
