@@ -85,7 +85,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     try {
       body = JSON.parse(bytes.toString('utf8'));
     } catch (err) {
-      return done(new ApiError('ERR_INVALID_JSON', `body is not valid JSON: ${(err as Error).message}`), undefined);
+      // V8 quotes the input around the error ("Unexpected token 'S', \"…\" is not valid JSON"): a
+      // secret in the body would come back in the error, and go to logs. The message without it.
+      const why = (err as Error).message.replace(/, (?:\.\.\.)?".*$/s, '');
+      return done(new ApiError('ERR_INVALID_JSON', `body is not valid JSON: ${why}`), undefined);
     }
     const bad = findUnstorableText(body);
     if (bad !== null) {

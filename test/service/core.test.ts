@@ -131,6 +131,10 @@ describe.each(ENGINES)('service core on %s', (engine) => {
   it('takes JSON only: 415 for other types, 400 for broken JSON, 413 over 1 MiB', async () => {
     expectError(await c.request('POST', '/backends/failover', 'backends=', { 'content-type': 'application/x-www-form-urlencoded' }), 415, 'ERR_UNSUPPORTED_MEDIA_TYPE');
     expectError(await c.request('POST', '/backends/failover', '{"backends": [', { 'content-type': 'application/json' }), 400, 'ERR_INVALID_JSON');
+    // The error says what is wrong without quoting the body back (a secret in it would be echoed).
+    const broken = await c.request('POST', '/backends/failover', '{"backends": [], "description": SECRET_IN_BODY}', { 'content-type': 'application/json' });
+    expectError(broken, 400, 'ERR_INVALID_JSON');
+    expect(broken.body.msg).toBe("body is not valid JSON: Unexpected token 'S'");
     const big = JSON.stringify({ backends: [], description: 'x'.repeat(1024 * 1024) });
     expectError(await c.request('POST', '/backends/failover', big), 413, 'ERR_PAYLOAD_TOO_LARGE');
     const noBody = await c.request('POST', '/backends/failover', undefined, { 'content-type': 'application/json' });
