@@ -466,3 +466,25 @@ describe('loading manifests', () => {
     expect([...s.secrets.values()].map((x) => x.source)).toEqual([{ literal: `${join(dir, 'e.yaml')}:8:55` }]);
   });
 });
+
+describe('deeply nested documents', () => {
+  const nested = (n: number, flow: boolean) => `kind: FailoverBackend\nname: x\nbackends: []\nx: ${flow ? '['.repeat(n) + ']'.repeat(n) : '\n' + Array.from({ length: n }, (_, i) => `${'  '.repeat(i + 1)}- `).join('\n') + '1'}\n`;
+
+  it('past 64 levels go to the library, which reads them the same', () => {
+    for (const flow of [true, false]) {
+      const text = nested(80, flow);
+      expect(parseYamlFastDetailed(text)).toEqual({ bail: 'nested too deeply' });
+      const fast = parseYamlFastDetailed(nested(60, flow));
+      expect('docs' in fast).toBe(true);
+      const viaSource = parseSource('deep.yaml', text);
+      expect(viaSource.problems).toEqual([]);
+      expect(viaSource.docs[0].value).toEqual(parseAllDocuments(text)[0].toJS());
+    }
+  });
+
+  it('nesting too deep for the library is a problem at its place, not a crash of validate', () => {
+    const r = parseSource('deep.yaml', nested(1500, true));
+    expect(r.docs).toEqual([]);
+    expect(r.problems).toEqual([expect.objectContaining({ rule: 'yaml', line: 4, message: expect.stringContaining('nests too deeply to be read') })]);
+  });
+});

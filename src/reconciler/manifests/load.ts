@@ -131,7 +131,8 @@ export function parseSource(file: string, text: string): { docs: SourceDoc[]; pr
       locate: (path, opts) => {
         // Same documents, same indexes: the fast parser only accepts texts the library parses without errors.
         byIndex ??= new Map(parseWithLibrary(file, text).docs.map((d) => [d.index, d]));
-        return byIndex.get(index)!.locate(path, opts);
+        // The library should read every document this parser read; if one is beyond it, the file's start.
+        return byIndex.get(index)?.locate(path, opts) ?? { file, line: 1, col: 1 };
       },
     });
   });
@@ -149,6 +150,8 @@ export function yamlLibrary(): typeof import('yaml') {
 }
 
 /** The `yaml` library's parse, with positions through a LineCounter (the `Document`s are kept for `locate`). */
+const TOO_DEEP = 'the document nests too deeply to be read (collections inside collections, hundreds of levels)';
+
 export function parseWithLibrary(file: string, text: string): { docs: SourceDoc[]; problems: Problem[] } {
   const { LineCounter, parseAllDocuments } = yamlLibrary();
   const lc = new LineCounter();
@@ -162,8 +165,13 @@ export function parseWithLibrary(file: string, text: string): { docs: SourceDoc[
     return { file, line, col };
   };
   all.forEach((doc, index) => {
+    let tooDeep = false;
     for (const e of doc.errors) {
-      problems.push({ ...pos(e.pos[0]), severity: 'error', path: '', rule: 'yaml', message: e.message.split('\n')[0] });
+      // The library's stack ran out, once per level it unwound: one problem says it.
+      if (/call stack/i.test(e.message)) {
+        if (!tooDeep) problems.push({ ...pos(e.pos[0]), severity: 'error', path: '', rule: 'yaml', message: TOO_DEEP });
+        tooDeep = true;
+      } else problems.push({ ...pos(e.pos[0]), severity: 'error', path: '', rule: 'yaml', message: e.message.split('\n')[0] });
     }
     if (doc.errors.length) return;
     let value: unknown;
@@ -198,6 +206,7 @@ function aliasOffset(doc: Document): number {
 }
 
 function aliasMessage(message: string): string {
+  if (/call stack/i.test(message)) return TOO_DEEP;
   const name = /Unresolved alias.*: (\S+)$/i.exec(message.split('\n')[0])?.[1];
   if (name !== undefined) return `alias *${name} refers to no anchor &${name} set before it in this document`;
   if (/alias count/i.test(message)) return 'the aliases in this document expand to over 100 copies: refused as a resource exhaustion attack (write the values out)';

@@ -43,6 +43,9 @@ export function parseYamlFastDetailed(text: string): FastResult {
   }
 }
 
+/** Nesting the fast parser reads; deeper texts go to the library. Manifests nest a few levels. */
+const MAX_DEPTH = 64;
+
 class Bail {
   constructor(readonly reason: string) {}
 }
@@ -108,6 +111,8 @@ const PLAIN_RUN = /(?:[^:\n ]|:(?=[^ \n])| (?!#))*/y;
 
 class Parser {
   private readonly starts: number[] = [0];
+  /** Collections open around the one being read (`MAX_DEPTH` at most). */
+  private depth = 0;
   private readonly lines: number;
   /** Lines holding a tab (only built when the text has one). */
   private readonly tabs: Uint8Array | undefined;
@@ -201,6 +206,15 @@ class Parser {
    * root). Sets `next` to the line after it.
    */
   private node(i: number, col: number, n: number, at: At): unknown {
+    // Deeper than any manifest goes: the library reads it (and says what is wrong), not this parser
+    // (its values would be too deep for the library to find positions in, later).
+    if (++this.depth > MAX_DEPTH) bail('nested too deeply');
+    const value = this.nodeAt(i, col, n, at);
+    this.depth--;
+    return value;
+  }
+
+  private nodeAt(i: number, col: number, n: number, at: At): unknown {
     if (this.tabs !== undefined && this.tabs[i] === 1) bail('tab character');
     const t = this.t, s = this.starts[i], e = this.starts[i + 1] - 1, p = s + col;
     const c = t.charCodeAt(p);
@@ -402,6 +416,13 @@ class Parser {
 
   /** A flow collection opening at `p` and closing on the same line: its value and the offset after it. */
   private flow(p: number, e: number): [unknown, number] {
+    if (++this.depth > MAX_DEPTH) bail('nested too deeply');
+    const r = this.flowAt(p, e);
+    this.depth--;
+    return r;
+  }
+
+  private flowAt(p: number, e: number): [unknown, number] {
     const t = this.t;
     const open = t.charCodeAt(p);
     p = this.skip(p + 1, e);
