@@ -20,4 +20,4 @@ export declare const sd4915ed4ca3057778a833a3c: Validator;
 export declare const s012d5ed76d461baa736e0c8f: Validator;
 export declare const sbb47cee0a30a43fb8a6f8819: Validator;
 export declare const sf98b98ec36dcc530aacd6b3d: Validator;
-export declare const s6d30389abad4a31b99c5bf12: Validator;
+export declare const s5cc9cbf1f94471d87628b8de: Validator;

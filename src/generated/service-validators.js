@@ -13059,9 +13059,9 @@ validate29.errors = vErrors;
 return errors === 0;
 }
 
-export const s6d30389abad4a31b99c5bf12 = validate30;
-const schema31 = {"type":"object","properties":{"identity_provider":{"type":"object","properties":{"name":{"type":"string","minLength":1,"maxBytes":255},"url":{"type":"string","minLength":1,"maxBytes":1024,"pattern":"^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#]+[^\\s]*$","x-rule":"must be an absolute http or https URL"}},"required":["name","url"],"additionalProperties":false},"provider_user_id":{"type":"string","minLength":1,"maxBytes":255},"username":{"type":"string","maxBytes":255},"email":{"type":"string","maxBytes":320},"name":{"type":"string","maxBytes":255},"last_active":{"type":"string","pattern":"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$","x-rule":"must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z"},"last_login":{"type":"string","pattern":"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$","x-rule":"must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z"}},"additionalProperties":false,"required":["identity_provider","provider_user_id"]};
-const pattern22 = new RegExp("^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#]+[^\\s]*$", "u");
+export const s5cc9cbf1f94471d87628b8de = validate30;
+const schema31 = {"type":"object","properties":{"identity_provider":{"type":"object","properties":{"name":{"type":"string","minLength":1,"maxBytes":255},"url":{"type":"string","minLength":1,"maxBytes":1024,"pattern":"^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$","x-rule":"must be an absolute http or https URL"}},"required":["name","url"],"additionalProperties":false},"provider_user_id":{"type":"string","minLength":1,"maxBytes":255},"username":{"type":"string","maxBytes":255},"email":{"type":"string","maxBytes":320},"name":{"type":"string","maxBytes":255},"last_active":{"type":"string","pattern":"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$","x-rule":"must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z"},"last_login":{"type":"string","pattern":"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$","x-rule":"must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z"}},"additionalProperties":false,"required":["identity_provider","provider_user_id"]};
+const pattern22 = new RegExp("^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$", "u");
 const pattern23 = new RegExp("^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$", "u");
 
 function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
@@ -13142,7 +13142,7 @@ return false;
 }
 else {
 if(!pattern22.test(data2)){
-validate30.errors = [{instancePath:instancePath+"/identity_provider/url",schemaPath:"#/properties/identity_provider/properties/url/pattern",keyword:"pattern",params:{pattern: "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#]+[^\\s]*$"},message:"must match pattern \""+"^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#]+[^\\s]*$"+"\"",schema:"^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#]+[^\\s]*$",parentSchema:schema31.properties.identity_provider.properties.url,data:data2}];
+validate30.errors = [{instancePath:instancePath+"/identity_provider/url",schemaPath:"#/properties/identity_provider/properties/url/pattern",keyword:"pattern",params:{pattern: "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$"},message:"must match pattern \""+"^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$"+"\"",schema:"^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$",parentSchema:schema31.properties.identity_provider.properties.url,data:data2}];
 return false;
 }
 else {

@@ -39,7 +39,7 @@ export const applicationUser: KindDef = {
       type: 'object',
       properties: {
         name: { type: 'string', minLength: 1, maxBytes: 255 },
-        url: { type: 'string', minLength: 1, maxBytes: 1024, pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#]+[^\\s]*$', 'x-rule': 'must be an absolute http or https URL' },
+        url: { type: 'string', minLength: 1, maxBytes: 1024, pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$', 'x-rule': 'must be an absolute http or https URL' },
       },
       required: ['name', 'url'],
       additionalProperties: false,

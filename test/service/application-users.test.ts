@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApplicationUsers, UserRecordError } from '../../src/service/application-users.js';
+import { ApplicationUsers, checkUserRecords, UserRecordError } from '../../src/service/application-users.js';
 import type { Db, Queryable } from '../../src/store/db.js';
 import { ENGINES, startTestService, type TestService } from '../helpers/service.js';
 
@@ -176,5 +176,17 @@ describe.each(ENGINES)('application users on %s', (engine) => {
     expect(inserts).toBe(2);
     expect(await countIn(c.accountId)).toBe(0);
     expect((await users.import([ok])).created).toBe(1);
+  });
+});
+
+describe('user record checks', () => {
+  it('take linear time on a long provider URL that is not one (no backtracking over it)', () => {
+    const long = 'https://' + 'a'.repeat(200_000) + ' x';
+    const t0 = performance.now();
+    const problems = checkUserRecords([{ account_id: 'acc_1', identity_provider: { name: 'P', url: long }, provider_user_id: 'u' }]);
+    const ms = performance.now() - t0;
+    expect(problems.join('\n')).toMatch(/identity_provider\.url/);
+    // A quadratic pattern took minutes on this; a linear one takes about a millisecond.
+    expect(ms).toBeLessThan(1000);
   });
 });
