@@ -194,6 +194,15 @@ describe('edgeplane apply / plan / export / watch on the embedded default', { ti
     expect((await runCli(['plan', out, ...at, '--detailed-exitcode'])).code).toBe(0);
   });
 
+  it('EDGEPLANE_API_URL set but empty (a CI secret a fork does not get) is refused, not read as "use the embedded service"', async () => {
+    const state = join(tempDir('ep-empty-url-'), 'state');
+    const dir = manifestDir({ 'pool.yaml': 'kind: FailoverBackend\nname: x\nbackends: []\n' });
+    const r = await runCli(['plan', dir, '--state', state], { env: { EDGEPLANE_API_URL: '', EDGEPLANE_API_KEY: '' } });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('EDGEPLANE_API_URL is set but empty');
+    expect(existsSync(state)).toBe(false);
+  });
+
   it('apply --plan refuses a saved plan edited to send an environment variable into an ordinary field', async () => {
     const state = tempDir('ep-tamper-');
     const dir = manifestDir({ 'pool.yaml': 'kind: FailoverBackend\nname: pool\ndescription: placeholder\nbackends: []\n' });

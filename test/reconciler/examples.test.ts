@@ -48,6 +48,17 @@ describe('examples', () => {
     // Invalid manifests reach the comment (plan --markdown lists them): no step fails the job before it.
     expect(commands.filter((c) => c.startsWith('edgeplane validate'))).toEqual([]);
     expect(commands.find((c) => c.startsWith('edgeplane plan'))).toContain('--strict');
+    // The key and the secrets reach the edgeplane steps only, never the whole workflow or job.
+    expect(JSON.stringify(wf.env ?? {})).not.toMatch(/secrets\./);
+    for (const job of Object.values(wf.jobs as Record<string, { env?: object; steps: { run?: string; env?: Record<string, string> }[] }>)) {
+      expect(JSON.stringify(job.env ?? {})).not.toMatch(/secrets\./);
+      for (const step of job.steps) {
+        const usesSecrets = JSON.stringify(step).includes('secrets.');
+        expect(usesSecrets, JSON.stringify(step)).toBe(/^edgeplane (plan|apply) /m.test((step.run ?? '').trim().split('\n').map((l) => l.trim()).join('\n')));
+      }
+    }
+    // No saved plan leaves the job (it holds secret fingerprints; artifacts of public repositories are public).
+    expect(JSON.stringify(wf.jobs)).not.toContain('upload-artifact');
     const bySub = new Map<string, Set<string>>();
     for (const c of commands) {
       const [, sub, ...rest] = c.split(/\s+/);
