@@ -50,6 +50,21 @@ describe('{env: …} secrets', () => {
     expect(problems({ HOOK_SECRET: '' })).toEqual(['environment variable HOOK_SECRET is empty (a secret must have a value)']);
     expect(problems({ HOOK_SECRET: 'whsec_x' })).toEqual([]);
   });
+
+  it("never edgeplane's own settings (its API key, its database URL): a manifest naming one is a problem, set or not", () => {
+    const env = { EDGEPLANE_API_KEY: 'ep_key', DATABASE_URL: 'postgres://x', EDGEPLANE_SECRET_HOOK: 'whsec_y' };
+    for (const name of ['EDGEPLANE_API_KEY', 'EDGEPLANE_API_URL', 'DATABASE_URL']) {
+      const dir = manifestDir({ 'e/edge.yaml': route('x').replace('{ file: x }', `{ env: ${name} }`) });
+      const v = validateDir({ root: join(dir, 'e'), cwd: dir, stack: 'prod' });
+      const r = resolveSecrets(v.objects, 'prod', { env, cwd: dir });
+      expect(r.problems.map((p) => `${p.rule}: ${p.message}`)).toEqual([`secret-invalid: ${name} holds edgeplane's own setting, not a secret of the manifests: it is never sent to the service (name another variable)`]);
+      expect(r.secrets.size).toBe(0);
+    }
+    // The names export writes stay allowed.
+    const dir = manifestDir({ 'e/edge.yaml': route('x').replace('{ file: x }', '{ env: EDGEPLANE_SECRET_HOOK }') });
+    const v = validateDir({ root: join(dir, 'e'), cwd: dir, stack: 'prod' });
+    expect(resolveSecrets(v.objects, 'prod', { env, cwd: dir }).problems).toEqual([]);
+  });
 });
 
 describe('secret values the service would refuse', () => {

@@ -1,5 +1,5 @@
 import { fingerprintSecret } from '../ownership/marker.js';
-import type { SecretSource } from '../manifests/secrets.js';
+import { ownSetting, type SecretSource } from '../manifests/secrets.js';
 import { isSecretToken, type SecretToken } from '../plan/tokens.js';
 import type { HttpRequest, Step } from '../plan/types.js';
 import type { KindDef } from '../../kinds/types.js';
@@ -85,6 +85,7 @@ export function secretsFromSources(src: SourceEnv): SecretLookup {
         value = src.readFile(source.file);
       } else {
         const name = (source.env ?? source.fromEnv)!;
+        if (ownSetting(name)) throw new Error(`${identity}: the secret ${path} names ${name}, edgeplane's own setting: never sent to the service`);
         where = `environment variable ${name}`;
         value = src.env[name];
       }

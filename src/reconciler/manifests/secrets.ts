@@ -57,6 +57,16 @@ function valueProblem(value: string): string | undefined {
  * Reads every secret the manifests reference (environment variables, files) and fingerprints it
  * for the stack. Missing variables or files are problems at the reference's position.
  */
+/**
+ * Environment variables that hold edgeplane's own settings (its API key, its database URL): never
+ * a secret of the manifests. A manifest (a pull request's, say) naming one would have the key sent
+ * to the service as a route's secret, where the route's configuration takes it further. Exported
+ * secrets use `EDGEPLANE_SECRET_…`, which stays allowed.
+ */
+export function ownSetting(name: string): boolean {
+  return (/^EDGEPLANE_/.test(name) && !/^EDGEPLANE_SECRET_/.test(name)) || name === 'DATABASE_URL';
+}
+
 export function resolveSecrets(objects: ManifestObject[], stack: string, src: SecretEnv): { secrets: Map<string, ResolvedSecret>; problems: Problem[] } {
   const secrets = new Map<string, ResolvedSecret>();
   const problems: Problem[] = [];
@@ -70,7 +80,10 @@ export function resolveSecrets(objects: ManifestObject[], stack: string, src: Se
       if (isSecretRef(s.value)) {
         source = s.value;
         const name = s.value.env ?? s.value.fromEnv;
-        if (name !== undefined) {
+        if (name !== undefined && ownSetting(name)) {
+          problems.push({ ...pos(), severity: 'error', path: formatPath([...o.at, ...s.path]), rule: 'secret-invalid', message: `${name} holds edgeplane's own setting, not a secret of the manifests: it is never sent to the service (name another variable)` });
+          continue;
+        } else if (name !== undefined) {
           value = src.env[name];
           if (value === undefined || value === '') {
             problems.push({ ...pos(), severity: 'error', path: formatPath([...o.at, ...s.path]), rule: 'secret-missing', message: `environment variable ${name} is ${value === '' ? 'empty (a secret must have a value)' : 'not set'}` });
