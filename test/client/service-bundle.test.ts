@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -53,6 +54,24 @@ describe('the service bundle (the embedded thread runs it without a TypeScript l
     expect(await serviceBundle({ entry: join(src, 'entry.ts'), cacheDir })).toBe(file);
     expect(statSync(file).mtimeMs).toBeGreaterThan(built);
     expect(readFileSync(file, 'utf8')).toMatch(/VERSION = 2/);
+  });
+
+  it('a bundle changed after it was built, or a record vouching for no inputs, is built again, not run', async () => {
+    const src = sources();
+    const cacheDir = newCacheDir();
+    const file = (await serviceBundle({ entry: join(src, 'entry.ts'), cacheDir }))!;
+    // Planted: the bundle replaced, its record left as it was.
+    writeFileSync(file, 'export const out = "planted";\n');
+    expect(await serviceBundle({ entry: join(src, 'entry.ts'), cacheDir })).toBe(file);
+    expect(readFileSync(file, 'utf8')).not.toContain('planted');
+    // Planted with a record of its own that lists no inputs (nothing to find changed).
+    const meta = JSON.parse(readFileSync(`${file}.json`, 'utf8'));
+    writeFileSync(file, 'export const out = "planted";\n');
+    writeFileSync(`${file}.json`, JSON.stringify({ ...meta, inputs: {}, bundle: createHash('sha256').update('export const out = "planted";\n').digest('base64url') }));
+    expect(await serviceBundle({ entry: join(src, 'entry.ts'), cacheDir })).toBe(file);
+    expect(readFileSync(file, 'utf8')).not.toContain('planted');
+    const mod = await import(pathToFileURL(file).href + '?again');
+    expect(mod.out.version).toBe(1);
   });
 
   it('no bundle where none can be written (the caller then runs the sources with tsx)', async () => {
