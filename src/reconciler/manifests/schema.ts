@@ -24,9 +24,10 @@ export const SECRET_REF: JSONSchema = {
   maxProperties: 1,
 };
 
-/** Manifest kinds, top-level ones only (children are nested in their parent). */
-export function manifestKinds(): KindDef[] {
-  return KINDS.filter((k) => k.manifestKind && !k.parent);
+let topKinds: readonly KindDef[] | undefined;
+/** Manifest kinds, top-level ones only (children are nested in their parent): one list, made once (frozen). */
+export function manifestKinds(): readonly KindDef[] {
+  return (topKinds ??= Object.freeze(KINDS.filter((k) => k.manifestKind && !k.parent)));
 }
 
 /** The kind a ref may name by manifest name, or undefined when only raw ids make sense. */

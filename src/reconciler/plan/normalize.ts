@@ -284,14 +284,31 @@ export function normalize(kind: KindDef, body: Body, sym: Symbolize, config: Kin
   return { fields, modules };
 }
 
+/** A kind's plain fields as normal forms take them: metadata and derived fields left out (worked out once per kind). */
+interface PlainField { name: string; dflt: unknown; clearable: boolean }
+const plainFields = new WeakMap<KindDef, PlainField[]>();
+function plainFieldsOf(kind: KindDef): PlainField[] {
+  let plan = plainFields.get(kind);
+  if (!plan) {
+    plan = [];
+    for (const f in kind.fields) {
+      if (f === 'metadata' || kind.derived?.includes(f)) continue;
+      plan.push({ name: f, dflt: kind.defaults?.[f], clearable: clearable(kind, f) });
+    }
+    plainFields.set(kind, plan);
+  }
+  return plan;
+}
+
 /** The plain fields' part of the normal form (unique values and collision keys need no more). */
 export function normalizeFields(kind: KindDef, body: Body, sym: Symbolize): Body {
   const fields: Body = {};
-  for (const f in kind.fields) {
-    if (f === 'metadata' || kind.derived?.includes(f)) continue;
-    const v = f in body ? body[f] : kind.defaults?.[f];
-    if (v === undefined || v === null || (v === '' && clearable(kind, f))) continue;
-    fields[f] = v;
+  const plan = plainFieldsOf(kind);
+  for (let i = 0; i < plan.length; i++) {
+    const p = plan[i];
+    const v = p.name in body ? body[p.name] : p.dflt;
+    if (v === undefined || v === null || (v === '' && p.clearable)) continue;
+    fields[p.name] = v;
   }
   const r = new Rewrite(fields, true);
   symbolizeRefs(r, kind.refs, sym);
