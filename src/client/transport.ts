@@ -46,24 +46,32 @@ export function httpTransport(baseUrl: string, apiKey: string): Transport {
   const origin = new URL(base).origin;
   const agent = keepAliveAgent(origin);
   let reader: WorkerChannel | undefined;
+  /**
+   * The URL of `path` on the API's own origin, or undefined: the key goes nowhere else. A path is
+   * `/…` under the base (`base + "@evil.example/x"`, or `".evil.example"` after a host, would name
+   * another host: a saved plan is a file anyone may edit); a link the API gave is an absolute URL
+   * on the same origin.
+   */
+  const onOrigin = (path: string): string | undefined => {
+    if (/^https?:\/\//i.test(path)) return new URL(path).origin === origin ? path : undefined;
+    if (!path.startsWith('/') || path.startsWith('//')) return undefined;
+    const url = base + path;
+    return new URL(url).origin === origin ? url : undefined;
+  };
   return {
     target: base,
     request(method, path, body) {
-      let url = base + path;
-      if (/^https?:\/\//.test(path)) {
-        // Follow the API's own links only on the same origin: never send the key elsewhere.
-        if (new URL(path).origin !== origin) return Promise.reject(new Error(`refusing to follow ${path}: not on ${origin}`));
-        url = path;
-      }
+      const url = onOrigin(path);
+      if (url === undefined) return Promise.reject(new Error(`refusing to send a request to ${path}: not a path of the API at ${base}`));
       const payload = body === undefined ? undefined : JSON.stringify(body);
       const h = headers(apiKey, body);
       if (payload !== undefined) h['content-length'] = String(Buffer.byteLength(payload));
       return exchange(url, { method, agent, headers: h }, payload).then((r) => ({ status: r.status, headers: r.headers, body: parse(r.text) }));
     },
     readPages(path, onPage) {
-      const url = /^https?:\/\//.test(path) ? path : base + path;
+      const url = onOrigin(path);
       // The key goes to the API's own origin only: a link elsewhere is the caller's to refuse.
-      if (new URL(url).origin !== origin) return Promise.resolve({ path });
+      if (url === undefined) return Promise.resolve({ path });
       reader ??= pageReader(origin, headers(apiKey, undefined));
       return reader.readPages(url, onPage);
     },

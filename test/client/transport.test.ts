@@ -63,8 +63,14 @@ describe('the HTTP transport', () => {
     try {
       expect((await t.request('GET', `${api.url}/certificate_authorities?before_id=x`)).status).toBe(200);
       expect(api.seen.map((r) => r.url)).toEqual(['/certificate_authorities?before_id=x']);
-      await expect(t.request('GET', `${other.url}/certificate_authorities`)).rejects.toThrow(/refusing to follow .* not on/);
+      await expect(t.request('GET', `${other.url}/certificate_authorities`)).rejects.toThrow(/refusing to send a request to .* not a path of the API/);
+      // A path that would name another host after the base (a saved plan is a file anyone may edit).
+      const port = new URL(other.url).port;
+      for (const path of [`@127.0.0.1:${port}/steal`, `:${port}/steal`, `//127.0.0.1:${port}/steal`, 'certificate_authorities']) {
+        await expect(t.request('POST', path, { secret: 'x' }), path).rejects.toThrow(/not a path of the API/);
+      }
       expect(other.seen).toEqual([]);
+      expect(api.seen).toHaveLength(1);
     } finally {
       await t.close();
     }
