@@ -283,11 +283,19 @@ class Planner {
     if (!mine.size) return;
     const hits = this.observed.filter((o) => o.kind === d.kind && o.parentId === parentId && o.owner.type !== 'this' && !this.claimed.has(o.id) &&
       this.observedKeys(o).some((k) => mine.has(k)));
+    // Several unmanaged ones alike (the same certificate twice): the one exactly as the manifest says is adopted, the others are not this object's.
+    const exact = this.opts.adopt && hits.length > 1 ? this.exactAmong(dec, hits) : undefined;
+    if (exact) {
+      dec.o = exact;
+      dec.adopted = true;
+      this.claimed.add(exact.id);
+      return;
+    }
     for (const o of hits) {
       const what = `${d.identity} matches existing ${d.kind.title} ${o.id}`;
       if (o.owner.type === 'stack') {
         this.conflicts.push({ identity: d.identity, kind: d.kind.name, id: o.id, owner: 'stack', stack: o.owner.stack, message: `${what}, owned by stack "${o.owner.stack}"; remove it from one of the stacks` });
-      } else if (this.opts.adopt && (hits.length === 1 || o === this.exactAmong(dec, hits))) {
+      } else if (this.opts.adopt && hits.length === 1) {
         dec.o = o;
         dec.adopted = true;
         this.claimed.add(o.id);
