@@ -736,7 +736,11 @@ class Planner {
 
   private created?: Map<string, DesiredObject>;
 
+  private readonly deleteIds = new Set<string>();
   private addDelete(o: ObservedObject, identity: string, id: string, reason: string) {
+    // Copies of one identity pruned together (duplicates of an object that left the manifests): a step each.
+    if (this.deleteIds.has(id)) id = `${id}:${o.id}`;
+    this.deleteIds.add(id);
     this.pendingDeletes.push({ o, identity, id, reason });
   }
 
