@@ -677,8 +677,17 @@ class Planner {
     for (const dec of this.decisions.values()) if (dec.o) keptIds.add(dec.o.id);
     // Protected children that left the manifests, by parent: deleting the parent would delete them.
     const protectedChildren = new Map<string, string[]>();
+    // Children this stack does not own (another stack's, or none's): deleting their parent would delete them.
+    const foreignChildren = new Map<string, string[]>();
     for (const o of this.observed) {
-      if (o.owner.type !== 'this' || !o.parentId || !o.marker!.protect || keptIds.has(o.id)) continue;
+      if (!o.parentId) continue;
+      if (o.owner.type !== 'this') {
+        if (this.claimed.has(o.id)) continue;
+        const what = o.owner.type === 'stack' ? `${o.marker!.id} of stack "${o.owner.stack}"` : `${o.kind.title} ${o.id} (no stack manages it)`;
+        foreignChildren.set(o.parentId, [...(foreignChildren.get(o.parentId) ?? []), what]);
+        continue;
+      }
+      if (!o.marker!.protect || keptIds.has(o.id)) continue;
       protectedChildren.set(o.parentId, [...(protectedChildren.get(o.parentId) ?? []), o.marker!.id]);
     }
     for (const o of this.observed) {
@@ -691,6 +700,13 @@ class Planner {
         this.warnings.push(`${identity} (${o.id}) is no longer in the manifests but is protected: kept`);
         this.renameHint(o, identity, 'kept (protected)');
         continue; // with its children: a protected edge is kept as it is, routes and all
+      }
+      const foreign = foreignChildren.get(o.id);
+      if (foreign) {
+        // This stack deletes only what it owns: the parent stays, with what it holds of others.
+        this.warnings.push(`${identity} (${o.id}) is ${dup ? 'a duplicate' : 'no longer in the manifests'} but is kept: deleting it would delete ${foreign.join(', ')}, which this stack does not own (delete or move ${foreign.length === 1 ? 'it' : 'them'} first)`);
+        keptIds.add(o.id);
+        continue;
       }
       const guarded = dup ? undefined : protectedChildren.get(o.id);
       if (guarded) {
