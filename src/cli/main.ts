@@ -59,7 +59,7 @@ program
 targetOptions(
   program
     .command('plan <dir>')
-    .description('show the API calls that would make the live state match the manifests (a directory; one file plans no deletions)')
+    .description('show the API calls that would make the live state match the manifests (the directory of a stack)')
     .addOption(stackOption())
     .option('--out <file>', 'save the plan (JSON) for `apply --plan <file>`')
     .option('--json', 'print the plan as JSON')

@@ -194,6 +194,18 @@ describe('edgeplane apply / plan / export / watch on the embedded default', { ti
     expect((await runCli(['plan', out, ...at, '--detailed-exitcode'])).code).toBe(0);
   });
 
+  it('plan, apply and watch take the stack\'s directory, not one file of it (planned alone, it would delete the objects of the others); validate takes a file', async () => {
+    const state = tempDir('ep-one-file-');
+    const dir = manifestDir({ 'pool.yaml': 'kind: FailoverBackend\nname: x\nbackends: []\n', 'web.yaml': 'kind: FailoverBackend\nname: y\nbackends: []\n', 'edgeplane.yaml': 'stack: s\n' });
+    for (const args of [['plan'], ['apply', '--auto-approve'], ['watch']]) {
+      const r = await runCli([args[0], join(dir, 'web.yaml'), ...args.slice(1), '--state', state]);
+      expect(r.code, args[0]).toBe(1);
+      expect(r.stderr).toContain('web.yaml is a file: plan, apply and watch take the directory of the stack\'s manifests');
+    }
+    expect(existsSync(join(state, 'pgdata'))).toBe(false);
+    expect((await runCli(['validate', join(dir, 'web.yaml')])).code).toBe(0);
+  });
+
   it('EDGEPLANE_API_URL set but empty (a CI secret a fork does not get) is refused, not read as "use the embedded service"', async () => {
     const state = join(tempDir('ep-empty-url-'), 'state');
     const dir = manifestDir({ 'pool.yaml': 'kind: FailoverBackend\nname: x\nbackends: []\n' });

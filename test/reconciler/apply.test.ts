@@ -163,25 +163,6 @@ describe('apply (real executor, real service)', () => {
   });
 });
 
-describe('a plan of one manifest file', () => {
-  it('deletes nothing the file leaves out (the other files hold it), and says so', async () => {
-    const client = await clientFor(svc);
-    const dir = manifestDir({
-      'ca.yaml': `kind: FailoverBackend\nname: pool\nbackends: ["bkdhr_${'c'.repeat(27)}"]\n`,
-      'web.yaml': `kind: HTTPSEdge\nname: web\nhostports: ["one-file-${Date.now()}.example.com:443"]\ndescription: before\n`,
-    });
-    await applyDir(client, dir, 'onefile');
-    writeFileSync(join(dir, 'web.yaml'), readFileSync(join(dir, 'web.yaml'), 'utf8').replace('before', 'after'));
-    const p = (await prepare(client, join(dir, 'web.yaml'), 'onefile')).plan!;
-    expect(p.steps.map((x) => x.id)).toEqual(['HTTPSEdge/web:update']);
-    expect(p.summary.delete).toBe(0);
-    expect(p.warnings).toEqual([`planned from one file (${join(dir, 'web.yaml')}): 1 object of stack "onefile" not in it left alone; plan the directory to delete objects`]);
-    // The directory's plan still deletes what no file holds.
-    rmSync(join(dir, 'ca.yaml'));
-    expect((await prepare(client, dir, 'onefile')).plan!.steps.map((x) => x.id)).toEqual(['HTTPSEdge/web:update', 'FailoverBackend/pool:delete']);
-  });
-});
-
 describe('export --all and adoption', () => {
   it('exports unmanaged objects; plan --adopt then only stamps markers', async () => {
     const client = await clientFor(svc);

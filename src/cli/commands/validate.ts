@@ -1,5 +1,5 @@
 import { resolveStack } from '../../reconciler/manifests/config.js';
-import { filesToPlan } from '../../reconciler/manifests/load.js';
+import { manifestFilesOrRefuse } from '../../reconciler/manifests/load.js';
 import { formatProblem, hasErrors } from '../../reconciler/manifests/problems.js';
 import { validateDir } from '../../reconciler/pipeline.js';
 import { CliExit, EXIT } from '../exit.js';
@@ -8,7 +8,7 @@ import type { Output } from '../output.js';
 export interface ValidateFlags { strict?: boolean; stack?: string; json?: boolean }
 
 export async function validate(out: Output, dir: string, flags: ValidateFlags): Promise<void> {
-  filesToPlan(dir); // no manifest file at all is a wrong path far more often than a stack meant empty: plan and apply refuse it too
+  manifestFilesOrRefuse(dir); // no manifest file at all is a wrong path far more often than a stack meant empty: plan and apply refuse it too
   const { stack } = resolveStack(dir, flags.stack);
   const r = validateDir({ root: dir, stack, strict: flags.strict });
   const errors = r.problems.filter((p) => p.severity === 'error').length;

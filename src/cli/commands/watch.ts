@@ -1,6 +1,6 @@
 import { lineProgress, type ProgressRenderer } from '../../reconciler/apply/progress.js';
 import { resolveStack } from '../../reconciler/manifests/config.js';
-import { filesToPlan, manifestFiles } from '../../reconciler/manifests/load.js';
+import { filesToPlan, manifestFiles, stackDirectory } from '../../reconciler/manifests/load.js';
 import { formatProblem } from '../../reconciler/manifests/problems.js';
 import { MARKER_CHANGE, type Step } from '../../reconciler/plan/types.js';
 import { renderText } from '../../reconciler/render/text.js';
@@ -119,6 +119,7 @@ export async function watch(out: Output, dir: string, flags: WatchFlags): Promis
   if (debounceMs !== undefined && !(Number.isInteger(debounceMs) && debounceMs >= 0)) throw new CliExit(EXIT.error, `--debounce must be a whole number of milliseconds (0 or more), not ${flags.debounce}`);
   // A directory that is not there fails now, not in a run. One with no manifest yet is fine to
   // start writing in, unless --prune would delete the stack's objects at the first run.
+  stackDirectory(dir);
   (flags.prune ? filesToPlan : manifestFiles)(dir);
   const { stack } = resolveStack(dir, flags.stack);
   // While it runs, plan, apply and export in another terminal reach the same state directory through

@@ -1,4 +1,3 @@
-import { statSync } from 'node:fs';
 import type { ApiClient } from '../../client/api-client.js';
 import { manifestFiles, readManifest, type SourceDoc } from '../manifests/load.js';
 import { hasErrors, sortProblems, type Problem } from '../manifests/problems.js';
@@ -7,7 +6,6 @@ import { validateManifests, ValidationMemo } from '../manifests/validate.js';
 import type { PlanInput } from '../pipeline.js';
 import { buildDesired } from '../plan/desired.js';
 import { diff } from '../plan/diff.js';
-import { withoutPrunes } from '../plan/prunes.js';
 import { observeItem } from '../plan/observed.js';
 import { DEFAULT_CONFIG, NormMemo, tokenReader } from '../plan/normalize.js';
 import { manifestKinds } from '../manifests/schema.js';
@@ -141,19 +139,7 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
   }
   await live;
   const observed = manifestKinds().flatMap((k) => observedByKind.get(k) ?? []);
-  let plan = diff(desired, observed, { ...input, target: client.target }, memo);
-  if (statSync(input.root).isFile()) plan = fromOneFile(plan, input, byIdentity, observed);
+  const plan = diff(desired, observed, { ...input, target: client.target }, memo);
   return { problems, plan, secrets: s.secrets, identities: byIdentity, observed };
 }
 
-/**
- * A plan of one manifest file (`plan edge/web.yaml`) deletes nothing: the stack's other objects
- * are in the other files, and a plan of the file alone would delete them all (as `kubectl apply
- * -f` users do not expect). Its prunes are left out, with a warning; a directory's plan deletes.
- */
-function fromOneFile(plan: Plan, input: PlanInput, identities: Identities, observed: ObservedObject[]): Plan {
-  const { plan: kept, prunes } = withoutPrunes(plan, identities, observed, input.threshold);
-  if (!prunes) return plan;
-  const n = `${prunes} object${prunes === 1 ? '' : 's'}`;
-  return { ...kept, warnings: [...kept.warnings, `planned from one file (${input.root}): ${n} of stack "${input.stack}" not in it left alone; plan the directory to delete objects`] };
-}

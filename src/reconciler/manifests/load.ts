@@ -66,12 +66,34 @@ function isDirectory(p: string): boolean {
 }
 
 /**
+ * A stack is planned from its directory: every manifest file in it makes the stack, and what is in
+ * none of them is deleted. One file alone would be planned as the whole stack (every object of
+ * the other files deleted), without the references and the `edgeplane.yaml` of its directory:
+ * refused (`validate` checks one file).
+ */
+export function stackDirectory(root: string): void {
+  let file = false;
+  try {
+    file = statSync(root).isFile();
+  } catch {
+    return; // not there: manifestFiles says so
+  }
+  if (file) throw new Error(`${root} is a file: plan, apply and watch take the directory of the stack's manifests (every file in it makes the stack; planned alone, one file would delete the objects of the others); validate checks one file`);
+}
+
+/**
  * The manifest files a command plans from. A root with none at all is refused: a plan from no
  * manifests deletes every object of the stack, and an empty directory is far more often a wrong
  * path (or files moved away) than that intent. Deleting everything on purpose takes an empty
  * manifest file. A root that is not there fails as in `manifestFiles`.
  */
 export function filesToPlan(root: string): string[] {
+  stackDirectory(root);
+  return manifestFilesOrRefuse(root);
+}
+
+/** `manifestFiles`, refusing a root with none (`validate` takes one file too). */
+export function manifestFilesOrRefuse(root: string): string[] {
   const files = manifestFiles(root);
   if (!files.length) {
     throw new Error(`${root}: no manifest files (.yaml or .yml) here, and a plan from none would delete every object of the stack; to do that on purpose, add an empty manifest file (such as none.yaml)`);
