@@ -17,7 +17,7 @@ export async function openTarget(flags: TargetFlags, how: StateDirOptions = {}):
   // Set but empty: a CI secret this job does not get (a pull request from a fork). Falling back to
   // the embedded service would plan against an empty database in the job's checkout.
   if (flags.apiUrl === '' || (flags.apiUrl === undefined && process.env.EDGEPLANE_API_URL === '')) {
-    throw new Error('EDGEPLANE_API_URL is set but empty (a CI secret this job does not get?): nothing planned; unset it to use the embedded service');
+    throw new Error(`${flags.apiUrl === '' && process.env.EDGEPLANE_API_URL === undefined ? '--api-url is' : 'EDGEPLANE_API_URL is set but'} empty (a CI secret this job does not get?): nothing planned; unset it to use the embedded service`);
   }
   if (flags.apiUrl) {
     if (!flags.apiKey) throw new Error('--api-url needs --api-key (or EDGEPLANE_API_KEY)');

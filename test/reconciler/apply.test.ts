@@ -318,6 +318,20 @@ describe('saved plans', () => {
     expect(isSecretPath(findKind('httpsEdgeRoute')!, 'description')).toBe(false);
     expect(isSecretPath(findKind('httpsEdgeRoute')!, 'oidc.client_id')).toBe(false);
     expect(() => ok.value(oidc.step.object.identity, oidc.path, { ...oidc.token, fingerprint: null })).toThrow(/has no fingerprint: the saved plan was not made as plan makes it/);
+    // Edited plans: a token whose fingerprint was removed is still found (and then refused); one
+    // wrapped in a list sits at a path that is no secret field.
+    const step = structuredClone(oidc.step);
+    const body = (step.request.body as Record<string, Record<string, unknown>>);
+    const holder = step.action === 'module.put' ? (body as Record<string, unknown>) : body.oidc;
+    const { fingerprint: _, ...bare } = holder.client_secret as Record<string, unknown>;
+    holder.client_secret = bare;
+    const [found1] = planSecrets([step]);
+    expect(found1.path).toBe('oidc.client_secret');
+    expect(() => ok.value(step.object.identity, found1.path, found1.token)).toThrow(/has no fingerprint/);
+    holder.client_secret = [oidc.token];
+    const [found2] = planSecrets([step]);
+    expect(found2.path).toBe('oidc.client_secret.0');
+    expect(isSecretPath(findKind(step.object.kind)!, found2.path)).toBe(false);
   });
 });
 

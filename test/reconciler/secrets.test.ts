@@ -53,7 +53,7 @@ describe('{env: …} secrets', () => {
 
   it("never edgeplane's own settings (its API key, its database URL): a manifest naming one is a problem, set or not", () => {
     const env = { EDGEPLANE_API_KEY: 'ep_key', DATABASE_URL: 'postgres://x', EDGEPLANE_SECRET_HOOK: 'whsec_y' };
-    for (const name of ['EDGEPLANE_API_KEY', 'EDGEPLANE_API_URL', 'DATABASE_URL']) {
+    for (const name of ['EDGEPLANE_API_KEY', 'EDGEPLANE_API_URL', 'DATABASE_URL', 'PGPASSWORD']) {
       const dir = manifestDir({ 'e/edge.yaml': route('x').replace('{ file: x }', `{ env: ${name} }`) });
       const v = validateDir({ root: join(dir, 'e'), cwd: dir, stack: 'prod' });
       const r = resolveSecrets(v.objects, 'prod', { env, cwd: dir });

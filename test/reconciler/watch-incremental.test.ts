@@ -1,4 +1,4 @@
-import { cpSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../src/client/api-client.js';
@@ -25,7 +25,7 @@ async function session(stack: string, extra: { intervalMs?: number; repair?: boo
       if (hit) return hit;
       await new Promise((r) => setTimeout(r, 25));
     }
-    throw new Error(`timed out; reports: ${reports.slice(from).map((r) => r.type).join(' ')}`);
+    throw new Error(`timed out; reports: ${reports.slice(from).map((r) => r.type).join(" ")} (all: ${reports.map((r) => r.type + ((r as { error?: string }).error ? ":" + (r as { error?: string }).error : "") + ((r as { paths?: string[] }).paths ? ":" + (r as { paths?: string[] }).paths!.join(",") : "")).join(" ")})`);
   };
   const isPlan = (r: WatchReport): r is Plan => r.type === 'plan';
   const endOk = (r: WatchReport): r is Extract<WatchReport, { type: 'run-end' }> => r.type === 'run-end' && r.status === 'ok';
@@ -235,6 +235,41 @@ describe('watch as files really change on a workstation', () => {
       expect(await remaining(w.client, w.dir, 'regen')).toEqual([]);
     } finally {
       await w.s.stop();
+    }
+  });
+
+  it('a watched symbolic link pointed at another directory is followed there (no file event says so)', async () => {
+    const client = await clientFor(svc);
+    const a = copyExample('small');
+    const b = tempDir('ep-link-b-');
+    cpSync(a, b, { recursive: true });
+    writeFileSync(join(b, 'https-edge.yaml'), readFileSync(join(b, 'https-edge.yaml'), 'utf8').replace('Public site and partner API', 'From b'));
+    const link = join(tempDir('ep-link-'), 'edge');
+    symlinkSync(a, link);
+    const reports: WatchReport[] = [];
+    const s = startWatchSession({ input: { root: link, stack: 'relink', env: {} }, client, debounceMs: 30, stableMs: 30, report: (r) => reports.push(r) });
+    try {
+      await s.ready;
+      const until = async (pred: (r: WatchReport) => boolean, from: number) => {
+        for (let t = 0; t < 400 && !reports.slice(from).some(pred); t++) await new Promise((r) => setTimeout(r, 25));
+        return reports.slice(from).find(pred);
+      };
+      expect(await until((r) => r.type === 'run-end' && r.status === 'ok', 0)).toBeDefined();
+      await s.idle();
+      const mark = reports.length;
+      rmSync(link);
+      symlinkSync(b, link);
+      const plan = await until((r) => r.type === 'plan' && r.plan.steps.length > 0, mark) as Plan | undefined;
+      expect(plan?.plan.steps.map((x) => x.id)).toEqual(['HTTPSEdge/web:update']);
+      await until((r) => r.type === 'run-end', mark);
+      await s.idle();
+      // Saves in the new target are seen.
+      const next = reports.length;
+      writeFileSync(join(b, 'https-edge.yaml'), readFileSync(join(b, 'https-edge.yaml'), 'utf8').replace('From b', 'Edited in b'));
+      const edited = await until((r) => r.type === 'plan' && r.plan.steps.length > 0, next) as Plan | undefined;
+      expect(edited?.plan.steps.map((x) => x.id)).toEqual(['HTTPSEdge/web:update']);
+    } finally {
+      await s.stop();
     }
   });
 

@@ -82,7 +82,7 @@ export function reporter(out: Output, color: boolean) {
         }
         if (r.mode === 'preview') {
           // --plan-only: the same plan again (every --interval tick, a save that changes nothing) is one line.
-          const steps = JSON.stringify(r.plan.steps.map((s) => [s.id, s.changes]));
+          const steps = JSON.stringify([r.plan.steps.map((s) => [s.id, s.changes]), r.plan.warnings, r.plan.conflicts, r.plan.blocked]);
           if (lastPreview?.steps === steps) return out.line(`${tag}plan unchanged since ${lastPreview.runId}`);
           lastPreview = { steps, runId: r.runId };
         }

@@ -128,8 +128,9 @@ export function planSecrets(steps: Step[]): { step: Step; path: string; token: S
   const out: { step: Step; path: string; token: SecretToken }[] = [];
   for (const step of steps) {
     const walk = (v: unknown, at: string[]) => {
-      if (isSecretToken(v)) out.push({ step, path: at.join('.'), token: v });
-      else if (Array.isArray(v)) v.forEach((x) => walk(x, at));
+      // Anything shaped like a token (a `$secret` key, with a fingerprint or not): the caller checks where it is and what it holds.
+      if (v && typeof v === 'object' && !Array.isArray(v) && '$secret' in v) out.push({ step, path: at.join('.'), token: v as SecretToken });
+      else if (Array.isArray(v)) v.forEach((x, i) => walk(x, [...at, String(i)]));
       else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) walk(x, [...at, k]);
     };
     walk(step.request.body, step.action === 'module.put' && step.module ? [step.module] : []);

@@ -60,11 +60,12 @@ function valueProblem(value: string): string | undefined {
 /**
  * Environment variables that hold edgeplane's own settings (its API key, its database URL): never
  * a secret of the manifests. A manifest (a pull request's, say) naming one would have the key sent
- * to the service as a route's secret, where the route's configuration takes it further. Exported
+ * to the service as a route's secret, where the route's configuration takes it further (and the
+ * PostgreSQL client's own: PGPASSWORD, PGPASSFILE, PGSSLKEY). Exported
  * secrets use `EDGEPLANE_SECRET_…`, which stays allowed.
  */
 export function ownSetting(name: string): boolean {
-  return (/^EDGEPLANE_/.test(name) && !/^EDGEPLANE_SECRET_/.test(name)) || name === 'DATABASE_URL';
+  return (/^EDGEPLANE_/.test(name) && !/^EDGEPLANE_SECRET_/.test(name)) || name === 'DATABASE_URL' || /^PG(PASSWORD|PASSFILE|SSLKEY)$/.test(name);
 }
 
 export function resolveSecrets(objects: ManifestObject[], stack: string, src: SecretEnv): { secrets: Map<string, ResolvedSecret>; problems: Problem[] } {

@@ -81,7 +81,7 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
   const run = async (ctx: RunContext): Promise<RunOutcome> => {
     // The directory itself gone (deleted, or replaced by a new one: a tool regenerating it): the
     // files are watched again once it is back, and its saves are seen again.
-    const gone = watching.check();
+    const gone = await watching.check();
     if (gone) return { status: 'invalid', error: gone };
     if (!opts.stackGiven) {
       const now = stackOf(root);
@@ -101,7 +101,7 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
       // A file vanishing between listing and reading (an editor's rename-over save), or one this
       // process may not read: a problem with the files, not an API failure — wait for a save.
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' || code === 'EACCES' || code === 'EPERM' || code === 'EISDIR' || code === 'ENOTDIR') return { status: 'invalid', error: (err as Error).message };
+      if (code !== undefined && FILE_PROBLEMS.has(code)) return { status: 'invalid', error: (err as Error).message };
       planner.invalidate();
       throw err;
     }
@@ -170,6 +170,9 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
   };
 }
 
+/** Errors reading the manifests that are the files' problem (wait for a save), not the API's (retry). */
+const FILE_PROBLEMS = new Set(['ENOENT', 'EACCES', 'EPERM', 'EISDIR', 'ENOTDIR', 'ELOOP', 'ENAMETOOLONG', 'EMFILE', 'ENFILE']);
+
 /** The stack `edgeplane.yaml` names now (the default when it names none, or cannot be read). */
 function stackOf(root: string): string {
   try {
@@ -189,50 +192,60 @@ function delay(ms: number, signal: AbortSignal): Promise<void> {
 /**
  * The watched root, by identity (device and inode): a directory deleted and made again, or
  * replaced by another (a tool that regenerates it, a symbolic link pointed elsewhere), is watched
- * afresh — the old watcher sees nothing of the new one. While the root is missing, it is looked
- * for every `pollMs`; when it is back, it is watched again and a run is asked for.
+ * afresh — the old watcher may see nothing of the new one. Every run looks at the root first
+ * (`check`), and renews the watcher when the root is another than watched; between runs it is
+ * looked at every `pollMs` (a link re-pointed makes no file event), and a run is asked for when
+ * it is back or another.
  */
 class RootWatch {
   private files: FileWatch | undefined;
   private identity: string | undefined;
   private poll: NodeJS.Timeout | undefined;
+  /** The identity a run was last asked for (asked once per change). */
+  private asked: string | undefined;
+  /** The root was missing since it was last watched. */
+  private gone = false;
   private closed = false;
 
-  constructor(private readonly root: string, private readonly watchFiles: () => FileWatch, private readonly onBack: (root: string) => void, private readonly pollMs = 250) {}
+  constructor(private readonly root: string, private readonly watchFiles: () => FileWatch, private readonly askRun: (root: string) => void, private readonly pollMs = 500) {}
 
   async start(): Promise<void> {
     this.identity = identityOf(this.root);
     this.files = this.watchFiles();
     await this.files.ready;
-  }
-
-  /** Undefined while the watch holds the root as it is now; else why this run cannot read it (and the watch is being renewed). */
-  check(): string | undefined {
-    const now = identityOf(this.root);
-    if (now === undefined) {
-      this.waitForRoot();
-      return `${this.root}: no such directory or file any more; watching for it to come back`;
-    }
-    if (now !== this.identity) void this.renew(now);
-    return undefined;
-  }
-
-  private async renew(identity: string) {
-    this.identity = identity;
-    const old = this.files;
-    this.files = this.watchFiles();
-    await old?.close();
-  }
-
-  private waitForRoot() {
-    if (this.poll || this.closed) return;
     this.poll = setInterval(() => {
       const now = identityOf(this.root);
-      if (now === undefined) return;
-      clearInterval(this.poll);
-      this.poll = undefined;
-      void this.renew(now).then(() => this.files?.ready).then(() => { if (!this.closed) this.onBack(this.root); });
+      if (now === undefined) this.gone = true;
+      if (this.closed || now === undefined || (!this.gone && now === this.identity) || now === this.asked) return;
+      this.asked = now;
+      this.askRun(this.root);
     }, this.pollMs);
+    this.poll.unref();
+  }
+
+  /**
+   * Undefined while the root is there; else why a run cannot read it. A root that is another than
+   * watched is watched afresh before the run goes on (the new watcher's first scan done), and the
+   * run reads every file after that, so a save made meanwhile is in it.
+   */
+  async check(): Promise<string | undefined> {
+    const now = identityOf(this.root);
+    if (now === undefined) {
+      this.gone = true;
+      return `${this.root}: no such directory or file any more; watching for it to come back`;
+    }
+    // Back after it was gone (a new directory may get the old one's inode number), or another.
+    if ((this.gone || now !== this.identity) && !this.closed) {
+      this.gone = false;
+      this.asked = undefined;
+      this.identity = now;
+      // Closed first: chokidar shares its handles by path, and a watcher made beside the old one
+      // would listen on the old one's, closed with it.
+      await this.files?.close();
+      this.files = this.watchFiles();
+      await this.files.ready;
+    }
+    return undefined;
   }
 
   async close(): Promise<void> {
