@@ -12,7 +12,7 @@ import { copyOf, DEFAULT_CONFIG, identical, normalizeFields, NormMemo, resetValu
 import { orderSteps } from './order.js';
 import { DEFAULT_THRESHOLD, safetyBlocks, type Threshold } from './safety.js';
 import type { DesiredObject, ObservedObject } from './state.js';
-import { isRefToken, isSecretToken, placeholder, type RefToken, type SecretToken } from './tokens.js';
+import { isRefToken, isSecretToken, placeholder, type SecretToken } from './tokens.js';
 import { canonicalJson } from '../../util/canonical-json.js';
 
 /** Stands for a reference whose target is not matched yet (no id has this form). */
@@ -58,8 +58,6 @@ class Planner {
   private readonly steps: Step[] = [];
   private readonly warnings: string[] = [];
   private readonly conflicts: Conflict[] = [];
-  /** Observed id → the steps that delete it (its own, or its parent's). */
-  private readonly deletedBy = new Map<string, string>();
   private readonly stepsOfObserved = new Map<string, string[]>();
   private readonly stepById = new Map<string, Step>();
   private readonly claimed = new Set<string>();

@@ -5,7 +5,6 @@ import { secretsFromMap } from '../apply/materialize.js';
 import { hasErrors, type Problem } from '../manifests/problems.js';
 import type { PlanInput } from '../pipeline.js';
 import { withoutPrunes } from '../plan/prunes.js';
-import type { ObservedObject } from '../plan/state.js';
 import type { Plan, Step } from '../plan/types.js';
 import { watchManifestFiles, type FileWatch } from './files.js';
 import { IncrementalPlanner, type LiveRead } from './incremental.js';
