@@ -38,6 +38,9 @@ declare module 'fastify' {
 export const REDACT_PATHS = [
   'req.headers.authorization', 'req.headers.cookie', 'headers.authorization',
   '*.client_secret', '*.secret', '*.api_key', '*.apiKey', '*.key_hash', '*.request_signing_key_pem',
+  // A database error's own text about the row it failed on ("Failing row contains (…)": the
+  // object's body, secrets and all) and the statement around it.
+  'err.detail', 'err.where', 'err.internalQuery', 'err.cause.detail', 'err.cause.where',
 ];
 
 /** The whole service as one fastify instance; `serve` listens with it, tests `inject` into it. */

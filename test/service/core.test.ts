@@ -1,7 +1,9 @@
 import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/service/app.js';
 import { revokeKey } from '../../src/service/auth.js';
+import type { Db } from '../../src/store/db.js';
 import { ENGINES, startTestService, TestClient, type TestService } from '../helpers/service.js';
 import { CA_PEM } from '../helpers/edges.js';
 
@@ -211,6 +213,23 @@ describe.each(ENGINES)('service core on %s', (engine) => {
 });
 
 describe('logging', () => {
+  it("a database error's text about the failing row (the object's body, secrets and all) is not logged", async () => {
+    const lines: string[] = [];
+    const stream = new Writable({ write(chunk, _enc, cb) { lines.push(...String(chunk).split('\n').filter(Boolean)); cb(); } });
+    const failing = Object.assign(new Error('new row violates check constraint'), { code: '23514', detail: 'Failing row contains (SECRET-IN-ROW)', where: 'SQL statement near SECRET-IN-WHERE' });
+    const db = { engine: 'postgres', describe: 'fake', query: async () => { throw failing; }, tx: async () => { throw failing; }, close: async () => {} } as unknown as Db;
+    const app = await buildApp({ db, logLevel: 'error', logStream: stream as never });
+    try {
+      const res = await app.inject({ method: 'GET', url: '/backends/failover', headers: { authorization: 'Bearer ep_x', 'service-version': '2' } });
+      expect(res.statusCode).toBe(500);
+      expect(lines.length).toBeGreaterThan(0);
+      expect(lines.join('\n')).toContain('new row violates check constraint');
+      expect(lines.join('\n')).not.toMatch(/SECRET-IN-(ROW|WHERE)/);
+    } finally {
+      await app.close();
+    }
+  });
+
   it('logs each request with its operation id and never the API key', async () => {
     const lines: string[] = [];
     const stream = new Writable({ write(chunk, _enc, cb) { lines.push(...String(chunk).split('\n').filter(Boolean)); cb(); } });
