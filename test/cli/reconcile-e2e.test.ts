@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -204,6 +204,37 @@ describe('edgeplane apply / plan / export / watch on the embedded default', { ti
     }
     expect(existsSync(join(state, 'pgdata'))).toBe(false);
     expect((await runCli(['validate', join(dir, 'web.yaml')])).code).toBe(0);
+  });
+
+  it('watch outlives its directory: deleted, it waits; made again at once (the same inode, often), later saves are applied', async () => {
+    const state = tempDir('ep-regen-state-');
+    const dir = copyExample('small');
+    const saved = tempDir('ep-regen-saved-');
+    cpSync(dir, saved, { recursive: true });
+    const w = startCli(['watch', dir, '--state', state]);
+    try {
+      await w.waitFor(/\[run-1\] ok/, { timeoutMs: 90_000 });
+      let mark = w.out().length;
+      rmSync(dir, { recursive: true, force: true });
+      await w.waitFor(/no such directory or file any more; watching for it to come back/, { from: mark });
+      await new Promise((r) => setTimeout(r, 1500)); // nothing else holds the process meanwhile
+      expect(w.child.exitCode).toBe(null);
+      mark = w.out().length;
+      cpSync(saved, dir, { recursive: true });
+      await w.waitFor(/\] (ok|no changes)/, { from: mark, timeoutMs: 30_000 });
+      // Deleted and made again in one go: the file watcher saw the root go, and watches the new one.
+      rmSync(dir, { recursive: true, force: true });
+      cpSync(saved, dir, { recursive: true });
+      await new Promise((r) => setTimeout(r, 1500));
+      mark = w.out().length;
+      writeFileSync(join(dir, 'https-edge.yaml'), readFileSync(join(dir, 'https-edge.yaml'), 'utf8').replace('Public site and partner API', 'After regeneration'));
+      await w.waitFor(/update HTTPSEdge\/web/, { from: mark, timeoutMs: 30_000 });
+      await w.waitFor(/\] ok in/, { from: mark, timeoutMs: 30_000 });
+    } finally {
+      w.child.kill('SIGINT');
+      await w.exited;
+    }
+    expect((await runCli(['plan', dir, '--state', state, '--detailed-exitcode'])).code).toBe(0);
   });
 
   it('EDGEPLANE_API_URL set but empty (a CI secret a fork does not get) is refused, not read as "use the embedded service"', async () => {

@@ -34,7 +34,7 @@ export function manifestFiles(root: string): string[] {
     st = statSync(root);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    throw Object.assign(new Error(`${root}: no such directory or file (give the directory of your manifests, or one manifest file)`), { code: 'ENOENT' });
+    throw Object.assign(new Error(`${root}: no such directory or file (give the directory of your manifests)`), { code: 'ENOENT' });
   }
   if (st.isFile()) return [root];
   const out: string[] = [];
@@ -78,7 +78,7 @@ export function stackDirectory(root: string): void {
   } catch {
     return; // not there: manifestFiles says so
   }
-  if (file) throw new Error(`${root} is a file: plan, apply and watch take the directory of the stack's manifests (every file in it makes the stack; planned alone, one file would delete the objects of the others); validate checks one file`);
+  if (file) throw new Error(`${root} is a file: plan, apply and watch take the directory of the stack's manifests (every file in it makes the stack; planned alone, one file would delete the objects of the others): give the directory that holds it`);
 }
 
 /**

@@ -12,6 +12,7 @@ import { ManifestCache } from './manifest-cache.js';
 import { manifestFiles } from '../manifests/load.js';
 import { DEFAULT_STACK, resolveStack } from '../manifests/config.js';
 import { statSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { WatchLoop, type RunContext, type RunOutcome, type RunTrigger } from './loop.js';
 
 /** What a watch session tells its renderer; the CLI prints these, tests collect them. */
@@ -152,7 +153,7 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
     run, debounceMs: opts.debounceMs, intervalMs: opts.intervalMs,
     onEvent: (e) => opts.report(e),
   });
-  const watching = new RootWatch(root, () => watchManifestFiles(root, (path) => loop.notify(path, stableMs), { stableMs, onError: (err) => opts.report({ type: 'watch-error', error: err.message }) }), (path) => loop.notify(path, stableMs));
+  const watching = new RootWatch(root, () => watchManifestFiles(root, (path, event) => { watching.rootEvent(path, event); loop.notify(path, stableMs); }, { stableMs, onError: (err) => opts.report({ type: 'watch-error', error: err.message }) }), (path) => loop.notify(path, stableMs));
   const ready = (async () => {
     await watching.start();
     opts.report({ type: 'ready', root, stack: opts.input.stack, target: opts.client.target });
@@ -219,7 +220,13 @@ class RootWatch {
       this.asked = now;
       this.askRun(this.root);
     }, this.pollMs);
-    this.poll.unref();
+    // Not unref'd: while the root is gone no file watch holds the process, and this must (the
+    // session ends with stop(), which clears it).
+  }
+
+  /** The file watcher saw the root itself removed: it is watched afresh when it is there again, whatever its inode. */
+  rootEvent(path: string, event: string): void {
+    if ((event === 'unlinkDir' || event === 'unlink') && resolve(path) === resolve(this.root)) this.gone = true;
   }
 
   /**
@@ -254,10 +261,11 @@ class RootWatch {
   }
 }
 
+/** What tells one directory from another at the same path: device, inode and birth time (a directory made again often gets the old inode number, never the old birth time). */
 function identityOf(path: string): string | undefined {
   try {
     const st = statSync(path);
-    return `${st.dev}:${st.ino}`;
+    return `${st.dev}:${st.ino}:${st.birthtimeMs}`;
   } catch {
     return undefined;
   }
