@@ -204,6 +204,17 @@ describe('edgeplane apply / plan / export / watch on the embedded default', { ti
     }
     expect(existsSync(join(state, 'pgdata'))).toBe(false);
     expect((await runCli(['validate', join(dir, 'web.yaml')])).code).toBe(0);
+    // One file is validated among its directory's: its references into the other files resolve,
+    // and only its own problems are reported.
+    const small = copyExample('small');
+    writeFileSync(join(small, 'broken.yaml'), 'kind: FailoverBackend\nname: broken\nbackends: 7\n');
+    const one = await runCli(['validate', join(small, 'https-edge.yaml')]);
+    expect(one.stderr).toBe('');
+    expect(one.stdout).toBe('1 file, 3 objects: valid\n');
+    expect(one.code).toBe(0);
+    const bad = await runCli(['validate', join(small, 'broken.yaml')]);
+    expect(bad.code).toBe(1);
+    expect(bad.stdout).toBe('1 error in 1 file\n');
   });
 
   it('watch outlives its directory: deleted, it waits; made again at once (the same inode, often), later saves are applied', async () => {

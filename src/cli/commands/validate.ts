@@ -1,3 +1,5 @@
+import { statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { resolveStack } from '../../reconciler/manifests/config.js';
 import { manifestFilesOrRefuse } from '../../reconciler/manifests/load.js';
 import { formatProblem, hasErrors } from '../../reconciler/manifests/problems.js';
@@ -10,7 +12,7 @@ export interface ValidateFlags { strict?: boolean; stack?: string; json?: boolea
 export async function validate(out: Output, dir: string, flags: ValidateFlags): Promise<void> {
   manifestFilesOrRefuse(dir); // no manifest file at all is a wrong path far more often than a stack meant empty: plan and apply refuse it too
   const { stack } = resolveStack(dir, flags.stack);
-  const r = validateDir({ root: dir, stack, strict: flags.strict });
+  const r = validateOne(dir, stack, flags.strict);
   const errors = r.problems.filter((p) => p.severity === 'error').length;
   if (flags.json) out.json({ valid: errors === 0, problems: r.problems });
   else {
@@ -23,4 +25,17 @@ export async function validate(out: Output, dir: string, flags: ValidateFlags): 
       : `${r.files.length} file${r.files.length === 1 ? '' : 's'}, ${objects} object${objects === 1 ? '' : 's'}: valid${warnings ? ` (${warnings} warning${warnings > 1 ? 's' : ''})` : ''}`);
   }
   if (hasErrors(r.problems)) throw new CliExit(EXIT.error);
+}
+
+/**
+ * A directory is validated whole. One file is validated with the manifests of its directory
+ * around it — its references name objects of the other files, and names and unique values are
+ * checked across them — and only its own problems and objects are reported.
+ */
+function validateOne(root: string, stack: string, strict: boolean | undefined) {
+  if (!statSync(root).isFile()) return validateDir({ root, stack, strict });
+  const all = validateDir({ root: dirname(root), stack, strict });
+  const file = resolve(root);
+  const mine = (f: string) => resolve(f) === file;
+  return { problems: all.problems.filter((p) => mine(p.file)), objects: all.objects.filter((o) => mine(o.doc.file)), files: [root] };
 }
