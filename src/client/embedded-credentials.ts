@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Authenticator, createAccount, createKey } from '../service/auth.js';
 import type { Db } from '../store/db.js';
-import { databaseTarget } from '../util/database-url.js';
+import { redactDatabaseUrl } from '../util/database-url.js';
 
 /** The account and key the CLI provisions for itself in an embedded state directory. */
 export interface EmbeddedCredentials { account_id: string; api_key: string; key_id: string }
@@ -16,7 +16,7 @@ export interface EmbeddedCredentials { account_id: string; api_key: string; key_
  */
 export function credentialsPath(stateDir: string, databaseUrl?: string): string {
   if (!databaseUrl) return join(stateDir, 'embedded.json');
-  return join(stateDir, `embedded-${createHash('sha256').update(databaseTarget(databaseUrl)).digest('hex').slice(0, 12)}.json`);
+  return join(stateDir, `embedded-${createHash('sha256').update(redactDatabaseUrl(databaseUrl)).digest('hex').slice(0, 12)}.json`);
 }
 
 export function readCredentials(stateDir: string, databaseUrl?: string): EmbeddedCredentials | undefined {

@@ -6,7 +6,7 @@ import { DirLock } from '../store/dir-lock.js';
 import type { EmbeddedServiceInput } from './embedded-service.js';
 import { serviceBundle } from './service-bundle.js';
 import type { Transport } from './transport.js';
-import { databaseTarget } from '../util/database-url.js';
+import { redactDatabaseUrl } from '../util/database-url.js';
 import { WorkerChannel } from './worker-channel.js';
 
 export { credentialsPath, readCredentials, type EmbeddedCredentials } from './embedded-credentials.js';
@@ -59,7 +59,7 @@ export async function embeddedTransport(stateDir: string, appOptions: Partial<Ap
   // Named by the database it runs on: a plan saved against one is refused on the other.
   const database = process.env.DATABASE_URL;
   return {
-    target: database ? `in-process:${databaseTarget(database)}` : `embedded:${dir}`,
+    target: database ? `in-process:${redactDatabaseUrl(database)}` : `embedded:${dir}`,
     request: (method, path, body) => channel.request(method, path, body),
     readPages: (path, onPage) => channel.readPages(path, onPage),
     readsAhead: () => channel.usable,

@@ -11,7 +11,7 @@ import { BODY_LIMIT } from './limits.js';
 import { registerKindRoutes } from './kind-routes.js';
 import { Resources, type Caller } from './resources.js';
 import { serviceValidator } from './precompiled.js';
-import { describeAjvError, findUnstorableText, problemMessage } from './validation.js';
+import { findUnstorableText, schemaError } from './validation.js';
 import { acceptedVersionHeaders, resolveVendorPrefix, type VendorOptions } from './vendor.js';
 
 /** The service's settings; the version headers and vendor prefix are described in `vendor.ts`. */
@@ -189,10 +189,7 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
 
 function toApiError(err: FastifyError): ApiError {
   if (err instanceof ApiError) return err;
-  if (err.validation?.length) {
-    const problem = describeAjvError(err.validation[0] as never);
-    return new ApiError(problem.unknownField ? 'ERR_UNKNOWN_FIELD' : 'ERR_VALIDATION', problemMessage(problem));
-  }
+  if (err.validation?.length) return schemaError(err.validation[0] as never);
   const mapped = err.code ? FASTIFY_CODES[err.code] : undefined;
   if (mapped === 'ERR_UNSUPPORTED_MEDIA_TYPE') return new ApiError(mapped, 'request bodies must be Content-Type: application/json');
   if (mapped === 'ERR_PAYLOAD_TOO_LARGE') return new ApiError(mapped, 'request body is larger than 1 MiB');

@@ -3,7 +3,8 @@ import { KINDS } from '../kinds/registry.js';
 import { moduleRequestSchema, requestSchema } from '../kinds/schemas.js';
 import type { AccountFlag, Body, KindDef } from '../kinds/types.js';
 import { ApiError } from './errors.js';
-import { describeAjvError, problemMessage } from './validation.js';
+import type { ErrorObject } from 'ajv';
+import { schemaError } from './validation.js';
 import type { Caller, Resources } from './resources.js';
 import { collectionPath } from './serialize.js';
 import { idPattern } from '../util/ids.js';
@@ -196,9 +197,5 @@ export function registerMethodNotAllowed(app: FastifyInstance, allowed: Map<stri
 
 /** Validation errors of a body that is one field of the object (a module), named from the object. */
 function fieldErrors(field: string) {
-  return (errors: unknown[]): Error => {
-    const p = describeAjvError(errors[0] as never);
-    const named = { ...p, field: p.field ? `${field}.${p.field}` : field };
-    return new ApiError(p.unknownField ? 'ERR_UNKNOWN_FIELD' : 'ERR_VALIDATION', problemMessage(named));
-  };
+  return (errors: unknown[]): Error => schemaError(errors[0] as ErrorObject, field);
 }

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import type { Ajv, ErrorObject } from 'ajv';
 import { formatPath } from '../kinds/paths.js';
 import { unstorableText } from '../util/text.js';
+import { ApiError } from './errors.js';
 
 /**
  * The `ajv` library, loaded the first time a schema is compiled. The validators in use are
@@ -97,6 +98,13 @@ export function describeAjvError(e: ErrorObject): FieldProblem {
     return { field: fieldPath(e.instancePath), rule: `must be ${String(params.type).replace(',', ' or ')}`, unknownField: false };
   }
   return { field: fieldPath(e.instancePath), rule: e.message ?? e.keyword, unknownField: false };
+}
+
+/** The API error of a body that failed its schema: its first problem, named from `within` (a module's body is that field of the object). */
+export function schemaError(e: ErrorObject, within?: string): ApiError {
+  const p = describeAjvError(e);
+  const named = within === undefined ? p : { ...p, field: p.field ? `${within}.${p.field}` : within };
+  return new ApiError(p.unknownField ? 'ERR_UNKNOWN_FIELD' : 'ERR_VALIDATION', problemMessage(named));
 }
 
 export function problemMessage(p: FieldProblem): string {

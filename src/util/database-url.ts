@@ -4,8 +4,9 @@ const SECRET_PARAM = /pass|secret|token|key/i;
 /**
  * A PostgreSQL URL with its credentials masked (`mask`) or left out (`mask` omitted): the password
  * of the user part and every query parameter that can carry one. What is left names the server,
- * database and options, for logs, messages and plans. A URL that does not parse is named by what
- * it is, not echoed.
+ * database and options, for logs, messages and plans (with nothing masked, how the CLI names a
+ * database: a plan's target, the file of its embedded key). A URL that does not parse is named by
+ * what it is, not echoed.
  */
 export function redactDatabaseUrl(url: string, mask?: string): string {
   let u: URL;
@@ -21,9 +22,4 @@ export function redactDatabaseUrl(url: string, mask?: string): string {
     else u.searchParams.set(name, mask);
   }
   return u.toString();
-}
-
-/** A PostgreSQL URL as the CLI names it (a plan's target, the file of its embedded key): its credentials left out. */
-export function databaseTarget(url: string): string {
-  return redactDatabaseUrl(url);
 }

@@ -352,14 +352,20 @@ describe('a deployment with its own vendor prefix (session cookie default "acme.
   });
 });
 
+/** A schema of its own on DATABASE_URL's server, and the URL that makes it the search path; `drop` removes it. */
+async function ownSchema(prefix: string) {
+  const schema = prefix + randomBytes(5).toString('hex');
+  const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
+  await admin.connect();
+  await admin.query(`CREATE SCHEMA ${schema}`);
+  const url = new URL(process.env.DATABASE_URL!);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return { schema, admin, url, async drop() { await admin.query(`DROP SCHEMA ${schema} CASCADE`); await admin.end(); } };
+}
+
 describe.skipIf(!process.env.DATABASE_URL)('edgeplane against a serve process on PostgreSQL', () => {
   it('applies the full example, plans no changes, converges after edits, exports to no changes', async () => {
-    const schema = 'ep_e2e_' + randomBytes(5).toString('hex');
-    const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
-    await admin.connect();
-    await admin.query(`CREATE SCHEMA ${schema}`);
-    const url = new URL(process.env.DATABASE_URL!);
-    url.searchParams.set('options', `-c search_path=${schema}`);
+    const { url, drop } = await ownSchema('ep_e2e_');
     const env = { DATABASE_URL: url.toString() };
     try {
       const served = await startServe([], { env });
@@ -396,19 +402,13 @@ describe.skipIf(!process.env.DATABASE_URL)('edgeplane against a serve process on
         await served.stop();
       }
     } finally {
-      await admin.query(`DROP SCHEMA ${schema} CASCADE`);
-      await admin.end();
+      await drop();
     }
   }, 240_000);
 
   it('with DATABASE_URL and no API URL, plan names the database, a plan saved there is refused on the state directory\'s own, and each keeps its key', async () => {
-    const schema = 'ep_inproc_' + randomBytes(5).toString('hex');
-    const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
-    await admin.connect();
-    await admin.query(`CREATE SCHEMA ${schema}`);
-    const url = new URL(process.env.DATABASE_URL!);
+    const { schema, admin, url, drop } = await ownSchema('ep_inproc_');
     url.password = 'not-shown-anywhere';
-    url.searchParams.set('options', `-c search_path=${schema}`);
     try {
       const state = tempDir('ep-inproc-state-');
       const dir = copyExample('small');
@@ -434,8 +434,7 @@ describe.skipIf(!process.env.DATABASE_URL)('edgeplane against a serve process on
       const { rows } = await admin.query(`SELECT count(*)::int AS n FROM ${schema}.api_keys`);
       expect(rows[0].n).toBe(1);
     } finally {
-      await admin.query(`DROP SCHEMA ${schema} CASCADE`);
-      await admin.end();
+      await drop();
     }
   }, 120_000);
 });

@@ -10,12 +10,9 @@ import { observeItem } from '../plan/observed.js';
 import { DEFAULT_CONFIG, NormMemo, tokenReader } from '../plan/normalize.js';
 import { manifestKinds } from '../manifests/schema.js';
 import type { KindDef } from '../../kinds/types.js';
-import type { DesiredObject, ObservedObject } from '../plan/state.js';
+import type { DesiredObject, ObservedObject, Identities } from '../plan/state.js';
 import type { Plan } from '../plan/types.js';
 import { streamLiveState } from '../state/read-state.js';
-
-/** A set of identities as the planner's callers read it (a map by identity serves). */
-export interface Identities { has(identity: string): boolean }
 
 export interface Prepared {
   problems: Problem[];

@@ -8,6 +8,7 @@ import { DEFAULT_CONFIG, normalize, normalizeModule, same } from '../plan/normal
 import { observeLists, type ObservedLists } from '../plan/observed.js';
 import { isSecretToken } from '../plan/tokens.js';
 import type { ObservedObject } from '../plan/state.js';
+import { keptCopy, referencedIds } from '../plan/duplicates.js';
 import { uniqueName } from './names.js';
 
 /**
@@ -269,11 +270,7 @@ function duplicatesLeftOut(observed: ObservedObject[], stack: string, warnings: 
   let referenced: Set<string> | undefined;
   for (const same of byIdentity.values()) {
     if (same.length < 2) continue;
-    if (!referenced) {
-      referenced = new Set();
-      for (const r of observed) for (const x of refValues({ kind: r.kind, body: r.body })) if (x.value !== r.id) referenced.add(x.value);
-    }
-    const kept = same.find((o) => referenced!.has(o.id)) ?? same[0];
+    const kept = keptCopy(same, () => (referenced ??= referencedIds(observed)))!;
     const others = same.filter((o) => o !== kept);
     for (const o of others) out.add(o.id);
     warnings.push(`${kept.marker!.id}: ${same.length} live objects of stack "${stack}" carry this identity; exported ${kept.id}, the one plan keeps (the next apply deletes ${others.map((o) => o.id).join(', ')})`);

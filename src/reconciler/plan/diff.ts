@@ -9,6 +9,7 @@ import { refValues } from '../manifests/validate.js';
 import { encodeMetadata, MARKER_VERSION, TOOL, type Marker } from '../ownership/marker.js';
 import { creationChanges, diffValues } from './changes.js';
 import { copyOf, DEFAULT_CONFIG, identical, normalizeFields, NormMemo, resetValue, same, setAt, tokenReader, type Normal, type Symbolize } from './normalize.js';
+import { keptCopy, referencedIds } from './duplicates.js';
 import { orderSteps } from './order.js';
 import { DEFAULT_THRESHOLD, safetyBlocks, type Threshold } from './safety.js';
 import type { DesiredObject, ObservedObject } from './state.js';
@@ -148,8 +149,8 @@ class Planner {
         // Duplicates (an interrupted apply, or two at once): keep one that fits the manifest,
         // preferring one that something refers to, so that nothing working is re-pointed.
         const fit = candidates.filter((o) => !this.immutableChanged(d, o));
-        const inUse = (xs: ObservedObject[]) => xs.find((o) => this.referencedIds().has(o.id));
-        const best = inUse(fit) ?? fit[0] ?? inUse(candidates) ?? candidates.reduce((a, b) => (a.id > b.id ? a : b));
+        const referenced = () => (this.referenced ??= referencedIds(this.observed));
+        const best = keptCopy(fit, referenced) ?? candidates.find((o) => referenced().has(o.id)) ?? candidates.reduce((a, b) => (a.id > b.id ? a : b));
         dec.o = best;
         dec.renamedFrom = via;
         dec.replaced = this.immutableChanged(d, best);
@@ -238,15 +239,8 @@ class Planner {
     return this.content(d.kind, normalizeFields(d.kind, body, (x) => x), d.userMetadata);
   }
 
-  private referenced?: Set<string>;
   /** Ids some observed object refers to (read only when the manifests' objects have duplicates). */
-  private referencedIds(): Set<string> {
-    if (!this.referenced) {
-      this.referenced = new Set();
-      for (const r of this.observed) for (const x of refValues({ kind: r.kind, body: r.body })) if (x.value !== r.id) this.referenced.add(x.value);
-    }
-    return this.referenced;
-  }
+  private referenced?: Set<string>;
 
   private immutableChanged(d: DesiredObject, o: ObservedObject): boolean {
     if (!d.kind.immutable?.length) return false;

@@ -1,15 +1,15 @@
-import { DEFAULT_THRESHOLD, safetyBlocks, type Threshold } from './safety.js';
-import type { ObservedObject } from './state.js';
+import { DEFAULT_THRESHOLD, safetyBlocks } from './safety.js';
+import type { Identities, ObservedObject } from './state.js';
 import type { Plan } from './types.js';
 
 /**
  * Steps that delete objects the manifests no longer mention (prunes), and everything waiting on
  * them. Deletes of replaced objects and of duplicates an interrupted apply left behind are kept:
- * their identity is still in the manifests. `dropped`: the steps left out; `prunes`: the deletes among them.
+ * their identity is still in the manifests. `dropped`: the steps left out.
  */
-export function withoutPrunes(plan: Plan, identities: { has(identity: string): boolean }, observed: ObservedObject[], threshold: Threshold = DEFAULT_THRESHOLD): { plan: Plan; dropped: number; prunes: number } {
+export function withoutPrunes(plan: Plan, identities: Identities, observed: ObservedObject[]): { plan: Plan; dropped: number } {
   const drop = new Set(plan.steps.filter((s) => s.action === 'delete' && !identities.has(s.object.identity)).map((s) => s.id));
-  if (!drop.size) return { plan, dropped: 0, prunes: 0 };
+  if (!drop.size) return { plan, dropped: 0 };
   let grew = true;
   while (grew) {
     grew = false;
@@ -17,6 +17,6 @@ export function withoutPrunes(plan: Plan, identities: { has(identity: string): b
   }
   const steps = plan.steps.filter((s) => !drop.has(s.id));
   const prunes = plan.steps.filter((s) => drop.has(s.id) && s.action === 'delete').length;
-  const blocked = safetyBlocks(steps, observed, threshold);
-  return { plan: { ...plan, steps, summary: { ...plan.summary, delete: plan.summary.delete - prunes }, blocked }, dropped: drop.size, prunes };
+  const blocked = safetyBlocks(steps, observed, DEFAULT_THRESHOLD);
+  return { plan: { ...plan, steps, summary: { ...plan.summary, delete: plan.summary.delete - prunes }, blocked }, dropped: drop.size };
 }

@@ -41,3 +41,6 @@ export interface ObservedObject {
   /** Hash of what the plan reads of the object (`fingerprintObserved`): apply refuses a plan whose objects changed since. */
   fingerprint: string;
 }
+
+/** A set of identities as the planner's callers read it (a map by identity serves). */
+export interface Identities { has(identity: string): boolean }

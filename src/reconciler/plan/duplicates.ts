@@ -1,0 +1,18 @@
+import { refValues } from '../manifests/validate.js';
+import type { ObservedObject } from './state.js';
+
+/** Ids some live object refers to (other than itself): what a duplicate's keeper is chosen by. */
+export function referencedIds(observed: ObservedObject[]): Set<string> {
+  const out = new Set<string>();
+  for (const r of observed) for (const x of refValues({ kind: r.kind, body: r.body })) if (x.value !== r.id) out.add(x.value);
+  return out;
+}
+
+/**
+ * Of copies of one object (an interrupted apply, two at once), the one kept: the first something
+ * refers to, so that nothing working is re-pointed, else the first listed. The planner and export
+ * choose by this one rule, so an export of duplicates plans to no change of the kept copy.
+ */
+export function keptCopy(copies: ObservedObject[], referenced: () => Set<string>): ObservedObject | undefined {
+  return copies.find((o) => referenced().has(o.id)) ?? copies[0];
+}
