@@ -1,6 +1,6 @@
 import type { KindRuntimeConfig } from '../kinds/types.js';
 import type { AppOptions } from '../service/app.js';
-import { resolveVendorPrefix } from '../service/vendor.js';
+import { resolveVendorPrefix } from '../contract/vendor.js';
 import type { WorkerOptions } from '../service/job-worker.js';
 
 /** Service settings from the environment (documented in the README). */

@@ -1,6 +1,6 @@
 import { ApiClient } from '../client/api-client.js';
 import { httpTransport } from '../client/transport.js';
-import type { StateDirOptions } from '../client/state-dir-transport.js';
+import type { StateDirOptions } from '../embedded/state-dir-transport.js';
 
 export interface TargetFlags { apiUrl?: string; apiKey?: string; state?: string }
 
@@ -26,7 +26,7 @@ export async function openTarget(flags: TargetFlags, how: StateDirOptions = {}):
   if (flags.apiKey) throw new Error('--api-key needs --api-url (or EDGEPLANE_API_URL); without both the embedded service is used');
   // Loaded only for the embedded target: a command against a deployment never starts the service.
   const [{ stateDirTransport }, { stateDirOf }, { serviceOptionsFromEnv }] = await Promise.all([
-    import('../client/state-dir-transport.js'), import('./state-dir.js'), import('./service-config.js'),
+    import('../embedded/state-dir-transport.js'), import('../embedded/state-dir.js'), import('./service-config.js'),
   ]);
   return new ApiClient(await stateDirTransport(stateDirOf({ stateDir: flags.state }), serviceOptionsFromEnv(), how));
 }

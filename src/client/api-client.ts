@@ -1,5 +1,5 @@
 import type { Body, KindDef, ModuleDef } from '../kinds/types.js';
-import { collectionPath } from '../service/serialize.js';
+import { collectionPath } from '../contract/paths.js';
 import type { RawResponse, Transport } from './transport.js';
 
 /** The API's error body, kept whole so callers can show `error_code`, `msg` and the operation id. */

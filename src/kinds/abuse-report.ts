@@ -1,4 +1,3 @@
-import { enqueueJob } from '../service/job-queue.js';
 import { PROCESS_ABUSE_REPORT, type ReportHostname } from './abuse-states.js';
 import { reportedHostnames } from './abuse-urls.js';
 import { metadata } from './fields.js';
@@ -25,9 +24,7 @@ export const abuseReport: KindDef = {
       const hostnames: ReportHostname[] = reportedHostnames(ctx.body.urls as string[]).map((hostname) => ({ hostname, status: 'PENDING' }));
       Object.assign(ctx.body, { status: 'PENDING', hostnames });
     },
-    // Processing is asynchronous: the job commits with the report, so no report is ever unqueued.
-    async afterWrite(q, ctx) {
-      if (ctx.op === 'create') await enqueueJob(q, PROCESS_ABUSE_REPORT, ctx.id);
-    },
   },
+  // Processing is asynchronous: the job commits with the report, so no report is ever unqueued.
+  effects: [{ type: 'enqueueJob', job: PROCESS_ABUSE_REPORT, on: 'create' }],
 };

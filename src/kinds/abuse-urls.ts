@@ -1,4 +1,4 @@
-import { ApiError } from '../service/errors.js';
+import { ApiError } from '../contract/errors.js';
 
 const DNS_NAME = /^(?=.{1,253}$)([a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
 const IPV6 = /^\[[0-9a-f:.]+\]$/;

@@ -1,4 +1,4 @@
-import { ApiError } from '../service/errors.js';
+import { ApiError } from '../contract/errors.js';
 import { formatPath } from './paths.js';
 import type { Body, CheckContext, ModuleDef } from './types.js';
 

@@ -1,4 +1,3 @@
-import { hostportBanCheck } from '../service/abuse-reports.js';
 import { EDGE_MODULES } from './edge-modules.js';
 import { description, metadata } from './fields.js';
 import { checkHostports, normalizeHostports } from './hostport.js';
@@ -38,7 +37,7 @@ export const httpsEdge: KindDef = {
     prepare(ctx) {
       ctx.body.hostports = normalizeHostports((ctx.body.hostports as string[] | undefined) ?? []);
     },
-    // Hostnames banned after an abuse report cannot be added (docs/abuse-reports.md).
-    inTransaction: hostportBanCheck,
   },
+  // Hostnames banned after an abuse report cannot be added (docs/abuse-reports.md).
+  effects: [{ type: 'hostportsNotBanned', field: 'hostports' }],
 };

@@ -48,7 +48,4 @@ export function withoutPaths(body: Body, paths: string[]): Body {
   return out;
 }
 
-/** `['routes', 0, 'oidc']` → `routes[0].oidc`: how messages name a field. */
-export function formatPath(path: readonly (string | number)[]): string {
-  return path.reduce<string>((acc, p) => (typeof p === 'number' ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '');
-}
+export { formatPath } from '../util/text.js';

@@ -1,5 +1,4 @@
-import type { ErrorCode } from '../service/errors.js';
-import type { Queryable } from '../store/db.js';
+import type { ErrorCode } from '../contract/errors.js';
 
 export type JSONSchema = Record<string, unknown>;
 export type Operation = 'create' | 'get' | 'list' | 'update' | 'delete';
@@ -77,7 +76,18 @@ export interface UniqueDef {
   conflict(value: string): string;
 }
 
-/** What a hook sees: the operation, the input, the previous stored body, the transaction. */
+/**
+ * An effect of a write, carried out by the service inside the write transaction:
+ * - `hostportsNotBanned`: the values a write adds to `field` (hostports) are checked against the
+ *   hostnames banned after abuse reports, before the object is stored;
+ * - `enqueueJob`: a job of type `job` for the object is queued after it is created, committing
+ *   with it (no object is ever left unqueued).
+ */
+export type KindEffect =
+  | { type: 'hostportsNotBanned'; field: string }
+  | { type: 'enqueueJob'; job: string; on: 'create' };
+
+/** What a hook sees: the operation, the input, the previous stored body. */
 export interface HookContext {
   op: 'create' | 'update';
   accountId: string;
@@ -222,9 +232,10 @@ export interface KindDef {
     check?(body: Body, ctx: CheckContext): void;
     /** Derives fields of the checked stored body before it is written; may throw for rules that need the store. */
     prepare?(ctx: HookContext): void | Promise<void>;
-    /** Extra checks inside the write transaction (e.g. a ban list). */
-    inTransaction?(q: Queryable, ctx: HookContext): Promise<void>;
-    /** Runs in the write transaction after the object is stored (e.g. enqueue a job for it). */
-    afterWrite?(q: Queryable, ctx: HookContext): Promise<void>;
   };
+  /**
+   * What a write of this kind does beyond storing it, declared here and carried out by the
+   * service (`src/service/effects.ts`) in the write's transaction: kinds never touch the store.
+   */
+  effects?: KindEffect[];
 }

@@ -4,8 +4,8 @@ import {
 import type { Db, Queryable } from '../store/db.js';
 import { updateBody, type ObjectRow } from '../store/objects.js';
 import { rfc3339 } from '../util/time.js';
-import { ApiError } from './errors.js';
-import type { Job } from './job-queue.js';
+import { ApiError } from '../contract/errors.js';
+import type { Job } from '../store/job-queue.js';
 
 /** The `unique_keys` scope in which edges record their hostports (`host:port`, lower case). */
 export const HOSTPORT_SCOPE = 'hostport';
@@ -42,8 +42,8 @@ function hostOf(hostport: string): string {
 
 /**
  * 409 when one of `hostports` would serve a banned hostname: the hostname itself, or a wildcard
- * (`*.example.com:443`) covering it. Edges call it (through `hostportBanCheck`) in their write
- * transaction, for the hostports they add.
+ * (`*.example.com:443`) covering it. Edges declare it as an effect
+ * (`hostportsNotBanned`, `effects.ts`): it runs in their write transaction, for the hostports they add.
  */
 export async function assertHostportsNotBanned(q: Queryable, hostports: string[]): Promise<void> {
   if (!hostports.length) return;
@@ -65,13 +65,6 @@ export async function assertHostportsNotBanned(q: Queryable, hostports: string[]
       { hostname },
     );
   }
-}
-
-/** A kind's `inTransaction` hook: the ban check for the hostports a write adds. */
-export async function hostportBanCheck(q: Queryable, ctx: { body: Record<string, unknown>; previous?: Record<string, unknown> }): Promise<void> {
-  const before = new Set(((ctx.previous?.hostports as string[] | undefined) ?? []).map((h) => h.toLowerCase()));
-  const added = ((ctx.body.hostports as string[] | undefined) ?? []).filter((h) => !before.has(h.toLowerCase()));
-  await assertHostportsNotBanned(q, added);
 }
 
 export async function bannedHostnames(q: Queryable, hostnames: string[]): Promise<Set<string>> {

@@ -6,13 +6,13 @@ import type { DestinationStream } from 'pino';
 import type { Db } from '../store/db.js';
 import { newId } from '../util/ids.js';
 import { Authenticator, type Principal } from './auth.js';
-import { ApiError, type ErrorCode } from './errors.js';
-import { BODY_LIMIT } from './limits.js';
+import { ApiError, type ErrorCode } from '../contract/errors.js';
+import { BODY_LIMIT } from '../contract/limits.js';
 import { registerKindRoutes } from './kind-routes.js';
 import { Resources, type Caller } from './resources.js';
 import { serviceValidator } from './precompiled.js';
-import { findUnstorableText, schemaError } from './validation.js';
-import { acceptedVersionHeaders, resolveVendorPrefix, type VendorOptions } from './vendor.js';
+import { findUnstorableText, schemaError } from '../contract/validation.js';
+import { acceptedVersionHeaders, resolveVendorPrefix, type VendorOptions } from '../contract/vendor.js';
 
 /** The service's settings; the version headers and vendor prefix are described in `vendor.ts`. */
 export interface AppOptions extends VendorOptions {
@@ -28,7 +28,7 @@ export interface AppOptions extends VendorOptions {
 }
 
 export const SUPPORTED_VERSION = '2';
-export { BODY_LIMIT } from './limits.js';
+export { BODY_LIMIT } from '../contract/limits.js';
 
 declare module 'fastify' {
   interface FastifyRequest { principal?: Principal; baseUrl?: string }

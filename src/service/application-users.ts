@@ -5,10 +5,10 @@ import type { Body, KindRuntimeConfig } from '../kinds/types.js';
 import { savepointDb, type Db } from '../store/db.js';
 import { isStorableText } from '../util/text.js';
 import { rfc3339 } from '../util/time.js';
-import { ApiError } from './errors.js';
+import { ApiError } from '../contract/errors.js';
 import { Resources, uniqueScope, type Caller } from './resources.js';
 import { serviceValidator } from './precompiled.js';
-import { describeAjvError, findUnstorableText, problemMessage, type Validator } from './validation.js';
+import { describeAjvError, findUnstorableText, problemMessage, type Validator } from '../contract/validation.js';
 
 /** One sign-in (or one imported user): who, through which provider, and when. */
 export interface UserRecord {

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type { Db } from '../store/db.js';
 import { JOB_HANDLERS } from './job-handlers.js';
-import { claimJobs, finishJob, workerIdentity, type JobHandler, type JobOutcome } from './job-queue.js';
+import { claimJobs, finishJob, workerIdentity, type JobHandler, type JobOutcome } from '../store/job-queue.js';
 
 export interface WorkerOptions {
   /** How long a claim lasts before another worker may take the job over. Default 30 s. */

@@ -2,11 +2,11 @@ import type { FastifyInstance, FastifyRequest, HTTPMethods } from 'fastify';
 import { KINDS } from '../kinds/registry.js';
 import { moduleRequestSchema, requestSchema } from '../kinds/schemas.js';
 import type { AccountFlag, Body, KindDef } from '../kinds/types.js';
-import { ApiError } from './errors.js';
+import { ApiError } from '../contract/errors.js';
 import type { ErrorObject } from 'ajv';
-import { schemaError } from './validation.js';
+import { schemaError } from '../contract/validation.js';
 import type { Caller, Resources } from './resources.js';
-import { collectionPath } from './serialize.js';
+import { collectionPath } from '../contract/paths.js';
 import { idPattern } from '../util/ids.js';
 import { isStorableText } from '../util/text.js';
 

@@ -1,5 +1,5 @@
 import * as generated from '../generated/service-validators.js';
-import { schemaKey, sharedAjv, type Validator } from './validation.js';
+import { schemaKey, sharedAjv, type Validator } from '../contract/validation.js';
 
 const precompiled = generated as unknown as Record<string, Validator | undefined>;
 

@@ -10,7 +10,8 @@ import { isDeepStrictEqual } from 'node:util';
 import { moduleCheckForm, throwingChecks } from '../kinds/check.js';
 import { getPath, hasPath, holderOf } from '../kinds/paths.js';
 import { newId } from '../util/ids.js';
-import { ApiError } from './errors.js';
+import { ApiError } from '../contract/errors.js';
+import { runEffects } from './effects.js';
 import { toResponse } from './serialize.js';
 
 const TX_ATTEMPTS = 4;
@@ -53,10 +54,10 @@ export class Resources {
     await this.prepare(kind, ctx);
     const row = await this.tx(async (q) => {
       if (kind.parent) await this.requireParent(q, kind, caller, parentId!);
-      await kind.hooks?.inTransaction?.(q, ctx);
+      await runEffects(q, kind, 'before', ctx);
       const inserted = await insertObject(q, { id, account_id: caller.accountId, kind: kind.name, parent_id: parentId ?? null, body });
       await this.writeLinks(q, kind, caller, inserted);
-      await kind.hooks?.afterWrite?.(q, ctx);
+      await runEffects(q, kind, 'after', ctx);
       return inserted;
     });
     return this.respond(kind, caller, row);
@@ -99,10 +100,10 @@ export class Resources {
         if (given) body[m.name] = await this.prepareModule(m, given as Body, current.body[m.name] as Body | null, ctx);
       }
       await this.prepare(kind, ctx);
-      await kind.hooks?.inTransaction?.(q, ctx);
+      await runEffects(q, kind, 'before', ctx);
       const updated = await updateBody(q, id, body);
       await this.writeLinks(q, kind, caller, updated, current.body);
-      await kind.hooks?.afterWrite?.(q, ctx);
+      await runEffects(q, kind, 'after', ctx);
       return updated;
     });
     return this.respond(kind, caller, row);
@@ -132,7 +133,7 @@ export class Resources {
       checkExclusive(kind, { ...current.body, [mod.name]: input });
       body[mod.name] = await this.prepareModule(mod, input, current.body[mod.name] as Body | null, ctx);
       await this.prepare(kind, ctx);
-      await kind.hooks?.inTransaction?.(q, ctx);
+      await runEffects(q, kind, 'before', ctx);
       const updated = await updateBody(q, id, body);
       await this.writeLinks(q, kind, caller, updated, current.body);
       return updated;

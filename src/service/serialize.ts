@@ -1,17 +1,10 @@
+import { objectPath } from '../contract/paths.js';
 import { withoutPaths } from '../kinds/paths.js';
 import { FOREIGN_PATHS, FOREIGN_PREFIX_PATHS, findKind, kindByName } from '../kinds/registry.js';
 import type { Body, JSONSchema, KindDef, ModuleDef, RefDef } from '../kinds/types.js';
 import type { ObjectRow } from '../store/objects.js';
 import { rfc3339 } from '../util/time.js';
 
-/** Path of one object, its parent's id filled into the collection path. */
-export function objectPath(kind: KindDef, id: string, parentId: string | null): string {
-  return collectionPath(kind, parentId) + '/' + id;
-}
-
-export function collectionPath(kind: KindDef, parentId: string | null): string {
-  return kind.parent && parentId ? kind.path.replace(`:${kind.parent.param}`, parentId) : kind.path;
-}
 
 /**
  * A `Ref` to an object of `kindName`. Refs never point at a child kind, so no parent is needed. An

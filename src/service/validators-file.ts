@@ -2,8 +2,8 @@ import { fileURLToPath } from 'node:url';
 import type { Db } from '../store/db.js';
 import { buildApp } from './app.js';
 import { USER_FIELDS_SCHEMA } from './application-users.js';
-import { standaloneModule } from './standalone.js';
-import { createAjv, schemaKey } from './validation.js';
+import { standaloneModule } from '../contract/standalone.js';
+import { createAjv, schemaKey } from '../contract/validation.js';
 
 /** Where the precompiled service validators are committed (`.js` and `.d.ts`). */
 export const SERVICE_VALIDATORS_FILE = fileURLToPath(new URL('../generated/service-validators', import.meta.url));

@@ -37,3 +37,8 @@ export function unstorableText(value: unknown, opts: { first?: boolean } = {}): 
   }
   return opts.first ? out.slice(0, 1) : out;
 }
+
+/** `['routes', 0, 'oidc']` → `routes[0].oidc`: how messages name a field. */
+export function formatPath(path: readonly (string | number)[]): string {
+  return path.reduce<string>((acc, p) => (typeof p === 'number' ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '');
+}

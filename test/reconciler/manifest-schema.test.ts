@@ -6,7 +6,7 @@ import * as generated from '../../src/generated/manifest-validators.js';
 import { KINDS } from '../../src/kinds/registry.js';
 import { MANIFEST_SCHEMA_FILE } from '../../src/reconciler/manifests/schema-file.js';
 import { buildManifestSchema, manifestKinds, MANIFEST_SCHEMA_ID } from '../../src/reconciler/manifests/schema.js';
-import { createAjv, schemaKey, type Validator } from '../../src/service/validation.js';
+import { createAjv, schemaKey, type Validator } from '../../src/contract/validation.js';
 import { disagreements, exampleDocs, mutations } from '../helpers/mutations.js';
 
 describe('manifest JSON Schema', () => {

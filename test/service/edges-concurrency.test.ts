@@ -12,7 +12,7 @@ import { TestClient } from '../helpers/service.js';
  * one PostgreSQL, 50 concurrent creates of the same hostport (or route match) spread over both.
  */
 const DATABASE_URL = process.env.DATABASE_URL;
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BIN = fileURLToPath(new URL('../../bin/edgeplane.js', import.meta.url));
 const N = 50;
 

@@ -3,7 +3,7 @@ import * as generated from '../../src/generated/service-validators.js';
 import { buildApp } from '../../src/service/app.js';
 import { checkUserRecords } from '../../src/service/application-users.js';
 import { serviceValidator } from '../../src/service/precompiled.js';
-import { createAjv, schemaKey, sharedAjv, type Validator } from '../../src/service/validation.js';
+import { createAjv, schemaKey, sharedAjv, type Validator } from '../../src/contract/validation.js';
 import { serviceSchemas } from '../../src/service/validators-file.js';
 import type { Db } from '../../src/store/db.js';
 import { disagreements, exampleDocs, mutations, objectsIn } from '../helpers/mutations.js';

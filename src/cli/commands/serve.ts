@@ -1,7 +1,7 @@
 import { buildApp } from '../../service/app.js';
-import { ensureCredentials } from '../../client/embedded-credentials.js';
-import { openEngine } from '../engine.js';
-import { stateDirOf } from '../state-dir.js';
+import { ensureCredentials } from '../../embedded/embedded-credentials.js';
+import { openEngine } from '../../embedded/engine.js';
+import { stateDirOf } from '../../embedded/state-dir.js';
 import { startJobWorker } from '../../service/job-worker.js';
 import { serviceOptionsFromEnv, workerOptionsFromEnv } from '../service-config.js';
 

@@ -1,5 +1,5 @@
 import { LockHeldError } from '../../store/dir-lock.js';
-import { openEngine, type EngineChoice } from '../engine.js';
+import { openEngine, type EngineChoice } from '../../embedded/engine.js';
 import { CliExit, EXIT } from '../exit.js';
 
 /**

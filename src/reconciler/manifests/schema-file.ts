@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
-import { createAjv, schemaKey } from '../../service/validation.js';
-import { standaloneModule } from '../../service/standalone.js';
+import { createAjv, schemaKey } from '../../contract/validation.js';
+import { standaloneModule } from '../../contract/standalone.js';
 import { buildManifestSchema, manifestKinds, MANIFEST_SCHEMA_ID } from './schema.js';
 
 /** Where the generated manifest schema is committed (editors point `yaml-language-server` at it). */

@@ -3,7 +3,7 @@ import * as generated from '../../generated/manifest-validators.js';
 import { moduleCheckForm } from '../../kinds/check.js';
 import { kindByName } from '../../kinds/registry.js';
 import type { Body, CheckContext, KindDef, RefDef, UniqueDef } from '../../kinds/types.js';
-import { collectingAjv, describeAjvError, schemaKey, type Validator } from '../../service/validation.js';
+import { collectingAjv, describeAjvError, schemaKey, type Validator } from '../../contract/validation.js';
 import { encodeMetadata, METADATA_LIMIT, TOOL, MARKER_VERSION } from '../ownership/marker.js';
 import { matchPaths, plainPath, type Hit } from '../paths.js';
 import { utf8Bytes } from '../../util/bytes.js';

@@ -1,8 +1,8 @@
 import { moduleCheckForm } from '../../kinds/check.js';
 import { getPath } from '../../kinds/paths.js';
 import type { Body, CheckContext, KindDef, KindRuntimeConfig, ModuleDef, UniqueDef } from '../../kinds/types.js';
-import { BODY_LIMIT } from '../../service/limits.js';
-import { collectionPath } from '../../service/serialize.js';
+import { BODY_LIMIT } from '../../contract/limits.js';
+import { collectionPath } from '../../contract/paths.js';
 import { formatPath } from '../manifests/problems.js';
 import { namedTarget } from '../manifests/schema.js';
 import { refValues } from '../manifests/validate.js';

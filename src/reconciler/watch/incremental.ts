@@ -1,7 +1,7 @@
 import type { ApiClient } from '../../client/api-client.js';
 import { ApiRequestError, PAGE_SIZE } from '../../client/api-client.js';
 import type { Body, KindDef } from '../../kinds/types.js';
-import { collectionPath } from '../../service/serialize.js';
+import { collectionPath } from '../../contract/paths.js';
 import type { ApplyResult } from '../apply/execute.js';
 import type { Prepared } from '../apply/prepare.js';
 import type { Loaded } from '../manifests/load.js';

@@ -6,11 +6,11 @@
  * service's work on its pages each get a core.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { openEngine } from '../cli/engine.js';
+import { openEngine } from './engine.js';
 import { buildApp, type AppOptions } from '../service/app.js';
 import { ensureCredentials } from './embedded-credentials.js';
-import { pageLoop } from './page-loop.mjs';
-import { injector } from './transport.js';
+import { pageLoop } from '../client/page-loop.mjs';
+import { injector } from '../client/transport.js';
 
 export interface EmbeddedServiceInput {
   stateDir: string;

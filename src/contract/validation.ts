@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import type { Ajv, ErrorObject } from 'ajv';
-import { formatPath } from '../kinds/paths.js';
-import { unstorableText } from '../util/text.js';
+import { formatPath, unstorableText } from '../util/text.js';
 import { ApiError } from './errors.js';
 
 /**

@@ -4,11 +4,11 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/client/api-client.js';
-import { embeddedTransport } from '../../src/client/embedded.js';
+import { embeddedTransport } from '../../src/embedded/embedded.js';
 import type { Transport } from '../../src/client/transport.js';
 import { openTarget } from '../../src/cli/target.js';
 import { kindByName } from '../../src/kinds/registry.js';
-import { collectionPath } from '../../src/service/serialize.js';
+import { collectionPath } from '../../src/contract/paths.js';
 import { readHolder } from '../../src/store/dir-lock.js';
 
 // The embedded target is PGlite in the state directory, whatever DATABASE_URL says for other suites.

@@ -5,9 +5,9 @@ import type { AppOptions } from '../service/app.js';
 import { DirLock } from '../store/dir-lock.js';
 import type { EmbeddedServiceInput } from './embedded-service.js';
 import { serviceBundle } from './service-bundle.js';
-import type { Transport } from './transport.js';
+import type { Transport } from '../client/transport.js';
 import { redactDatabaseUrl } from '../util/database-url.js';
-import { WorkerChannel } from './worker-channel.js';
+import { WorkerChannel } from '../client/worker-channel.js';
 
 export { credentialsPath, readCredentials, type EmbeddedCredentials } from './embedded-credentials.js';
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Db, Queryable } from '../store/db.js';
+import type { Db, Queryable } from './db.js';
 import { newId } from '../util/ids.js';
 
 /**

@@ -1,9 +1,9 @@
 import { resolve } from 'node:path';
 import type { AppOptions } from '../service/app.js';
 import { LockHeldError, type LockHolder } from '../store/dir-lock.js';
-import type { HandBack } from './worker-channel.js';
+import type { HandBack } from '../client/worker-channel.js';
 import { embeddedTransport, readCredentials } from './embedded.js';
-import { httpTransport, type RawResponse, type Transport } from './transport.js';
+import { httpTransport, type RawResponse, type Transport } from '../client/transport.js';
 
 export interface StateDirOptions {
   /** While this process holds the directory, its service also answers other commands (watch): see `embeddedTransport`. */

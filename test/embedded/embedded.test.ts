@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/client/api-client.js';
-import { readCredentials } from '../../src/client/embedded-credentials.js';
-import { embeddedTransport } from '../../src/client/embedded.js';
+import { readCredentials } from '../../src/embedded/embedded-credentials.js';
+import { embeddedTransport } from '../../src/embedded/embedded.js';
 import { openTarget } from '../../src/cli/target.js';
 import { kindByName } from '../../src/kinds/registry.js';
 import { DirLock, LockHeldError } from '../../src/store/dir-lock.js';
@@ -31,7 +31,7 @@ describe('the embedded service on a thread of its own', () => {
     const client = new ApiClient(await embeddedTransport(state));
     try {
       // Bundled, the thread runs the cached bundle (no TypeScript loader); see service-bundle.test.ts.
-      if (how === 'bundled') expect(existsSync(fileURLToPath(new URL('../../node_modules/.cache/edgeplane/src-client-embedded-service-ts.mjs', import.meta.url)))).toBe(true);
+      if (how === 'bundled') expect(existsSync(fileURLToPath(new URL('../../node_modules/.cache/edgeplane/src-embedded-embedded-service-ts.mjs', import.meta.url)))).toBe(true);
       // The lock is taken at once, on this thread: a second opener fails before anything starts.
       await expect(embeddedTransport(state)).rejects.toThrow(LockHeldError);
       const made: string[] = [];
@@ -63,7 +63,7 @@ describe('the embedded service on a thread of its own', () => {
     // missing directory did that, the manifests failing while the first pages were being read.
     const state = mkdtempSync(join(tmpdir(), 'edgeplane-close-'));
     const script = `import { ApiClient } from './src/client/api-client.ts';
-      import { embeddedTransport } from './src/client/embedded.ts';
+      import { embeddedTransport } from './src/embedded/embedded.ts';
       import { kindByName } from './src/kinds/registry.ts';
       const client = new ApiClient(await embeddedTransport(${JSON.stringify(state)}));
       const reading = client.list(kindByName('failoverBackend')).then((l) => 'listed ' + l.length, (e) => 'list failed');
@@ -91,7 +91,7 @@ describe('the embedded service on a thread of its own', () => {
 
 describe("the embedded directory's own account", () => {
   it('keeps its objects when the key is revoked or embedded.json is lost or corrupt: a new key for the same account, not a new account', async () => {
-    const { ensureCredentials, credentialsPath } = await import('../../src/client/embedded-credentials.js');
+    const { ensureCredentials, credentialsPath } = await import('../../src/embedded/embedded-credentials.js');
     const { openPglite } = await import('../../src/store/pglite.js');
     const { migrate } = await import('../../src/store/migrate.js');
     const { revokeKey, listAccounts } = await import('../../src/service/auth.js');

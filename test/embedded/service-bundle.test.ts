@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { serviceBundle } from '../../src/client/service-bundle.js';
+import { serviceBundle } from '../../src/embedded/service-bundle.js';
 
 /** A small module tree in the shape of the service's: a TypeScript entry importing one of ours and a package, and a file found next to its source. */
 function sources() {
@@ -83,7 +83,7 @@ describe('the service bundle (the embedded thread runs it without a TypeScript l
 
   it('a bundle whose inputs cannot be built is none', async () => {
     const src = sources();
-    writeFileSync(join(src, 'entry.ts'), 'import { nothing } from "./missing.ts";\nexport const out = nothing;\n');
+    writeFileSync(join(src, 'entry.ts'), 'import { nothing } from "../client/missing.ts";\nexport const out = nothing;\n');
     expect(await serviceBundle({ entry: join(src, 'entry.ts'), cacheDir: newCacheDir() })).toBeUndefined();
   });
 });
