@@ -15,7 +15,7 @@
  * Env: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test; a database of the bench's
  * own is created on that server for an `edgeplane serve` process, and dropped). Results: a table on stdout, JSON in bench/results/reconcile-<time>.json.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
@@ -46,6 +46,9 @@ import { mainThreadTimes, processesCpuMs } from './cpu-share.js';
 import { FULL, objectCount, writeManifests, type BenchSize } from './reconcile-manifests.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
+// The `serve` and `plan` processes measured are the package's compiled CLI (bin/edgeplane.js):
+// dist/ is built first if a source is newer.
+execFileSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs')], { stdio: 'inherit' });
 const CACHE = join(ROOT, 'bench', '.cache');
 const PARALLELISM = 8;
 

@@ -1,8 +1,12 @@
 #!/usr/bin/env node
-// Runs the TypeScript CLI directly through tsx's loader: no build step between a clone and a run.
-import { fileURLToPath } from 'node:url';
-import { register } from 'tsx/esm/api';
-// edgeplane's own tsconfig, never one tsx would find from the working directory up: a tsconfig.json
-// beside the manifests (in a pull request, say) could map edgeplane's imports to its own code.
-register({ tsconfig: fileURLToPath(new URL('../tsconfig.json', import.meta.url)) });
-await import('../src/cli/main.ts');
+// The installed CLI: the compiled JavaScript in dist/ (`npm run build`, run by `prepare` after a
+// clone's `npm ci` and by `prepack` before a package is made).
+try {
+  await import('../dist/cli/main.js');
+} catch (err) {
+  if (err?.code === 'ERR_MODULE_NOT_FOUND' && /dist[\\/]cli[\\/]main\.js/.test(String(err.message))) {
+    console.error('edgeplane: dist/ is missing: run `npm run build` (or `npm ci`, which builds) in the edgeplane checkout');
+    process.exit(1);
+  }
+  throw err;
+}

@@ -1,5 +1,5 @@
-import { Worker } from 'node:worker_threads';
-import { exchange, keepAliveAgent } from './http-exchange.mjs';
+import { exchange, keepAliveAgent } from './http-exchange.js';
+import { siblingModule, startWorker } from '../util/worker.js';
 import { parse, WorkerChannel, type HandBack } from './worker-channel.js';
 import type { FastifyInstance } from 'fastify';
 
@@ -84,16 +84,14 @@ export function httpTransport(baseUrl: string, apiKey: string): Transport {
 }
 
 /**
- * The HTTP transport's list reading on a worker thread (`page-reader.mjs`), started on the first
+ * The HTTP transport's list reading on a worker thread (`page-reader.ts`), started on the first
  * list of more than one page and ended with the transport (about 8 MB). A plan reads thousands of
  * objects while its main thread is busy with the manifests and the pages already in: read from
  * that thread, each next page waited for its turn, and a no-op plan of 6,200 objects took 1.65×
  * the time of reading its pages alone (about 1.45× read from the worker; bench/README.md).
  */
 function pageReader(origin: string, headers: Record<string, string>): WorkerChannel {
-  // execArgv: [] — not the TypeScript loader a test runner or tsx gave this process: the reader
-  // is plain JavaScript, and a loader would cost the worker a thread and most of its start.
-  const worker = new Worker(new URL('./page-reader.mjs', import.meta.url), { workerData: { origin, headers }, execArgv: [] });
+  const worker = startWorker(siblingModule(import.meta.url, 'page-reader'), { workerData: { origin, headers } });
   return new WorkerChannel(worker, 'the page reader');
 }
 

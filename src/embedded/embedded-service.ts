@@ -1,7 +1,7 @@
 /**
  * The embedded service's thread (started by `embeddedTransport`): the real fastify app on the
  * engine in the state directory, answering the main thread's requests and reading lists ahead
- * (`page-loop.mjs`). The engine's WebAssembly and the app's request handling run here, beside the
+ * (`page-loop.ts`). The engine's WebAssembly and the app's request handling run here, beside the
  * reconciler's work on the main thread instead of between it: a plan's own work and the
  * service's work on its pages each get a core.
  */
@@ -9,7 +9,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { openEngine } from './engine.js';
 import { buildApp, type AppOptions } from '../service/app.js';
 import { ensureCredentials } from './embedded-credentials.js';
-import { pageLoop } from '../client/page-loop.mjs';
+import { pageLoop } from '../client/page-loop.js';
 import { injector } from '../client/transport.js';
 
 export interface EmbeddedServiceInput {

@@ -1,5 +1,5 @@
 import { object, strings } from './fields.js';
-import { checkIdpMetadata, XmlProblem } from './saml-metadata.js';
+import { checkIdpMetadata, XmlProblem } from '../util/saml-metadata.js';
 import { generateSigningPair } from './saml-signing.js';
 import { defaultCookiePrefix, sessionConfigDefaults, sessionDefaults, sessionFields, sessionResponseOrder } from './session.js';
 import type { ModuleDef } from './types.js';

@@ -14,9 +14,8 @@ import { DirLock, LockHeldError } from '../../src/store/dir-lock.js';
 // The embedded target is PGlite in the state directory, whatever DATABASE_URL says for other suites.
 let saved: Record<string, string | undefined> = {};
 beforeEach(() => {
-  saved = { DATABASE_URL: process.env.DATABASE_URL, EDGEPLANE_SERVICE_BUNDLE: process.env.EDGEPLANE_SERVICE_BUNDLE };
+  saved = { DATABASE_URL: process.env.DATABASE_URL };
   delete process.env.DATABASE_URL;
-  delete process.env.EDGEPLANE_SERVICE_BUNDLE;
 });
 afterEach(() => {
   for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k]; else process.env[k] = v;
@@ -25,13 +24,10 @@ afterEach(() => {
 const backends = kindByName('failoverBackend');
 
 describe('the embedded service on a thread of its own', () => {
-  it.each(['bundled', 'from the sources (tsx)'])('%s: serves requests and lists read ahead, holds the directory until closed, and keeps the data', async (how) => {
-    if (how !== 'bundled') process.env.EDGEPLANE_SERVICE_BUNDLE = 'off';
+  it('serves requests and lists read ahead, holds the directory until closed, and keeps the data', async () => {
     const state = mkdtempSync(join(tmpdir(), 'edgeplane-thread-'));
     const client = new ApiClient(await embeddedTransport(state));
     try {
-      // Bundled, the thread runs the cached bundle (no TypeScript loader); see service-bundle.test.ts.
-      if (how === 'bundled') expect(existsSync(fileURLToPath(new URL('../../node_modules/.cache/edgeplane/src-embedded-embedded-service-ts.mjs', import.meta.url)))).toBe(true);
       // The lock is taken at once, on this thread: a second opener fails before anything starts.
       await expect(embeddedTransport(state)).rejects.toThrow(LockHeldError);
       const made: string[] = [];

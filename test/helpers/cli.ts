@@ -1,15 +1,29 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-export const BIN = ROOT + 'bin/edgeplane.js';
+/**
+ * The CLI from the sources, as the dev loop runs it: tsx with edgeplane's own tsconfig (see
+ * `cliEnv`). The installed package (compiled, no loader) is test/package's to try.
+ */
+export const CLI = ['--import', tsxLoader(), ROOT + 'src/cli/main.ts'];
+
+/** tsx's loader by absolute URL: `--import tsx` would look for the package from the working directory. */
+function tsxLoader(): string {
+  const pkg = createRequire(import.meta.url).resolve('tsx/package.json');
+  const main = (JSON.parse(readFileSync(pkg, 'utf8')) as { exports: { '.': string } }).exports['.'];
+  return pathToFileURL(join(dirname(pkg), main)).href;
+}
 
 export interface CliResult { code: number | null; stdout: string; stderr: string }
 
 /** Runs `edgeplane ARGS` as a user would, as its own process. */
 export function runCli(args: string[], opts: { env?: Record<string, string | undefined>; cwd?: string; input?: string } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
+    const child = spawn(process.execPath, [...CLI, ...args], {
       cwd: opts.cwd ?? ROOT,
       env: cliEnv(opts.env),
       stdio: ['pipe', 'pipe', 'pipe'],
@@ -25,7 +39,7 @@ export function runCli(args: string[], opts: { env?: Record<string, string | und
 }
 
 export function cliEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' };
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', TSX_TSCONFIG_PATH: ROOT + 'tsconfig.json' };
   delete env.DATABASE_URL;
   delete env.EDGEPLANE_API_URL;
   delete env.EDGEPLANE_API_KEY;
@@ -41,7 +55,7 @@ export interface Served { url: string; child: ChildProcess; logs: () => string; 
 /** Starts `edgeplane serve --port 0 …` and resolves once it logs the URL it listens on. */
 export function startServe(args: string[], opts: { env?: Record<string, string | undefined> } = {}): Promise<Served> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', ...args], { cwd: ROOT, env: cliEnv(opts.env), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...CLI, 'serve', '--port', '0', ...args], { cwd: ROOT, env: cliEnv(opts.env), stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
     const timer = setTimeout(() => reject(new Error(`serve did not start:\n${out}`)), 60_000);
@@ -72,7 +86,7 @@ export interface Running {
 
 /** Starts `edgeplane ARGS` and lets the test watch its output while it runs (watch, interrupted applies). */
 export function startCli(args: string[], opts: { env?: Record<string, string | undefined>; cwd?: string } = {}): Running {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: opts.cwd ?? ROOT, env: cliEnv(opts.env), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...CLI, ...args], { cwd: opts.cwd ?? ROOT, env: cliEnv(opts.env), stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const listeners = new Set<() => void>();
   const onData = (d: Buffer) => { out += d; for (const l of listeners) l(); };

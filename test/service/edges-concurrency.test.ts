@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLI } from '../helpers/cli.js';
 import { hostport } from '../helpers/edges.js';
 import { TestClient } from '../helpers/service.js';
 
@@ -13,7 +14,6 @@ import { TestClient } from '../helpers/service.js';
  */
 const DATABASE_URL = process.env.DATABASE_URL;
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const BIN = fileURLToPath(new URL('../../bin/edgeplane.js', import.meta.url));
 const N = 50;
 
 function withSearchPath(url: string, schema: string): string {
@@ -25,7 +25,7 @@ function withSearchPath(url: string, schema: string): string {
 /** Starts `edgeplane serve` on a free port and resolves with its URL from the start-up log line. */
 function serve(env: NodeJS.ProcessEnv): Promise<{ proc: ChildProcess; url: string }> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--host', '127.0.0.1'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, [...CLI, 'serve', '--port', '0', '--host', '127.0.0.1'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     const timer = setTimeout(() => reject(new Error(`serve did not start: ${out}${err}`)), 30_000);
@@ -57,7 +57,7 @@ describe.skipIf(!DATABASE_URL)('uniqueness across two service processes on one P
     await admin.query(`CREATE SCHEMA ${schema}`);
     const env = { ...process.env, DATABASE_URL: withSearchPath(DATABASE_URL!, schema), EDGEPLANE_LOG_LEVEL: 'info' };
     // Migrates the schema and issues a key; the servers then start against a migrated database.
-    const { stdout } = await promisify(execFile)(process.execPath, [BIN, 'admin', 'accounts', 'create', '--name', 'concurrency', '--json'], { cwd: ROOT, env });
+    const { stdout } = await promisify(execFile)(process.execPath, [...CLI, 'admin', 'accounts', 'create', '--name', 'concurrency', '--json'], { cwd: ROOT, env });
     const { api_key } = JSON.parse(stdout);
     const servers = await Promise.all([serve(env), serve(env)]);
     procs.push(...servers.map((s) => s.proc));

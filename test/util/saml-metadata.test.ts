@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkIdpMetadata } from '../../src/kinds/saml-metadata.js';
+import { checkIdpMetadata } from '../../src/util/saml-metadata.js';
 import { IDP_METADATA, IDP_METADATA_DEFAULT_NS } from '../helpers/edges.js';
 
 const MD = 'xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata"';
@@ -14,34 +14,34 @@ describe('IdP metadata check', () => {
   });
 
   it.each([
-    ['', 'no root element'],
-    ['<md:EntityDescriptor', 'expected'],
-    [doc().slice(0, -22), 'unexpected end'],
-    [doc(SSO + '</md:Other>'), 'closes'],
-    [doc() + '<x/>', 'content after the root'],
+    ['', 'must contain a root element'],
+    ['<md:EntityDescriptor', 'must contain a root element'],
+    [doc().slice(0, -22), 'unclosed tag: md:EntityDescriptor'],
+    [doc(SSO + '</md:Other>'), 'unexpected close tag'],
+    [doc() + '<x/>', 'only one root'],
     ['<!DOCTYPE md [<!ENTITY x "y">]>' + doc(), 'DTD'],
-    [doc(SSO + '<!ENTITY x "y">'), 'DTD'],
-    [doc(SSO + '&bogus;'), 'entity reference'],
-    [doc(SSO + '&#0;'), 'character reference'],
-    [doc(SSO, `${MD} entityID="&#xD800;"`), 'character reference'],
-    [doc(SSO + '&#57343;'), 'character reference'],
-    [doc(SSO + '&#xFFFE;'), 'character reference'],
-    [doc(SSO + '&#x110000;'), 'character reference'],
-    [doc(SSO + '&#99999999999999999999;'), 'character reference'],
-    [doc(SSO, `${MD} entityID="a" entityID="b"`), 'given twice'],
-    [doc(SSO, `${MD} entityID=a`), 'quoted'],
-    [doc(SSO, `${MD} entityID="<"`), '"<" is not allowed'],
-    [doc(SSO + '<!-- a -- b -->'), '"--"'],
-    [doc(SSO, 'entityID="a"'), 'prefix "md"'],
-    [doc(SSO, `${MD} x:y="1" entityID="a"`), 'attribute x:y'],
-    [doc(SSO + '\u0001'), 'control characters'],
+    [doc(SSO + '<!ENTITY x "y">'), 'incorrect syntax'],
+    [doc(SSO + '&bogus;'), 'undefined entity'],
+    [doc(SSO + '&#0;'), 'malformed character entity'],
+    [doc(SSO, `${MD} entityID="&#xD800;"`), 'malformed character entity'],
+    [doc(SSO + '&#57343;'), 'malformed character entity'],
+    [doc(SSO + '&#xFFFE;'), 'malformed character entity'],
+    [doc(SSO + '&#x110000;'), 'malformed character entity'],
+    [doc(SSO + '&#99999999999999999999;'), 'malformed character entity'],
+    [doc(SSO, `${MD} entityID="a" entityID="b"`), 'duplicate attribute: entityID'],
+    [doc(SSO, `${MD} entityID=a`), 'unquoted attribute value'],
+    [doc(SSO, `${MD} entityID="<"`), 'disallowed character'],
+    [doc(SSO + '<!-- a -- b -->'), 'malformed comment'],
+    [doc(SSO, 'entityID="a"'), 'unbound namespace prefix: "md"'],
+    [doc(SSO, `${MD} x:y="1" entityID="a"`), 'unbound namespace prefix: "x"'],
+    [doc(SSO + '\u0001'), 'disallowed character'],
     [doc('<md:IDPSSODescriptor/>'), 'SingleSignOnService'],
     [doc('<md:SPSSODescriptor><md:SingleSignOnService Location="x"/></md:SPSSODescriptor>'), 'IDPSSODescriptor'],
     [doc(SSO, MD), 'entityID'],
     [`<md:EntitiesDescriptor ${MD}>${doc()}</md:EntitiesDescriptor>`, 'EntitiesDescriptor'],
     ['<EntityDescriptor entityID="a">' + SSO.replace(/md:/g, '') + '</EntityDescriptor>', 'namespace'],
     [doc('<a>'.repeat(70) + '</a>'.repeat(70) + SSO), 'deeper'],
-    ['<?xml version="1.0"?><?xml version="1.0"?>' + doc(), 'XML declaration'],
+    ['<?xml version="1.0"?><?xml version="1.0"?>' + doc(), 'XML declaration must be at the start'],
   ])('refuses %j (%s)', (xml, problem) => {
     expect(() => checkIdpMetadata(xml)).toThrow(problem);
   });
@@ -51,6 +51,6 @@ describe('IdP metadata check', () => {
   });
 
   it('reports line and column', () => {
-    expect(() => checkIdpMetadata(`<md:EntityDescriptor ${MD} entityID="a">\n  <md:X a=1/></md:EntityDescriptor>`)).toThrow(/line 2, column 11: the value of a must be quoted/);
+    expect(() => checkIdpMetadata(`<md:EntityDescriptor ${MD} entityID="a">\n  <md:X a=1/></md:EntityDescriptor>`)).toThrow(/line 2, column 11: unquoted attribute value/);
   });
 });

@@ -1,6 +1,6 @@
 // Reading a list page after page on a thread other than the one that uses the pages: each next
 // page is asked for the moment the previous one arrives, however busy the using thread is. Shared
-// by the HTTP transport's reader (page-reader.mjs) and the embedded service's thread
+// by the HTTP transport's reader (page-reader.ts) and the embedded service's thread
 // (embedded-service.ts); the protocol's other end is `WorkerChannel` (worker-channel.ts).
 //
 // Messages in: { id, url } reads a list from `url` on; { cancel: id } stops reading it.
@@ -10,15 +10,18 @@
 // follow ends the reading here: the using thread reads that URL itself, with the client's retries
 // (or its refusal).
 
+export interface LoopResponse { status: number; headers: Record<string, string>; text: string }
+export type ListMessage = { id: number; url: string } | { cancel: number };
+
 /** The service ends a page with its next link: read from the end, the whole page parsed only when it is not there. */
 const TAIL = /"next_page_uri"\s*:\s*(null|"(?:[^"\\]|\\.)*")\s*}\s*$/;
 
-function nextLink(text) {
+function nextLink(text: string): string | null {
   const m = TAIL.exec(text.slice(-2048));
-  let next;
+  let next: unknown;
   if (m) next = JSON.parse(m[1]);
   else {
-    try { next = JSON.parse(text).next_page_uri; } catch { next = null; }
+    try { next = (JSON.parse(text) as { next_page_uri?: unknown }).next_page_uri; } catch { next = null; }
   }
   return typeof next === 'string' && next ? next : null;
 }
@@ -28,18 +31,18 @@ function nextLink(text) {
  * thread may read a link (the HTTP reader: the API's own origin only, where the key may go).
  * `post` sends a message to the using thread. Returns the handler of incoming list messages.
  */
-export function pageLoop(get, follows, post) {
-  const cancelled = new Set();
+export function pageLoop(get: (url: string) => Promise<LoopResponse>, follows: (url: string) => boolean, post: (m: unknown) => void): (m: ListMessage) => void {
+  const cancelled = new Set<number>();
 
-  async function read(id, url) {
+  async function read(id: number, url: string): Promise<void> {
     for (;;) {
       if (cancelled.delete(id)) return;
       if (!follows(url)) return void post({ id, url, error: `not following ${url}` });
-      let res;
+      let res: LoopResponse;
       try {
         res = await get(url);
       } catch (err) {
-        post({ id, url, error: String(err?.message ?? err) });
+        post({ id, url, error: String((err as Error | undefined)?.message ?? err) });
         return;
       }
       const next = res.status >= 200 && res.status < 300 ? nextLink(res.text) : null;
@@ -51,7 +54,7 @@ export function pageLoop(get, follows, post) {
   }
 
   return (m) => {
-    if (m.cancel !== undefined) cancelled.add(m.cancel);
+    if ('cancel' in m) cancelled.add(m.cancel);
     else void read(m.id, m.url);
   };
 }

@@ -1,22 +1,24 @@
 // One HTTP exchange with `node:http` / `node:https`, the body kept as text: shared by the HTTP
-// transport (transport.ts) and its page reader thread (page-reader.mjs), which is plain JavaScript.
+// transport (transport.ts) and its page reader thread (page-reader.ts).
 import http from 'node:http';
 import https from 'node:https';
 
+export interface Exchanged { status: number; headers: Record<string, string>; text: string }
+
 /** A keep-alive agent for the origin's scheme: one per transport, and one for its page reader. */
-export function keepAliveAgent(origin) {
+export function keepAliveAgent(origin: string): http.Agent {
   return origin.startsWith('https:') ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
 }
 
 /** Sends `payload` (or nothing) to `url`; resolves with the status, the headers (repeated ones joined) and the body's text. */
-export function exchange(url, { method, agent, headers }, payload) {
+export function exchange(url: string, { method, agent, headers }: { method: string; agent: http.Agent; headers: Record<string, string> }, payload?: string): Promise<Exchanged> {
   return new Promise((resolve, reject) => {
     const req = (url.startsWith('https:') ? https : http).request(url, { method, agent, headers }, (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
       res.on('error', reject);
       res.on('end', () => {
-        const h = {};
+        const h: Record<string, string> = {};
         for (const k in res.headers) {
           const v = res.headers[k];
           if (v !== undefined) h[k] = Array.isArray(v) ? v.join(', ') : v;
@@ -26,7 +28,7 @@ export function exchange(url, { method, agent, headers }, payload) {
     });
     // A network error says which API it was (its origin, never a header): `connect ECONNREFUSED`
     // alone does not. Its code stays, for the retries that read it.
-    req.on('error', (err) => {
+    req.on('error', (err: NodeJS.ErrnoException) => {
       // https:// to a port that speaks plain HTTP: OpenSSL's "wrong version number" says only that.
       const hint = err.code === 'EPROTO' && /wrong version number/.test(err.message) ? ' (the server there does not speak TLS: is it http://?)' : '';
       reject(Object.assign(err, { message: `${new URL(url).origin}: ${err.message.trimEnd()}${hint}` }));

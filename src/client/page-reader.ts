@@ -1,0 +1,20 @@
+// The list-page reader of the HTTP transport (transport.ts `readPages`), on a worker thread of its
+// own (see page-loop.ts). It asks for a list's next page the moment the previous one arrives,
+// however busy the main thread is with the pages already read (a plan parses, validates and
+// compares thousands of objects meanwhile): on the main thread, each of those requests waited for
+// its turn, and the pages of a large account came slower.
+import { parentPort, workerData } from 'node:worker_threads';
+import { exchange, keepAliveAgent } from './http-exchange.js';
+import { pageLoop, type ListMessage } from './page-loop.js';
+
+const { origin, headers } = workerData as { origin: string; headers: Record<string, string> };
+const agent = keepAliveAgent(origin);
+
+const get = (url: string) => exchange(url, { method: 'GET', agent, headers });
+
+/** The key goes to the API's own origin only: a link elsewhere is the main thread's to refuse. */
+const follows = (url: string) => /^https?:\/\//.test(url) && new URL(url).origin === origin;
+
+const port = parentPort!;
+const onList = pageLoop(get, follows, (m) => port.postMessage(m));
+port.on('message', (m: ListMessage) => onList(m));

@@ -1,0 +1,65 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT } from '../helpers/cli.js';
+
+/**
+ * The package as a user gets it: packed (`prepack` builds dist/), installed globally from the
+ * tarball into a prefix of its own, and run from there, with no TypeScript loader and nothing from
+ * this checkout.
+ */
+const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+const work = mkdtempSync(join(tmpdir(), 'edgeplane-package-'));
+const prefix = join(work, 'prefix');
+const installed = join(prefix, 'lib', 'node_modules', 'edgeplane');
+const bin = join(prefix, 'bin', 'edgeplane');
+let install: ReturnType<typeof spawnSync>;
+
+const npm = (args: string[], cwd = ROOT) => spawnSync('npm', args, { cwd, encoding: 'utf8', env: { ...process.env, npm_config_update_notifier: 'false' }, timeout: 240_000 });
+
+beforeAll(() => {
+  const packed = npm(['pack', '--pack-destination', work]);
+  if (packed.status !== 0) throw new Error(`npm pack failed:\n${packed.stderr}`);
+  // Dependencies from the npm cache when they are there (CI's `npm ci` filled it).
+  install = npm(['install', '--global', '--prefix', prefix, '--prefer-offline', '--no-audit', '--no-fund', join(work, `edgeplane-${version}.tgz`)], work);
+}, 300_000);
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+describe('the packed package', () => {
+  it('ships the compiled CLI, its schemas and nothing of the repository (no tests, bench, CI or sources)', () => {
+    const listed = npm(['pack', '--dry-run', '--json', '--ignore-scripts']);
+    const files = (JSON.parse(listed.stdout) as { files: { path: string }[] }[])[0].files.map((f) => f.path);
+    expect(files).toContain('bin/edgeplane.js');
+    expect(files).toContain('dist/cli/main.js');
+    expect(files).toContain('dist/embedded/embedded-service.js');
+    expect(files).toContain('dist/store/migrations/001_init.sql');
+    expect(files).toContain('schemas/manifest.schema.json');
+    const outside = files.filter((f) => !/^(bin\/|dist\/|schemas\/|package\.json$|README\.md$|LICENSE)/.test(f));
+    expect(outside).toEqual([]);
+    expect(files.filter((f) => /\.ts$/.test(f) && !f.endsWith('.d.ts'))).toEqual([]);
+  });
+
+  it('installs globally from the tarball with no engine warning, and without tsx or esbuild', () => {
+    expect(install.status, String(install.stderr)).toBe(0);
+    expect(String(install.stderr)).not.toMatch(/EBADENGINE/);
+    expect(existsSync(bin)).toBe(true);
+    for (const dev of ['tsx', 'esbuild', 'vitest', 'typescript']) {
+      expect(existsSync(join(installed, 'node_modules', dev)), dev).toBe(false);
+      expect(existsSync(join(prefix, 'lib', 'node_modules', dev)), dev).toBe(false);
+    }
+  });
+
+  it('runs `edgeplane --version` and plans examples/small from the installed package', () => {
+    const v = spawnSync(bin, ['--version'], { cwd: work, encoding: 'utf8' });
+    expect(v.stdout.trim()).toBe(version);
+    const state = join(work, 'state');
+    const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1' };
+    delete env.DATABASE_URL;
+    delete env.EDGEPLANE_API_URL;
+    const plan = spawnSync(bin, ['plan', join(ROOT, 'examples/small'), '--state', state], { cwd: work, encoding: 'utf8', env, timeout: 120_000 });
+    expect(plan.status, plan.stderr).toBe(0);
+    expect(plan.stdout).toMatch(/Plan: 5 to create, 0 to update, 0 to delete/);
+  });
+});
