@@ -7,7 +7,7 @@ import { ApiError } from './errors.js';
 /**
  * The `ajv` library, loaded the first time a schema is compiled. The validators in use are
  * precompiled (`npm run schemas`): a reconciler command that compiles nothing does not pay for
- * loading it (about 60 ms of start-up).
+ * loading it.
  */
 let ajvLib: typeof import('ajv') | undefined;
 function loadAjv(): typeof import('ajv') {

@@ -24,8 +24,7 @@ export async function migrate(db: Db): Promise<string[]> {
   const migrations = loadMigrations();
   // Every command and every `serve` starts here. When every migration is already recorded (all but
   // a first start or an upgrade), two reads decide it: no transaction, lock or DDL, and no wait
-  // behind a newer version's process migrating the same database. (PGlite opens about 35 ms
-  // sooner; a command's wall time does not show it, as its own start-up is the longer path.)
+  // behind a newer version's process migrating the same database.
   if (await allRecorded(db, migrations)) return [];
   return db.tx(async (q) => {
     await q.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);

@@ -8,10 +8,8 @@ import { PGlite } from '@electric-sql/pglite';
  * A new embedded database starts from a template: a data directory made once by PGlite's initdb
  * (with the engine's settings), committed as a gzip tarball and loaded with `loadDataDir`. Without
  * it, the first command on a new state directory runs initdb, which PGlite does in a second
- * WebAssembly instance: `edgeplane plan examples/small` on a new state directory took 4.8–5.0 s
- * and 724 MB at the peak on the 2-core machine, against 2.9–3.3 s and 345–350 MB from the
- * template (README, "Running several servers"). Tests open many in-memory databases and gain the
- * same.
+ * WebAssembly instance, far slower and with about twice the peak memory of loading the template
+ * (bench/README.md). Tests open many in-memory databases and gain the same.
  *
  * The template is used only when it was made by the PGlite version installed and with the same
  * settings (`pglite-template.json`); otherwise initdb runs as before, and a test fails until

@@ -12,9 +12,9 @@ export interface PgliteDb extends Db { readonly lock: DirLock | null }
 
 /**
  * PostgreSQL settings for the embedded engine, given on every start. PGlite makes its whole buffer
- * pool resident when it starts, so PostgreSQL's 128 MB default costs 128 MB in every CLI run,
- * however small the state. 16 MB holds all the tables and indexes of 6,200 objects (11 MB); beyond
- * that, pages come from the operating system's file cache.
+ * pool resident when it starts, so PostgreSQL's default pool would be resident in every CLI run,
+ * however small the state. A small pool holds the tables and indexes of the benchmark's stack;
+ * beyond that, pages come from the operating system's file cache.
  */
 export const PGLITE_SETTINGS: Record<string, string> = { shared_buffers: '16MB' };
 
@@ -33,8 +33,8 @@ export async function openPglite(stateDir: string | null, opts: { locked?: boole
     if (data) ownerOnly(data);
     const settings = settingsParams(PGLITE_SETTINGS);
     // A new database comes from the committed template when it fits (pglite-template.ts): no
-    // initdb. Otherwise initdb makes it, with the same settings (it would probe its own defaults,
-    // 128 MB of buffers while it runs, and write those to postgresql.conf).
+    // initdb. Otherwise initdb makes it, with the same settings (it would probe its own defaults
+    // while it runs, and write those to postgresql.conf).
     const isNew = !data || !existsSync(join(data, 'PG_VERSION'));
     const template = isNew ? templateFor(PGLITE_SETTINGS) : undefined;
     const pglite = new PGlite(data ?? 'memory://', {

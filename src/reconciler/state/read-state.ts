@@ -12,7 +12,7 @@ export async function readLiveState(client: ApiClient): Promise<ObservedLists> {
 
 /**
  * The same pages as `readLiveState`, each handed to `onPage` as it arrives and none kept: a plan
- * keeps what it makes of them (the request form of each object), not 5 MB of responses.
+ * keeps what it makes of them (the request form of each object), not the responses themselves.
  */
 export async function streamLiveState(client: ApiClient, onPage: (kind: KindDef, items: Body[]) => void): Promise<void> {
   await Promise.all(listedKinds().map((k) => client.eachPage(k, undefined, (items) => onPage(k, items))));
