@@ -11,6 +11,7 @@ import { creationChanges, diffValues } from './changes.js';
 import { copyOf, DEFAULT_CONFIG, identical, normalizeFields, NormMemo, resetValue, same, setAt, tokenReader, type Normal, type Symbolize } from './normalize.js';
 import { keptCopy, referencedIds } from './duplicates.js';
 import { orderSteps } from './order.js';
+import { stepPatch } from './patch.js';
 import { DEFAULT_THRESHOLD, safetyBlocks, type Threshold } from './safety.js';
 import type { DesiredObject, ObservedObject } from './state.js';
 import { isRefToken, isSecretToken, placeholder, type SecretToken } from './tokens.js';
@@ -475,12 +476,19 @@ class Planner {
       changes.push(...diffValues(m.name, have.modules[m.name], want.modules[m.name]));
     }
     if (!needPatch) return;
+    const keys = Object.keys(patch).filter((k) => k !== 'metadata');
+    const [before, after] = [pick(have, keys), pick(want, keys)];
+    if (patch.metadata !== undefined) {
+      if (o.metadata !== undefined) before.metadata = o.metadata;
+      after.metadata = patch.metadata;
+    }
     this.addStep(dec, {
       id: `${d.identity}:update`, action: 'update', object: this.stepObject(dec),
       request: { method: 'PATCH', path: this.objectPath(d.kind, o.id, o.parentId), body: patch },
       changes, dependsOn: [...this.refDeps(d.body, Object.keys(patch)), ...moduleSteps],
       ...(dec.adopted ? { reason: `adopts unmanaged ${d.kind.title} ${o.id}: stamps the ownership marker` } : {}),
       ...(dec.renamedFrom ? { reason: `renamed from ${dec.renamedFrom}: the object is kept, its ownership marker renamed` } : {}),
+      ...stepPatch(before, after, changes),
     });
   }
 
@@ -564,11 +572,12 @@ class Planner {
     const path = (m: ModuleDef) => `${this.objectPath(d.kind, dec.o!.id, dec.o!.parentId)}/${m.name}`;
     const put = (m: ModuleDef, deps: string[], reason?: string) => {
       const id = `${d.identity}:module.put:${m.name}`;
+      const changes = diffValues(m.name, have.modules[m.name], want.modules[m.name]);
       this.addStep(dec, {
         id, action: 'module.put', object: this.stepObject(dec), module: m.name,
         request: { method: 'PUT', path: path(m), body: this.materialize(d.body[m.name]) },
-        changes: diffValues(m.name, have.modules[m.name], want.modules[m.name]),
-        dependsOn: [...deps, ...this.refDeps(d.body, [m.name])], ...(reason ? { reason } : {}),
+        changes, dependsOn: [...deps, ...this.refDeps(d.body, [m.name])], ...(reason ? { reason } : {}),
+        ...stepPatch(pick(have, [m.name]), pick(want, [m.name]), changes),
       });
       ids.push(id);
       return id;
@@ -579,6 +588,7 @@ class Planner {
         id, action: 'module.delete', object: this.stepObject(dec), module: m.name,
         request: { method: 'DELETE', path: path(m) },
         changes: [{ path: m.name, before: '(configured)', after: '(removed)' }], dependsOn: deps, ...(reason ? { reason } : {}),
+        ...stepPatch(pick(have, [m.name]), {}, []),
       });
       ids.push(id);
       return id;
@@ -893,6 +903,7 @@ class Planner {
       }
     } else step.reason += `, ${value} for ${taker}`;
     step.changes = Object.keys(body).map((f) => ({ path: f, before: holder.body[f], after: body[f] }));
+    Object.assign(step, stepPatch(Object.fromEntries(Object.keys(body).map((f) => [f, holder.body[f]])), body, []));
     return id;
   }
 
@@ -907,6 +918,16 @@ class Planner {
     s.delete = this.steps.filter((x) => x.action === 'delete' && !x.id.endsWith(':delete-replaced')).length;
     return s;
   }
+}
+
+/** The fields and modules `keys` of a normal form (those it has), for a step's `before` / `after`. */
+function pick(n: Normal, keys: string[]): Body {
+  const out: Body = {};
+  for (const k of keys) {
+    const v = k in n.fields ? n.fields[k] : n.modules[k];
+    if (v !== undefined) out[k] = v;
+  }
+  return out;
 }
 
 /** The same secret fingerprints (an absent map is an empty one). */

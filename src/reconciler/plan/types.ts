@@ -55,7 +55,25 @@ export interface Step {
   yields?: string;
   /** Why the step exists or sits where it does; for humans, never read by apply. */
   reason?: string;
+  /**
+   * Steps that change an existing object (update, module.put, module.delete): RFC 6902 operations
+   * from the live body to the desired one, over the fields that change. For programs that read
+   * plans; never read by apply.
+   */
+  patch?: PatchOperation[];
+  /** Those fields as they are (absent: not set), in the form of `changes` (references by identity, secrets masked). */
+  before?: Record<string, unknown>;
+  /** Those fields as the step leaves them. */
+  after?: Record<string, unknown>;
 }
+
+/** One RFC 6902 operation, as fast-json-patch's `compare` makes them. */
+export type PatchOperation =
+  | { op: 'add' | 'replace' | 'test'; path: string; value: unknown }
+  | { op: 'remove'; path: string }
+  | { op: 'move' | 'copy'; path: string; from: string };
+
+export interface StepPatch { patch: PatchOperation[]; before: Record<string, unknown>; after: Record<string, unknown> }
 
 /** An object the manifests mean that already exists outside this stack. */
 export interface Conflict {
