@@ -63,7 +63,9 @@ targetOptions(
     .addOption(stackOption())
     .option('--out <file>', 'save the plan (JSON) for `apply --plan <file>`')
     .option('--json', 'print the plan as JSON')
-    .option('--markdown', 'print the plan as Markdown (pull-request comments)')
+    .option('--markdown', 'print the plan as Markdown (pull-request comments), within --markdown-limit characters')
+    .option('--markdown-limit <n>', 'characters the --markdown comment may take; what does not fit is counted in it', '65000')
+    .option('--out-markdown <file>', 'also write the whole plan as Markdown, nothing left out (a CI job summary or artifact)')
     .option('--detailed-exitcode', 'exit 2 when the plan has changes')
     .option('--adopt', 'take over unmanaged objects that match manifest objects (same hostport, same CA certificate)')
     .addOption(strictOption()),

@@ -27,6 +27,7 @@ function bigPlan(n: number) {
 describe('renderings', () => {
   it('a change never reads as no change: values that shorten alike show the stretch where they differ', () => {
     const plan = bigPlan(1);
+    plan.steps[0].action = 'update'; // the Markdown shows field changes of updates and destructive steps
     const long = 'Admin console, SSO required for https://login.example.com/ and then some more words';
     const pem = (last: string) => `-----BEGIN CERTIFICATE-----\nMIIB\nAAAA\n${last}\n-----END CERTIFICATE-----\n`;
     plan.steps[0].changes = [
@@ -42,7 +43,7 @@ describe('renderings', () => {
       expect(before, path).not.toBe(after);
       expect(before, path).toContain(from);
       expect(after, path).toContain(to);
-      const row = md.split('\n').find((l) => l.startsWith(`| \`${path}\``))!;
+      const row = md.split('\n').find((l) => l.includes(` | \`${path}\` | `))!;
       expect(row, path).toContain(to);
     }
   });
@@ -53,7 +54,8 @@ describe('renderings', () => {
     const plan = bigPlan(1);
     plan.warnings.push(hostile);
     plan.steps[0].reason = hostile;
-    plan.steps[0].changes.push({ path: 'match', before: '/admin/', after: '/\u202enimda\u202c/' });
+    plan.steps[1].reason = hostile;
+    plan.steps[1].changes.push({ path: 'match', before: '/admin/', after: '/\u202enimda\u202c/' });
     const md = renderMarkdown(plan);
     for (const raw of ['@octo-org', '![](', '[Approve](', '<details> <', '<!--', '\n\n**No changes.**', '> [!CAUTION] |', '\u202e', '\u202c']) expect(md, raw).not.toContain(raw);
     expect(md).not.toMatch(/(^|[^\\])<img/m); // only as `\<img`: literal text
@@ -71,14 +73,16 @@ describe('renderings', () => {
       const md = renderMarkdown(bigPlan(n));
       expect(md.length, `${n} objects`).toBeLessThanOrEqual(MARKDOWN_LIMIT);
       expect(md).toContain(`**Plan: ${n} to create, 0 to update, ${n} to delete**`);
-      expect(md).toContain(`**${n} deletions or replacements**`);
+      expect(md).toContain(`**${n.toLocaleString('en-US')} deletions or replacements**`);
     }
-    expect(renderMarkdown(bigPlan(10))).toContain('<details><summary>Steps (20)</summary>');
+    expect(renderMarkdown(bigPlan(10))).toContain('#### Deletions, replacements and removals (10 steps)');
+    expect(renderMarkdown(bigPlan(10))).toContain('#### Creates (10 objects)');
   });
 
   it('a secret that changed reads as changed in Markdown as in text (its placeholders alike would look unchanged)', () => {
     const plan = bigPlan(1);
     const step = plan.steps[0];
+    step.action = 'update';
     step.changes = [
       { path: 'oidc.client_secret', before: '(sensitive)', after: '(sensitive)', sensitive: true },
       { path: 'description', before: 'a', after: 'b' },

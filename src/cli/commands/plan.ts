@@ -5,7 +5,7 @@ import { formatProblem, hasErrors } from '../../reconciler/manifests/problems.js
 import { planWithClient } from '../../reconciler/pipeline.js';
 import { hasChanges } from '../../reconciler/plan/types.js';
 import { renderJson } from '../../reconciler/render/json.js';
-import { problemsMarkdown, renderMarkdown } from '../../reconciler/render/markdown.js';
+import { MARKDOWN_LIMIT, problemsMarkdown, renderMarkdown } from '../../reconciler/render/markdown.js';
 import { renderText } from '../../reconciler/render/text.js';
 import { CliExit, EXIT } from '../exit.js';
 import { reconcilerConfig } from '../service-config.js';
@@ -17,6 +17,10 @@ export interface PlanFlags extends TargetFlags {
   out?: string;
   json?: boolean;
   markdown?: boolean;
+  /** Characters the --markdown comment may take (a whole number as typed). */
+  markdownLimit?: string;
+  /** Also write the whole plan as Markdown, nothing left out, to this file. */
+  outMarkdown?: string;
   detailedExitcode?: boolean;
   adopt?: boolean;
   strict?: boolean;
@@ -29,6 +33,7 @@ export function useColor(): boolean {
 
 export async function plan(out: Output, dir: string, flags: PlanFlags): Promise<void> {
   if (flags.json && flags.markdown) throw new CliExit(EXIT.error, 'choose one of --json and --markdown');
+  const limit = markdownLimit(flags.markdownLimit);
   filesToPlan(dir); // a directory that is not there, or holds no manifest, fails before the service starts
   const { stack } = resolveStack(dir, flags.stack);
   const client = await openTarget(flags);
@@ -46,15 +51,28 @@ export async function plan(out: Output, dir: string, flags: PlanFlags): Promise<
   if (hasErrors(result.problems) || !result.plan) {
     // A machine reading stdout, or a pull-request comment, gets the problems too (stderr has them as text).
     if (flags.json) out.json({ valid: false, problems: result.problems });
-    if (flags.markdown) out.line(problemsMarkdown(result.problems));
+    if (flags.markdown) out.line(problemsMarkdown(result.problems, limit));
+    if (flags.outMarkdown) writeFileSync(flags.outMarkdown, problemsMarkdown(result.problems, Infinity) + '\n');
     throw new CliExit(EXIT.error);
   }
   const p = result.plan;
   if (flags.out) writeFileSync(flags.out, renderJson(p));
-  const text = flags.json ? renderJson(p) : flags.markdown ? renderMarkdown(p) : renderText(p, { color: useColor() });
+  if (flags.outMarkdown) writeFileSync(flags.outMarkdown, renderMarkdown(p, { limit: Infinity, dir }));
+  const text = flags.json ? renderJson(p) : flags.markdown ? renderMarkdown(p, { limit, dir }) : renderText(p, { color: useColor() });
   out.line(text.replace(/\n$/, ''));
   if (flags.out && !flags.json) out.error(`plan saved to ${flags.out}`);
+  if (flags.outMarkdown && !flags.json) out.error(`the whole plan as Markdown written to ${flags.outMarkdown}`);
   if (p.conflicts.length) throw new CliExit(EXIT.error);
   if (p.blocked.length) throw new CliExit(EXIT.blocked);
   if (flags.detailedExitcode && hasChanges(p)) throw new CliExit(EXIT.changes);
+}
+
+/** Below this a comment could not hold the summary and the note of what was left out. */
+const MIN_MARKDOWN_LIMIT = 2_000;
+
+function markdownLimit(flag: string | undefined): number {
+  if (flag === undefined) return MARKDOWN_LIMIT;
+  const n = /^\d+$/.test(flag.replace(/[_,]/g, '')) ? Number(flag.replace(/[_,]/g, '')) : NaN;
+  if (!Number.isSafeInteger(n) || n < MIN_MARKDOWN_LIMIT) throw new CliExit(EXIT.error, `--markdown-limit must be a whole number of characters, at least ${MIN_MARKDOWN_LIMIT} (got ${JSON.stringify(flag)})`);
+  return n;
 }

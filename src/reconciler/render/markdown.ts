@@ -1,6 +1,8 @@
 import { formatProblem, type Problem } from '../manifests/problems.js';
 import { decodeMetadata, encodeMetadata } from '../ownership/marker.js';
-import type { Plan, Step } from '../plan/types.js';
+import { findKind, KINDS } from '../../kinds/registry.js';
+import type { Action, Change, Plan, Step } from '../plan/types.js';
+import { mermaidText } from './mermaid.js';
 import { blockLine, listChange, masked, short, shortPair, summaryLine, SYMBOL, visible } from './values.js';
 
 /** GitHub refuses comments over 65,536 characters; stay clear of it. */
@@ -52,88 +54,314 @@ function shownBody(body: unknown): unknown {
   return { ...shown, metadata: encodeMetadata({ ...marker, fp }, user) };
 }
 
-interface Detail { changes: boolean; bodies: boolean; maxSteps: number }
-
-function details(plan: Plan, d: Detail): string[] {
-  const shown = plan.steps.slice(0, d.maxSteps);
-  const out = ['<details><summary>Steps (' + plan.steps.length + ')</summary>', ''];
-  for (const s of shown) {
-    out.push(`#### ${SYMBOL[s.action]} ${stepTitle(s)}`);
-    if (s.reason) out.push(`_${text(s.reason)}_`);
-    if (d.changes && s.changes.length) {
-      out.push('', '| field | before | after |', '|---|---|---|');
-      for (const c of s.changes) {
-        // A secret that changed shows as changed, as in the text plan: its two placeholders alike would read as no change.
-        const changed = c.sensitive && c.before !== undefined && c.after !== undefined;
-        const list = c.sensitive ? undefined : listChange(c.before, c.after);
-        if (list) {
-          const items = (xs: unknown[], sign: (v: unknown, i: number) => string) => xs.map((v, i) => `${sign(v, i)} ${code(short(v, 60))}`).join('<br>');
-          // Reordered: the whole new order, numbered (failover children are tried in order).
-          const after = list.reordered
-            ? items(c.after as unknown[], (v, i) => `${list.added.includes(v) ? '+ ' : ''}${i + 1}.`)
-            : items(list.added, () => '+');
-          out.push(`| ${cell(code(c.path))} | ${cell(items(list.removed, () => '−'))} | ${cell(after)} |`);
-          continue;
-        }
-        const [before, after] = c.before !== undefined && c.after !== undefined ? shortPair(c.before, c.after, 60) : [c.before === undefined ? '' : short(c.before, 60), c.after === undefined ? '' : short(c.after, 60)];
-        out.push(`| ${cell(code(c.path))} | ${changed ? '(sensitive)' : cell(before === '' ? '' : code(before))} | ${changed ? '(sensitive value changed)' : cell(after === '' ? '' : code(after))} |`);
-      }
-    }
-    out.push('', `${code(`${s.request.method} ${s.request.path}`)}${s.dependsOn.length ? ` after ${s.dependsOn.map(code).join(', ')}` : ''}`);
-    if (d.bodies && s.request.body !== undefined) out.push('', '```json', JSON.stringify(shownBody(s.request.body), null, 2), '```');
-    out.push('');
-  }
-  if (shown.length < plan.steps.length) out.push(`… and ${plan.steps.length - shown.length} more steps: run \`edgeplane plan --json\` for all of them.`, '');
-  out.push('</details>');
-  return out;
+/** A value in full, on one line (the unabridged comment, and the budgeted one while it has room). */
+function full(v: unknown): string {
+  return v === undefined ? '(absent)' : visible(JSON.stringify(v) ?? String(v));
 }
 
-function head(plan: Plan, maxCallouts: number): string[] {
-  const s = plan.summary;
-  const out = [
-    `### edgeplane plan for stack ${code(plan.stack)}`, '',
-    `Target: ${code(plan.target)}`, '',
-    '| | create | update | replace | delete |', '|---|---|---|---|---|',
-    `| objects | ${s.create} | ${s.update} | ${s.replace} | ${s.delete} |`, '',
-    `**${plan.steps.length ? summaryLine(plan) : plan.conflicts.length ? 'No changes planned until the conflicts below are resolved.' : 'No changes.'}**`, '',
-  ];
-  const called = plan.steps.filter((x) => x.action === 'delete' || x.action === 'replace');
-  if (called.length) {
-    out.push('> [!WARNING]', `> **${called.length} deletion${called.length > 1 ? 's' : ''} or replacement${called.length > 1 ? 's' : ''}**`, '>');
-    for (const x of called.slice(0, maxCallouts)) out.push(`> - ${stepTitle(x)}${x.reason ? ` — ${text(x.reason)}` : ''}`);
-    if (called.length > maxCallouts) out.push(`> - … and ${called.length - maxCallouts} more`);
-    out.push('');
+/** Characters a long value is cut to when the comment has no room for it whole. */
+const CUT = 60;
+
+/** A change as table cells (field, before, after), values whole (`max` Infinity) or cut to `max`. */
+function changeCells(c: Change, max: number): string {
+  // A secret that changed shows as changed: its two placeholders alike would read as no change.
+  if (c.sensitive && c.before !== undefined && c.after !== undefined) return `${cell(code(c.path))} | (sensitive) | (sensitive value changed)`;
+  const one = (v: unknown) => (max === Infinity && !(typeof v === 'string' && v.includes('\n')) ? full(v) : short(v, max));
+  const list = c.sensitive ? undefined : listChange(c.before, c.after);
+  if (list) {
+    const items = (xs: unknown[], sign: (v: unknown, i: number) => string) => xs.map((v, i) => `${sign(v, i)} ${code(one(v))}`).join('<br>');
+    // Reordered: the whole new order, numbered (failover children are tried in order).
+    const after = list.reordered
+      ? items(c.after as unknown[], (v, i) => `${list.added.includes(v) ? '+ ' : ''}${i + 1}.`)
+      : items(list.added, () => '+');
+    return `${cell(code(c.path))} | ${cell(items(list.removed, () => '−'))} | ${cell(after)}`;
   }
-  for (const b of plan.blocked) out.push(`> [!CAUTION]`, `> Blocked by the safety threshold: ${blockLine(b)}; \`apply\` needs \`--force\`.`, '');
-  for (const k of plan.conflicts.slice(0, maxCallouts)) out.push(`> [!CAUTION]`, `> Conflict: ${text(k.message)}${k.adopt ? `<br>Adopt with ${code(k.adopt)}` : ''}`, '');
-  if (plan.warnings.length) {
-    out.push('Warnings:', '');
-    for (const w of plan.warnings.slice(0, maxCallouts)) out.push(`- ${text(w)}`);
-    if (plan.warnings.length > maxCallouts) out.push(`- … and ${plan.warnings.length - maxCallouts} more`);
-    out.push('');
+  const both = c.before !== undefined && c.after !== undefined;
+  // A multi-line value (a certificate, XML) reads no better whole on one line: it shows its first
+  // line and line count, or the stretch where before and after differ.
+  const lines = [c.before, c.after].some((v) => typeof v === 'string' && v.includes('\n'));
+  const [before, after] = max === Infinity && !lines
+    ? [c.before === undefined ? '' : full(c.before), c.after === undefined ? '' : full(c.after)]
+    : both ? shortPair(c.before, c.after, Math.min(max, 120)) : [c.before === undefined ? '' : short(c.before, max), c.after === undefined ? '' : short(c.after, max)];
+  return `${cell(code(c.path))} | ${before === '' ? '' : cell(code(before))} | ${after === '' ? '' : cell(code(after))}`;
+}
+
+const DESTRUCTIVE: ReadonlySet<Action> = new Set(['delete', 'replace', 'module.delete']);
+
+/**
+ * The steps by what a reviewer must see. Every step of an object with a destructive step (a
+ * delete, a replacement, a module removed: an auth swap or a prune) goes with it, so a swap reads
+ * whole; the other objects are updates (existing) or creates (new), a list of steps each.
+ */
+function groups(plan: Plan): { destructive: Step[]; updates: Step[][]; creates: Step[][] } {
+  const byIdentity = new Map<string, Step[]>();
+  for (const s of plan.steps) {
+    const list = byIdentity.get(s.object.identity);
+    if (list) list.push(s);
+    else byIdentity.set(s.object.identity, [s]);
   }
-  return out;
+  const destructive: Step[] = [];
+  const updates: Step[][] = [];
+  const creates: Step[][] = [];
+  const hot = new Set<string>();
+  for (const [identity, steps] of byIdentity) {
+    if (steps.some((s) => DESTRUCTIVE.has(s.action))) hot.add(identity);
+    else if (steps.some((s) => s.action === 'create')) creates.push(steps);
+    else updates.push(steps);
+  }
+  for (const s of plan.steps) if (hot.has(s.object.identity)) destructive.push(s);
+  return { destructive, updates, creates };
+}
+
+/** A destructive step with its reason, changed fields and request: nothing of it is ever left out but the length of values. */
+function destructiveDetail(s: Step, max: number): string {
+  const out = [`##### ${SYMBOL[s.action]} ${stepTitle(s)}`];
+  if (s.reason) out.push(`_${text(s.reason)}_`);
+  if (s.changes.length) {
+    out.push('', '| field | before | after |', '|---|---|---|');
+    for (const c of s.changes) out.push(`| ${changeCells(c, max)} |`);
+  }
+  out.push('', `${code(`${s.request.method} ${s.request.path}`)}${s.dependsOn.length ? ` after ${s.dependsOn.map(code).join(', ')}` : ''}`, '');
+  return out.join('\n') + '\n';
+}
+
+/** A destructive step on one line, when even the detail of every one does not fit. */
+function destructiveLine(s: Step): string {
+  return `- ${stepTitle(s)}${s.reason ? ` — ${text(s.reason)}` : ''}\n`;
+}
+
+/** The rows of one updated object: object (and why) on its first row, then a row per changed field. */
+function updateRows(steps: Step[], max: number): string {
+  const reasons = [...new Set(steps.map((s) => s.reason).filter((r): r is string => !!r))];
+  const obj = `${code(steps[0].object.identity)}${reasons.map((r) => `<br>_${text(r)}_`).join('')}`;
+  const rows: string[] = [];
+  for (const s of steps) {
+    if (!s.changes.length) rows.push(`${cell(code(`${s.request.method} ${s.request.path}`))} | | `);
+    for (const c of s.changes) rows.push(changeCells(c, max));
+  }
+  return rows.map((r, i) => `| ${i ? '' : obj} | ${r} |`).join('\n') + '\n';
+}
+
+function createLine(steps: Step[]): string {
+  const reason = steps.find((s) => s.action === 'create')?.reason;
+  return `- ${code(steps[0].object.identity)}${reason ? ` — ${text(reason)}` : ''}\n`;
+}
+
+/** The requests that make one new object, bodies as JSON (secrets masked, fingerprints left out). */
+function createBody(steps: Step[]): string {
+  const out: string[] = [];
+  for (const s of steps) {
+    out.push(`${code(`${s.request.method} ${s.request.path}`)}${s === steps[0] ? ` ${code(s.object.identity)}` : ''}`, '');
+    // JSON escapes line breaks, so no line of it can close the fence; invisible characters are shown as escapes.
+    if (s.request.body !== undefined) out.push('```json', JSON.stringify(shownBody(s.request.body), null, 2).split('\n').map(visible).join('\n'), '```', '');
+  }
+  return out.join('\n') + '\n';
 }
 
 /**
- * The plan as a pull-request comment: summary table first, deletions and replacements called
- * out, every step in a collapsible block. Large plans are summarised (bodies, then change tables,
- * then steps are left out) so the comment stays under 65,000 characters.
+ * A Mermaid flowchart of the steps whose order matters: those linked by dependencies to a
+ * destructive step (a replacement's chain, an auth swap, a prune after its referrers), when they
+ * are at most 40. Labels are the steps' actions and identities, escaped for Mermaid.
  */
-export function renderMarkdown(plan: Plan): string {
-  const levels: Detail[] = [
-    { changes: true, bodies: true, maxSteps: Infinity },
-    { changes: true, bodies: false, maxSteps: Infinity },
-    { changes: false, bodies: false, maxSteps: Infinity },
-  ];
-  for (let n = 1000; n >= 10; n = Math.floor(n / 2)) levels.push({ changes: false, bodies: false, maxSteps: n });
-  for (const callouts of [200, 50, 10]) {
-    for (const d of levels) {
-      const text = [...head(plan, callouts), ...(plan.steps.length ? details(plan, d) : [])].join('\n') + '\n';
-      if (text.length <= MARKDOWN_LIMIT) return text;
+export function orderChart(plan: Plan, max = 40): string {
+  const index = new Map(plan.steps.map((s, i) => [s.id, i]));
+  const root = plan.steps.map((_, i) => i);
+  const find = (i: number): number => (root[i] === i ? i : (root[i] = find(root[i])));
+  let linked = false;
+  for (const [i, s] of plan.steps.entries()) {
+    for (const d of s.dependsOn) {
+      const j = index.get(d);
+      if (j === undefined) continue;
+      root[find(i)] = find(j);
+      linked = true;
     }
   }
-  return [...head(plan, 5), 'The plan is too large to show here; run `edgeplane plan --json`.'].join('\n').slice(0, MARKDOWN_LIMIT) + '\n';
+  if (!linked) return '';
+  const size = new Map<number, number>();
+  for (let i = 0; i < plan.steps.length; i++) size.set(find(i), (size.get(find(i)) ?? 0) + 1);
+  const hot = new Set<number>();
+  plan.steps.forEach((s, i) => { if (DESTRUCTIVE.has(s.action) && size.get(find(i))! > 1) hot.add(find(i)); });
+  const shown = plan.steps.map((_, i) => i).filter((i) => hot.has(find(i)));
+  if (!shown.length || shown.length > max) return '';
+  const out = ['```mermaid', 'flowchart TD'];
+  for (const i of shown) {
+    const s = plan.steps[i];
+    out.push(`  s${i}["${mermaidText(`${s.action} ${s.object.identity}${s.module ? ` ${s.module}` : ''}`)}"]`);
+  }
+  for (const i of shown) for (const d of plan.steps[i].dependsOn) if (index.has(d)) out.push(`  s${index.get(d)} --> s${i}`);
+  out.push('```', '');
+  return out.join('\n') + '\n';
+}
+
+/** Per kind: objects created, updated, replaced and deleted (counted as `plan.summary` counts them). */
+function kindTable(plan: Plan): string[] {
+  const rows = new Map<string, { create: Set<string>; update: Set<string>; replace: Set<string>; delete: number }>();
+  for (const s of plan.steps) {
+    let r = rows.get(s.object.kind);
+    if (!r) rows.set(s.object.kind, (r = { create: new Set(), update: new Set(), replace: new Set(), delete: 0 }));
+    if (s.action === 'create') r.create.add(s.object.identity);
+    else if (s.action === 'replace') r.replace.add(s.object.identity);
+    else if (s.action === 'delete') { if (!s.id.endsWith(':delete-replaced')) r.delete++; }
+    else r.update.add(s.object.identity);
+  }
+  const out = ['| kind | create | update | replace | delete |', '|---|--:|--:|--:|--:|'];
+  const order = KINDS.map((k) => k.name);
+  const names = [...rows.keys()].sort((a, b) => order.indexOf(a) - order.indexOf(b) || a.localeCompare(b));
+  for (const k of names) {
+    const r = rows.get(k)!;
+    const update = [...r.update].filter((i) => !r.create.has(i) && !r.replace.has(i)).length;
+    out.push(`| ${text(findKind(k)?.title ?? k)} | ${r.create.size} | ${update} | ${r.replace.size} | ${r.delete} |`);
+  }
+  if (!names.length) out.push('| (none) | 0 | 0 | 0 | 0 |');
+  return out;
+}
+
+const n = (x: number) => x.toLocaleString('en-US');
+const plural = (x: number, one: string, many = `${one}s`) => `${n(x)} ${x === 1 ? one : many}`;
+
+function head(plan: Plan, maxCallouts: number): string {
+  const out = [
+    `### edgeplane plan for stack ${code(plan.stack)}`, '',
+    `Target: ${code(plan.target)}`, '',
+    `**${plan.steps.length ? summaryLine(plan) : plan.conflicts.length ? 'No changes planned until the conflicts below are resolved.' : 'No changes.'}**`, '',
+  ];
+  if (plan.steps.length) out.push(...kindTable(plan), '');
+  const called = plan.steps.filter((x) => x.action === 'delete' || x.action === 'replace').length;
+  if (called) out.push('> [!WARNING]', `> **${n(called)} deletion${called > 1 ? 's' : ''} or replacement${called > 1 ? 's' : ''}**: every destructive step is listed below.`, '');
+  const clip = (s: string) => (s.length > 400 ? `${s.slice(0, 399)}…` : s);
+  for (const b of plan.blocked) out.push(`> [!CAUTION]`, `> Blocked by the safety threshold: ${blockLine(b)}; \`apply\` needs \`--force\`.`, '');
+  for (const k of plan.conflicts.slice(0, maxCallouts)) out.push(`> [!CAUTION]`, `> Conflict: ${text(clip(k.message))}${k.adopt ? `<br>Adopt with ${code(clip(k.adopt))}` : ''}`, '');
+  if (plan.conflicts.length > maxCallouts) out.push(`… and ${n(plan.conflicts.length - maxCallouts)} more conflicts (\`edgeplane plan\` lists them all)`, '');
+  if (plan.warnings.length) {
+    out.push('Warnings:', '');
+    for (const w of plan.warnings.slice(0, maxCallouts)) out.push(`- ${text(clip(w))}`);
+    if (plan.warnings.length > maxCallouts) out.push(`- … and ${n(plan.warnings.length - maxCallouts)} more (\`edgeplane plan\` lists them all)`);
+    out.push('');
+  }
+  return out.join('\n') + '\n';
+}
+
+export interface MarkdownOptions {
+  /** Characters the comment may take: 65,000 by default; `Infinity` for the whole plan, unabridged. */
+  limit?: number;
+  /** The manifest directory, for the command the note names to see what a budgeted comment leaves out. */
+  dir?: string;
+}
+
+/** Room kept for the note saying what was left out (its longest form is well under this). */
+const NOTE_ROOM = 1_200;
+
+/**
+ * The plan as a pull-request comment: the summary (per kind), everything destructive in full, the
+ * updates as rows of field, before and after, then the creates (names; request bodies collapsed).
+ *
+ * Within `limit` characters the comment is filled, not halved: what does not fit is shed in this
+ * order — create bodies, then whole values (long ones cut to a prefix of 60 characters, the
+ * stretch where before and after differ kept), then create names, then update rows, then the
+ * order chart — and destructive steps last: their detail becomes one line each, and only
+ * when even those lines do not fit are the last of them counted rather than listed. Each stage is
+ * filled in plan order before the next begins. A note at the top counts exactly what was left
+ * out and says how to see it.
+ */
+export function renderMarkdown(plan: Plan, opts: MarkdownOptions = {}): string {
+  const limit = opts.limit ?? MARKDOWN_LIMIT;
+  const dir = opts.dir ?? 'DIR';
+  const seeAll = `${code(`edgeplane plan ${dir} --out-markdown FILE`)} writes the whole plan, ${code(`edgeplane plan ${dir} --json`)} has every value`;
+  const g = groups(plan);
+  const chart = orderChart(plan);
+  const unbounded = limit === Infinity;
+  // Pieces are made when the filling reaches them: a plan of 10,000 steps renders the few hundred that fit.
+  const lazy = <T>(items: T[], make: (x: T) => string) => {
+    const done: string[] = [];
+    return (i: number) => (done[i] ??= make(items[i]));
+  };
+  const dFull = lazy(g.destructive, (s) => destructiveDetail(s, Infinity));
+  const dCut = unbounded ? dFull : lazy(g.destructive, (s) => destructiveDetail(s, CUT));
+  const dLine = lazy(g.destructive, destructiveLine);
+  const uFull = lazy(g.updates, (u) => updateRows(u, Infinity));
+  const uCut = unbounded ? uFull : lazy(g.updates, (u) => updateRows(u, CUT));
+  const cName = lazy(g.creates, createLine);
+  const cBody = lazy(g.creates, createBody);
+  const range = (from: number, to: number) => Array.from({ length: Math.max(0, to - from) }, (_, i) => from + i);
+
+  const headings = {
+    destructive: g.destructive.length ? `#### Deletions, replacements and removals (${plural(g.destructive.length, 'step')})\n\n` : '',
+    chart: chart ? '#### Order of the steps\n\n' : '',
+    updates: g.updates.length ? `#### Updates (${plural(g.updates.length, 'object')})\n\n| object | field | before | after |\n|---|---|---|---|\n` : '',
+    creates: g.creates.length ? `#### Creates (${plural(g.creates.length, 'object')})\n\n` : '',
+    bodies: (k: number) => (k ? `\n<details><summary>Request bodies (${n(k)} of ${n(g.creates.length)})</summary>\n\n` : ''),
+    bodiesEnd: '</details>\n',
+  };
+
+  for (const callouts of [20, 5, 0]) {
+    const top = head(plan, callouts);
+    // Counts of what each stage shows: destructive lines, their detail, the chart, update rows,
+    // create names, whole values (destructive first, then updates), create bodies.
+    const shown = { dLines: g.destructive.length, dDetail: g.destructive.length, chart: !!chart, uRows: g.updates.length, cNames: g.creates.length, dWhole: g.destructive.length, uWhole: g.updates.length, cBodies: g.creates.length };
+    if (!unbounded) {
+      let room = limit - top.length - NOTE_ROOM - headings.destructive.length - headings.updates.length - headings.creates.length - headings.bodies(1).length - headings.bodiesEnd.length - 20;
+      let open = room >= 0;
+      /** Takes items 0…count-1 of a stage in order while they fit; a stage not taken whole ends the filling. */
+      const take = (count: number, cost: (i: number) => number): number => {
+        if (!open) return 0;
+        let i = 0;
+        while (i < count && cost(i) <= room) room -= cost(i++);
+        if (i < count) open = false;
+        return i;
+      };
+      shown.dLines = take(g.destructive.length, (i) => dLine(i).length);
+      shown.dDetail = take(shown.dLines, (i) => dCut(i).length - dLine(i).length);
+      shown.chart = !!chart && take(1, () => headings.chart.length + chart.length) === 1;
+      shown.uRows = take(g.updates.length, (i) => uCut(i).length);
+      shown.cNames = take(g.creates.length, (i) => cName(i).length);
+      shown.dWhole = take(shown.dDetail, (i) => dFull(i).length - dCut(i).length);
+      shown.uWhole = take(shown.uRows, (i) => uFull(i).length - uCut(i).length);
+      shown.cBodies = take(shown.cNames, (i) => cBody(i).length);
+    }
+    const out: string[] = [top];
+    const left: string[] = [];
+    if (headings.destructive) {
+      out.push(headings.destructive);
+      for (let i = 0; i < shown.dLines; i++) out.push(i >= shown.dDetail ? dLine(i) : i < shown.dWhole ? dFull(i) : dCut(i));
+      if (shown.dDetail < shown.dLines) out.push('\n');
+      if (shown.dLines < g.destructive.length) {
+        out.push(`**… and ${plural(g.destructive.length - shown.dLines, 'more destructive step')} not listed here.**\n\n`);
+        left.push(`**${plural(g.destructive.length - shown.dLines, 'destructive step')}** (deletions, replacements, removals)`);
+      }
+      if (shown.dDetail < shown.dLines) left.push(`the fields and requests of ${plural(shown.dLines - shown.dDetail, 'destructive step')} (listed on one line each)`);
+    }
+    if (chart) {
+      if (shown.chart) out.push(headings.chart, chart);
+      else left.push('the chart of the order of the steps');
+    }
+    if (headings.updates) {
+      if (shown.uRows) out.push(headings.updates, ...range(0, shown.uRows).map((i) => (i < shown.uWhole ? uFull(i) : uCut(i))), '\n');
+      if (shown.uRows < g.updates.length) left.push(`field values of ${plural(g.updates.length - shown.uRows, 'update')} (of ${n(g.updates.length)})`);
+    }
+    if (headings.creates) {
+      if (shown.cNames) {
+        out.push(headings.creates, ...range(0, shown.cNames).map(cName));
+        if (shown.cNames < g.creates.length) out.push(`- … and ${plural(g.creates.length - shown.cNames, 'more object')}\n`);
+        out.push(headings.bodies(shown.cBodies), ...range(0, shown.cBodies).map(cBody), shown.cBodies ? headings.bodiesEnd : '', '\n');
+      }
+      if (shown.cNames < g.creates.length) left.push(`the names and request bodies of ${plural(g.creates.length - shown.cNames, 'new object')} (of ${n(g.creates.length)})`);
+      if (shown.cBodies < shown.cNames) left.push(`the request bodies of ${plural(shown.cNames - shown.cBodies, 'create')} listed`);
+    }
+    // Only steps whose values were long: a cut that changed nothing is not counted.
+    const cutD = range(shown.dWhole, shown.dDetail).filter((i) => dFull(i) !== dCut(i)).length;
+    const cutU = range(shown.uWhole, shown.uRows).filter((i) => uFull(i) !== uCut(i)).length;
+    if (cutD + cutU) left.push(`long values of ${plural(cutD + cutU, 'step')} cut to ${CUT} characters (${n(cutD)} destructive, ${n(cutU)} ${cutU === 1 ? 'update' : 'updates'})`);
+    if (left.length) out.splice(1, 0, `> [!NOTE]\n> **Not shown here** (this comment is limited to ${n(limit)} characters): ${left.join('; ')}. ${seeAll}.\n\n`);
+    const md = out.join('').replace(/\n{3,}/g, '\n\n');
+    if (md.length <= limit) return md;
+  }
+  const last = `### edgeplane plan for stack ${code(plan.stack)}\n\n**${summaryLine(plan)}**\n\nThe plan does not fit in ${n(limit)} characters. ${seeAll}.\n`;
+  return last.length <= limit ? last : last.slice(0, limit);
+}
+
+/** The whole plan as Markdown, nothing left out or cut (`plan --out-markdown`: a CI job summary or artifact). */
+export function renderMarkdownFull(plan: Plan): string {
+  return renderMarkdown(plan, { limit: Infinity });
 }
 
 /**
@@ -141,14 +369,14 @@ export function renderMarkdown(plan: Plan): string {
  * with its position, in a code block (a problem's text is the manifest's, so nothing in it is
  * rendered as Markdown), cut to stay under the comment limit.
  */
-export function problemsMarkdown(problems: Problem[]): string {
+export function problemsMarkdown(problems: Problem[], limit = MARKDOWN_LIMIT): string {
   const errors = problems.filter((p) => p.severity === 'error').length;
   const lines = problems.map(formatProblem);
   const head = [`### ❌ edgeplane plan: the manifests are not valid (${errors} error${errors === 1 ? '' : 's'})`, '', 'Nothing was planned. Fix these and push again:', '', '```'];
   const out: string[] = [];
   let size = head.join('\n').length + 200;
   for (const l of lines) {
-    if (size + l.length + 1 > MARKDOWN_LIMIT) {
+    if (size + l.length + 1 > limit) {
       out.push(`… and ${lines.length - out.length} more`);
       break;
     }
