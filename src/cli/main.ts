@@ -71,6 +71,13 @@ targetOptions(
     .addOption(strictOption()),
 ).action(async (dir, flags) => (await import('./commands/plan.js')).plan(stdio, dir, flags));
 
+program
+  .command('graph <dir>')
+  .description('print the stack\'s objects and what refers to what, from the manifests alone (Mermaid for a README, or DOT for Graphviz)')
+  .addOption(new Option('--format <format>', 'output format').choices(['mermaid', 'dot']).default('mermaid'))
+  .addOption(stackOption())
+  .action(async (dir, flags) => (await import('./commands/graph.js')).graph(stdio, dir, flags));
+
 targetOptions(
   program
     .command('apply [dir]')

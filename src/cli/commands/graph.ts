@@ -1,0 +1,23 @@
+import { resolveStack } from '../../reconciler/manifests/config.js';
+import { manifestFilesOrRefuse } from '../../reconciler/manifests/load.js';
+import { formatProblem, hasErrors } from '../../reconciler/manifests/problems.js';
+import { graphDot, graphMermaid, stackGraph } from '../../reconciler/graph/graph.js';
+import { validateDir } from '../../reconciler/pipeline.js';
+import { CliExit, EXIT } from '../exit.js';
+import type { Output } from '../output.js';
+
+export interface GraphFlags { stack?: string; format?: string }
+
+/** The stack's objects and references, from the manifests alone (no service is opened). */
+export async function graph(out: Output, dir: string, flags: GraphFlags): Promise<void> {
+  const format = flags.format ?? 'mermaid';
+  if (format !== 'mermaid' && format !== 'dot') throw new CliExit(EXIT.error, `--format must be mermaid or dot (got ${JSON.stringify(format)})`);
+  manifestFilesOrRefuse(dir);
+  const { stack } = resolveStack(dir, flags.stack);
+  const v = validateDir({ root: dir, stack });
+  for (const p of v.problems) out.error(formatProblem(p));
+  // References of manifests that do not validate may point nowhere: no picture of them.
+  if (hasErrors(v.problems)) throw new CliExit(EXIT.error);
+  const g = stackGraph(stack, v.objects);
+  out.line((format === 'dot' ? graphDot(g) : graphMermaid(g)).replace(/\n$/, ''));
+}
