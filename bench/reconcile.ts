@@ -10,6 +10,9 @@
  *                           on a core and waiting for one, and the server's CPU (Linux, /proc);
  *                           plus `edgeplane plan` as a process (wall time and peak RSS, /usr/bin/time)
  *   watch                   save → applied for a one-field change, median of 20
+ *   Markdown render         `plan --markdown` (within 65,000 characters) and `--out-markdown` (whole)
+ *                           of the plan from empty and of a plan updating every edge's and CA's
+ *                           description, median of 9 each
  *
  * Flags: --engines pglite,postgres  --edges N (default 1000)  --watch-runs N (default 20)
  * Env: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test; a database of the bench's
@@ -19,7 +22,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,6 +35,7 @@ import { materializeRequest, secretsFromMap } from '../src/reconciler/apply/mate
 import { preparePlan } from '../src/reconciler/apply/prepare.js';
 import { manifestKinds } from '../src/reconciler/manifests/schema.js';
 import type { Plan, Step } from '../src/reconciler/plan/types.js';
+import { renderMarkdown, renderMarkdownFull } from '../src/reconciler/render/markdown.js';
 import { readLiveState } from '../src/reconciler/state/read-state.js';
 import { startWatchSession, type WatchReport } from '../src/reconciler/watch/session.js';
 import { buildApp } from '../src/service/app.js';
@@ -330,11 +334,44 @@ interface Row { engine: string; [k: string]: unknown }
  * back: the plans and results (two sets of 6,200 steps) are garbage before the no-op plans are
  * timed, as in any process that plans, instead of being marked by every full collection then.
  */
-async function applyFromEmpty(eng: Engine, client: ApiClient, manifests: string, rawManifests: string): Promise<{ steps: number; applyMs: number; rawMs: number }> {
+const RENDER_RUNS = 9;
+
+interface RenderTimes { steps: number; comment_ms: number; whole_ms: number; comment_chars: number; whole_chars: number }
+
+/** `renderMarkdown` (the budgeted comment) and `renderMarkdownFull` of one plan, medians of RENDER_RUNS. */
+function markdownTimes(plan: Plan): RenderTimes {
+  const comment: number[] = [];
+  const whole: number[] = [];
+  let chars = [0, 0];
+  for (let i = 0; i < RENDER_RUNS; i++) {
+    const t0 = now();
+    const md = renderMarkdown(plan);
+    const t1 = now();
+    const full = renderMarkdownFull(plan);
+    whole.push(now() - t1);
+    comment.push(t1 - t0);
+    chars = [md.length, full.length];
+  }
+  return { steps: plan.steps.length, comment_ms: +median(comment).toFixed(1), whole_ms: +median(whole).toFixed(1), comment_chars: chars[0], whole_chars: chars[1] };
+}
+
+/** The manifests with every edge's and CA's description changed: a plan of that many updates. */
+function describedAgain(manifests: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'ep-bench-md-'));
+  cpSync(manifests, dir, { recursive: true });
+  for (const f of readdirSync(dir).filter((x) => x.endsWith('.yaml') && x !== 'edgeplane.yaml')) {
+    writeFileSync(join(dir, f), readFileSync(join(dir, f), 'utf8').replace(/^description: bench (.*)$/gm, 'description: bench $1, reviewed'));
+  }
+  return dir;
+}
+
+async function applyFromEmpty(eng: Engine, client: ApiClient, manifests: string, rawManifests: string): Promise<{ steps: number; applyMs: number; rawMs: number; markdown: RenderTimes }> {
   log('apply from empty…');
   const prepared = await preparePlan({ root: manifests, stack: 'bench', env: {} }, client);
   if (!prepared.plan) throw new Error(JSON.stringify(prepared.problems.slice(0, 5)));
   const plan = prepared.plan;
+  log('Markdown of the plan from empty…');
+  const markdown = markdownTimes(plan);
   const t0 = now();
   const applied = await applyPlan(plan, { client, secrets: secretsFromMap(prepared.secrets), parallelism: PARALLELISM });
   const applyMs = now() - t0;
@@ -345,7 +382,7 @@ async function applyFromEmpty(eng: Engine, client: ApiClient, manifests: string,
   // Hostports are unique service-wide: the replay uses manifests that differ only in hostports.
   const rawPlan = (await preparePlan({ root: rawManifests, stack: 'bench', env: {} }, rawAcct.client)).plan!;
   const rawMs = await rawCreates(rawAcct.client, rawPlan);
-  return { steps: plan.steps.length, applyMs, rawMs };
+  return { steps: plan.steps.length, applyMs, rawMs, markdown };
 }
 
 async function benchEngine(name: string, manifests: string, rawManifests: string): Promise<Row> {
@@ -355,7 +392,14 @@ async function benchEngine(name: string, manifests: string, rawManifests: string
     const acct = await eng.account();
     const client = acct.client;
 
-    const { steps, applyMs, rawMs } = await applyFromEmpty(eng, client, manifests, rawManifests);
+    const { steps, applyMs, rawMs, markdown: markdownCreates } = await applyFromEmpty(eng, client, manifests, rawManifests);
+
+    log('Markdown of a plan of description updates…');
+    const described = describedAgain(manifests);
+    const updates = await preparePlan({ root: described, stack: 'bench', env: {} }, client);
+    rmSync(described, { recursive: true, force: true });
+    if (!updates.plan?.steps.length) throw new Error('the plan of description updates has no steps');
+    const markdownUpdates = markdownTimes(updates.plan);
 
     log('no-op plan…');
     // Plans and page fetches alternate, NOOP_RUNS of each after NOOP_WARMUP of each: the medians are compared.
@@ -465,6 +509,8 @@ async function benchEngine(name: string, manifests: string, rawManifests: string
       cli_plan_peak_rss_mb: Math.round(cli.rssMb),
       cli_plan_peak_rss_range_mb: cli.rssRange.map(Math.round),
       cli_plan_exit: cli.code,
+      markdown_creates: markdownCreates,
+      markdown_updates: markdownUpdates,
       watch_median_ms: Math.round(median(watchMs)),
       watch_min_ms: Math.round(Math.min(...watchMs)),
       watch_max_ms: Math.round(Math.max(...watchMs)),
@@ -496,6 +542,13 @@ function table(rows: Row[]): string {
     ['one GET per object', ...rows.map((r) => `${r.per_object_refresh_ms} ms (${r.per_object_refresh_requests} requests)`)],
     [`\`edgeplane plan\` process: wall, median of ${CLI_RUNS}`, ...rows.map((r) => `${r.cli_plan_ms} ms (exit ${r.cli_plan_exit})`)],
     [`\`edgeplane plan\` process: peak RSS, median of ${CLI_RUNS} (target ≤ 400 MB)`, ...rows.map((r) => `${r.cli_plan_peak_rss_mb} MB (${(r.cli_plan_peak_rss_range_mb as number[]).join('–')})`)],
+    ...(['creates', 'updates'] as const).map((k) => [
+      `Markdown render at ${objectCount(SIZE).toLocaleString('en-US')} objects, plan of ${k === 'creates' ? 'every create' : 'edge and CA description updates'}: comment / whole, median of ${RENDER_RUNS}`,
+      ...rows.map((r) => {
+        const m = r[`markdown_${k}`] as RenderTimes;
+        return `${m.comment_ms} / ${m.whole_ms} ms (${m.steps} steps; ${m.comment_chars.toLocaleString('en-US')} / ${m.whole_chars.toLocaleString('en-US')} characters)`;
+      }),
+    ]),
     [`watch save → applied, median of ${WATCH_RUNS} (target ≤ 300 ms)`, ...rows.map((r) => `${r.watch_median_ms} ms (min ${r.watch_min_ms}, max ${r.watch_max_ms})`)],
   ];
   const widths = lines[0].map((_, i) => Math.max(...lines.map((l) => l[i].length)));

@@ -104,6 +104,13 @@ describe('edgeplane plan / validate', () => {
     expect(await exitCode(() => plan(md, dir, { ...flags, markdown: true }))).toBe(EXIT.ok);
     expect(md.text()).toMatch(/^### edgeplane plan for stack `ci`/);
     expect(md.text()).toContain('| `description` | `"clients"` | `"client CA v2"` |');
+    // The comment within --markdown-limit, and the whole plan beside it for a job summary.
+    const small = capture();
+    expect(await exitCode(() => plan(small, dir, { ...flags, markdown: true, markdownLimit: '2000', outMarkdown: join(dir, 'plan.md') }))).toBe(EXIT.ok);
+    expect(small.text().length).toBeLessThanOrEqual(2000);
+    expect(readFileSync(join(dir, 'plan.md'), 'utf8')).toContain('| `CertificateAuthority/root` | `description` | `"clients"` | `"client CA v2"` |');
+    expect(small.errors).toContain(`the whole plan as Markdown written to ${join(dir, 'plan.md')}`);
+    await expect(plan(capture(), dir, { ...flags, markdown: true, markdownLimit: '500' })).rejects.toThrow('--markdown-limit must be a whole number of characters, at least 2000 (got "500")');
 
     writeFileSync(join(dir, 'bad.yaml'), foYaml('third', ['nowhere']));
     const bad = capture();
