@@ -119,19 +119,32 @@ describe('Markdown plan within its budget', () => {
     expect(md).not.toContain('field values of');
   });
 
-  it('then cuts long values to a prefix (the first steps keep theirs whole), before any update row goes', () => {
+  it('then cuts long values to the longest prefix that lets every row fit, before any update row goes', () => {
     const long = (i: number, v: string) => `${v} `.repeat(80) + `#${i}`;
     const plan = planOf(Array.from({ length: 200 }, (_, i) => routeUpdate(i, long(i, 'old'), long(i, 'new'))));
     const md = renderMarkdown(plan);
     expect(md.length).toBeLessThanOrEqual(MARKDOWN_LIMIT);
-    expect(updateRows(md)).toHaveLength(200);
-    const whole = plan.steps.filter((s) => md.includes(JSON.stringify(s.changes[0].after))).length;
-    expect(whole).toBeGreaterThan(0);
-    expect(md).toContain(`long values of ${fmt(200 - whole)} steps cut to 60 characters (0 destructive, ${fmt(200 - whole)} updates)`);
+    const rows = updateRows(md);
+    expect(rows).toHaveLength(200);
+    const cut = Number(/long values of 200 steps cut to (\d+) characters \(0 destructive, 200 updates\)/.exec(md)![1]);
+    expect(cut).toBeGreaterThan(60);
+    // The longest: one character more and the rows would not fit.
+    expect(renderMarkdownFull(plan).length).toBeGreaterThan(MARKDOWN_LIMIT);
+    expect(rows.every((r) => cells(r)[3].length <= cut + 4)).toBe(true);
+    expect(md.length + 200 * 2).toBeGreaterThan(MARKDOWN_LIMIT - 1_000);
     // A cut value still shows where before and after differ.
-    const row = updateRows(md).at(-1)!;
-    expect(cells(row)[2]).toContain('old');
-    expect(cells(row)[3]).toContain('new');
+    expect(cells(rows[199])[2]).toContain('old');
+    expect(cells(rows[199])[3]).toContain('new');
+  });
+
+  it('values a little too long for the budget are cut only by what it takes (350 updates of 85 characters)', () => {
+    const plan = planOf(Array.from({ length: 350 }, (_, i) => routeUpdate(i, `Route r${i % 5} of shop edge ${Math.floor(i / 5)} (checkout traffic)`, `Route r${i % 5} of shop edge ${Math.floor(i / 5)} (checkout traffic, moved to the v2 pool on 2026-11-25)`)));
+    const md = renderMarkdown(plan);
+    expect(md.length).toBeLessThanOrEqual(MARKDOWN_LIMIT);
+    expect(updateRows(md)).toHaveLength(350);
+    const cut = Number(/cut to (\d+) characters/.exec(md)![1]);
+    expect(cut).toBeGreaterThanOrEqual(75);
+    expect(md).toContain('"Route r0 of shop edge 0 (checkout traffic, moved to the v2 pool on');
   });
 
   it('a secret shows as changed, never its value; hostile values cannot break the table or inject HTML', () => {

@@ -59,8 +59,9 @@ function full(v: unknown): string {
   return v === undefined ? '(absent)' : visible(JSON.stringify(v) ?? String(v));
 }
 
-/** Characters a long value is cut to when the comment has no room for it whole. */
-const CUT = 60;
+/** The shortest prefix a long value is cut to (before update rows are shed), and the longest tried. */
+const MIN_CUT = 60;
+const MAX_CUT = 4_096;
 
 /** A change as table cells (field, before, after), values whole (`max` Infinity) or cut to `max`. */
 function changeCells(c: Change, max: number): string {
@@ -82,7 +83,7 @@ function changeCells(c: Change, max: number): string {
   const lines = [c.before, c.after].some((v) => typeof v === 'string' && v.includes('\n'));
   const [before, after] = max === Infinity && !lines
     ? [c.before === undefined ? '' : full(c.before), c.after === undefined ? '' : full(c.after)]
-    : both ? shortPair(c.before, c.after, Math.min(max, 120)) : [c.before === undefined ? '' : short(c.before, max), c.after === undefined ? '' : short(c.after, max)];
+    : both ? shortPair(c.before, c.after, lines ? Math.min(max, 120) : max) : [c.before === undefined ? '' : short(c.before, max), c.after === undefined ? '' : short(c.after, max)];
   return `${cell(code(c.path))} | ${before === '' ? '' : cell(code(before))} | ${after === '' ? '' : cell(code(after))}`;
 }
 
@@ -248,20 +249,20 @@ export interface MarkdownOptions {
   dir?: string;
 }
 
-/** Room kept for the note saying what was left out (its longest form is well under this). */
-const NOTE_ROOM = 1_200;
+/** Room kept for the note saying what was left out, beside the command it names (its longest form is under this). */
+const NOTE_ROOM = 700;
 
 /**
  * The plan as a pull-request comment: the summary (per kind), everything destructive in full, the
  * updates as rows of field, before and after, then the creates (names; request bodies collapsed).
  *
  * Within `limit` characters the comment is filled, not halved: what does not fit is shed in this
- * order — create bodies, then whole values (long ones cut to a prefix of 60 characters, the
- * stretch where before and after differ kept), then create names, then update rows, then the
- * order chart — and destructive steps last: their detail becomes one line each, and only
- * when even those lines do not fit are the last of them counted rather than listed. Each stage is
- * filled in plan order before the next begins. A note at the top counts exactly what was left
- * out and says how to see it.
+ * order — create bodies; then whole values (long ones cut to a prefix of 160, 100, then 60
+ * characters, the longest that lets everything but the bodies fit; the stretch where before and
+ * after differ is kept); then create names; then update rows; then the order chart — and
+ * destructive steps last: their detail becomes one line each, and only when even those lines do
+ * not fit are the last of them counted rather than listed. Each stage is filled in plan order
+ * before the next begins. A note at the top counts exactly what was left out and says how to see it.
  */
 export function renderMarkdown(plan: Plan, opts: MarkdownOptions = {}): string {
   const limit = opts.limit ?? MARKDOWN_LIMIT;
@@ -275,11 +276,14 @@ export function renderMarkdown(plan: Plan, opts: MarkdownOptions = {}): string {
     const done: string[] = [];
     return (i: number) => (done[i] ??= make(items[i]));
   };
-  const dFull = lazy(g.destructive, (s) => destructiveDetail(s, Infinity));
-  const dCut = unbounded ? dFull : lazy(g.destructive, (s) => destructiveDetail(s, CUT));
+  const at = new Map<number, { d: (i: number) => string; u: (i: number) => string }>();
+  /** Destructive details and update rows with values cut to `max` characters (Infinity: whole). */
+  const valuesAt = (max: number) => {
+    let p = at.get(max);
+    if (!p) at.set(max, (p = { d: lazy(g.destructive, (s) => destructiveDetail(s, max)), u: lazy(g.updates, (u) => updateRows(u, max)) }));
+    return p;
+  };
   const dLine = lazy(g.destructive, destructiveLine);
-  const uFull = lazy(g.updates, (u) => updateRows(u, Infinity));
-  const uCut = unbounded ? uFull : lazy(g.updates, (u) => updateRows(u, CUT));
   const cName = lazy(g.creates, createLine);
   const cBody = lazy(g.creates, createBody);
   const range = (from: number, to: number) => Array.from({ length: Math.max(0, to - from) }, (_, i) => from + i);
@@ -296,10 +300,12 @@ export function renderMarkdown(plan: Plan, opts: MarkdownOptions = {}): string {
   for (const callouts of [20, 5, 0]) {
     const top = head(plan, callouts);
     // Counts of what each stage shows: destructive lines, their detail, the chart, update rows,
-    // create names, whole values (destructive first, then updates), create bodies.
-    const shown = { dLines: g.destructive.length, dDetail: g.destructive.length, chart: !!chart, uRows: g.updates.length, cNames: g.creates.length, dWhole: g.destructive.length, uWhole: g.updates.length, cBodies: g.creates.length };
-    if (!unbounded) {
-      let room = limit - top.length - NOTE_ROOM - headings.destructive.length - headings.updates.length - headings.creates.length - headings.bodies(1).length - headings.bodiesEnd.length - 20;
+    // create names, create bodies; and the length values are cut to.
+    let shown = { dLines: g.destructive.length, dDetail: g.destructive.length, chart: !!chart, uRows: g.updates.length, cNames: g.creates.length, cBodies: g.creates.length };
+    let cut = Infinity;
+    /** Fills the stages with values cut to `max` characters: true when everything but create bodies fits. */
+    const fill = (max: number): boolean => {
+      let room = limit - top.length - NOTE_ROOM - seeAll.length - headings.destructive.length - headings.updates.length - headings.creates.length - headings.bodies(1).length - headings.bodiesEnd.length;
       let open = room >= 0;
       /** Takes items 0…count-1 of a stage in order while they fit; a stage not taken whole ends the filling. */
       const take = (count: number, cost: (i: number) => number): number => {
@@ -309,20 +315,34 @@ export function renderMarkdown(plan: Plan, opts: MarkdownOptions = {}): string {
         if (i < count) open = false;
         return i;
       };
-      shown.dLines = take(g.destructive.length, (i) => dLine(i).length);
-      shown.dDetail = take(shown.dLines, (i) => dCut(i).length - dLine(i).length);
-      shown.chart = !!chart && take(1, () => headings.chart.length + chart.length) === 1;
-      shown.uRows = take(g.updates.length, (i) => uCut(i).length);
-      shown.cNames = take(g.creates.length, (i) => cName(i).length);
-      shown.dWhole = take(shown.dDetail, (i) => dFull(i).length - dCut(i).length);
-      shown.uWhole = take(shown.uRows, (i) => uFull(i).length - uCut(i).length);
-      shown.cBodies = take(shown.cNames, (i) => cBody(i).length);
+      const v = valuesAt(max);
+      const dLines = take(g.destructive.length, (i) => dLine(i).length);
+      const dDetail = take(dLines, (i) => v.d(i).length - dLine(i).length);
+      const chartShown = !!chart && take(1, () => headings.chart.length + chart.length) === 1;
+      const uRows = take(g.updates.length, (i) => v.u(i).length);
+      const cNames = take(g.creates.length, (i) => cName(i).length);
+      const cBodies = take(cNames, (i) => cBody(i).length);
+      shown = { dLines, dDetail, chart: chartShown, uRows, cNames, cBodies };
+      cut = max;
+      return dDetail === g.destructive.length && chartShown === !!chart && uRows === g.updates.length && cNames === g.creates.length;
+    };
+    // Values are cut only as far as it takes for everything but create bodies to fit: the longest
+    // prefix that does (a binary search; a longer prefix never takes less room).
+    if (!unbounded && !fill(Infinity) && fill(MIN_CUT)) {
+      let [lo, hi] = [MIN_CUT, MAX_CUT];
+      while (lo < hi) {
+        const mid = Math.ceil((lo + hi) / 2);
+        if (fill(mid)) lo = mid;
+        else hi = mid - 1;
+      }
+      fill(lo);
     }
+    const v = valuesAt(cut);
     const out: string[] = [top];
     const left: string[] = [];
     if (headings.destructive) {
       out.push(headings.destructive);
-      for (let i = 0; i < shown.dLines; i++) out.push(i >= shown.dDetail ? dLine(i) : i < shown.dWhole ? dFull(i) : dCut(i));
+      for (let i = 0; i < shown.dLines; i++) out.push(i >= shown.dDetail ? dLine(i) : v.d(i));
       if (shown.dDetail < shown.dLines) out.push('\n');
       if (shown.dLines < g.destructive.length) {
         out.push(`**… and ${plural(g.destructive.length - shown.dLines, 'more destructive step')} not listed here.**\n\n`);
@@ -335,7 +355,7 @@ export function renderMarkdown(plan: Plan, opts: MarkdownOptions = {}): string {
       else left.push('the chart of the order of the steps');
     }
     if (headings.updates) {
-      if (shown.uRows) out.push(headings.updates, ...range(0, shown.uRows).map((i) => (i < shown.uWhole ? uFull(i) : uCut(i))), '\n');
+      if (shown.uRows) out.push(headings.updates, ...range(0, shown.uRows).map(v.u), '\n');
       if (shown.uRows < g.updates.length) left.push(`field values of ${plural(g.updates.length - shown.uRows, 'update')} (of ${n(g.updates.length)})`);
     }
     if (headings.creates) {
@@ -347,10 +367,13 @@ export function renderMarkdown(plan: Plan, opts: MarkdownOptions = {}): string {
       if (shown.cNames < g.creates.length) left.push(`the names and request bodies of ${plural(g.creates.length - shown.cNames, 'new object')} (of ${n(g.creates.length)})`);
       if (shown.cBodies < shown.cNames) left.push(`the request bodies of ${plural(shown.cNames - shown.cBodies, 'create')} listed`);
     }
-    // Only steps whose values were long: a cut that changed nothing is not counted.
-    const cutD = range(shown.dWhole, shown.dDetail).filter((i) => dFull(i) !== dCut(i)).length;
-    const cutU = range(shown.uWhole, shown.uRows).filter((i) => uFull(i) !== uCut(i)).length;
-    if (cutD + cutU) left.push(`long values of ${plural(cutD + cutU, 'step')} cut to ${CUT} characters (${n(cutD)} destructive, ${n(cutU)} ${cutU === 1 ? 'update' : 'updates'})`);
+    if (cut !== Infinity) {
+      // Only steps whose values were long: a cut that changed nothing is not counted.
+      const whole = valuesAt(Infinity);
+      const cutD = range(0, shown.dDetail).filter((i) => whole.d(i) !== v.d(i)).length;
+      const cutU = range(0, shown.uRows).filter((i) => whole.u(i) !== v.u(i)).length;
+      if (cutD + cutU) left.push(`long values of ${plural(cutD + cutU, 'step')} cut to ${cut} characters (${n(cutD)} destructive, ${n(cutU)} ${cutU === 1 ? 'update' : 'updates'})`);
+    }
     if (left.length) out.splice(1, 0, `> [!NOTE]\n> **Not shown here** (this comment is limited to ${n(limit)} characters): ${left.join('; ')}. ${seeAll}.\n\n`);
     const md = out.join('').replace(/\n{3,}/g, '\n\n');
     if (md.length <= limit) return md;
