@@ -62,7 +62,7 @@ targetOptions(
     .description('show the API calls that would make the live state match the manifests (the directory of a stack)')
     .addOption(stackOption())
     .option('--out <file>', 'save the plan (JSON) for `apply --plan <file>`')
-    .option('--json', 'print the plan as JSON')
+    .option('--json', 'print the plan as JSON (each update with an RFC 6902 patch and the fields before and after)')
     .option('--markdown', 'print the plan as Markdown (pull-request comments), within --markdown-limit characters')
     .option('--markdown-limit <n>', 'characters the --markdown comment may take; what does not fit is counted in it', '65000')
     .option('--out-markdown <file>', 'also write the whole plan as Markdown, nothing left out (a CI job summary or artifact)')
