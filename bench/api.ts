@@ -18,11 +18,15 @@ import { migrate } from '../src/store/migrate.js';
 import { openPglite } from '../src/store/pglite.js';
 import { openPostgres } from '../src/store/postgres.js';
 import { startBaselines, urlOf } from './baselines.js';
+import { measureListFetch, type ListFetchResult } from './list-scale.js';
 import { runLoad, type LoadOptions, type LoadResult, type LoadTarget } from './load.js';
-import { RSA_CA, SCENARIOS, type LoadSpec, type ScenarioOp, type SeedClient } from './scenarios.js';
+import { RSA_CA, SCENARIOS, type LoadSpec, type Scenario, type ScenarioOp, type SeedClient } from './scenarios.js';
 
 type Engine = 'pglite' | 'postgres';
 const TARGET_PCT = 75;
+/** PostgreSQL's CPU per full list fetch at ten times the objects: at most this many times. */
+const LIST_CPU_MAX_RATIO = 12;
+const LIST_ROW = 'full list fetch';
 const RESULTS_DIR = new URL('./results/', import.meta.url);
 
 interface Options extends LoadOptions {
@@ -42,6 +46,8 @@ interface Row {
   /** req/s as a percentage of the bare-select baseline on the same engine (median over rounds). */
   pctOfSelect: number | null;
   rpsPerRound: number[];
+  /** The % select target of a `get` row held to one, on this engine. */
+  targetPct?: number;
   /** Highest RSS of this process sampled during the row's run (warm-up included), MiB. */
   rssPeakMiB: number;
 }
@@ -50,7 +56,11 @@ interface EngineReport {
   engine: Engine;
   target: string;
   rows: Row[];
-  getVsSelect: { name: string; pct: number; meetsTarget: boolean }[];
+  getVsSelect: { name: string; pct: number; target: number; meetsTarget: boolean }[];
+  /** Paired rows (the same request in a small and a large account): small req/s over large, median over rounds. */
+  pairs: { name: string; ratio: number; maxRatio: number; meetsTarget: boolean }[];
+  /** Whether the objects table had planner statistics at the end (the rows assume it never had). */
+  analysed: boolean;
   rssPeakMiB: number;
   /** 1-minute load average before and after the engine's runs: other work on the machine skews every figure. */
   loadAvg: { before: number; after: number };
@@ -200,6 +210,9 @@ async function benchEngine(engine: Engine, opts: Options, rss: RssSampler): Prom
   const engineRss = { peak: 0 };
   try {
     await migrate(db);
+    // A fresh deployment whose tables were never analysed, for the whole run: autovacuum would
+    // analyse the table a minute after the seeding. (PGlite runs no autovacuum.)
+    if (engine === 'postgres') await db.query('ALTER TABLE objects SET (autovacuum_enabled = false)');
     app = await buildApp({ db, logLevel: 'silent' });
     await app.listen({ port: 0, host: '127.0.0.1' });
     const serviceUrl = urlOf(app);
@@ -209,7 +222,10 @@ async function benchEngine(engine: Engine, opts: Options, rss: RssSampler): Prom
     const ca = await api.post('/certificate_authorities', { description: 'bench CA 0', metadata: '{"team":"bench"}', ca_pem: RSA_CA });
     baselines = await startBaselines(db, ca.id);
 
-    interface Planned { name: string; op: Row['op']; heldToTarget?: boolean; target: LoadTarget; path: string; runs: LoadResult[]; rssPeakMiB: number }
+    interface Planned {
+      name: string; op: Row['op']; heldToTarget?: boolean; targetPct?: number; pair?: Scenario['pair'];
+      target: LoadTarget; path: string; runs: LoadResult[]; rssPeakMiB: number;
+    }
     const planned: Planned[] = [
       { name: 'baseline: bare fastify, constant', op: 'baseline-constant', target: { url: baselines.url + baselines.constantPath, method: 'GET', headers: {} }, path: `GET ${baselines.constantPath}`, runs: [], rssPeakMiB: 0 },
       { name: 'baseline: bare fastify, 1 PK select', op: 'baseline-select', target: { url: baselines.url + baselines.selectPath, method: 'GET', headers: {} }, path: `GET ${baselines.selectPath}`, runs: [], rssPeakMiB: 0 },
@@ -221,7 +237,10 @@ async function benchEngine(engine: Engine, opts: Options, rss: RssSampler): Prom
       const spec = await scenario.setup(scoped);
       const target = targetOf(serviceUrl, spec, headers);
       await checkOnce(target, spec.status);
-      planned.push({ name: scenario.name, op: scenario.op, heldToTarget: scenario.heldToTarget, target, path: `${spec.method} ${spec.path}`, runs: [], rssPeakMiB: 0 });
+      planned.push({
+        name: scenario.name, op: scenario.op, heldToTarget: scenario.heldToTarget, targetPct: scenario.targetPct?.[engine] ?? TARGET_PCT,
+        pair: scenario.pair, target, path: `${spec.method} ${spec.path}`, runs: [], rssPeakMiB: 0,
+      });
     }
 
     // Rounds run every row in turn, so a row and the select baseline it is compared with are
@@ -248,13 +267,27 @@ async function benchEngine(engine: Engine, opts: Options, rss: RssSampler): Prom
         name: p.name, op: p.op, heldToTarget: p.op === 'get' && p.heldToTarget !== false, method: p.target.method, path: p.path, result,
         pctOfSelect: round1(pcts[Math.floor((pcts.length - 1) / 2)]),
         rpsPerRound: p.runs.map((r) => Math.round(r.rps)),
+        targetPct: p.targetPct,
         rssPeakMiB: p.rssPeakMiB,
       };
     });
     const getVsSelect = rows
       .filter((r) => r.heldToTarget)
-      .map((r) => ({ name: r.name, pct: r.pctOfSelect!, meetsTarget: r.pctOfSelect! >= TARGET_PCT }));
-    return { engine, target: db.describe, rows, getVsSelect, rssPeakMiB: engineRss.peak, loadAvg: { before: loadBefore, after: round1(loadavg()[0]) } };
+      .map((r) => ({ name: r.name, pct: r.pctOfSelect!, target: r.targetPct!, meetsTarget: r.pctOfSelect! >= r.targetPct! }));
+    const pairs: EngineReport['pairs'] = [];
+    for (const small of planned.filter((p) => p.pair?.role === 'small')) {
+      const large = planned.find((p) => p.pair?.role === 'large' && p.pair.name === small.pair!.name);
+      if (!large) continue;
+      const ratios = small.runs.map((r, i) => r.rps / large.runs[i].rps).sort((a, b) => a - b);
+      const ratio = Math.round(ratios[Math.floor((ratios.length - 1) / 2)] * 100) / 100;
+      pairs.push({ name: small.pair!.name, ratio, maxRatio: small.pair!.maxRatio, meetsTarget: ratio <= small.pair!.maxRatio });
+    }
+    const { rows: stats } = await db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'objects'`);
+    return {
+      engine, target: db.describe, rows, getVsSelect, pairs, analysed: stats[0].n > 0,
+      rssPeakMiB: engineRss.peak, loadAvg: { before: loadBefore, after: round1(loadavg()[0]) },
+    };
   } finally {
     await baselines?.close().catch(() => {});
     await app?.close();
@@ -283,7 +316,10 @@ function printTable(report: EngineReport) {
   console.log(widths.map((w) => '─'.repeat(w)).join('  '));
   for (const b of body) console.log(line(b));
   for (const g of report.getVsSelect) {
-    console.log(`${g.meetsTarget ? 'OK   ' : 'BELOW'} ${g.name}: ${g.pct}% of the bare select (target ≥ ${TARGET_PCT}%)`);
+    console.log(`${g.meetsTarget ? 'OK   ' : 'BELOW'} ${g.name}: ${g.pct}% of the bare select (target ≥ ${g.target}%)`);
+  }
+  for (const p of report.pairs) {
+    console.log(`${p.meetsTarget ? 'OK   ' : 'ABOVE'} ${p.name}: ${p.ratio}× (target ≤ ${p.maxRatio}×${report.analysed ? '; the table was analysed meanwhile' : ', never analysed'})`);
   }
 }
 
@@ -325,13 +361,39 @@ async function main() {
       console.error(`\n${engine}: benchmark failed: ${(err as Error).message}`);
     }
   }
+  let listFetch: { sizes: ListFetchResult[]; ratio: number; meetsTarget: boolean } | undefined;
+  if (opts.engines.includes('postgres') && (!opts.only || LIST_ROW.includes(opts.only))) {
+    try {
+      const sizes: ListFetchResult[] = [];
+      // Rounds enough that clock ticks of 10 ms are a small part of each figure.
+      for (const [scale, rounds] of [[1, 10], [10, 3]]) {
+        process.stdout.write(`  postgres · ${LIST_ROW}, ${scale * 6200} objects, never analysed … `);
+        const r = await measureListFetch(opts.databaseUrl, scale, rounds);
+        console.log(`${r.pgCpuMs} ms of PostgreSQL CPU, ${r.wallMs} ms wall`);
+        sizes.push(r);
+      }
+      const ratio = Math.round((sizes[1].pgCpuMs / sizes[0].pgCpuMs) * 10) / 10;
+      listFetch = { sizes, ratio, meetsTarget: ratio <= LIST_CPU_MAX_RATIO };
+    } catch (err) {
+      failed = true;
+      console.error(`\n${LIST_ROW}: benchmark failed: ${(err as Error).message}`);
+    }
+  }
   rss.stop();
   const processPeakMiB = Math.round(process.resourceUsage().maxRSS / 1024);
   mkdirSync(RESULTS_DIR, { recursive: true });
   for (const report of reports) {
     printTable(report);
     const file = new URL(`api-${report.engine}.json`, RESULTS_DIR);
-    writeFileSync(file, JSON.stringify({ ...meta, ...report, processPeakRssMiB: processPeakMiB }, null, 2) + '\n');
+    const extra = report.engine === 'postgres' && listFetch ? { listFetch } : {};
+    writeFileSync(file, JSON.stringify({ ...meta, ...report, ...extra, processPeakRssMiB: processPeakMiB }, null, 2) + '\n');
+  }
+  if (listFetch) {
+    console.log(`\npostgres — ${LIST_ROW} (every page of edges with routes, CAs, failover backends), never analysed`);
+    for (const r of listFetch.sizes) {
+      console.log(`  ${String(r.objects).padStart(6)} objects, ${String(r.pages).padStart(3)} requests: ${r.pgCpuMs} ms PostgreSQL CPU, ${r.wallMs} ms wall (mean of ${r.rounds})${r.analysed ? ' — the table was analysed meanwhile!' : ''}`);
+    }
+    console.log(`${listFetch.meetsTarget ? 'OK   ' : 'ABOVE'} PostgreSQL CPU per ${LIST_ROW}, ${listFetch.sizes[1].objects} vs ${listFetch.sizes[0].objects} objects: ${listFetch.ratio}× (target ≤ ${LIST_CPU_MAX_RATIO}×)`);
   }
   console.log(`\npeak RSS of this process (service + database engine in process): ${processPeakMiB} MiB`);
   for (const r of reports) console.log(`  during ${r.engine} runs: ${r.rssPeakMiB} MiB`);
