@@ -3,7 +3,7 @@ import type { Body, HookContext, KindDef, KindRuntimeConfig, ModuleDef, RefDef, 
 import type { Db, Queryable } from '../store/db.js';
 import { isPgError } from '../store/db.js';
 import {
-  deleteObject, existingIds, getObject, insertObject, listChildren, listObjects, reaches, referrers,
+  deleteObject, existingIds, getObject, getWithChildren, insertObject, listChildren, listObjects, reaches, referrers,
   replaceRefs, replaceUniques, UniqueViolation, updateBody, type ObjectRow, type RefRow,
 } from '../store/objects.js';
 import { isDeepStrictEqual } from 'node:util';
@@ -60,18 +60,25 @@ export class Resources {
       await runEffects(q, kind, 'after', ctx);
       return inserted;
     });
-    return this.respond(kind, caller, row);
+    // A new object has no children yet.
+    return toResponse(kind, row, caller.baseUrl, kind.embeds ? new Map() : undefined);
   }
 
   async get(kind: KindDef, caller: Caller, id: string, parentId?: string): Promise<Body> {
-    const row = await getObject(this.db, caller.accountId, kind.name, id, { parentId });
-    if (!row) throw notFound(kind, id);
-    return this.respond(kind, caller, row);
+    if (!kind.embeds) {
+      const row = await getObject(this.db, caller.accountId, kind.name, id, { parentId });
+      if (!row) throw notFound(kind, id);
+      return toResponse(kind, row, caller.baseUrl);
+    }
+    const found = await getWithChildren(this.db, caller.accountId, kind.name, id, Object.values(kind.embeds), { parentId });
+    if (!found) throw notFound(kind, id);
+    return toResponse(kind, found.row, caller.baseUrl, byParent(found.children));
   }
 
   async list(kind: KindDef, caller: Caller, opts: { beforeId?: string; limit: number }): Promise<Page> {
-    const { rows, more } = await listObjects(this.db, caller.accountId, kind.name, opts);
-    const children = await this.children(this.db, kind, caller, rows.map((r) => r.id));
+    const childKinds = Object.values(kind.embeds ?? {});
+    const { rows, more, children: childRows } = await listObjects(this.db, caller.accountId, kind.name, { ...opts, childKinds });
+    const children = byParent(childRows);
     return {
       items: rows.map((r) => toResponse(kind, r, caller.baseUrl, children)),
       more,
@@ -296,22 +303,23 @@ export class Resources {
     throw new ApiError('ERR_IN_USE', `${kind.title} ${id} is still used by ${names.join(', ') || 'another object'}; remove those references first`);
   }
 
-  private async children(q: Queryable, kind: KindDef, caller: Caller, ids: string[]): Promise<Map<string, ObjectRow[]>> {
-    const map = new Map<string, ObjectRow[]>();
-    for (const childKind of Object.values(kind.embeds ?? {})) {
-      for (const c of await listChildren(q, caller.accountId, childKind, ids)) {
-        const list = map.get(c.parent_id!) ?? [];
-        list.push(c);
-        map.set(c.parent_id!, list);
-      }
-    }
-    return map;
-  }
-
   private async respond(kind: KindDef, caller: Caller, row: ObjectRow): Promise<Body> {
-    const children = kind.embeds ? await this.children(this.db, kind, caller, [row.id]) : undefined;
-    return toResponse(kind, row, caller.baseUrl, children);
+    if (!kind.embeds) return toResponse(kind, row, caller.baseUrl);
+    const children: ObjectRow[] = [];
+    for (const childKind of Object.values(kind.embeds)) children.push(...await listChildren(this.db, caller.accountId, childKind, row.id));
+    return toResponse(kind, row, caller.baseUrl, byParent(children));
   }
+}
+
+/** Child rows by their parent's id, in the order given. */
+function byParent(rows: ObjectRow[]): Map<string, ObjectRow[]> {
+  const map = new Map<string, ObjectRow[]>();
+  for (const c of rows) {
+    const list = map.get(c.parent_id!);
+    if (list) list.push(c);
+    else map.set(c.parent_id!, [c]);
+  }
+  return map;
 }
 
 /** The `unique_keys` scope of a unique value: service-wide, per parent object or per account. */

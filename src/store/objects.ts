@@ -37,27 +37,92 @@ export async function getObject(
   return rows[0] ?? null;
 }
 
-/** Newest first, strictly older than `beforeId`; `limit + 1` rows tell whether more remain. */
-export async function listObjects(
-  q: Queryable, accountId: string, kind: string, opts: { beforeId?: string; limit: number },
-): Promise<{ rows: ObjectRow[]; more: boolean }> {
-  const params: unknown[] = [accountId, kind, opts.limit + 1];
-  let sql = `SELECT ${COLS} FROM objects WHERE account_id = $1 AND kind = $2`;
-  if (opts.beforeId !== undefined) {
-    params.push(opts.beforeId);
-    sql += ` AND id < $4`;
+/**
+ * Above every id in the "C" collation ids compare in (migration 003): a page with no `beforeId` is
+ * bounded by it too. Without statistics the planner costs `account_id = … AND kind = …` alone as a
+ * couple of rows, and may read and sort every object of the kind for the first page; with a bound
+ * on `id` the backward index scan, which stops after the page, is the plan it picks.
+ */
+const ABOVE_EVERY_ID = '\u{10FFFF}';
+
+type PartRow = ObjectRow & { part: number };
+
+/** The rows of one query over several parts (`part` 0: the objects asked for, 1…: children by kind). */
+function splitParts(rows: PartRow[]): { own: ObjectRow[]; children: ObjectRow[] } {
+  const own: ObjectRow[] = [];
+  const children: ObjectRow[] = [];
+  for (const r of rows) {
+    const row: ObjectRow = { id: r.id, account_id: r.account_id, kind: r.kind, parent_id: r.parent_id, created_at: r.created_at, body: r.body };
+    (r.part === 0 ? own : children).push(row);
   }
-  sql += ' ORDER BY id DESC LIMIT $3';
-  const { rows } = await q.query<ObjectRow>(sql, params);
-  return { rows: rows.slice(0, opts.limit), more: rows.length > opts.limit };
+  return { own, children };
 }
 
-/** Children of several parents at once, oldest first (creation order). */
-export async function listChildren(q: Queryable, accountId: string, kind: string, parentIds: string[]): Promise<ObjectRow[]> {
-  if (parentIds.length === 0) return [];
+/**
+ * One object and its children of `childKinds` (an edge and its routes), in one query: the object,
+ * then each child kind's rows in creation order. Children are looked up by their parent through
+ * `objects_children` (migration 004).
+ */
+export async function getWithChildren(
+  q: Queryable, accountId: string, kind: string, id: string, childKinds: string[], opts: { parentId?: string } = {},
+): Promise<{ row: ObjectRow; children: ObjectRow[] } | null> {
+  if (!isStorableText(id) || (opts.parentId !== undefined && !isStorableText(opts.parentId))) return null;
+  const params: unknown[] = [id, accountId, kind];
+  let sql = `SELECT 0 AS part, ${COLS} FROM objects WHERE id = $1 AND account_id = $2 AND kind = $3`;
+  if (opts.parentId !== undefined) {
+    params.push(opts.parentId);
+    sql += ` AND parent_id = $${params.length}`;
+  }
+  childKinds.forEach((childKind, i) => {
+    params.push(childKind);
+    sql += ` UNION ALL SELECT ${i + 1}, ${COLS} FROM objects WHERE account_id = $2 AND kind = $${params.length} AND parent_id = $1`;
+  });
+  const { rows } = await q.query<PartRow>(`${sql} ORDER BY part, id`, params);
+  const { own, children } = splitParts(rows);
+  return own[0] ? { row: own[0], children } : null;
+}
+
+/**
+ * Objects of a top-level kind (the kinds that have lists), newest first, strictly older than
+ * `beforeId`; `limit + 1` rows tell whether more remain. With
+ * `childKinds`, the children of the page's objects (not of the extra row) come in the same query,
+ * each kind in creation order: a page costs one round trip whatever it holds.
+ */
+export async function listObjects(
+  q: Queryable, accountId: string, kind: string, opts: { beforeId?: string; limit: number; childKinds?: string[] },
+): Promise<{ rows: ObjectRow[]; more: boolean; children: ObjectRow[] }> {
+  const params: unknown[] = [accountId, kind, opts.beforeId ?? ABOVE_EVERY_ID, opts.limit + 1];
+  // `parent_id IS NULL` names the index of top-level objects (migration 004).
+  const page = `SELECT ${COLS} FROM objects WHERE account_id = $1 AND kind = $2 AND parent_id IS NULL AND id < $3 ORDER BY id DESC LIMIT $4`;
+  const childKinds = opts.childKinds ?? [];
+  if (childKinds.length === 0) {
+    const { rows } = await q.query<ObjectRow>(page, params);
+    return { rows: rows.slice(0, opts.limit), more: rows.length > opts.limit, children: [] };
+  }
+  params.push(opts.limit);
+  const parts = childKinds.map((childKind, i) => {
+    params.push(childKind);
+    // The ORDER BY keeps the lateral subquery from being flattened into a join: without statistics
+    // the page is costed as one row, and the planner then scanned every child of the account once
+    // and matched them to the page's ids instead of looking each parent's children up.
+    return `SELECT ${i + 1}, c.* FROM (SELECT id FROM page ORDER BY id DESC LIMIT $5) p CROSS JOIN LATERAL
+      (SELECT ${COLS} FROM objects WHERE account_id = $1 AND kind = $${params.length} AND parent_id = p.id ORDER BY id) c`;
+  });
+  const { rows } = await q.query<PartRow>(
+    `WITH page AS MATERIALIZED (${page})
+     SELECT * FROM (SELECT 0 AS part, ${COLS} FROM page UNION ALL ${parts.join(' UNION ALL ')}) u
+     ORDER BY part, CASE WHEN part = 0 THEN id END DESC, id`,
+    params,
+  );
+  const { own, children } = splitParts(rows);
+  return { rows: own.slice(0, opts.limit), more: own.length > opts.limit, children };
+}
+
+/** Children of one parent, oldest first (creation order). */
+export async function listChildren(q: Queryable, accountId: string, kind: string, parentId: string): Promise<ObjectRow[]> {
   const { rows } = await q.query<ObjectRow>(
-    `SELECT ${COLS} FROM objects WHERE account_id = $1 AND kind = $2 AND parent_id = ANY($3) ORDER BY id`,
-    [accountId, kind, parentIds],
+    `SELECT ${COLS} FROM objects WHERE account_id = $1 AND kind = $2 AND parent_id = $3 ORDER BY id`,
+    [accountId, kind, parentId],
   );
   return rows;
 }
