@@ -38,10 +38,10 @@ export async function getObject(
 }
 
 /**
- * Above every id in the "C" collation ids compare in (migration 003): a page with no `beforeId` is
- * bounded by it too. Without statistics the planner costs `account_id = … AND kind = …` alone as a
- * couple of rows, and may read and sort every object of the kind for the first page; with a bound
- * on `id` the backward index scan, which stops after the page, is the plan it picks.
+ * Above every id in the "C" collation ids compare in (migration 003): the bound of a first page.
+ * Without statistics the planner costs `account_id = … AND kind = …` alone as a couple of rows,
+ * and chose to read and sort every object of the kind for a first page; with a bound on `id` it
+ * picks the backward index scan, which stops after the page.
  */
 const ABOVE_EVERY_ID = '\u{10FFFF}';
 
@@ -84,9 +84,9 @@ export async function getWithChildren(
 
 /**
  * Objects of a top-level kind (the kinds that have lists), newest first, strictly older than
- * `beforeId`; `limit + 1` rows tell whether more remain. With
- * `childKinds`, the children of the page's objects (not of the extra row) come in the same query,
- * each kind in creation order: a page costs one round trip whatever it holds.
+ * `beforeId`; `limit + 1` rows tell whether more remain. With `childKinds`, the children of the
+ * page's objects (not of the extra row) come in the same query, each kind in creation order: a
+ * page costs one round trip whatever it holds.
  */
 export async function listObjects(
   q: Queryable, accountId: string, kind: string, opts: { beforeId?: string; limit: number; childKinds?: string[] },
