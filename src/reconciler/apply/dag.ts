@@ -76,6 +76,50 @@ function message(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/**
+ * Indexes of ready nodes, smallest first: a binary heap, so starting the next node in plan order
+ * costs O(log ready) however many are ready (a plan from empty has tens of thousands at once).
+ */
+class ReadyHeap {
+  private readonly items: number[] = [];
+
+  get size(): number {
+    return this.items.length;
+  }
+
+  push(i: number): void {
+    const a = this.items;
+    let k = a.push(i) - 1;
+    while (k > 0) {
+      const parent = (k - 1) >> 1;
+      if (a[parent] <= i) break;
+      a[k] = a[parent];
+      k = parent;
+    }
+    a[k] = i;
+  }
+
+  pop(): number | undefined {
+    const a = this.items;
+    if (!a.length) return undefined;
+    const top = a[0];
+    const last = a.pop()!;
+    if (a.length) {
+      let k = 0;
+      for (;;) {
+        const l = 2 * k + 1;
+        if (l >= a.length) break;
+        const c = l + 1 < a.length && a[l + 1] < a[l] ? l + 1 : l;
+        if (a[c] >= last) break;
+        a[k] = a[c];
+        k = c;
+      }
+      a[k] = last;
+    }
+    return top;
+  }
+}
+
 export async function runDag<N extends DagNode>(
   nodes: readonly N[],
   run: (node: N, ctx: NodeContext) => Promise<void>,
@@ -88,30 +132,43 @@ export async function runDag<N extends DagNode>(
   const started = now();
   const result: DagResult = { total: nodes.length, done: [], failed: [], skipped: [], ms: 0 };
 
-  const dependents = new Map<string, N[]>();
-  const waiting = new Map<string, number>();
-  for (const n of nodes) {
-    waiting.set(n.id, new Set(n.dependsOn).size);
-    for (const d of new Set(n.dependsOn)) {
-      if (!dependents.has(d)) dependents.set(d, []);
-      dependents.get(d)!.push(n);
+  // Nodes are worked on by their index in the plan, which is also the order ready nodes start in:
+  // the planner's order is what a reader of the plan expects.
+  const count = nodes.length;
+  const ids = nodes.map((n) => n.id);
+  const index = new Map<string, number>();
+  for (let i = 0; i < count; i++) index.set(ids[i], i);
+  const waiting = new Int32Array(count);
+  const dependents: number[][] = Array.from({ length: count }, () => []);
+  for (let i = 0; i < count; i++) {
+    const deps = nodes[i].dependsOn;
+    const seen = deps.length > 1 ? new Set<string>() : undefined;
+    for (const d of deps) {
+      if (seen) {
+        if (seen.has(d)) continue;
+        seen.add(d);
+      }
+      waiting[i]++;
+      dependents[index.get(d)!].push(i);
     }
   }
-  // Ready nodes start in plan order: the planner's order is what a reader of the plan expects.
-  const order = new Map(nodes.map((n, i) => [n.id, i]));
-  const ready: N[] = nodes.filter((n) => waiting.get(n.id) === 0);
-  const finished = new Set<string>();
+  const ready = new ReadyHeap();
+  for (let i = 0; i < count; i++) if (waiting[i] === 0) ready.push(i);
+  const finished = new Uint8Array(count);
+  let ended = 0;
   let running = 0;
+  const signal = opts.signal ?? new AbortController().signal;
 
-  const skip = (n: N, because: string) => {
-    const queue: [N, string][] = [[n, because]];
-    while (queue.length) {
-      const [x, why] = queue.shift()!;
-      if (finished.has(x.id)) continue;
-      finished.add(x.id);
-      result.skipped.push({ id: x.id, because: why });
-      emit({ type: 'skipped', node: x, because: why });
-      for (const child of dependents.get(x.id) ?? []) queue.push([child, why]);
+  const skip = (first: number, because: string) => {
+    const queue = [first];
+    for (let q = 0; q < queue.length; q++) {
+      const x = queue[q];
+      if (finished[x]) continue;
+      finished[x] = 1;
+      ended++;
+      result.skipped.push({ id: ids[x], because });
+      emit({ type: 'skipped', node: nodes[x], because });
+      for (const child of dependents[x]) if (!finished[child]) queue.push(child);
     }
   };
 
@@ -120,27 +177,25 @@ export async function runDag<N extends DagNode>(
     const onAbort = () => pump();
     const pump = () => {
       if (opts.signal?.aborted) {
-        for (const n of ready.splice(0)) skip(n, 'aborted');
+        for (let i = ready.pop(); i !== undefined; i = ready.pop()) skip(i, 'aborted');
       }
-      while (running < limit && ready.length) {
-        ready.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
-        start(ready.shift()!);
-      }
-      if (running === 0 && ready.length === 0) {
+      while (running < limit && ready.size) start(ready.pop()!);
+      if (running === 0 && ready.size === 0) {
         // Anything left never became ready: its dependencies were aborted before they started.
-        for (const n of nodes) if (!finished.has(n.id)) skip(n, 'aborted');
+        if (ended < count) for (let i = 0; i < count; i++) if (!finished[i]) skip(i, 'aborted');
         result.ms = now() - started;
         opts.signal?.removeEventListener('abort', onAbort);
         resolve(result);
       }
     };
 
-    const start = (n: N) => {
+    const start = (i: number) => {
+      const n = nodes[i];
       running++;
       const t0 = now();
       emit({ type: 'start', node: n, running });
       const ctx: NodeContext = {
-        signal: opts.signal ?? new AbortController().signal,
+        signal,
         retrying: (info) => emit({ type: 'retry', node: n, ...info }),
       };
       let p: Promise<void>;
@@ -152,23 +207,23 @@ export async function runDag<N extends DagNode>(
       p.then(
         () => {
           running--;
-          finished.add(n.id);
-          result.done.push(n.id);
+          finished[i] = 1;
+          ended++;
+          result.done.push(ids[i]);
           emit({ type: 'done', node: n, ms: now() - t0 });
-          for (const child of dependents.get(n.id) ?? []) {
-            const left = waiting.get(child.id)! - 1;
-            waiting.set(child.id, left);
-            if (left === 0 && !finished.has(child.id)) ready.push(child);
+          for (const child of dependents[i]) {
+            if (--waiting[child] === 0 && !finished[child]) ready.push(child);
           }
           pump();
         },
         (err: unknown) => {
           running--;
-          finished.add(n.id);
+          finished[i] = 1;
+          ended++;
           const error = message(err);
-          result.failed.push({ id: n.id, error });
+          result.failed.push({ id: ids[i], error });
           emit({ type: 'failed', node: n, ms: now() - t0, error });
-          for (const child of dependents.get(n.id) ?? []) skip(child, n.id);
+          for (const child of dependents[i]) skip(child, ids[i]);
           pump();
         },
       );
