@@ -13,7 +13,7 @@ import { keptCopy, referencedIds } from './duplicates.js';
 import { orderSteps } from './order.js';
 import { stepPatch } from './patch.js';
 import { DEFAULT_THRESHOLD, safetyBlocks, type Threshold } from './safety.js';
-import type { DesiredObject, ObservedObject } from './state.js';
+import type { DesiredObject, Identities, ObservedObject } from './state.js';
 import { isRefToken, isSecretToken, placeholder, type SecretToken } from './tokens.js';
 import { canonicalJson } from '../../util/canonical-json.js';
 
@@ -32,6 +32,16 @@ export interface DiffOptions {
   threshold?: Threshold;
   /** Deployment settings some defaults depend on (the session cookie prefix). */
   config?: KindRuntimeConfig;
+  /**
+   * Watch's incremental plans: only these desired objects are planned; the others are matched
+   * (so references to them read as their ids) but not compared. The caller vouches that they were
+   * found unchanged before and have not changed since.
+   */
+  only?: Identities;
+  /** When `observed` is a part of what was read (with `only`): every object read, for the ids that exist and the safety threshold's counts. */
+  everyObserved?: ObservedObject[];
+  /** Filled with the identities of the planned objects found unchanged (no step, no warning). */
+  settled?: Set<string>;
 }
 
 /** What the planner decided for one desired object. */
@@ -71,7 +81,8 @@ class Planner {
   plan(): Plan {
     this.match();
     this.symbols();
-    for (const d of this.desired) this.planObject(this.decisions.get(d.identity)!);
+    const only = this.opts.only;
+    for (const d of this.desired) if (!only || only.has(d.identity)) this.planObject(this.decisions.get(d.identity)!);
     this.missingRawRefs();
     this.foreignChildren();
     this.oversizedRequests();
@@ -91,7 +102,7 @@ class Planner {
       summary: this.summary(),
       warnings: this.warnings,
       conflicts: this.conflicts,
-      blocked: safetyBlocks(steps, this.observed, this.opts.threshold ?? DEFAULT_THRESHOLD),
+      blocked: safetyBlocks(steps, this.opts.everyObserved ?? this.observed, this.opts.threshold ?? DEFAULT_THRESHOLD),
     };
   }
 
@@ -150,7 +161,7 @@ class Planner {
         // Duplicates (an interrupted apply, or two at once): keep one that fits the manifest,
         // preferring one that something refers to, so that nothing working is re-pointed.
         const fit = candidates.filter((o) => !this.immutableChanged(d, o));
-        const referenced = () => (this.referenced ??= referencedIds(this.observed));
+        const referenced = () => (this.referenced ??= referencedIds(this.opts.everyObserved ?? this.observed));
         const best = keptCopy(fit, referenced) ?? candidates.find((o) => referenced().has(o.id)) ?? candidates.reduce((a, b) => (a.id > b.id ? a : b));
         dec.o = best;
         dec.renamedFrom = via;
@@ -447,10 +458,10 @@ class Planner {
     // follows would find every field and module the same, one by one).
     const sameMeta = (d.userMetadata ?? '') === (o.userMetadata ?? '') && this.markedAs(d, o.marker);
     const oBody = dec.renamedFrom ? this.secretsRenamed(d, o, dec.renamedFrom) : o.body;
-    if (sameMeta && this.memo.settled(d.body, oBody, this.sym, this.opts.config ?? DEFAULT_CONFIG)) return;
+    if (sameMeta && this.memo.settled(d.body, oBody, this.sym, this.opts.config ?? DEFAULT_CONFIG)) return void this.opts.settled?.add(d.identity);
     const want = this.norm(d.kind, d.body);
     const have = this.norm(o.kind, oBody);
-    if (sameMeta && identical(want.fields, have.fields) && identical(want.modules, have.modules)) return;
+    if (sameMeta && identical(want.fields, have.fields) && identical(want.modules, have.modules)) return void this.opts.settled?.add(d.identity);
     const patch: Body = {};
     const changes: Change[] = [];
     for (const f in d.kind.fields) {
@@ -642,7 +653,7 @@ class Planner {
       for (const r of refValues(dec.d)) {
         const target = namedTarget(r.def);
         if (!target || !r.value.startsWith(`${r.def.onlyPrefix ?? target.idPrefix}_`)) continue;
-        ids ??= new Set(this.observed.map((o) => o.id));
+        ids ??= new Set((this.opts.everyObserved ?? this.observed).map((o) => o.id));
         if (ids.has(r.value)) continue;
         this.warnings.push(`${dec.d.identity}: ${formatPath(r.path)} names ${target.title} ${r.value}, which this account does not have: its step will fail (400) unless it is created first`);
       }

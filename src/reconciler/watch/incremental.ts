@@ -17,6 +17,7 @@ import { observeItem, observeOne, type ObservedLists } from '../plan/observed.js
 import type { DesiredObject, ObservedObject } from '../plan/state.js';
 import type { Plan } from '../plan/types.js';
 import { readLiveState } from '../state/read-state.js';
+import { planSubset, RefIndex } from './subset.js';
 
 /** `HTTPSEdge/web` for `HTTPSEdge/web/routes/api`: the object a list page (or a GET) returns whole. */
 export function topIdentity(identity: string): string {
@@ -33,6 +34,8 @@ export interface IncrementalPrepared extends Prepared {
   read: LiveRead;
   /** Identities whose desired state differs from the previous run's. */
   changed: string[];
+  /** How many manifest objects the plan compared with their live objects: `all`, or those a save may have changed. */
+  planned: number | 'all';
 }
 
 /**
@@ -46,7 +49,11 @@ export interface IncrementalPrepared extends Prepared {
  *   memo of normal forms answers for them);
  * - the observed objects of responses not re-read.
  *
- * The plan itself is still the planner's, over every object: only the inputs are reused.
+ * - which manifest objects the last plan found unchanged: after a save the plan is made over the
+ *   objects that changed, those not found unchanged, and what refers to them (`planSubset`); the
+ *   others are matched only. A full plan (every object compared) is made at start, after any
+ *   full read of the live state, when a manifest file was added or removed (a rename), and after
+ *   a failure.
  */
 export class IncrementalPlanner {
   private readonly memo = new NormMemo();
@@ -55,6 +62,13 @@ export class IncrementalPlanner {
   private lists: ObservedLists | undefined;
   private readonly observedOf = new WeakMap<Body, ObservedObject[]>();
   private desiredBefore = new Map<string, DesiredObject>();
+  /** Who refers to whom and children by parent, among the desired objects: updated per object that changed. */
+  private readonly refIndex = new RefIndex();
+  /** Identities the last plan that looked at them did not find unchanged (steps, conflicts, warnings, new). */
+  private unsettled = new Set<string>();
+  /** The manifest files of the last run: a file added or removed (a rename too) makes the next plan a full one. */
+  private files: string[] = [];
+  private fullPlanNext = true;
   /** Top-level ids the last apply wrote: read again before the next plan. */
   private readonly dirty = new Set<string>();
 
@@ -64,12 +78,15 @@ export class IncrementalPlanner {
   invalidate(): void {
     this.lists = undefined;
     this.dirty.clear();
+    this.fullPlanNext = true;
   }
 
   async prepare(opts: { full?: boolean } = {}): Promise<IncrementalPrepared> {
     const input = this.input;
-    const none = { secrets: new Map(), identities: new Set<string>(), observed: [], read: { full: false, requests: 0 }, changed: [] };
+    const none = { secrets: new Map(), identities: new Set<string>(), observed: [], read: { full: false, requests: 0 }, changed: [], planned: 0 };
     const loaded = this.load(input.root);
+    if (loaded.files.length !== this.files.length || loaded.files.some((f, i) => f !== this.files[i])) this.fullPlanNext = true;
+    this.files = loaded.files;
     const v = validateManifests(loaded.docs, { stack: input.stack, strict: input.strict }, this.validation);
     const vProblems = sortProblems([...loaded.problems, ...v.problems]);
     if (hasErrors(vProblems)) return { problems: vProblems, ...none };
@@ -83,7 +100,7 @@ export class IncrementalPlanner {
 
     let read = await this.readLive(opts.full === true, changed);
     let observed = this.observeAll();
-    let plan = diff(desired, observed, { ...input, target: this.client.target }, this.memo);
+    let plan = this.plan(desired, observed, changed, read.full);
     if (!read.full && plan.steps.some((st) => st.action === 'create' && topIdentity(st.object.identity) === st.object.identity)) {
       // A new object is only looked for among the objects read before: another process (an apply
       // in another terminal, through this watch) may have made it since. Read everything before
@@ -92,9 +109,37 @@ export class IncrementalPlanner {
       read = await this.readLive(true, changed);
       read = { full: true, requests: before + read.requests };
       observed = this.observeAll();
-      plan = diff(desired, observed, { ...input, target: this.client.target }, this.memo);
+      plan = this.plan(desired, observed, changed, true);
     }
-    return { problems, plan, secrets: s.secrets, identities, observed, read, changed };
+    return { problems, plan, secrets: s.secrets, identities, observed, read, changed, planned: this.planned };
+  }
+
+  /**
+   * The plan over every object (`full`), or over those a save may have changed (`planSubset`);
+   * the two are the same plan. Notes which objects it found unchanged, for the next run.
+   */
+  private planned: number | 'all' = 'all';
+
+  private plan(desired: DesiredObject[], observed: ObservedObject[], changed: string[], full: boolean): Plan {
+    const settled = new Set<string>();
+    const opts = { ...this.input, target: this.client.target, settled };
+    if (full || this.fullPlanNext) {
+      const plan = diff(desired, observed, opts, this.memo);
+      this.unsettled = new Set();
+      for (const d of desired) if (!settled.has(d.identity)) this.unsettled.add(d.identity);
+      this.fullPlanNext = false;
+      this.planned = 'all';
+      return plan;
+    }
+    const sub = planSubset(desired, this.desiredBefore, observed, [...changed, ...this.unsettled], this.refIndex);
+    const plan = diff(sub.desired, sub.observed, { ...opts, only: sub.planned, everyObserved: observed }, this.memo);
+    this.planned = 0;
+    for (const id of sub.planned) if (this.desiredBefore.has(id)) this.planned++;
+    for (const id of sub.planned) {
+      if (settled.has(id) || !this.desiredBefore.has(id)) this.unsettled.delete(id);
+      else this.unsettled.add(id);
+    }
+    return plan;
   }
 
   /**
@@ -108,11 +153,20 @@ export class IncrementalPlanner {
       now.set(d.identity, d);
       const before = this.desiredBefore.get(d.identity);
       if (before && before.kind === d.kind && before.protect === d.protect && before.userMetadata === d.userMetadata &&
-        before.parentIdentity === d.parentIdentity && identical(before.fp, d.fp) && identical(before.body, d.body)) {
+        before.parentIdentity === d.parentIdentity && identical(before.fp, d.fp) && identical(before.body, d.body) &&
+        identical(before.previousIdentities, d.previousIdentities)) {
         d.body = before.body;
       } else changed.push(d.identity);
+      if (before !== d) {
+        if (before) this.refIndex.remove(before);
+        this.refIndex.add(d);
+      }
     }
-    for (const identity of this.desiredBefore.keys()) if (!now.has(identity)) changed.push(identity);
+    for (const [identity, before] of this.desiredBefore) {
+      if (now.has(identity)) continue;
+      changed.push(identity);
+      this.refIndex.remove(before);
+    }
     this.desiredBefore = now;
     return changed;
   }
