@@ -1,4 +1,4 @@
-import { X509Certificate } from 'node:crypto';
+import { createHash, X509Certificate } from 'node:crypto';
 import type forge from 'node-forge';
 import { forgeLib } from '../util/forge.js';
 import { rfc3339 } from '../util/time.js';
@@ -48,25 +48,51 @@ function readCaPem(pem: string): X509Certificate | string {
   return cert.ca ? cert : 'the certificate is not a CA (basicConstraints CA:TRUE is missing)';
 }
 
-/** What is wrong with an uploaded CA PEM (the certificate authority's check), or null. */
-export function caPemProblem(pem: string): string | null {
-  let problem = problems.get(pem);
-  if (problem === undefined) {
-    const r = readCaPem(pem);
-    problem = typeof r === 'string' ? r : null;
-    // The same certificates are checked on every plan of a manifest tree: parsed once per process.
-    if (problems.size >= 1000) problems.delete(problems.keys().next().value!);
-    problems.set(pem, problem);
-  }
-  return problem;
+/**
+ * What parsing a PEM found, by the PEM's SHA-256: every plan of a manifest tree checks the same
+ * certificates, and a watch session or a service checks them again and again. Keyed by hash so a
+ * thousand kept entries hold 64 characters each, not the PEMs. Bounded: the oldest entry goes first.
+ */
+interface Known { problem: string | null; parsed?: ParsedCa }
+const known = new Map<string, Known>();
+const KNOWN_MAX = 10_000;
+
+function knownOf(pem: string): { key: string; entry: Known | undefined } {
+  const key = createHash('sha256').update(pem).digest('base64');
+  return { key, entry: known.get(key) };
 }
 
-const problems = new Map<string, string | null>();
+function remember(key: string, entry: Known): Known {
+  if (known.size >= KNOWN_MAX) known.delete(known.keys().next().value!);
+  known.set(key, entry);
+  return entry;
+}
+
+/** What is wrong with an uploaded CA PEM (the certificate authority's check), or null. */
+export function caPemProblem(pem: string): string | null {
+  const { key, entry } = knownOf(pem);
+  if (entry) return entry.problem;
+  const r = readCaPem(pem);
+  // The derived fields are read only when a CA is created (parseCaPem): a check needs none of them.
+  return remember(key, { problem: typeof r === 'string' ? r : null }).problem;
+}
 
 /** The fields the service derives from a checked CA PEM (RSA or EC). */
 export function parseCaPem(pem: string): ParsedCa {
-  const cert = readCaPem(pem);
-  if (typeof cert === 'string') throw new Error(`ca_pem was not checked: ${cert}`);
+  const { key, entry } = knownOf(pem);
+  let parsed = entry?.parsed;
+  if (!parsed) {
+    const cert = readCaPem(pem);
+    if (typeof cert === 'string') throw new Error(`ca_pem was not checked: ${cert}`);
+    parsed = fieldsOf(cert);
+    if (entry) entry.parsed = parsed;
+    else remember(key, { problem: null, parsed });
+  }
+  // A copy: the caller stores it in a body of its own.
+  return { ...parsed, key_usages: [...parsed.key_usages], extended_key_usages: [...parsed.extended_key_usages] };
+}
+
+function fieldsOf(cert: X509Certificate): ParsedCa {
   return {
     ca_pem: cert.toString().trimEnd() + '\n',
     subject_common_name: commonName(cert.raw),
