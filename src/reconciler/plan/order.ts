@@ -10,30 +10,53 @@ export function orderSteps(steps: Step[]): Step[] {
   for (const s of steps) s.dependsOn = [...new Set(s.dependsOn.filter((d) => byId.has(d) && d !== s.id))];
   const waiting = new Map(steps.map((s) => [s.id, s.dependsOn.length]));
   const dependents = new Map<string, string[]>();
-  for (const s of steps) for (const d of s.dependsOn) dependents.set(d, [...(dependents.get(d) ?? []), s.id]);
+  for (const s of steps) {
+    for (const d of s.dependsOn) {
+      const list = dependents.get(d);
+      if (list) list.push(s.id);
+      else dependents.set(d, [s.id]);
+    }
+  }
+  // Ready steps by rank, smallest first: a binary heap (a plan from empty has tens of thousands
+  // ready at once; a sorted list would move them all for each one added).
   const rank = (id: string) => {
     const { s, i } = byId.get(id)!;
-    return (s.action === 'delete' ? 1_000_000 : 0) + i;
+    return (s.action === 'delete' ? steps.length : 0) + i;
   };
-  // Ready steps, kept sorted by descending rank so the next one pops off the end.
-  const ready: string[] = [];
+  const heap: number[] = [];
   const push = (id: string) => {
     const r = rank(id);
-    let lo = 0;
-    let hi = ready.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (rank(ready[mid]) > r) lo = mid + 1;
-      else hi = mid;
+    let k = heap.push(r) - 1;
+    while (k > 0 && heap[(k - 1) >> 1] > r) {
+      heap[k] = heap[(k - 1) >> 1];
+      k = (k - 1) >> 1;
     }
-    ready.splice(lo, 0, id);
+    heap[k] = r;
+  };
+  const pop = (): number => {
+    const top = heap[0];
+    const last = heap.pop()!;
+    if (heap.length) {
+      let k = 0;
+      for (;;) {
+        const l = 2 * k + 1;
+        if (l >= heap.length) break;
+        const c = l + 1 < heap.length && heap[l + 1] < heap[l] ? l + 1 : l;
+        if (heap[c] >= last) break;
+        heap[k] = heap[c];
+        k = c;
+      }
+      heap[k] = last;
+    }
+    return top;
   };
   for (const s of steps) if (s.dependsOn.length === 0) push(s.id);
   const out: Step[] = [];
-  while (ready.length) {
-    const id = ready.pop()!;
-    out.push(byId.get(id)!.s);
-    for (const next of dependents.get(id) ?? []) {
+  while (heap.length) {
+    const r = pop();
+    const s = steps[r >= steps.length ? r - steps.length : r];
+    out.push(s);
+    for (const next of dependents.get(s.id) ?? []) {
       const left = waiting.get(next)! - 1;
       waiting.set(next, left);
       if (left === 0) push(next);
