@@ -35,15 +35,27 @@ function alters(s: Step): boolean {
 export function safetyBlocks(steps: Step[], observed: ObservedObject[], t: Threshold): SafetyBlock[] {
   // Most plans (a no-op, a few updates that only add) alter nothing: no counting over every object.
   if (!steps.some((s) => s.object.id && alters(s))) return [];
+  // Only the kinds that steps alter are counted, and only the objects steps act on are looked up:
+  // a save that edits one edge must not walk every object of every kind.
+  const kinds = new Set<string>();
+  const stepIds = new Set<string>();
+  for (const s of steps) {
+    if (!s.object.id) continue;
+    stepIds.add(s.object.id);
+    if (alters(s)) kinds.add(s.object.kind);
+  }
   const byId = new Map<string, ObservedObject>();
   /** Owned identities by kind, each with its live copies. */
   const owned = new Map<string, Map<string, ObservedObject[]>>();
   for (const o of observed) {
-    byId.set(o.id, o);
-    if (o.owner.type !== 'this') continue;
-    const ids = owned.get(o.kind.name) ?? owned.set(o.kind.name, new Map()).get(o.kind.name)!;
+    if (stepIds.has(o.id)) byId.set(o.id, o);
+    if (o.owner.type !== 'this' || !kinds.has(o.kind.name)) continue;
+    let ids = owned.get(o.kind.name);
+    if (!ids) owned.set(o.kind.name, (ids = new Map()));
     const key = identityOf(o);
-    ids.set(key, [...(ids.get(key) ?? []), o]);
+    const copies = ids.get(key);
+    if (copies) copies.push(o);
+    else ids.set(key, [o]);
   }
   const deleted = new Set<string>();
   for (const s of steps) if (s.action === 'delete' && s.object.id) deleted.add(s.object.id);

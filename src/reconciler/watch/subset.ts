@@ -104,55 +104,54 @@ export function planSubset(
   }
   for (const id of [...planned]) for (const r of index.referrersOf(id)) planned.add(r);
 
-  // The live side, scanned once: this stack's objects by identity (duplicates noted), what the
+  // The live side, scanned once: this stack's objects of planned identities, duplicates, what the
   // manifests no longer declare, and what this stack does not own.
-  const byId = new Map<string, ObservedObject>();
   const seen = new Set<string>();
+  const dups: string[] = [];
   const gone: ObservedObject[] = [];
   const foreign: ObservedObject[] = [];
+  let mine: ObservedObject[] = [];
   for (const o of observed) {
-    byId.set(o.id, o);
     if (o.owner.type !== 'this' || !o.marker) {
       foreign.push(o);
       continue;
     }
     const identity = o.marker.id;
-    if (seen.has(identity)) planned.add(identity); // a duplicate: the plan deletes all but one
+    if (seen.has(identity)) dups.push(identity); // the plan deletes all but one
     else seen.add(identity);
     if (!byIdentity.has(identity)) gone.push(o);
+    else if (planned.has(identity)) mine.push(o);
   }
-  const ours = (o: ObservedObject | undefined) => (o && o.owner.type === 'this' && o.marker ? o.marker.id : undefined);
-  // Children of ours that we do not own: the plan warns about them, and never deletes their parent.
-  // Children gone from the manifests are deleted one by one only while their parent is kept.
-  for (const o of [...foreign, ...gone]) {
-    const parent = o.parentId ? ours(byId.get(o.parentId)) : undefined;
-    if (parent) context.add(parent);
+  if (dups.length) {
+    for (const id of dups) planned.add(id);
+    mine = observed.filter((o) => o.owner.type === 'this' && o.marker && planned.has(o.marker.id));
   }
+  // Ids whose identity the plan must know: parents of what we do not own (the plan warns about
+  // them, and never deletes such a parent) and of what is gone (children are deleted one by one
+  // only while their parent is kept), and what the planned live objects refer to.
+  const wantedIds = new Set<string>();
+  for (const o of foreign) if (o.parentId) wantedIds.add(o.parentId);
+  for (const o of gone) if (o.parentId) wantedIds.add(o.parentId);
+  for (const o of mine) for (const ref of refsOfObserved(o)) wantedIds.add(ref);
   // What the plan may delete (gone, or replaced: an immutable field changed) is refused while
   // something still refers to it: every live referrer is looked at, as in a full plan.
   const mayGo = new Set(gone.map((o) => o.id));
-  for (const o of observed) if (ours(o) !== undefined && planned.has(o.marker!.id) && o.kind.immutable?.length) mayGo.add(o.id);
+  for (const o of mine) if (o.kind.immutable?.length) mayGo.add(o.id);
   const liveReferrers: ObservedObject[] = [];
-  if (mayGo.size) {
-    for (const o of observed) if (refsOfObserved(o).some((id) => mayGo.has(id))) liveReferrers.push(o);
-  }
-  for (const o of liveReferrers) {
-    const id = ours(o);
-    if (id) context.add(id);
+  if (wantedIds.size || mayGo.size) {
+    for (const o of observed) {
+      if (o.owner.type === 'this' && o.marker && wantedIds.has(o.id)) context.add(o.marker.id);
+      if (mayGo.size && refsOfObserved(o).some((id) => mayGo.has(id))) {
+        liveReferrers.push(o);
+        if (o.owner.type === 'this' && o.marker) context.add(o.marker.id);
+      }
+    }
   }
 
-  // References of what is planned, on both sides, and parents: matched so ids read as identities.
+  // References of what is planned, and parents: matched so ids read as identities.
   for (const id of planned) {
     const d = byIdentity.get(id);
     if (d) for (const target of RefIndex.refs(d)) context.add(target);
-  }
-  for (const o of observed) {
-    const id = ours(o);
-    if (id === undefined || !planned.has(id)) continue;
-    for (const ref of refsOfObserved(o)) {
-      const target = ours(byId.get(ref));
-      if (target) context.add(target);
-    }
   }
   for (const id of [...planned, ...context]) {
     for (let p = byIdentity.get(id)?.parentIdentity; p !== undefined; p = byIdentity.get(p)?.parentIdentity) context.add(p);
