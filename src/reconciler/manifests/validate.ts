@@ -61,6 +61,10 @@ export function validateManifests(docs: SourceDoc[], opts: ValidateOptions, memo
     if (local.object) objects.push(local.object);
     problems.push(...local.problems);
   }
+  // The passes across documents read only what `crossKey` says of each object: after a save that
+  // changed none of that (a description edited), they would find what they found last time.
+  if (memo?.crossUnchanged(docs)) return { objects, problems: sortProblems(problems) };
+  const before = problems.length;
   const all = withChildren(objects);
   namePass(objects, add);
   renamePass(all, add);
@@ -68,6 +72,7 @@ export function validateManifests(docs: SourceDoc[], opts: ValidateOptions, memo
   for (const o of all) referencePass(o, byKind, add);
   uniquePass(all, add);
   cyclePass(all, byKind, add);
+  memo?.crossChecked(docs, problems.length === before);
   return { objects, problems: sortProblems(problems) };
 }
 
@@ -107,17 +112,51 @@ function localPasses(doc: SourceDoc, opts: ValidateOptions): Local {
 export class ValidationMemo {
   private docs = new WeakMap<SourceDoc, Local>();
   private key = '';
+  /** The documents of the last run whose passes across documents found nothing. */
+  private clean: SourceDoc[] | undefined;
 
   local(doc: SourceDoc, opts: ValidateOptions): Local {
     const key = `${opts.stack}\0${!!opts.strict}`;
     if (key !== this.key) {
       this.key = key;
       this.docs = new WeakMap();
+      this.clean = undefined;
     }
     let hit = this.docs.get(doc);
     if (!hit) this.docs.set(doc, (hit = localPasses(doc, opts)));
     return hit;
   }
+
+  /**
+   * The last run's passes across documents found nothing, and every document is that run's (the
+   * same object: its file did not change) or reads the same to those passes, in the same order.
+   */
+  crossUnchanged(docs: SourceDoc[]): boolean {
+    const clean = this.clean;
+    if (!clean || clean.length !== docs.length) return false;
+    for (let i = 0; i < docs.length; i++) {
+      if (docs[i] === clean[i]) continue;
+      const a = this.docs.get(docs[i])?.object;
+      const b = this.docs.get(clean[i])?.object;
+      if (!a || !b || crossKey(a) !== crossKey(b)) return false;
+    }
+    return true;
+  }
+
+  crossChecked(docs: SourceDoc[], clean: boolean): void {
+    this.clean = clean ? docs : undefined;
+  }
+}
+
+/**
+ * What the passes across documents read of an object and its children: kind, identity, name,
+ * renames, references (field, value, where) and unique values. Positions are not in it: they only
+ * place a problem, and a key is compared only when the last run found none.
+ */
+function crossKey(o: ManifestObject): string {
+  return JSON.stringify([o.kind.name, o.identity, o.name, o.renamedFrom ?? null, o.previousIdentities, o.valid,
+    refsOf(o).map((r) => [r.def.field, r.def.acyclic ?? false, r.value, r.path]), uniqueValuesOf(o),
+    o.children.map(crossKey)]);
 }
 
 /**

@@ -1,0 +1,59 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { formatProblem } from '../../src/reconciler/manifests/problems.js';
+import { validateManifests, ValidationMemo } from '../../src/reconciler/manifests/validate.js';
+import { ManifestCache } from '../../src/reconciler/watch/manifest-cache.js';
+import { cleanupDirs, copyExample } from '../helpers/reconcile.js';
+
+afterAll(() => cleanupDirs());
+
+/**
+ * Watch validates with a memo: after a save that changes nothing the checks across files read,
+ * they are not run again. Whatever a save does, the problems must be those of a validation
+ * without the memo.
+ */
+describe('validation kept between watch runs', () => {
+  const saves: [string, string, string, RegExp | null][] = [
+    ['a description edited', 'https-edge.yaml', 'description: Public site and partner API', null],
+    ['a route named as another one', 'https-edge.yaml', '  - name: api', /duplicate-name/],
+    ['a reference to a backend that is not there', 'https-edge.yaml', 'backend: { backend_id: app }           #', /unknown-reference/],
+    ['the description back as it was', 'https-edge.yaml', 'description: Public site and partner API', null],
+    ['a route match taken twice', 'https-edge.yaml', 'match: /api/', /duplicate-/],
+    ['a CA renamed from its own name', 'certificate-authority.yaml', 'name: clients', /renamed-from/],
+  ];
+  const replacement: Record<string, string> = {
+    'a description edited': 'description: Edited in a save',
+    'a route named as another one': '  - name: site',
+    'a reference to a backend that is not there': 'backend: { backend_id: gone }          #',
+    'the description back as it was': 'description: Public site and partner API',
+    'a route match taken twice': 'match: /',
+    'a CA renamed from its own name': 'name: clients\nrenamed_from: clients',
+  };
+
+  it('finds, save after save, what a validation without the memo finds', () => {
+    const dir = copyExample('small');
+    const cache = new ManifestCache();
+    const memo = new ValidationMemo();
+    const opts = { stack: 'memo' };
+    const both = () => {
+      const loaded = cache.load(dir);
+      const kept = validateManifests(loaded.docs, opts, memo).problems.map(formatProblem);
+      const fresh = validateManifests(new ManifestCache().load(dir).docs, opts).problems.map(formatProblem);
+      expect(kept).toEqual(fresh);
+      return kept;
+    };
+    expect(both()).toEqual([]);
+    for (const [what, file, from, expected] of saves) {
+      const path = join(dir, file);
+      const original = readFileSync(path, 'utf8');
+      expect(original, what).toContain(from);
+      writeFileSync(path, original.replace(from, replacement[what]));
+      const problems = both();
+      if (expected) expect(problems.join('\n'), what).toMatch(expected);
+      else expect(problems, what).toEqual([]);
+      writeFileSync(path, original);
+      expect(both(), `${what}, undone`).toEqual([]);
+    }
+  });
+});
