@@ -1,4 +1,4 @@
-import { MANIFEST_SCHEMA_FILE, MANIFEST_VALIDATORS_FILE, renderManifestSchema, renderManifestValidators } from '../src/reconciler/manifests/schema-file.js';
+import { MANIFEST_SCHEMA_FILE, MANIFEST_VALIDATORS_FILE, renderManifestSchema, renderManifestValidators, renderStackFileSchema, STACK_FILE_SCHEMA_FILE } from '../src/reconciler/manifests/schema-file.js';
 import { renderServiceValidators, SERVICE_VALIDATORS_FILE } from '../src/service/validators-file.js';
 
 /** Every file `npm run schemas` writes, with its content as generated now (the staleness test compares them). */
@@ -7,6 +7,7 @@ export async function generatedFiles(): Promise<{ path: string; text: string }[]
   const service = await renderServiceValidators();
   return [
     { path: MANIFEST_SCHEMA_FILE, text: renderManifestSchema() },
+    { path: STACK_FILE_SCHEMA_FILE, text: renderStackFileSchema() },
     { path: `${MANIFEST_VALIDATORS_FILE}.js`, text: manifest.js },
     { path: `${MANIFEST_VALIDATORS_FILE}.d.ts`, text: manifest.dts },
     { path: `${SERVICE_VALIDATORS_FILE}.js`, text: service.js },

@@ -1,8 +1,8 @@
 import { statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { resolveStack } from '../../reconciler/manifests/config.js';
+import { checkStack, DEFAULT_STACK, readStackFile } from '../../reconciler/manifests/config.js';
 import { manifestFilesOrRefuse } from '../../reconciler/manifests/load.js';
-import { formatProblem, hasErrors } from '../../reconciler/manifests/problems.js';
+import { formatProblem, hasErrors, sortProblems } from '../../reconciler/manifests/problems.js';
 import { validateDir } from '../../reconciler/pipeline.js';
 import { CliExit, EXIT } from '../exit.js';
 import type { Output } from '../output.js';
@@ -11,8 +11,13 @@ export interface ValidateFlags { strict?: boolean; stack?: string; json?: boolea
 
 export async function validate(out: Output, dir: string, flags: ValidateFlags): Promise<void> {
   manifestFilesOrRefuse(dir); // no manifest file at all is a wrong path far more often than a stack meant empty: plan and apply refuse it too
-  const { stack } = resolveStack(dir, flags.stack);
+  // The stack file's problems are reported with the manifests' (all in one run); the manifests
+  // are still checked, under the stack it would name if it could be read.
+  const file = readStackFile(dir);
+  const fileStack = typeof file.settings.stack === 'string' && !file.problems.some((p) => p.path === 'stack') ? file.settings.stack : undefined;
+  const stack = flags.stack !== undefined ? checkStack(flags.stack, '--stack') : fileStack ?? DEFAULT_STACK;
   const r = validateOne(dir, stack, flags.strict);
+  r.problems = sortProblems([...file.problems, ...r.problems]);
   const errors = r.problems.filter((p) => p.severity === 'error').length;
   if (flags.json) out.json({ valid: errors === 0, problems: r.problems });
   else {

@@ -1,6 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import { readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
-import { basename, join, relative } from 'node:path';
+import { join } from 'node:path';
+import { displayPath } from '../../util/display-path.js';
 import { createRequire } from 'node:module';
 import type { Document, Node } from 'yaml';
 import type { Position, Problem } from './problems.js';
@@ -120,7 +121,7 @@ export function loadManifests(root: string, cwd = process.cwd()): Loaded {
  * saying so, instead of the schema errors its garbled keys would give.
  */
 export function readManifest(path: string, cwd: string, bytes: Buffer = readFileSync(path)): { docs: SourceDoc[]; problems: Problem[] } {
-  const shown = relative(cwd, path) || basename(path);
+  const shown = displayPath(path, cwd);
   const text = bytes.toString('utf8');
   const problem = (line: number, col: number, message: string) => ({ docs: [], problems: [{ file: shown, line, col, severity: 'error' as const, path: '', rule: 'encoding', message }] });
   if (bytes.length >= 2 && ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff))) {

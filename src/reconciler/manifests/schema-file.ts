@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { createAjv, schemaKey } from '../../contract/validation.js';
 import { standaloneModule } from '../../contract/standalone.js';
+import { buildStackFileSchema } from './config.js';
 import { buildManifestSchema, manifestKinds, MANIFEST_SCHEMA_ID } from './schema.js';
 
 /** Where the generated manifest schema is committed (editors point `yaml-language-server` at it). */
@@ -8,6 +9,13 @@ export const MANIFEST_SCHEMA_FILE = fileURLToPath(new URL('../../../schemas/mani
 
 export function renderManifestSchema(): string {
   return JSON.stringify(buildManifestSchema(), null, 2) + '\n';
+}
+
+/** Where the generated stack-file (`edgeplane.yaml`) schema is committed, beside the manifest schema. */
+export const STACK_FILE_SCHEMA_FILE = fileURLToPath(new URL('../../../schemas/stack.schema.json', import.meta.url));
+
+export function renderStackFileSchema(): string {
+  return JSON.stringify(buildStackFileSchema(), null, 2) + '\n';
 }
 
 /** Where the precompiled manifest validators are committed (`.js` and `.d.ts`). */

@@ -8,6 +8,7 @@ import { encodeMetadata, METADATA_LIMIT, TOOL, MARKER_VERSION } from '../ownersh
 import { matchPaths, plainPath, type Hit } from '../paths.js';
 import { utf8Bytes } from '../../util/bytes.js';
 import { unstorableText } from '../../util/text.js';
+import { didYouMean } from '../../util/suggest.js';
 import { normalizeFields } from '../plan/normalize.js';
 import type { SourceDoc } from './load.js';
 import { identityOf, isSecretRef, positionOf, withChildren, type ManifestObject, type RefValue } from './model.js';
@@ -181,7 +182,8 @@ function shapePass(doc: SourceDoc, add: Add): ManifestObject | undefined {
   const kind = manifestKinds().find((k) => k.manifestKind === v.kind);
   if (!kind) {
     const known = manifestKinds().map((k) => k.manifestKind!);
-    add(here, v.kind === undefined ? [] : ['kind'], 'schema', v.kind === undefined ? `kind is required (one of ${known.join(', ')})` : `must be one of ${known.join(', ')}`);
+    const hint = typeof v.kind === 'string' ? didYouMean(v.kind, known) : '';
+    add(here, v.kind === undefined ? [] : ['kind'], 'schema', v.kind === undefined ? `kind is required (one of ${known.join(', ')})` : `must be one of ${known.join(', ')}${hint}`);
     return undefined;
   }
   const validate = validatorFor(kind.manifestKind!);
@@ -253,7 +255,8 @@ function schemaProblem(here: { doc: SourceDoc; at: (string | number)[] }, e: Err
   if (e.keyword === 'additionalProperties') {
     const field = String(params.additionalProperty);
     // `<<` merges a mapping in YAML 1.1 only; this is YAML 1.2, where it is a key like any other.
-    const hint = field === '<<' ? ' (YAML merge keys are YAML 1.1, and manifests are YAML 1.2: write the fields out, or alias a whole value with *name)' : '';
+    const known = Object.keys(((e.parentSchema as { properties?: object } | undefined)?.properties) ?? {});
+    const hint = field === '<<' ? ' (YAML merge keys are YAML 1.1, and manifests are YAML 1.2: write the fields out, or alias a whole value with *name)' : didYouMean(field, known);
     add(here, [...path, field], 'schema', `is not a known field${hint}`, { key: true });
   } else if (e.keyword === 'required') {
     add(here, path, 'schema', `${String(params.missingProperty)} is required`);
@@ -263,7 +266,8 @@ function schemaProblem(here: { doc: SourceDoc; at: (string | number)[] }, e: Err
     const meant = e.keyword === 'enum' && (typeof e.data === 'number' || typeof e.data === 'boolean')
       ? (params.allowedValues as unknown[] | undefined)?.find((a) => typeof a === 'string' && (a === String(e.data) || (typeof e.data === 'number' && a.trim() !== '' && Number(a) === e.data)))
       : undefined;
-    const quote = meant !== undefined ? ` (YAML read it as the ${typeof e.data} ${String(e.data)}: write "${String(meant)}" in quotes)` : '';
+    const quote = meant !== undefined ? ` (YAML read it as the ${typeof e.data} ${String(e.data)}: write "${String(meant)}" in quotes)`
+      : e.keyword === 'enum' && typeof e.data === 'string' ? didYouMean(e.data, ((params.allowedValues as unknown[] | undefined) ?? []).filter((a): a is string => typeof a === 'string')) : '';
     add(here, path, 'schema', (e.keyword === 'not' && typeof rule === 'string' ? rule : p.rule) + quote);
   }
 }
@@ -404,7 +408,8 @@ function referencePass(o: ManifestObject, byKind: Map<string, Map<string, Manife
     if (!isName(r.def, r.value)) continue;
     const target = namedTarget(r.def)!;
     if (!byKind.get(target.name)?.has(r.value)) {
-      add(o, r.path, 'unknown-reference', `no ${target.manifestKind} named "${r.value}" in the manifests (use its id to point at an object the manifests do not manage)`);
+      const hint = didYouMean(r.value, byKind.get(target.name)?.keys() ?? []);
+      add(o, r.path, 'unknown-reference', `no ${target.manifestKind} named "${r.value}" in the manifests${hint || ' (use its id to point at an object the manifests do not manage)'}`);
     }
   }
 }

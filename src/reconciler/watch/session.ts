@@ -84,7 +84,13 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
     const gone = await watching.check();
     if (gone) return { status: 'invalid', error: gone };
     if (!opts.stackGiven) {
-      const now = stackOf(root);
+      let now;
+      try {
+        now = resolveStack(root).stack;
+      } catch (err) {
+        // A save broke edgeplane.yaml: read as `default`, this watch would plan another stack.
+        return { status: 'invalid', error: `${(err as Error).message}\nnothing applied; waiting for a save` };
+      }
       if (now !== fileStack) return { status: 'invalid', error: `${root}: edgeplane.yaml now names stack "${now}", and this watch plans stack "${opts.input.stack}": nothing applied; restart watch to use the new stack` };
     }
     let prepared;
