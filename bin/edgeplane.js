@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // The installed CLI: the compiled JavaScript in dist/ (`npm run build`, run by `prepare` after a
 // clone's `npm ci` and by `prepack` before a package is made).
+let main;
 try {
-  await import('../dist/cli/main.js');
+  main = await import('../dist/cli/main.js');
 } catch (err) {
   if (err?.code === 'ERR_MODULE_NOT_FOUND' && /dist[\\/]cli[\\/]main\.js/.test(String(err.message))) {
     console.error('edgeplane: dist/ is missing: run `npm run build` (or `npm ci`, which builds) in the edgeplane checkout');
@@ -10,3 +11,4 @@ try {
   }
   throw err;
 }
+await main.run(process.argv);

@@ -1,17 +1,23 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { Command, Option } from 'commander';
 import { CliExit } from './exit.js';
-import { stdio } from './output.js';
+import { completionScript, SHELLS, type Shell } from './completion.js';
+import { addHelpEpilogues } from './help.js';
+import { cliSettings, stdio } from './output.js';
 
 /**
  * The one command table. Each action loads its module when it runs, so `edgeplane validate` does
  * not pay for fastify and PGlite.
  */
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-const program = new Command('edgeplane')
+export const program = new Command('edgeplane')
   .description('Traffic-edge configuration as code: the management API service and its reconciler')
   .version(version, '-V, --version', 'print the version and exit')
+  // Shared by every command (given before or after it): read in the preAction hook below.
+  .option('-q, --quiet', 'print only results and errors (no remarks such as a directory made or a plan saved)')
+  .option('--no-color', 'no colour, whatever the terminal (also NO_COLOR=1; FORCE_COLOR=1 forces it on a pipe)')
   .showHelpAfterError()
   .exitOverride();
 
@@ -25,6 +31,9 @@ const program = new Command('edgeplane')
 const LONG_RUNNING = new Set(['serve', 'watch']);
 program.hook('preAction', (_program, command) => {
   if (!LONG_RUNNING.has(command.name())) setFlagsFromString('--liftoff-only');
+  const globals = program.opts<{ quiet?: boolean; color?: boolean }>();
+  cliSettings.quiet = !!globals.quiet;
+  if (globals.color === false) cliSettings.color = false;
 });
 
 const stateOption = () => new Option('--state <dir>', 'embedded database directory (when DATABASE_URL is not set)').env('EDGEPLANE_STATE');
@@ -49,10 +58,17 @@ const targetOptions = (c: Command) =>
     .addOption(stateOption());
 
 program
+  .command('init [dir]')
+  .description('start a stack in DIR (default: here): edgeplane.yaml, a commented manifest, .gitignore, editor settings')
+  .option('--stack <name>', 'stack name (default: the directory\'s name)')
+  .action(async (dir, flags) => (await import('./commands/init.js')).init(stdio, dir, flags));
+
+program
   .command('validate <dir>')
   .description('validate manifests (a directory, read recursively, or one file) and report every problem')
   .addOption(strictOption())
   .addOption(stackOption())
+  .option('--allow-missing-secrets', 'secrets whose environment variable or file is missing are not errors (a job that has no secrets)')
   .option('--json', 'print {"valid", "problems"}')
   .action(async (dir, flags) => (await import('./commands/validate.js')).validate(stdio, dir, flags));
 
@@ -203,18 +219,40 @@ users
   .addOption(stateOption())
   .action(async (file, flags) => (await import('./commands/admin-users.js')).usersImport(stdio, file, flags));
 
-try {
-  await program.parseAsync(process.argv);
-} catch (err) {
-  const e = err as { code?: string; exitCode?: number; message?: string };
-  if (err instanceof CliExit) {
-    if (err.message) stdio.error(err.message);
-    process.exitCode = err.code;
-  } else if (typeof e.code === 'string' && e.code.startsWith('commander.')) {
-    process.exitCode = e.exitCode ?? 1;
-  } else {
-    stdio.error(`edgeplane: ${e.message ?? String(err)}`);
-    if (process.env.EDGEPLANE_DEBUG) console.error(err);
-    process.exitCode = 1;
+program
+  .command('completion <shell>')
+  .description(`print a shell completion script (${SHELLS.join(', ')}), made from this command table`)
+  .action((shell: string) => {
+    if (!(SHELLS as readonly string[]).includes(shell)) throw new CliExit(1, `completion: no script for "${shell}" (one of ${SHELLS.join(', ')})`);
+    stdio.write!(completionScript(program, shell as Shell));
+  });
+
+// Last: every command above, however added, ends its help with examples and exit codes.
+addHelpEpilogues(program);
+
+/** Runs the command line (bin/edgeplane.js); the table above is importable without running anything. */
+export async function run(argv: string[]): Promise<void> {
+  try {
+    await program.parseAsync(argv);
+  } catch (err) {
+    const e = err as { code?: string; exitCode?: number; message?: string };
+    if (err instanceof Error && err.name === 'StackFileError') {
+      // An edgeplane.yaml's problems (reconciler/manifests/config.ts), one a line as validate prints them.
+      for (const line of err.message.split('\n')) stdio.error(line);
+      process.exitCode = 1;
+    } else if (err instanceof CliExit) {
+      if (err.message) stdio.error(err.message);
+      process.exitCode = err.code;
+    } else if (typeof e.code === 'string' && e.code.startsWith('commander.')) {
+      process.exitCode = e.exitCode ?? 1;
+    } else {
+      stdio.error(`edgeplane: ${e.message ?? String(err)}`);
+      if (process.env.EDGEPLANE_DEBUG) console.error(err);
+      process.exitCode = 1;
+    }
   }
 }
+
+// Run as the program itself (the sources through tsx, as tests and the dev loop do), the command
+// line is run here; imported (bin/edgeplane.js, tests reading the table), the importer calls `run`.
+if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) await run(process.argv);

@@ -1,8 +1,21 @@
 import { ApiClient } from '../client/api-client.js';
 import { httpTransport } from '../client/transport.js';
 import type { StateDirOptions } from '../embedded/state-dir-transport.js';
+import { info, stateDirFor, stdio, type Output } from './output.js';
 
 export interface TargetFlags { apiUrl?: string; apiKey?: string; state?: string }
+
+export interface TargetOptions extends StateDirOptions {
+  /**
+   * A command that only reads (plan, export): a state directory with no database is left as it is
+   * — not made — and the command runs on an empty database in memory, saying so in these words
+   * (`planning against an empty database`). Absent: the command writes, and the directory is
+   * made (`ensureStateDir`).
+   */
+  readOnly?: string;
+  /** Where the remarks go (the directory made, the empty database used). */
+  out?: Output;
+}
 
 /**
  * The API a command talks to: `--api-url` + `--api-key` (or their environment variables), else the
@@ -13,7 +26,7 @@ export interface TargetFlags { apiUrl?: string; apiKey?: string; state?: string 
  * `serveOthers` (watch): while this command holds the directory, its service also answers other
  * commands that way. `onRetarget` hears of such a move.
  */
-export async function openTarget(flags: TargetFlags, how: StateDirOptions = {}): Promise<ApiClient> {
+export async function openTarget(flags: TargetFlags, how: TargetOptions = {}): Promise<ApiClient> {
   // Set but empty: a CI secret this job does not get (a pull request from a fork). Falling back to
   // the embedded service would plan against an empty database in the job's checkout.
   if (flags.apiUrl === '' || (flags.apiUrl === undefined && process.env.EDGEPLANE_API_URL === '')) {
@@ -25,10 +38,20 @@ export async function openTarget(flags: TargetFlags, how: StateDirOptions = {}):
   }
   if (flags.apiKey) throw new Error('--api-key needs --api-url (or EDGEPLANE_API_URL); without both the embedded service is used');
   // Loaded only for the embedded target: a command against a deployment never starts the service.
-  const [{ stateDirTransport }, { stateDirOf }, { serviceOptionsFromEnv }] = await Promise.all([
-    import('../embedded/state-dir-transport.js'), import('../embedded/state-dir.js'), import('./service-config.js'),
+  const [{ stateDirTransport }, { embeddedTransport }, { hasEmbeddedState, stateDirOf }, { serviceOptionsFromEnv }, { displayDir }] = await Promise.all([
+    import('../embedded/state-dir-transport.js'), import('../embedded/embedded.js'), import('../embedded/state-dir.js'), import('./service-config.js'), import('../util/display-path.js'),
   ]);
-  return new ApiClient(await stateDirTransport(stateDirOf({ stateDir: flags.state }), serviceOptionsFromEnv(), how));
+  const out = how.out ?? stdio;
+  const dir = stateDirOf({ stateDir: flags.state });
+  // With DATABASE_URL the database is PostgreSQL's; the directory only keeps the CLI's key.
+  if (how.readOnly !== undefined && !process.env.DATABASE_URL && !hasEmbeddedState(dir)) {
+    // A read-only command in the wrong working directory made a new ./state and planned
+    // everything as new: now it makes nothing, and says what it plans against.
+    info(out, `no embedded state at ${displayDir(dir)}: ${how.readOnly}`);
+    return new ApiClient(await embeddedTransport(null, serviceOptionsFromEnv()));
+  }
+  if (how.readOnly === undefined || process.env.DATABASE_URL) await stateDirFor(dir, out);
+  return new ApiClient(await stateDirTransport(dir, serviceOptionsFromEnv(), how));
 }
 
 /** The target flags as a user would repeat them in a command (no key: it stays in the environment). */

@@ -41,7 +41,9 @@ export const EMBEDDED_ACCOUNT = 'embedded';
  * plan would create them all again beside the old ones. Only a directory with no such account
  * gets a new one.
  */
-export async function ensureCredentials(db: Db, stateDir: string, databaseUrl?: string): Promise<EmbeddedCredentials> {
+export async function ensureCredentials(db: Db, stateDir: string | null, databaseUrl?: string): Promise<EmbeddedCredentials> {
+  // No directory: a database in memory, new and empty, whose key dies with it.
+  if (stateDir === null) return createAccount(db, { name: EMBEDDED_ACCOUNT });
   const known = readCredentials(stateDir, databaseUrl);
   if (known && (await new Authenticator(db).resolve(known.api_key))) return known;
   const { rows } = await db.query<{ id: string }>(

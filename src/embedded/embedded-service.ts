@@ -13,7 +13,8 @@ import { pageLoop } from '../client/page-loop.js';
 import { injector } from '../client/transport.js';
 
 export interface EmbeddedServiceInput {
-  stateDir: string;
+  /** null: an empty database in memory, and a key that is not kept. */
+  stateDir: string | null;
   locked: boolean;
   appOptions: Partial<AppOptions>;
   /** Also serve HTTP on a loopback port (its URL is posted as `{ listening }`): other commands reach the directory through it. */
@@ -25,7 +26,7 @@ const post = (m: unknown) => port.postMessage(m);
 const { stateDir, locked, appOptions, listen } = (workerData as { data: EmbeddedServiceInput }).data;
 
 async function start() {
-  const db = await openEngine({ stateDir, locked });
+  const db = await openEngine(stateDir === null ? { memory: true } : { stateDir, locked });
   try {
     const app = await buildApp({ db, ...appOptions });
     await app.ready();

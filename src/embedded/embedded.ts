@@ -25,9 +25,11 @@ export { credentialsPath, readCredentials, type EmbeddedCredentials } from './em
  * its reason if it cannot start. Closing the transport closes the app and the engine, ends the
  * thread and releases the lock.
  */
-export async function embeddedTransport(stateDir: string, appOptions: Partial<AppOptions> = {}, how: { serveOthers?: boolean } = {}): Promise<Transport> {
-  const dir = resolve(stateDir);
-  const lock = process.env.DATABASE_URL ? null : DirLock.acquire(dir);
+export async function embeddedTransport(stateDir: string | null, appOptions: Partial<AppOptions> = {}, how: { serveOthers?: boolean } = {}): Promise<Transport> {
+  // null: an empty database in memory, made for this one command and gone with it (a read-only
+  // command on a state directory that has none); nothing is written, no lock is needed.
+  const dir = stateDir === null ? null : resolve(stateDir);
+  const lock = process.env.DATABASE_URL || dir === null ? null : DirLock.acquire(dir);
   let channel: WorkerChannel;
   try {
     // A long-lived holder (watch) also serves the directory to other commands, on loopback: they
@@ -44,7 +46,7 @@ export async function embeddedTransport(stateDir: string, appOptions: Partial<Ap
   // Named by the database it runs on: a plan saved against one is refused on the other.
   const database = process.env.DATABASE_URL;
   return {
-    target: database ? `in-process:${redactDatabaseUrl(database)}` : `embedded:${dir}`,
+    target: database ? `in-process:${redactDatabaseUrl(database)}` : `embedded:${dir ?? 'memory'}`,
     request: (method, path, body) => channel.request(method, path, body),
     readPages: (path, onPage) => channel.readPages(path, onPage),
     readsAhead: () => channel.usable,

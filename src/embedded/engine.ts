@@ -8,12 +8,14 @@ export interface EngineChoice {
   stateDir?: string;
   /** The state directory's lock is already held by this process (see `openPglite`). */
   locked?: boolean;
+  /** An empty PGlite database in memory (DATABASE_URL aside): nothing is written anywhere. */
+  memory?: boolean;
 }
 
 /** PostgreSQL when DATABASE_URL is set, else PGlite in the state directory; migrated either way. */
 export async function openEngine(opts: EngineChoice): Promise<Db & { lock?: PgliteDb['lock'] }> {
   const url = process.env.DATABASE_URL;
-  const db = url ? await openPostgres(url) : await openPglite(stateDirOf(opts), { locked: opts.locked });
+  const db = url ? await openPostgres(url) : await openPglite(opts.memory ? null : stateDirOf(opts), { locked: opts.locked });
   try {
     await migrate(db);
   } catch (err) {

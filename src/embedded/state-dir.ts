@@ -1,8 +1,28 @@
-import { resolve } from 'node:path';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 
 export const DEFAULT_STATE_DIR = './state';
 
 /** The embedded state directory: `--state`, else EDGEPLANE_STATE, else ./state. */
 export function stateDirOf(opts: { stateDir?: string }): string {
   return resolve(opts.stateDir ?? process.env.EDGEPLANE_STATE ?? DEFAULT_STATE_DIR);
+}
+
+/** Whether the directory holds an embedded database (a directory without one would get one made on open). */
+export function hasEmbeddedState(dir: string): boolean {
+  return existsSync(join(dir, 'pgdata'));
+}
+
+/**
+ * The state directory of a command that writes (apply, watch, serve, admin), made if it is not
+ * there; true when it was made (the CLI says so in one line: a command run in the wrong working
+ * directory shows where its database went). A new directory gets a `.gitignore` of `*`: its
+ * database holds every secret applied, in plain text, and a state directory inside a repository
+ * of manifests is the usual case (`./state`).
+ */
+export function ensureStateDir(dir: string): boolean {
+  if (existsSync(dir)) return false;
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, '.gitignore'), '# edgeplane\'s embedded database: it holds secrets in plain text, never commit it\n*\n');
+  return true;
 }

@@ -12,3 +12,9 @@ export function displayPath(path: string, cwd = process.cwd()): string {
   if (rel === '..' || rel.startsWith('../') || rel.startsWith('..\\') || isAbsolute(rel)) return abs;
   return rel;
 }
+
+/** A directory as remarks name it: `./state` rather than `state`, which reads as a word. */
+export function displayDir(dir: string, cwd = process.cwd()): string {
+  const shown = displayPath(dir, cwd);
+  return isAbsolute(shown) || shown === '.' ? shown : `./${shown}`;
+}

@@ -16,11 +16,10 @@ import { readLiveState } from '../../reconciler/state/read-state.js';
 import type { ApiClient } from '../../client/api-client.js';
 import { canPrompt, confirm } from '../confirm.js';
 import { CliExit, EXIT } from '../exit.js';
-import type { Output } from '../output.js';
+import { useColor, type Output } from '../output.js';
 import { progressFor } from '../progress.js';
 import { reconcilerConfig } from '../service-config.js';
 import { openTarget, targetArgs, type TargetFlags } from '../target.js';
-import { useColor } from './plan.js';
 
 export interface ApplyFlags extends TargetFlags {
   plan?: string;
@@ -52,7 +51,7 @@ export async function apply(out: Output, dir: string | undefined, flags: ApplyFl
 async function applyDir(out: Output, dir: string, flags: ApplyFlags, parallelism: number): Promise<void> {
   filesToPlan(dir); // a directory that is not there, or holds no manifest, fails before the service starts
   const { stack } = resolveStack(dir, flags.stack);
-  const client = await openTarget(flags);
+  const client = await openTarget(flags, { out });
   try {
     let prepared;
     try {
@@ -103,7 +102,7 @@ async function applySaved(out: Output, file: string, flags: ApplyFlags, parallel
   } catch (err) {
     throw new CliExit(EXIT.error, `${file}: ${(err as Error).message}`);
   }
-  const client = await openTarget(flags);
+  const client = await openTarget(flags, { out });
   try {
     if (plan.target !== client.target) throw new CliExit(EXIT.error, `${file} was planned for ${plan.target}, not ${client.target}`);
     if (flags.stack !== undefined && flags.stack !== plan.stack) throw new CliExit(EXIT.error, `${file} was planned for stack "${plan.stack}", not "${flags.stack}"`);

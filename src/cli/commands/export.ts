@@ -5,7 +5,9 @@ import { CONFIG_FILES, manifestFiles } from '../../reconciler/manifests/load.js'
 import { resolveStack } from '../../reconciler/manifests/config.js';
 import { readLiveState } from '../../reconciler/state/read-state.js';
 import { CliExit, EXIT } from '../exit.js';
-import type { Output } from '../output.js';
+import { info, type Output } from '../output.js';
+import { displayPath } from '../../util/display-path.js';
+import { MANIFEST_SCHEMA_FILE, schemaModeline, STACK_FILE_SCHEMA_FILE } from '../../reconciler/manifests/schema-file.js';
 import { reconcilerConfig } from '../service-config.js';
 import { openTarget, type TargetFlags } from '../target.js';
 
@@ -16,10 +18,10 @@ export async function exportCmd(out: Output, flags: ExportFlags): Promise<void> 
   if (flags.out && !flags.force) refuseManifestsIn(flags.out);
   const { stack } = resolveStack(flags.out && existsSync(flags.out) ? flags.out : '.', flags.stack);
   if (flags.out && existsSync(flags.out)) refuseOtherStack(flags.out, stack);
-  const client = await openTarget(flags);
+  const client = await openTarget(flags, { readOnly: 'exporting from an empty database', out });
   let result;
   try {
-    result = exportState(await readLiveState(client), { stack, all: flags.all, config: reconcilerConfig() });
+    result = exportState(await readLiveState(client), { stack, all: flags.all, config: reconcilerConfig(), header: schemaModeline(MANIFEST_SCHEMA_FILE) });
   } finally {
     await client.close();
   }
@@ -33,9 +35,9 @@ export async function exportCmd(out: Output, flags: ExportFlags): Promise<void> 
   if (flags.out) {
     mkdirSync(flags.out, { recursive: true });
     for (const f of result.files) writeFileSync(join(flags.out, f.name), f.text);
-    if (!CONFIG_FILES.some((c) => existsSync(join(flags.out!, c)))) writeFileSync(join(flags.out, 'edgeplane.yaml'), `stack: ${stack}\n`);
+    if (!CONFIG_FILES.some((c) => existsSync(join(flags.out!, c)))) writeFileSync(join(flags.out, 'edgeplane.yaml'), `${schemaModeline(STACK_FILE_SCHEMA_FILE)}\nstack: ${stack}\n`);
     const n = result.files.reduce((a, f) => a + f.objects, 0);
-    out.error(`exported ${n} object${n === 1 ? '' : 's'} of stack "${stack}"${flags.all ? ' and unmanaged objects' : ''} to ${flags.out}: ${result.files.map((f) => f.name).join(', ') || '(nothing)'}`);
+    info(out, `exported ${n} object${n === 1 ? '' : 's'} of stack "${stack}"${flags.all ? ' and unmanaged objects' : ''} to ${displayPath(flags.out)}: ${result.files.map((f) => f.name).join(', ') || '(nothing)'}`);
   } else {
     const text = result.files.map((f) => f.text).join('---\n').replace(/\n$/, '');
     if (text) out.line(text);

@@ -1,4 +1,5 @@
 import { writeFileSync } from 'node:fs';
+import { displayPath } from '../../util/display-path.js';
 import { resolveStack } from '../../reconciler/manifests/config.js';
 import { filesToPlan } from '../../reconciler/manifests/load.js';
 import { formatProblem, hasErrors } from '../../reconciler/manifests/problems.js';
@@ -9,7 +10,7 @@ import { MARKDOWN_LIMIT, problemsMarkdown, renderMarkdown } from '../../reconcil
 import { renderText } from '../../reconciler/render/text.js';
 import { CliExit, EXIT } from '../exit.js';
 import { reconcilerConfig } from '../service-config.js';
-import type { Output } from '../output.js';
+import { info, useColor, type Output } from '../output.js';
 import { openTarget, targetArgs, type TargetFlags } from '../target.js';
 
 export interface PlanFlags extends TargetFlags {
@@ -26,17 +27,12 @@ export interface PlanFlags extends TargetFlags {
   strict?: boolean;
 }
 
-/** Colour only for a terminal, and never when NO_COLOR is set (https://no-color.org). */
-export function useColor(): boolean {
-  return !!process.stdout.isTTY && !process.env.NO_COLOR;
-}
-
 export async function plan(out: Output, dir: string, flags: PlanFlags): Promise<void> {
   if (flags.json && flags.markdown) throw new CliExit(EXIT.error, 'choose one of --json and --markdown');
   const limit = markdownLimit(flags.markdownLimit);
   filesToPlan(dir); // a directory that is not there, or holds no manifest, fails before the service starts
   const { stack } = resolveStack(dir, flags.stack);
-  const client = await openTarget(flags);
+  const client = await openTarget(flags, { readOnly: 'planning against an empty database', out });
   let result;
   try {
     result = await planWithClient({
@@ -60,8 +56,8 @@ export async function plan(out: Output, dir: string, flags: PlanFlags): Promise<
   if (flags.outMarkdown) writeFileSync(flags.outMarkdown, renderMarkdown(p, { limit: Infinity, dir }));
   const text = flags.json ? renderJson(p) : flags.markdown ? renderMarkdown(p, { limit, dir }) : renderText(p, { color: useColor() });
   out.line(text.replace(/\n$/, ''));
-  if (flags.out && !flags.json) out.error(`plan saved to ${flags.out}`);
-  if (flags.outMarkdown && !flags.json) out.error(`the whole plan as Markdown written to ${flags.outMarkdown}`);
+  if (flags.out && !flags.json) info(out, `plan saved to ${displayPath(flags.out)}`);
+  if (flags.outMarkdown && !flags.json) info(out, `the whole plan as Markdown written to ${displayPath(flags.outMarkdown)}`);
   if (p.conflicts.length) throw new CliExit(EXIT.error);
   if (p.blocked.length) throw new CliExit(EXIT.blocked);
   if (flags.detailedExitcode && hasChanges(p)) throw new CliExit(EXIT.changes);

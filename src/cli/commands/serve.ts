@@ -2,6 +2,7 @@ import { buildApp } from '../../service/app.js';
 import { ensureCredentials } from '../../embedded/embedded-credentials.js';
 import { openEngine } from '../../embedded/engine.js';
 import { stateDirOf } from '../../embedded/state-dir.js';
+import { stateDirFor, stdio } from '../output.js';
 import { startJobWorker } from '../../service/job-worker.js';
 import { serviceOptionsFromEnv, workerOptionsFromEnv } from '../service-config.js';
 
@@ -11,6 +12,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
   const { enabled: runJobs, ...workerOptions } = workerOptionsFromEnv();
   const port = Number(flags.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port: ${flags.port} is not a port number`);
+  if (!process.env.DATABASE_URL) await stateDirFor(stateDirOf({ stateDir: flags.state }), stdio);
   const db = await openEngine({ stateDir: flags.state });
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   try {

@@ -4,10 +4,11 @@ import { checkStack, DEFAULT_STACK, readStackFile } from '../../reconciler/manif
 import { manifestFilesOrRefuse } from '../../reconciler/manifests/load.js';
 import { formatProblem, hasErrors, sortProblems } from '../../reconciler/manifests/problems.js';
 import { validateDir } from '../../reconciler/pipeline.js';
+import { resolveSecrets } from '../../reconciler/manifests/secrets.js';
 import { CliExit, EXIT } from '../exit.js';
 import type { Output } from '../output.js';
 
-export interface ValidateFlags { strict?: boolean; stack?: string; json?: boolean }
+export interface ValidateFlags { strict?: boolean; stack?: string; json?: boolean; allowMissingSecrets?: boolean }
 
 export async function validate(out: Output, dir: string, flags: ValidateFlags): Promise<void> {
   manifestFilesOrRefuse(dir); // no manifest file at all is a wrong path far more often than a stack meant empty: plan and apply refuse it too
@@ -17,7 +18,13 @@ export async function validate(out: Output, dir: string, flags: ValidateFlags): 
   const fileStack = typeof file.settings.stack === 'string' && !file.problems.some((p) => p.path === 'stack') ? file.settings.stack : undefined;
   const stack = flags.stack !== undefined ? checkStack(flags.stack, '--stack') : fileStack ?? DEFAULT_STACK;
   const r = validateOne(dir, stack, flags.strict);
-  r.problems = sortProblems([...file.problems, ...r.problems]);
+  // Secrets are read as plan reads them: a variable that is not set is an error here too, not a
+  // surprise at plan time. A job that has no secrets (a fork's pull request) says so.
+  const secrets = resolveSecrets(r.objects, stack, { env: process.env, cwd: process.cwd() });
+  const missing = secrets.problems.filter((p) => p.rule === 'secret-missing');
+  const skipped = flags.allowMissingSecrets ? missing.length : 0;
+  const secretProblems = flags.allowMissingSecrets ? secrets.problems.filter((p) => p.rule !== 'secret-missing') : secrets.problems;
+  r.problems = sortProblems([...file.problems, ...r.problems, ...secretProblems]);
   const errors = r.problems.filter((p) => p.severity === 'error').length;
   if (flags.json) out.json({ valid: errors === 0, problems: r.problems });
   else {
@@ -27,7 +34,7 @@ export async function validate(out: Output, dir: string, flags: ValidateFlags): 
     const withErrors = new Set(r.problems.filter((p) => p.severity === 'error').map((p) => p.file)).size;
     out.line(errors
       ? `${errors} error${errors > 1 ? 's' : ''}${warnings ? `, ${warnings} warning${warnings > 1 ? 's' : ''}` : ''} in ${withErrors} file${withErrors === 1 ? '' : 's'}`
-      : `${r.files.length} file${r.files.length === 1 ? '' : 's'}, ${objects} object${objects === 1 ? '' : 's'}: valid${warnings ? ` (${warnings} warning${warnings > 1 ? 's' : ''})` : ''}`);
+      : `${r.files.length} file${r.files.length === 1 ? '' : 's'}, ${objects} object${objects === 1 ? '' : 's'}: valid${warnings ? ` (${warnings} warning${warnings > 1 ? 's' : ''})` : ''}${skipped ? `; ${skipped} secret${skipped > 1 ? 's' : ''} not set here (--allow-missing-secrets)` : ''}`);
   }
   if (hasErrors(r.problems)) throw new CliExit(EXIT.error);
 }

@@ -7,11 +7,10 @@ import { renderText } from '../../reconciler/render/text.js';
 import { summaryLine } from '../../reconciler/render/values.js';
 import { startWatchSession, type WatchReport } from '../../reconciler/watch/session.js';
 import { CliExit, EXIT } from '../exit.js';
-import type { Output } from '../output.js';
+import { useColor, type Output } from '../output.js';
 import { stepLabel } from '../progress.js';
 import { reconcilerConfig } from '../service-config.js';
 import { openTarget, type TargetFlags } from '../target.js';
-import { useColor } from './plan.js';
 
 export interface WatchFlags extends TargetFlags {
   stack?: string;
@@ -126,7 +125,7 @@ export async function watch(out: Output, dir: string, flags: WatchFlags): Promis
   // it. Started while another process held the directory, it goes through that one, and when that
   // one stops, it opens the directory itself (and serves it in turn) or follows the next holder.
   const client = await openTarget(flags, {
-    serveOthers: true,
+    out, serveOthers: true,
     onRetarget: (from, to) => out.line(`${from} stopped serving the state directory: now on ${to}`),
   });
   const session = startWatchSession({

@@ -1,6 +1,8 @@
 import { LockHeldError } from '../../store/dir-lock.js';
 import { openEngine, type EngineChoice } from '../../embedded/engine.js';
 import { CliExit, EXIT } from '../exit.js';
+import { stateDirFor, stdio } from '../output.js';
+import { stateDirOf } from '../../embedded/state-dir.js';
 
 /**
  * Opens the engine the admin commands share (DATABASE_URL, else --state), closes it after. Admin
@@ -10,6 +12,7 @@ import { CliExit, EXIT } from '../exit.js';
 export async function withDb<T>(opts: EngineChoice, fn: (db: Awaited<ReturnType<typeof openEngine>>) => Promise<T>): Promise<T> {
   let db;
   try {
+    if (!process.env.DATABASE_URL) await stateDirFor(stateDirOf(opts), stdio);
     db = await openEngine(opts);
   } catch (err) {
     if (!(err instanceof LockHeldError)) throw err;

@@ -24,6 +24,11 @@ export interface ExportOptions {
   all?: boolean;
   /** The deployment settings defaults depend on (the session cookie prefix): defaults are left out as it fills them. */
   config?: KindRuntimeConfig;
+  /**
+   * A comment line each document starts with: the `yaml-language-server` modeline naming the
+   * manifest schema (`schemaModeline`), so an editor checks and completes the files written.
+   */
+  header?: string;
 }
 
 /** One file of manifests; `objects` counts every object in it, routes inside their edge too. */
@@ -315,7 +320,8 @@ export function exportState(lists: ObservedLists, opts: ExportOptions): ExportRe
   const files: ExportedFile[] = [];
   for (const { kind, picked, docs } of built) {
     if (!picked.length) continue;
-    const texts = docs.map((d) => stringify(d, { lineWidth: 0, blockQuote: 'literal' }));
+    // The modeline is read per document (a multi-document file gets it on each).
+    const texts = docs.map((d) => (opts.header ? opts.header + '\n' : '') + stringify(d, { lineWidth: 0, blockQuote: 'literal' }));
     files.push({ name: `${kebab(kind.manifestKind!)}.yaml`, text: texts.join('---\n'), objects: picked.reduce((n, p) => n + 1 + p.children.length, 0) });
   }
   const stacks = [...new Set(observed.flatMap((o) => (o.owner.type === 'stack' ? [o.owner.stack] : [])))].sort();

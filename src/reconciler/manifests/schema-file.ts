@@ -18,6 +18,18 @@ export function renderStackFileSchema(): string {
   return JSON.stringify(buildStackFileSchema(), null, 2) + '\n';
 }
 
+/**
+ * The `yaml-language-server` modeline pointing at a schema of this installation, by absolute
+ * path. Files `export` and `init` write carry it, and it still resolves after the folder is
+ * copied or moved (a relative path, as the examples use inside this repository, breaks then);
+ * it names the schema of the edgeplane that wrote it, the version that will read the files. On
+ * another machine, or after edgeplane moved, the editor finds no schema and the file is unchanged
+ * otherwise: `edgeplane init` writes editor settings of that machine's own.
+ */
+export function schemaModeline(schemaFile: string): string {
+  return `# yaml-language-server: $schema=${schemaFile}`;
+}
+
 /** Where the precompiled manifest validators are committed (`.js` and `.d.ts`). */
 export const MANIFEST_VALIDATORS_FILE = fileURLToPath(new URL('../../generated/manifest-validators', import.meta.url));
 

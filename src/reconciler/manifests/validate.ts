@@ -91,7 +91,8 @@ function localPasses(doc: SourceDoc, opts: ValidateOptions): Local {
   const problems: Problem[] = [];
   const add = adder(problems);
   textPass(doc, add);
-  const object = shapePass(doc, add);
+  const errorPaths: (string | number)[][] = [];
+  const object = shapePass(doc, add, errorPaths);
   for (const o of object ? [object, ...object.children] : []) {
     // These read the body defensively, so they also run on objects with schema errors.
     exclusivePass(o, add);
@@ -100,7 +101,9 @@ function localPasses(doc: SourceDoc, opts: ValidateOptions): Local {
     // What the passes across documents read of each object, found here (per document, kept with it).
     refsOf(o);
     uniqueValuesOf(o);
-    if (o.valid) checkPass(o, add);
+    // The service's checks run on every part the schema found no fault in: a schema error in
+    // one route (or one module) does not hide a broken rule in another.
+    checkPass(o, add, errorPaths);
   }
   return { object, problems };
 }
@@ -172,7 +175,7 @@ function textPass(doc: SourceDoc, add: Add) {
 }
 
 /** Pass 1 and 2: the document is an object of a known kind, and matches that kind's schema. */
-function shapePass(doc: SourceDoc, add: Add): ManifestObject | undefined {
+function shapePass(doc: SourceDoc, add: Add, errorPaths: (string | number)[][]): ManifestObject | undefined {
   const here = { doc, at: [] as (string | number)[] };
   const v = doc.value as Record<string, unknown>;
   if (!v || typeof v !== 'object' || Array.isArray(v)) {
@@ -188,7 +191,12 @@ function shapePass(doc: SourceDoc, add: Add): ManifestObject | undefined {
   }
   const validate = validatorFor(kind.manifestKind!);
   const valid = validate(v);
-  if (!valid) for (const e of relevantErrors(validate.errors ?? [])) schemaProblem(here, e, add);
+  if (!valid) {
+    for (const e of relevantErrors(validate.errors ?? [])) {
+      schemaProblem(here, e, add);
+      errorPaths.push(instancePath(e));
+    }
+  }
   return toObject(kind, v, doc, [], valid);
 }
 
@@ -245,11 +253,15 @@ function relevantErrors(errors: ErrorObject[]): ErrorObject[] {
   return errors.filter((e) => e.keyword !== 'if' && !(e.keyword === 'type' && enums.has(e.instancePath)));
 }
 
-function schemaProblem(here: { doc: SourceDoc; at: (string | number)[] }, e: ErrorObject, add: Add) {
-  const path: (string | number)[] = e.instancePath.split('/').slice(1).map((p) => {
+function instancePath(e: ErrorObject): (string | number)[] {
+  return e.instancePath.split('/').slice(1).map((p) => {
     const s = p.replace(/~1/g, '/').replace(/~0/g, '~');
     return /^\d+$/.test(s) ? Number(s) : s;
   });
+}
+
+function schemaProblem(here: { doc: SourceDoc; at: (string | number)[] }, e: ErrorObject, add: Add) {
+  const path = instancePath(e);
   const p = describeAjvError(e);
   const params = e.params as Record<string, unknown>;
   if (e.keyword === 'additionalProperties') {
@@ -564,13 +576,23 @@ function metadataPass(o: ManifestObject, add: Add, stack: string) {
  * the stored object — a secret the manifest leaves out may be carried over from it — are left to
  * the service: without `stored` the checks skip them.
  */
-function checkPass(o: ManifestObject, add: Add) {
+function checkPass(o: ManifestObject, add: Add, errorPaths: (string | number)[][]) {
   let ctx: CheckContext | undefined; // made only for an object something checks (most have no module to check)
-  if (o.kind.hooks?.check) o.kind.hooks.check(o.body, (ctx ??= new ReportTo(o, add)));
+  // Checks are written for bodies the schema accepts: each runs only where no schema error is.
+  // A module's check reads the module alone; the kind's reads the plain fields.
+  const mine = errorPaths.filter((p) => startsWith(p, o.at));
+  const faultIn = (field: string) => mine.some((p) => p[o.at.length] === field);
+  const modules = new Set((o.kind.modules ?? []).map((m) => m.name));
+  const plainFault = mine.some((p) => p.length === o.at.length || !(modules.has(String(p[o.at.length])) || (o.kind.embeds && String(p[o.at.length]) in o.kind.embeds)));
+  if (o.kind.hooks?.check && !plainFault) o.kind.hooks.check(o.body, (ctx ??= new ReportTo(o, add)));
   for (const m of o.kind.modules ?? []) {
     const given = o.body[m.name];
-    if (m.check && given && typeof given === 'object') m.check(moduleCheckForm(m, given as Body), (ctx ??= new ReportTo(o, add)));
+    if (m.check && given && typeof given === 'object' && !faultIn(m.name)) m.check(moduleCheckForm(m, given as Body), (ctx ??= new ReportTo(o, add)));
   }
+}
+
+function startsWith(path: (string | number)[], prefix: (string | number)[]): boolean {
+  return prefix.length <= path.length && prefix.every((seg, i) => path[i] === seg);
 }
 
 /** A check's reports as validation problems of `o`. */

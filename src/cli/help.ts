@@ -1,0 +1,149 @@
+import type { Command } from 'commander';
+import { EXIT } from './exit.js';
+
+/** What a command's help ends with: examples (a command line and what it does) and its exit codes. */
+export interface CommandHelp {
+  examples: [command: string, what: string][];
+  /** Exit code → when. Absent: 0 done, 1 anything went wrong. */
+  exits?: Partial<Record<number, string>>;
+}
+
+const DEFAULT_EXITS = { [EXIT.ok]: 'done', [EXIT.error]: 'an error (said on stderr)' };
+
+/**
+ * Examples and exit codes of each command, by its path in the command table (`plan`,
+ * `admin keys create`). A command added to the table without an entry here still gets both
+ * sections (its usage line as the example, exit codes 0 and 1): `addHelpEpilogues` walks the
+ * whole table. Exit codes are the CLI contract of docs/reconciler.md (`EXIT`).
+ */
+export const COMMAND_HELP: Record<string, CommandHelp> = {
+  '': {
+    examples: [
+      ['edgeplane init edge', 'make a stack in ./edge: edgeplane.yaml, a commented manifest, .gitignore, editor settings'],
+      ['edgeplane validate edge', 'check the manifests (no service needed)'],
+      ['edgeplane plan edge', 'what apply would change, against the embedded database in ./state'],
+      ['edgeplane apply edge', 'make it so (asks first on a terminal)'],
+      ['edgeplane <command> --help', 'the options, examples and exit codes of a command'],
+    ],
+    exits: { [EXIT.ok]: 'done', [EXIT.error]: 'an error', [EXIT.changes]: 'plan --detailed-exitcode: the plan has changes', [EXIT.blocked]: 'plan or apply: blocked by the safety threshold', [EXIT.stale]: 'apply --plan: the saved plan is stale' },
+  },
+  init: {
+    examples: [
+      ['edgeplane init', 'a stack in the working directory, named after it'],
+      ['edgeplane init edge --stack shop', 'a stack named "shop" in ./edge'],
+    ],
+    exits: { [EXIT.ok]: 'the stack was written', [EXIT.error]: 'the directory already holds a stack (nothing written) or cannot be written' },
+  },
+  validate: {
+    examples: [
+      ['edgeplane validate edge', 'every problem of every file, with file:line:col (secrets read from the environment)'],
+      ['edgeplane validate edge/https-edge.yaml', 'one file, checked with the rest of its directory'],
+      ['edgeplane validate edge --allow-missing-secrets --json', 'in a job that has no secrets: the rest, as JSON'],
+    ],
+    exits: { [EXIT.ok]: 'valid (warnings allowed)', [EXIT.error]: 'problems found (each on stderr; --json: on stdout)' },
+  },
+  plan: {
+    examples: [
+      ['edgeplane plan edge', 'against the embedded database in ./state (not made when missing: planned against an empty one)'],
+      ['edgeplane plan edge --api-url https://api.example.com --markdown > plan.md', 'against a deployment (key in EDGEPLANE_API_KEY), for a pull-request comment'],
+      ['edgeplane plan edge --out plan.json', 'save it for `apply --plan plan.json`'],
+      ['edgeplane plan edge --detailed-exitcode --quiet', 'drift check in a script: exit 2 when anything differs'],
+    ],
+    exits: {
+      [EXIT.ok]: 'planned (no changes, or changes without --detailed-exitcode)',
+      [EXIT.error]: 'invalid manifests, conflicts with objects this stack does not own, or the API could not be read',
+      [EXIT.changes]: 'with --detailed-exitcode: the plan has changes',
+      [EXIT.blocked]: 'the plan exceeds the safety threshold (apply would need --force)',
+    },
+  },
+  apply: {
+    examples: [
+      ['edgeplane apply edge', 'plan, show, ask "yes", apply'],
+      ['edgeplane apply edge --auto-approve --api-url https://api.example.com', 'in CI, after review'],
+      ['edgeplane apply --plan plan.json', 'exactly the saved plan, refused if the live state moved since'],
+    ],
+    exits: {
+      [EXIT.ok]: 'applied (or nothing to do)',
+      [EXIT.error]: 'invalid manifests, conflicts, a step failed, or cancelled',
+      [EXIT.blocked]: 'blocked by the safety threshold (review, then --force)',
+      [EXIT.stale]: 'with --plan: the live state changed since the plan was made; plan again',
+    },
+  },
+  watch: {
+    examples: [
+      ['edgeplane watch edge', 'apply creates and updates on every save (Ctrl-C stops)'],
+      ['edgeplane watch edge --prune --interval 60', 'deletions too, and a drift check every minute'],
+      ['edgeplane watch edge --plan-only', 'show each save\'s plan, apply nothing'],
+    ],
+    exits: { [EXIT.ok]: 'stopped (Ctrl-C or SIGTERM)', [EXIT.error]: 'could not start (bad options, no manifests, the directory in use)' },
+  },
+  export: {
+    examples: [
+      ['edgeplane export', 'the stack\'s live objects as manifests, on stdout'],
+      ['edgeplane export --stack shop --out edge', 'one file per kind in ./edge, with an edgeplane.yaml'],
+      ['edgeplane export --all --out adopted', 'unmanaged objects too, to take over with `plan --adopt`'],
+    ],
+    exits: { [EXIT.ok]: 'exported (or nothing there to export: said on stderr)', [EXIT.error]: 'the API could not be read, or --out holds manifests already' },
+  },
+  serve: {
+    examples: [
+      ['edgeplane serve', 'the API on 127.0.0.1:8080, on the embedded database in ./state'],
+      ['DATABASE_URL=postgres://… edgeplane serve --host 0.0.0.0 --port 80', 'on PostgreSQL'],
+    ],
+    exits: { [EXIT.ok]: 'stopped by SIGTERM or SIGINT', [EXIT.error]: 'could not start (port in use, database unreachable)' },
+  },
+  completion: {
+    examples: [
+      ['source <(edgeplane completion bash)', 'bash, for this shell (add it to ~/.bashrc to keep it)'],
+      ['edgeplane completion zsh > "${fpath[1]}/_edgeplane"', 'zsh'],
+      ['edgeplane completion fish > ~/.config/fish/completions/edgeplane.fish', 'fish'],
+    ],
+    exits: { [EXIT.ok]: 'the script was printed', [EXIT.error]: 'an unknown shell' },
+  },
+  admin: { examples: [['edgeplane admin accounts create --name acme', 'an account and its first API key']] },
+  'admin accounts': { examples: [['edgeplane admin accounts list', 'every account, oldest first']] },
+  'admin accounts create': { examples: [['edgeplane admin accounts create --name acme --json', 'the key is printed once: keep it']] },
+  'admin accounts update': { examples: [['edgeplane admin accounts update acct_… --abuse-reports', 'allow the account to file abuse reports']] },
+  'admin accounts list': { examples: [['edgeplane admin accounts list --json', 'as JSON']] },
+  'admin keys': { examples: [['edgeplane admin keys list --account acct_…', 'an account\'s keys']] },
+  'admin keys create': { examples: [['edgeplane admin keys create --account acct_…', 'another key (printed once)']] },
+  'admin keys list': { examples: [['edgeplane admin keys list --account acct_… --json', 'ids and dates, as JSON']] },
+  'admin keys revoke': { examples: [['edgeplane admin keys revoke key_…', 'the key stops working at once']] },
+  'admin abuse': { examples: [['edgeplane admin abuse list --status PENDING', 'reports waiting for a decision']] },
+  'admin abuse list': { examples: [['edgeplane admin abuse list --status PENDING --json', 'as JSON']] },
+  'admin abuse decide': { examples: [['edgeplane admin abuse decide abrp_… shop.example.com --ban', 'no edge may add the hostname']] },
+  'admin users': { examples: [['edgeplane admin users import users.json --account acct_…', 'record many sign-ins']] },
+  'admin users record': { examples: [['edgeplane admin users record --account acct_… --provider-name Google --provider-url https://accounts.google.com --provider-user-id 123', 'one sign-in']] },
+  'admin users import': { examples: [['edgeplane admin users import users.json --account acct_…', 'all checked before any is written']] },
+};
+
+/** The command's path in the table, without the program's name (`admin keys create`). */
+export function commandPath(cmd: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = cmd; c?.parent; c = c.parent) names.unshift(c.name());
+  return names.join(' ');
+}
+
+/** The epilogue of one command's help. */
+export function helpEpilogue(cmd: Command): string {
+  const path = commandPath(cmd);
+  const own = COMMAND_HELP[path];
+  const usage = `edgeplane ${path ? path + ' ' : ''}${cmd.usage()}`.replace(/ \[options\]/, '').trim();
+  const examples = own?.examples ?? [[usage, cmd.description()]];
+  const exits = own?.exits ?? DEFAULT_EXITS;
+  const width = Math.max(...examples.map(([c]) => c.length));
+  const lines = ['', 'Examples:'];
+  for (const [c, what] of examples) lines.push(c.length + 4 + what.length <= 100 && width <= 60 ? `  $ ${c.padEnd(width)}  # ${what}` : `  $ ${c}\n      # ${what}`);
+  lines.push('', 'Exit codes:');
+  for (const [code, when] of Object.entries(exits)) lines.push(`  ${code}  ${when}`);
+  return lines.join('\n') + '\n';
+}
+
+/** Gives every command of the table (subcommands too, however added) its examples and exit codes. */
+export function addHelpEpilogues(program: Command): void {
+  const walk = (c: Command) => {
+    c.addHelpText('after', () => helpEpilogue(c));
+    c.commands.forEach(walk);
+  };
+  walk(program);
+}
