@@ -1,5 +1,5 @@
 import { caPemProblem, parseCaPem } from './ca-pem.js';
-import { description, metadata } from './fields.js';
+import { described, description, metadata } from './fields.js';
 import type { KindDef } from './types.js';
 
 export const certificateAuthority: KindDef = {
@@ -10,7 +10,10 @@ export const certificateAuthority: KindDef = {
   path: '/certificate_authorities',
   listKey: 'certificate_authorities',
   operations: ['create', 'get', 'list', 'update', 'delete'],
-  fields: { description, metadata, ca_pem: { type: 'string', minLength: 1, maxBytes: 65536 } },
+  fields: {
+    description, metadata,
+    ca_pem: described({ type: 'string', minLength: 1, maxBytes: 65536 }, 'The CA certificate, PEM-encoded (one "-----BEGIN CERTIFICATE-----" block, basicConstraints CA:TRUE; at most 64 KiB). Cannot be changed: a new certificate is a new certificate authority.'),
+  },
   required: ['ca_pem'],
   immutable: ['ca_pem'],
   reconcile: { normalize: { ca_pem: 'pem' } },

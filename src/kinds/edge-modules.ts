@@ -1,4 +1,4 @@
-import { enabled, forbidden, ids, object } from './fields.js';
+import { described, enabled, forbidden, ids, object } from './fields.js';
 import type { ModuleDef } from './types.js';
 
 export const TLS_VERSIONS = ['1.0', '1.1', '1.2', '1.3'];
@@ -7,7 +7,10 @@ export const TLS_VERSIONS = ['1.0', '1.1', '1.2', '1.3'];
 export const EDGE_MODULES: ModuleDef[] = [
   {
     name: 'mutual_tls',
-    request: object({ enabled, certificate_authority_ids: { ...ids(['ca'], 'a certificate authority', 10), uniqueItems: true } }),
+    request: described(object({
+      enabled,
+      certificate_authority_ids: described({ ...ids(['ca'], 'a certificate authority', 10), uniqueItems: true }, 'The certificate authorities client certificates must be signed by: names of CertificateAuthorities of the manifests, or ids (ca_…); at most 10. Default: none.'),
+    }), 'Mutual TLS: clients must present a certificate signed by one of these certificate authorities.'),
     refs: [{ field: 'certificate_authority_ids', kind: 'certificateAuthority', many: true, outField: 'certificate_authorities' }],
     defaults: { enabled: true, certificate_authority_ids: [] },
     reconcile: { sets: ['certificate_authority_ids'] },
@@ -15,12 +18,12 @@ export const EDGE_MODULES: ModuleDef[] = [
   },
   {
     name: 'tls_termination',
-    request: object({
+    request: described(object({
       enabled,
       // null is what clients send for "the service's default".
-      min_version: { type: ['string', 'null'], enum: [...TLS_VERSIONS, null] },
-      terminate_at: forbidden('cannot be set on an HTTPS edge; it always terminates TLS at the edge ("edge")'),
-    }),
+      min_version: described({ type: ['string', 'null'], enum: [...TLS_VERSIONS, null] }, 'The lowest TLS version the edge accepts and advertises: "1.0", "1.1", "1.2" or "1.3" (quoted: unquoted, YAML reads a number). Default (also null): "1.2".'),
+      terminate_at: described(forbidden('cannot be set on an HTTPS edge; it always terminates TLS at the edge ("edge")'), 'Where TLS ends: always "edge" on an HTTPS edge, set by the service (cannot be given).'),
+    }), 'TLS termination at the edge: the minimum TLS version.'),
     defaults: { enabled: true, min_version: '1.2' },
     derived: ['terminate_at'],
     prepare(m) {

@@ -1,10 +1,19 @@
 import { idPattern } from '../util/ids.js';
 import type { JSONSchema } from './types.js';
 
+/**
+ * A schema with its description (and examples): what the field does, its default, its limits.
+ * Written once, here in the kind descriptions: the manifest schema (editors), the stack-file
+ * schema and the API's own documents all read them from the schemas.
+ */
+export function described(schema: JSONSchema, text: string, examples?: unknown[]): JSONSchema {
+  return { ...schema, description: text, ...(examples ? { examples } : {}) };
+}
+
 /** Shared field schemas. `maxBytes` and `x-rule` are our ajv keywords (src/service/validation.ts). */
-export const description: JSONSchema = { type: 'string', maxBytes: 255 };
-export const metadata: JSONSchema = { type: 'string', maxBytes: 4096 };
-export const enabled: JSONSchema = { type: 'boolean' };
+export const description: JSONSchema = described({ type: 'string', maxBytes: 255 }, 'What this object is for, for people (at most 255 bytes).');
+export const metadata: JSONSchema = described({ type: 'string', maxBytes: 4096 }, 'Your own data about the object, stored and returned as given (at most 4096 bytes; objects the reconciler manages share it with their ownership marker).');
+export const enabled: JSONSchema = described({ type: 'boolean' }, 'Whether the module is applied to traffic; false keeps its configuration but turns it off. Default: true.');
 
 export function id(prefix: string, what: string): JSONSchema {
   return { type: 'string', pattern: idPattern(prefix), 'x-rule': `must be ${what} id (${prefix}_…)` };
@@ -38,4 +47,4 @@ export function strings(maxItems: number, maxBytes = 256): JSONSchema {
   return { type: 'array', maxItems, items: { type: 'string', minLength: 1, maxBytes } };
 }
 
-export const secret: JSONSchema = { type: 'string', minLength: 1, maxBytes: 4096 };
+export const secret: JSONSchema = { type: 'string', minLength: 1, maxBytes: 4096, description: 'A secret (at most 4096 bytes): stored, never returned.' };

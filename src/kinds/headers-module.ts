@@ -1,4 +1,4 @@
-import { enabled, object, strings } from './fields.js';
+import { described, enabled, object, strings } from './fields.js';
 import type { ModuleDef } from './types.js';
 
 // RFC 9110 field names are tokens; values are visible characters, spaces and tabs (no CR, LF, NUL).
@@ -11,13 +11,14 @@ const VALUE = /^[\t\x20-\x7e\xa0-\u{10ffff}]*$/u;
  * (HTTP names are case-insensitive) and must be unique ignoring case.
  */
 export function headersModule(name: string): ModuleDef {
+  const which = name === 'request_headers' ? 'request before it goes upstream' : 'response to the client';
   return {
     name,
-    request: object({
+    request: described(object({
       enabled,
-      add: { type: 'object', maxProperties: 100, additionalProperties: { type: 'string', maxBytes: 4096 } },
-      remove: strings(100),
-    }),
+      add: described({ type: 'object', maxProperties: 100, additionalProperties: { type: 'string', maxBytes: 4096 } }, `Headers added to the ${which}: name to value (at most 100; names are case-insensitive, values at most 4096 bytes). Default: none.`, [{ 'x-served-by': 'edgeplane' }]),
+      remove: described(strings(100), `Header names removed from the ${which} (at most 100, case-insensitive). Default: none.`),
+    }), `Adds and removes headers of the ${which}.`),
     defaults: { enabled: true, add: {}, remove: [] },
     reconcile: { normalize: { add: 'lowercase-keys', remove: 'lowercase-items' }, sets: ['remove'] },
     check(m, ctx) {

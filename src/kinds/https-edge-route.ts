@@ -1,4 +1,4 @@
-import { description, metadata } from './fields.js';
+import { described, description, metadata } from './fields.js';
 import { ROUTE_MODULES } from './route-modules.js';
 import type { KindDef } from './types.js';
 
@@ -11,8 +11,10 @@ export const httpsEdgeRoute: KindDef = {
   parent: { kind: 'httpsEdge', param: 'edge_id', field: 'edge_id' },
   operations: ['create', 'get', 'update', 'delete'],
   fields: {
-    match_type: { type: 'string', enum: ['exact_path', 'path_prefix'] },
+    match_type: described({ type: 'string', enum: ['exact_path', 'path_prefix'] }, 'How `match` selects requests: `exact_path` (that path only) or `path_prefix` (every path that starts with it).'),
     match: {
+      description: 'The path this route serves, starting with "/" (at most 2048 bytes); unique within its edge.',
+      examples: ['/', '/api/'],
       type: 'string',
       pattern: '^/[\\x21-\\x7e\\u00a0-\\u{10ffff}]*$',
       maxBytes: 2048,

@@ -1,5 +1,5 @@
 import { EDGE_MODULES } from './edge-modules.js';
-import { description, metadata } from './fields.js';
+import { described, description, metadata } from './fields.js';
 import { checkHostports, normalizeHostports } from './hostport.js';
 import type { KindDef } from './types.js';
 
@@ -14,7 +14,7 @@ export const httpsEdge: KindDef = {
   fields: {
     description,
     metadata,
-    hostports: { type: 'array', maxItems: 100, items: { type: 'string', minLength: 1, maxLength: 260 } },
+    hostports: described({ type: 'array', maxItems: 100, items: { type: 'string', minLength: 1, maxLength: 260 } }, 'The host:port pairs this edge serves (at most 100). A hostport belongs to one edge of the whole service. Default: none.', [['www.example.com:443']]),
   },
   responseOrder: ['description', 'metadata', 'hostports'],
   // Service-wide: one hostport is served by at most one edge. Other code (abuse reports) reads

@@ -1,5 +1,5 @@
 import { dnsNameProblem } from './dns.js';
-import { forbidden, object, secret, strings, uint32 } from './fields.js';
+import { described, forbidden, object, secret, strings, uint32 } from './fields.js';
 import { defaultCookiePrefix, sessionConfigDefaults, sessionDefaults, sessionFields, sessionResponseOrder } from './session.js';
 import type { Body, CheckContext, JSONSchema, ModuleDef } from './types.js';
 
@@ -14,15 +14,16 @@ const SCOPE = /^[\x21-\x7e]+$/;
 
 function member(provider: string): JSONSchema {
   const github = provider === WITH_TEAMS;
-  return object({
-    client_id: { type: 'string', minLength: 1, maxBytes: 512 },
-    client_secret: secret,
-    scopes: strings(100),
-    email_addresses: strings(1000, 320),
-    email_domains: strings(1000, 253),
-    teams: github ? strings(1000) : forbidden(`only the ${WITH_TEAMS} provider takes teams`),
-    organizations: github ? strings(1000) : forbidden(`only the ${WITH_TEAMS} provider takes organizations`),
-  });
+  const onlyGithub = (field: string) => described(forbidden(`only the ${WITH_TEAMS} provider takes ${field}`), `Only the ${WITH_TEAMS} provider takes ${field}.`);
+  return described(object({
+    client_id: described({ type: 'string', minLength: 1, maxBytes: 512 }, 'The client ID of your own OAuth application at the provider; needs client_secret. Default: the service\'s managed application (its scopes are fixed).'),
+    client_secret: described(secret, 'The client secret of your OAuth application: {env: NAME} or {file: path}, never written in the manifest. Stored, never returned.'),
+    scopes: described(strings(100), 'Scopes to request from the provider (at most 100); only with your own client_id and client_secret. Default: the provider\'s basic sign-in scopes.'),
+    email_addresses: described(strings(1000, 320), 'Only users with one of these email addresses may pass (case-insensitive; at most 1000). With email_domains, teams and organizations: any one list admits.'),
+    email_domains: described(strings(1000, 253), 'Only users with an email address in one of these domains may pass (case-insensitive; at most 1000).', [['example.com']]),
+    teams: github ? described(strings(1000), 'Only members of one of these teams may pass: org/team slugs (at most 1000).', [['my-org/platform']]) : onlyGithub('teams'),
+    organizations: github ? described(strings(1000), 'Only members of one of these organizations may pass: organization slugs (at most 1000).') : onlyGithub('organizations'),
+  }), `Sign in with ${provider}, and who may pass.`);
 }
 
 type Rule = (v: string) => string | null;
@@ -77,11 +78,11 @@ function checkMember(m: Body, provider: string, ctx: CheckContext): void {
 
 export const oauth: ModuleDef = {
   name: 'oauth',
-  request: object({
+  request: described(object({
     ...sessionFields,
-    auth_check_interval: uint32,
-    provider: object(Object.fromEntries(OAUTH_PROVIDERS.map((p) => [p, member(p)]))),
-  }, ['provider']),
+    auth_check_interval: described(uint32, 'Seconds after which the user\'s state is read again from the provider and access checked again: how long a revoked user may keep access. Default: the service\'s own.'),
+    provider: described(object(Object.fromEntries(OAUTH_PROVIDERS.map((p) => [p, member(p)]))), `The identity provider: exactly one of ${OAUTH_PROVIDERS.join(', ')}.`),
+  }, ['provider']), 'OAuth sign-in: users sign in with an identity provider before they reach the route (at most one of oauth, saml, oidc).'),
   defaults: sessionDefaults,
   writeOnly: OAUTH_PROVIDERS.map((p) => `provider.${p}.client_secret`),
   // A stored client secret belongs to its client_id.

@@ -1,4 +1,4 @@
-import { object, secret, strings } from './fields.js';
+import { described, object, secret, strings } from './fields.js';
 import { defaultCookiePrefix, sessionConfigDefaults, sessionDefaults, sessionFields, sessionResponseOrder } from './session.js';
 import type { ModuleDef } from './types.js';
 
@@ -18,13 +18,13 @@ function issuerProblem(value: string): string | null {
 
 export const oidc: ModuleDef = {
   name: 'oidc',
-  request: object({
+  request: described(object({
     ...sessionFields,
-    issuer: { type: 'string', minLength: 1, maxBytes: 2048 },
-    client_id: { type: 'string', minLength: 1, maxBytes: 512 },
-    client_secret: secret,
-    scopes: strings(100),
-  }, ['issuer', 'client_id']),
+    issuer: described({ type: 'string', minLength: 1, maxBytes: 2048 }, 'The OpenID provider\'s URL, the base of its discovery document (https, no query or fragment).', ['https://accounts.google.com']),
+    client_id: described({ type: 'string', minLength: 1, maxBytes: 512 }, 'The client ID of your application at the OpenID provider.'),
+    client_secret: described(secret, 'The client secret of your application: {env: NAME} or {file: path}, never written in the manifest. Stored, never returned; kept while issuer and client_id stay the same.'),
+    scopes: described(strings(100), 'Scopes to request besides openid (at most 100). Default: none.', [['profile', 'email']]),
+  }, ['issuer', 'client_id']), 'OpenID Connect sign-in: users sign in with an OpenID provider before they reach the route (at most one of oauth, saml, oidc).'),
   defaults: { ...sessionDefaults, scopes: [] },
   writeOnly: ['client_secret'],
   // A stored secret belongs to one application at one provider.

@@ -1,5 +1,5 @@
 import { BACKEND_PREFIXES } from './failover-backend.js';
-import { enabled, ids, object, positiveUint32, uint32 } from './fields.js';
+import { described, enabled, ids, object, positiveUint32, uint32 } from './fields.js';
 import { headersModule } from './headers-module.js';
 import { oauth } from './oauth.js';
 import { oidc } from './oidc.js';
@@ -15,7 +15,10 @@ import { webhookVerification } from './webhook-verification.js';
 export const ROUTE_MODULES: ModuleDef[] = [
   {
     name: 'backend',
-    request: object({ enabled, backend_id: ids(BACKEND_PREFIXES, 'a backend').items as Record<string, unknown> }, ['backend_id']),
+    request: described(object({
+      enabled,
+      backend_id: described(ids(BACKEND_PREFIXES, 'a backend').items as Record<string, unknown>, 'The backend that serves this route: the name of a FailoverBackend of the manifests, or a backend id.', ['app']),
+    }, ['backend_id']), 'Where the route sends its traffic.'),
     // Only failover backends are stored here; other backend kinds are kept as given.
     refs: [{ field: 'backend_id', kind: 'failoverBackend', onlyPrefix: 'bkdfo', outField: 'backend' }],
     defaults: { enabled: true },
@@ -25,7 +28,10 @@ export const ROUTE_MODULES: ModuleDef[] = [
   },
   {
     name: 'ip_restriction',
-    request: object({ enabled, ip_policy_ids: { ...ids(['ipp'], 'an IP policy', 100), uniqueItems: true } }),
+    request: described(object({
+      enabled,
+      ip_policy_ids: described({ ...ids(['ipp'], 'an IP policy', 100), uniqueItems: true }, 'The IP policies applied to requests, by id (ipp_…; at most 100). Default: none.'),
+    }), 'IP restriction: only addresses the IP policies allow reach the route.'),
     // IP policies are not part of this service: ids are checked for format only.
     refs: [{ field: 'ip_policy_ids', kind: 'ipPolicy', many: true, stored: false, outField: 'ip_policies' }],
     defaults: { enabled: true, ip_policy_ids: [] },
@@ -35,23 +41,23 @@ export const ROUTE_MODULES: ModuleDef[] = [
   },
   {
     name: 'circuit_breaker',
-    request: object({
+    request: described(object({
       enabled,
-      tripped_duration: positiveUint32,
-      rolling_window: positiveUint32,
-      num_buckets: { type: 'integer', minimum: 1, maximum: 128 },
-      volume_threshold: uint32,
-      error_threshold_percentage: { type: 'number', minimum: 0, maximum: 1 },
-    }),
+      tripped_duration: described(positiveUint32, 'Seconds to wait after the circuit trips before the upstream\'s health is looked at again. Default: 10.'),
+      rolling_window: described(positiveUint32, 'Seconds of the rolling window in which request outcomes are counted. Default: 10.'),
+      num_buckets: described({ type: 'integer', minimum: 1, maximum: 128 }, 'Number of buckets the rolling window is divided into (1-128). Default: 10.'),
+      volume_threshold: described(uint32, 'Requests within the rolling window before the circuit may trip. Default: 20.'),
+      error_threshold_percentage: described({ type: 'number', minimum: 0, maximum: 1 }, 'Share of failed requests that trips the circuit, between 0 and 1 (0.5 is half; not a percentage of 100). Default: 0.5.', [0.25]),
+    }), 'Circuit breaker: stops sending requests to a failing upstream for a while.'),
     defaults: { enabled: true, tripped_duration: 10, rolling_window: 10, num_buckets: 10, volume_threshold: 20, error_threshold_percentage: 0.5 },
     responseOrder: ['enabled', 'tripped_duration', 'rolling_window', 'num_buckets', 'volume_threshold', 'error_threshold_percentage'],
   },
-  { name: 'compression', request: object({ enabled }), defaults: { enabled: true }, responseOrder: ['enabled'] },
+  { name: 'compression', request: described(object({ enabled }), 'Compresses responses for clients that accept it.'), defaults: { enabled: true }, responseOrder: ['enabled'] },
   headersModule('request_headers'),
   headersModule('response_headers'),
   webhookVerification,
   oauth,
   saml,
   oidc,
-  { name: 'websocket_tcp_converter', request: object({ enabled }), defaults: { enabled: true }, responseOrder: ['enabled'] },
+  { name: 'websocket_tcp_converter', request: described(object({ enabled }), 'Converts WebSocket connections from clients into plain TCP streams to the upstream.'), defaults: { enabled: true }, responseOrder: ['enabled'] },
 ];

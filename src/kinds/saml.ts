@@ -1,4 +1,4 @@
-import { object, strings } from './fields.js';
+import { described, object, strings } from './fields.js';
 import { checkIdpMetadata, XmlProblem } from '../util/saml-metadata.js';
 import { generateSigningPair } from './saml-signing.js';
 import { defaultCookiePrefix, sessionConfigDefaults, sessionDefaults, sessionFields, sessionResponseOrder } from './session.js';
@@ -19,14 +19,14 @@ export function samlUrls(publicBaseUrl: string, routeId: string) {
 
 export const saml: ModuleDef = {
   name: 'saml',
-  request: object({
+  request: described(object({
     ...sessionFields,
-    idp_metadata: { type: 'string', minLength: 1, maxBytes: 262144 },
-    force_authn: { type: 'boolean' },
-    allow_idp_initiated: { type: 'boolean' },
-    authorized_groups: strings(1000),
-    nameid_format: { type: 'string', enum: NAMEID_FORMATS },
-  }, ['idp_metadata']),
+    idp_metadata: described({ type: 'string', minLength: 1, maxBytes: 262144 }, 'The identity provider\'s SAML metadata: its whole EntityDescriptor XML document (at most 256 KiB).'),
+    force_authn: described({ type: 'boolean' }, 'Have the identity provider ask for credentials on every sign-in, even when the user has a session there. Default: false.'),
+    allow_idp_initiated: described({ type: 'boolean' }, 'Accept sign-ins the identity provider starts (it sets RelayState to the target URL). Default: false.'),
+    authorized_groups: described(strings(1000), 'Only members of one of these groups may pass (at most 1000). Default: every user the identity provider signs in.'),
+    nameid_format: described({ type: 'string', enum: NAMEID_FORMATS }, `The name identifier format expected from the identity provider. Default: ${NAMEID_FORMATS[0]}.`),
+  }, ['idp_metadata']), 'SAML sign-in: users sign in with a SAML identity provider before they reach the route (at most one of oauth, saml, oidc).'),
   defaults: { ...sessionDefaults, force_authn: false, allow_idp_initiated: false, authorized_groups: [], nameid_format: NAMEID_FORMATS[0] },
   derived: ['entity_id', 'assertion_consumer_service_url', 'single_logout_url', 'request_signing_certificate_pem', 'metadata_url'],
   // The private key of the request-signing certificate: generated once per route, kept across

@@ -12,7 +12,7 @@ function nullable(s: JSONSchema): JSONSchema {
 export function moduleInputSchema(mod: ModuleDef): JSONSchema {
   const properties = { ...(mod.request.properties as Record<string, JSONSchema>) };
   for (const d of mod.derived ?? []) {
-    properties[d] ??= { not: {}, 'x-rule': 'is set by the service and cannot be given; leave it out' };
+    properties[d] ??= { not: {}, 'x-rule': 'is set by the service and cannot be given; leave it out', description: 'Set by the service and returned in responses; cannot be given.' };
   }
   return { ...mod.request, properties };
 }

@@ -1,4 +1,4 @@
-import { enabled, object, secret } from './fields.js';
+import { described, enabled, object, secret } from './fields.js';
 import type { ModuleDef } from './types.js';
 
 /**
@@ -20,7 +20,11 @@ export const SECRETLESS_PROVIDERS = ['sns'];
 
 export const webhookVerification: ModuleDef = {
   name: 'webhook_verification',
-  request: object({ enabled, provider: { type: 'string', minLength: 1, maxLength: 64 }, secret }, ['provider']),
+  request: described(object({
+    enabled,
+    provider: described({ type: 'string', minLength: 1, maxLength: 64 }, 'Who sends the webhooks, by name (case-insensitive): one of the providers of docs/edges.md.', WEBHOOK_PROVIDERS),
+    secret: described(secret, 'The provider\'s signing secret: {env: NAME} or {file: path}, never written in the manifest; every provider but sns needs one. Stored, never returned; kept while the provider stays the same.'),
+  }, ['provider']), 'Webhook verification: only requests signed by the provider reach the route.'),
   defaults: { enabled: true },
   writeOnly: ['secret'],
   // A stored secret is the old provider's: it is not kept when the provider changes.
