@@ -99,4 +99,70 @@ describe('examples', () => {
     expect(calls[0]).toContain('Planned at abc1234');
     expect(await run([forged, { id: 2, user: { login: 'github-actions[bot]' }, body: '<!-- edgeplane-plan -->\nold' }])).toEqual([expect.stringMatching(/^update 2: /)]);
   });
+
+  describe('the drift workflow', () => {
+    const wf = parse(readFileSync(join(EXAMPLES, 'ci', 'drift-workflow.yml'), 'utf8'));
+    const steps = wf.jobs.drift.steps as { id?: string; run?: string; uses?: string; env?: Record<string, string>; with?: { script?: string } }[];
+
+    it('runs on a schedule, plans with --detailed-exitcode and flags the CLI has, and gives the secrets to the plan step only', async () => {
+      expect(wf.on.schedule[0].cron).toMatch(/^\S+ \S+ \S+ \S+ \S+$/);
+      expect(wf.jobs.drift.permissions).toEqual({ contents: 'read', issues: 'write' });
+      const plan = steps.find((s) => s.id === 'plan')!;
+      const command = plan.run!.split('\n').map((l) => l.trim()).find((l) => l.startsWith('edgeplane plan'))!;
+      expect(command).toMatch(/--markdown/);
+      expect(command).toMatch(/--detailed-exitcode/);
+      for (const step of steps) expect(JSON.stringify(step).includes('secrets.'), JSON.stringify(step)).toBe(step === plan);
+      expect(runs(steps)).not.toMatch(/npm (install|i)\b[^\n]*(?<![./\w-])edgeplane(@|\s|$)/m);
+      const help = await runCli(['plan', '--help']);
+      for (const flag of command.split(/\s+/).filter((x) => x.startsWith('--'))) expect(help.stdout, flag).toContain(flag);
+    }, 60_000);
+
+    /** Runs the issue step's script against a fake GitHub holding `issues`; the calls it makes. */
+    async function issueStep(drifted: boolean, issues: { number: number; user: { login: string }; body: string; pull_request?: object }[]) {
+      const step = steps.find((s) => s.uses?.startsWith('actions/github-script'))!;
+      const calls: string[] = [];
+      const github = {
+        paginate: async (_fn: unknown, args: { state: string }) => { expect(args.state).toBe('open'); return issues; },
+        rest: { issues: {
+          listForRepo: {},
+          create: async (a: { title: string; body: string }) => { calls.push(`create "${a.title}": ${a.body}`); },
+          update: async (a: { issue_number: number; body?: string; state?: string }) => { calls.push(`update ${a.issue_number}: ${a.state ?? a.body}`); },
+          createComment: async (a: { issue_number: number; body: string }) => { calls.push(`comment ${a.issue_number}: ${a.body}`); },
+        } },
+      };
+      const context = { repo: { owner: 'o', repo: 'r' }, sha: 'abc1234def', runId: 9, serverUrl: 'https://github.com' };
+      const fakeRequire = (m: string) => (m === 'fs' ? { readFileSync: () => '### edgeplane plan\n~ update HTTPSEdge/web\n' } : createRequire(import.meta.url)(m));
+      const before = process.env.DRIFTED;
+      process.env.DRIFTED = String(drifted);
+      try {
+        const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor;
+        await new AsyncFunction('github', 'context', 'require', step.with!.script!)(github, context, fakeRequire);
+      } finally {
+        if (before === undefined) delete process.env.DRIFTED; else process.env.DRIFTED = before;
+      }
+      expect(step.env?.DRIFTED).toContain('steps.plan.outputs.drifted');
+      return calls;
+    }
+
+    const own = { number: 4, user: { login: 'github-actions[bot]' }, body: '<!-- edgeplane-drift -->\nold plan' };
+    const forged = { number: 3, user: { login: 'mallory' }, body: '<!-- edgeplane-drift -->\nnot ours' };
+
+    it('opens one issue with the Markdown plan when the live state drifted, and updates it on later runs', async () => {
+      const opened = await issueStep(true, [forged]);
+      expect(opened).toHaveLength(1);
+      expect(opened[0]).toMatch(/^create "edgeplane: live state drifted from main": <!-- edgeplane-drift -->\n/);
+      expect(opened[0]).toContain('### edgeplane plan\n~ update HTTPSEdge/web');
+      expect(opened[0]).toContain('abc1234');
+      expect(await issueStep(true, [forged, own])).toEqual([expect.stringMatching(/^update 4: <!-- edgeplane-drift -->[\s\S]*~ update HTTPSEdge\/web/)]);
+    });
+
+    it('closes its issue when the drift is gone, and does nothing when there is none to close', async () => {
+      expect(await issueStep(false, [forged, own])).toEqual([expect.stringMatching(/^comment 4: No drift any more/), 'update 4: closed']);
+      expect(await issueStep(false, [forged])).toEqual([]);
+    });
+  });
 });
+
+function runs(steps: { run?: string }[]): string {
+  return steps.map((s) => s.run ?? '').join('\n');
+}
