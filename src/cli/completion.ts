@@ -63,14 +63,14 @@ _edgeplane() {
   done
   COMPREPLY=()
   case " ${valued.join(' ')} " in
-    *" $prev "*) COMPREPLY=($(compgen -f -- "$cur")); type compopt >/dev/null 2>&1 && compopt -o filenames 2>/dev/null; return 0 ;;
+    *" $prev "*) COMPREPLY=($(compgen -f -- "$cur")); { type compopt >/dev/null 2>&1 && compopt -o filenames 2>/dev/null; } || true; return 0 ;;
   esac
   if [[ "$cur" == -* ]]; then
     COMPREPLY=($(compgen -W "$(_edgeplane_options "$path")" -- "$cur"))
   elif [ -n "$(_edgeplane_commands "$path")" ]; then
     COMPREPLY=($(compgen -W "$(_edgeplane_commands "$path")" -- "$cur"))
   else
-    COMPREPLY=($(compgen -f -- "$cur")); type compopt >/dev/null 2>&1 && compopt -o filenames 2>/dev/null
+    COMPREPLY=($(compgen -f -- "$cur")); { type compopt >/dev/null 2>&1 && compopt -o filenames 2>/dev/null; } || true
   fi
   return 0
 }

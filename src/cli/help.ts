@@ -132,8 +132,10 @@ export function helpEpilogue(cmd: Command): string {
   const examples = own?.examples ?? [[usage, cmd.description()]];
   const exits = own?.exits ?? DEFAULT_EXITS;
   const width = Math.max(...examples.map(([c]) => c.length));
+  // One layout for all: a comment beside each command when every line fits 100 columns, else under it.
+  const beside = examples.every(([, what]) => width + what.length + 8 <= 100);
   const lines = ['', 'Examples:'];
-  for (const [c, what] of examples) lines.push(c.length + 4 + what.length <= 100 && width <= 60 ? `  $ ${c.padEnd(width)}  # ${what}` : `  $ ${c}\n      # ${what}`);
+  for (const [c, what] of examples) lines.push(beside ? `  $ ${c.padEnd(width)}  # ${what}` : `  $ ${c}\n      # ${what}`);
   lines.push('', 'Exit codes:');
   for (const [code, when] of Object.entries(exits)) lines.push(`  ${code}  ${when}`);
   return lines.join('\n') + '\n';
