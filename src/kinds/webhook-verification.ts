@@ -1,5 +1,6 @@
 import { described, enabled, object, secret } from './fields.js';
 import type { ModuleDef } from './types.js';
+import { suggest } from '../util/suggest.js';
 
 /**
  * Webhook providers whose signatures the verification module checks, by the names clients send
@@ -35,7 +36,8 @@ export const webhookVerification: ModuleDef = {
   check(m, ctx) {
     const provider = m.provider as string;
     if (!WEBHOOK_PROVIDERS.includes(provider)) {
-      return ctx.report(['webhook_verification', 'provider'], `${JSON.stringify(provider)} is not a supported provider; one of ${WEBHOOK_PROVIDERS.join(', ')}`);
+      const meant = suggest(provider, WEBHOOK_PROVIDERS);
+      return ctx.report(['webhook_verification', 'provider'], `${JSON.stringify(provider)} is not a supported provider; ${meant ? `did you mean "${meant}"? ` : ''}one of ${WEBHOOK_PROVIDERS.join(', ')}`);
     }
     if (SECRETLESS_PROVIDERS.includes(provider)) {
       // A secret given by reference counts: it would be sent.
