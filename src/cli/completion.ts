@@ -33,7 +33,7 @@ export function completionScript(program: Command, shell: Shell): string {
   const bash = bashScript(program);
   if (shell === 'bash') return bash;
   // zsh runs bash completion functions through bashcompinit: one script, the same behaviour.
-  return `#compdef edgeplane\n# edgeplane completion for zsh: \`edgeplane completion zsh > "\${fpath[1]}/_edgeplane"\`, or \`source <(edgeplane completion zsh)\` in ~/.zshrc\nautoload -U +X bashcompinit && bashcompinit\n${bash.replace(/^#.*\n/, '')}`;
+  return `# edgeplane completion for zsh: \`source <(edgeplane completion zsh)\` in ~/.zshrc (after compinit)\nautoload -U +X bashcompinit && bashcompinit\n${bash.replace(/^#.*\n/, '')}`;
 }
 
 function bashScript(program: Command): string {

@@ -95,7 +95,7 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
   completion: {
     examples: [
       ['source <(edgeplane completion bash)', 'bash, for this shell (add it to ~/.bashrc to keep it)'],
-      ['edgeplane completion zsh > "${fpath[1]}/_edgeplane"', 'zsh'],
+      ['source <(edgeplane completion zsh)', 'zsh (in ~/.zshrc, after compinit)'],
       ['edgeplane completion fish > ~/.config/fish/completions/edgeplane.fish', 'fish'],
     ],
     exits: { [EXIT.ok]: 'the script was printed', [EXIT.error]: 'an unknown shell' },
