@@ -48,7 +48,7 @@ export async function openTarget(flags: TargetFlags, how: TargetOptions = {}): P
     // A read-only command in the wrong working directory made a new ./state and planned
     // everything as new: now it makes nothing, and says what it plans against.
     info(out, `no embedded state at ${displayDir(dir)}: ${how.readOnly}`);
-    return new ApiClient(await embeddedTransport(null, serviceOptionsFromEnv()));
+    return new ApiClient(await embeddedTransport(dir, serviceOptionsFromEnv(), { empty: true }));
   }
   if (how.readOnly === undefined || process.env.DATABASE_URL) await stateDirFor(dir, out);
   return new ApiClient(await stateDirTransport(dir, serviceOptionsFromEnv(), how));

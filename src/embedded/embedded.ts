@@ -25,16 +25,19 @@ export { credentialsPath, readCredentials, type EmbeddedCredentials } from './em
  * its reason if it cannot start. Closing the transport closes the app and the engine, ends the
  * thread and releases the lock.
  */
-export async function embeddedTransport(stateDir: string | null, appOptions: Partial<AppOptions> = {}, how: { serveOthers?: boolean } = {}): Promise<Transport> {
-  // null: an empty database in memory, made for this one command and gone with it (a read-only
-  // command on a state directory that has none); nothing is written, no lock is needed.
-  const dir = stateDir === null ? null : resolve(stateDir);
-  const lock = process.env.DATABASE_URL || dir === null ? null : DirLock.acquire(dir);
+export async function embeddedTransport(stateDir: string, appOptions: Partial<AppOptions> = {}, how: { serveOthers?: boolean; empty?: boolean } = {}): Promise<Transport> {
+  const dir = resolve(stateDir);
+  // `empty`: the directory holds no database, and the command only reads (plan, export). It runs
+  // on an empty database in memory, made for this one command and gone with it: nothing is
+  // written and no lock is needed. It is still named by the directory, whose database is just
+  // as empty: a plan saved from it applies there (and is refused as stale if that has changed).
+  const empty = !!how.empty && !process.env.DATABASE_URL;
+  const lock = process.env.DATABASE_URL || empty ? null : DirLock.acquire(dir);
   let channel: WorkerChannel;
   try {
     // A long-lived holder (watch) also serves the directory to other commands, on loopback: they
     // find its URL in the lock, as they find `serve`'s, and talk to it with the directory's key.
-    const data: EmbeddedServiceInput = { stateDir: dir, locked: lock !== null, appOptions, listen: !!how.serveOthers && lock !== null };
+    const data: EmbeddedServiceInput = { stateDir: empty ? null : dir, locked: lock !== null, appOptions, listen: !!how.serveOthers && lock !== null };
     const worker = startWorker(siblingModule(import.meta.url, 'embedded-service'), { workerData: { data } });
     worker.once('exit', () => lock?.release());
     channel = new WorkerChannel(worker, 'the embedded service', (url) => lock?.setUrl(url));
@@ -46,7 +49,7 @@ export async function embeddedTransport(stateDir: string | null, appOptions: Par
   // Named by the database it runs on: a plan saved against one is refused on the other.
   const database = process.env.DATABASE_URL;
   return {
-    target: database ? `in-process:${redactDatabaseUrl(database)}` : `embedded:${dir ?? 'memory'}`,
+    target: database ? `in-process:${redactDatabaseUrl(database)}` : `embedded:${dir}`,
     request: (method, path, body) => channel.request(method, path, body),
     readPages: (path, onPage) => channel.readPages(path, onPage),
     readsAhead: () => channel.usable,

@@ -42,7 +42,7 @@ describe('bad manifests on the embedded default', { timeout: 120_000 }, () => {
     const md = await runCli(['plan', bad, '--state', state, '--markdown']);
     expect(md.code).toBe(1);
     expect(md.stdout).toContain('the manifests are not valid (1 error)');
-    expect(md.stdout).toMatch(/edge\.yaml:3:1: error: descripton: is not a known field \[schema\]/);
+    expect(md.stdout).toMatch(/edge\.yaml:3:1: error: descripton: is not a known field \(did you mean "description"\?\) \[schema\]/);
     const applied = await runCli(['apply', bad, '--state', state, '--json', '--auto-approve']);
     expect(applied.code).toBe(1);
     expect(JSON.parse(applied.stdout.trim().split('\n').pop()!)).toMatchObject({ event: 'problems', problems: [expect.objectContaining({ rule: 'schema' })] });
