@@ -1,6 +1,7 @@
 import type { KindRuntimeConfig } from '../kinds/types.js';
 import type { AppOptions } from '../service/app.js';
 import { resolveVendorPrefix } from '../contract/vendor.js';
+import { DEFAULT_RATE_LIMIT, type RateLimitOptions } from '../service/rate-limit.js';
 import type { WorkerOptions } from '../service/job-worker.js';
 
 /** Service settings from the environment (documented in the README). */
@@ -42,4 +43,20 @@ export function workerOptionsFromEnv(env = process.env): (Pick<WorkerOptions, 'l
     pollMs: positiveInt(env, 'EDGEPLANE_JOB_POLL_MS'),
     delayMs: positiveInt(env, 'EDGEPLANE_JOB_DELAY_MS'),
   };
+}
+
+/**
+ * `serve`'s rate limit (docs/api.md): EDGEPLANE_RATE_LIMIT requests per minute per API key
+ * (0: none), counted in EDGEPLANE_REDIS_URL when set (shared by every replica), else per process.
+ */
+export function rateLimitFromEnv(env = process.env): RateLimitOptions {
+  const raw = env.EDGEPLANE_RATE_LIMIT;
+  let perMinute = DEFAULT_RATE_LIMIT;
+  if (raw !== undefined && raw !== '') {
+    perMinute = Number(raw);
+    if (!Number.isInteger(perMinute) || perMinute < 0) throw new Error(`EDGEPLANE_RATE_LIMIT: must be a whole number of requests per minute (0: no limit), got ${JSON.stringify(raw)}`);
+  }
+  const redisUrl = env.EDGEPLANE_REDIS_URL || undefined;
+  if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new Error('EDGEPLANE_REDIS_URL: must be a redis:// or rediss:// URL');
+  return { perMinute, redisUrl };
 }

@@ -11,6 +11,7 @@ import { BODY_LIMIT } from '../contract/limits.js';
 import { registerKindRoutes } from './kind-routes.js';
 import { Resources, type Caller } from './resources.js';
 import { serviceValidator } from './precompiled.js';
+import rateLimitPlugin, { type RateLimitOptions } from './rate-limit.js';
 import { findUnstorableText, schemaError } from '../contract/validation.js';
 import { acceptedVersionHeaders, resolveVendorPrefix, type VendorOptions } from '../contract/vendor.js';
 
@@ -25,6 +26,8 @@ export interface AppOptions extends VendorOptions {
   logStream?: DestinationStream;
   /** How long a resolved API key is trusted before it is looked up again. */
   authCacheMs?: number;
+  /** Requests per minute per API key (`rate-limit.ts`); none without it (tests, the embedded CLI). */
+  rateLimit?: RateLimitOptions;
 }
 
 export const SUPPORTED_VERSION = '2';
@@ -117,6 +120,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     baseUrl: req.baseUrl!,
   });
 
+  if (opts.rateLimit) await app.register(rateLimitPlugin, opts.rateLimit);
   registerKindRoutes(app, resources, callerOf);
 
   app.setNotFoundHandler(async (req) => {

@@ -4,7 +4,7 @@ import { openEngine } from '../../embedded/engine.js';
 import { stateDirOf } from '../../embedded/state-dir.js';
 import { stateDirFor, stdio } from '../output.js';
 import { startJobWorker } from '../../service/job-worker.js';
-import { serviceOptionsFromEnv, workerOptionsFromEnv } from '../service-config.js';
+import { rateLimitFromEnv, serviceOptionsFromEnv, workerOptionsFromEnv } from '../service-config.js';
 
 export interface ServeFlags { port: string; host: string; state?: string; logLevel?: string }
 
@@ -20,7 +20,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
     // it): a `plan --state DIR` run beside this server reaches it through the lock's URL with that
     // key, even on a directory no command has opened yet (no `admin` can run while this holds it).
     if (db.engine === 'pglite') await ensureCredentials(db, stateDirOf({ stateDir: flags.state }));
-    app = await buildApp({ db, ...serviceOptionsFromEnv(), logLevel: flags.logLevel ?? process.env.EDGEPLANE_LOG_LEVEL ?? 'info' });
+    app = await buildApp({ db, ...serviceOptionsFromEnv(), rateLimit: rateLimitFromEnv(), logLevel: flags.logLevel ?? process.env.EDGEPLANE_LOG_LEVEL ?? 'info' });
     await app.listen({ port, host: flags.host });
   } catch (err) {
     // A port in use, an address not on this machine: the process ends with the error, the

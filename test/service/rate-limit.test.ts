@@ -1,0 +1,104 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { createKey } from '../../src/service/auth.js';
+import { openPostgres } from '../../src/store/postgres.js';
+import { runCli, startServe } from '../helpers/cli.js';
+import { ENGINES, startTestService, TestClient, type TestService } from '../helpers/service.js';
+
+const REDIS_URL = process.env.EDGEPLANE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const REQUIRE_REDIS = !!process.env.EDGEPLANE_REQUIRE_REDIS;
+
+async function redisReachable(): Promise<boolean> {
+  const r = new Redis(REDIS_URL, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, connectTimeout: 1000, retryStrategy: () => null });
+  r.on('error', () => {});
+  try {
+    await r.connect();
+    return (await r.ping()) === 'PONG';
+  } catch {
+    return false;
+  } finally {
+    r.disconnect();
+  }
+}
+const HAVE_REDIS = await redisReachable();
+if (REQUIRE_REDIS && !HAVE_REDIS) throw new Error(`EDGEPLANE_REQUIRE_REDIS is set but Redis does not answer at ${REDIS_URL}: the shared rate limit test would be skipped`);
+
+describe.each(ENGINES)('rate limit per API key (%s)', (engine) => {
+  let svc: TestService;
+  beforeAll(async () => { svc = await startTestService(engine, { rateLimit: { perMinute: 5 } }); });
+  afterAll(async () => { await svc?.close(); });
+
+  it('answers 429 ERR_RATE_LIMITED with Retry-After past the limit, per key, in the API error shape', async () => {
+    const c = await svc.account();
+    for (let i = 0; i < 5; i++) expect((await c.get('/certificate_authorities')).status).toBe(200);
+    const over = await c.get('/certificate_authorities');
+    expect(over.status).toBe(429);
+    expect(over.body).toMatchObject({ error_code: 'ERR_RATE_LIMITED', status_code: 429, details: { operation_id: over.headers.get('operation-id') } });
+    expect(over.body.msg).toContain('5 requests');
+    const after = Number(over.headers.get('retry-after'));
+    expect(after).toBeGreaterThanOrEqual(1);
+    expect(after).toBeLessThanOrEqual(60);
+    // Every path counts, writes too.
+    expect((await c.post('/backends/failover', { backends: [] })).status).toBe(429);
+
+    // Another key of the same account has a limit of its own, as has another account.
+    const second = await createKey(svc.db, c.accountId);
+    expect((await new TestClient(svc.url, second.api_key).get('/certificate_authorities')).status).toBe(200);
+    expect((await (await svc.account()).get('/certificate_authorities')).status).toBe(200);
+  });
+
+  it('does not count requests refused for a missing or unknown key', async () => {
+    const c = await svc.account();
+    const stranger = new TestClient(svc.url, 'ep_' + 'x'.repeat(32));
+    for (let i = 0; i < 8; i++) expect((await stranger.get('/certificate_authorities')).status).toBe(401);
+    expect((await c.get('/certificate_authorities')).status).toBe(200);
+  });
+});
+
+describe.runIf(!!process.env.DATABASE_URL && (HAVE_REDIS || REQUIRE_REDIS))('rate limit shared through Redis', () => {
+  it('two serve processes on one database count one key together', async () => {
+    const schema = 'ep_rl_' + Math.random().toString(36).slice(2, 10);
+    const admin = await openPostgres(process.env.DATABASE_URL!, { schema });
+    const url = `${process.env.DATABASE_URL}${process.env.DATABASE_URL!.includes('?') ? '&' : '?'}options=-c%20search_path%3D${schema}`;
+    const env = { DATABASE_URL: url, EDGEPLANE_RATE_LIMIT: '6', EDGEPLANE_REDIS_URL: REDIS_URL, EDGEPLANE_JOBS: 'off' };
+    const redis = new Redis(REDIS_URL);
+    try {
+      const created = await runCli(['admin', 'accounts', 'create', '--name', 'rl', '--json'], { env: { DATABASE_URL: url } });
+      expect(created.code).toBe(0);
+      const { api_key, key_id } = JSON.parse(created.stdout);
+      const [a, b] = await Promise.all([startServe([], { env }), startServe([], { env })]);
+      try {
+        const ca = new TestClient(a.url, api_key);
+        const cb = new TestClient(b.url, api_key);
+        // 3 + 3 requests: each process alone would allow 6; together they used the key's minute.
+        for (let i = 0; i < 3; i++) {
+          expect((await ca.get('/certificate_authorities')).status).toBe(200);
+          expect((await cb.get('/certificate_authorities')).status).toBe(200);
+        }
+        const overA = await ca.get('/certificate_authorities');
+        const overB = await cb.get('/certificate_authorities');
+        expect([overA.status, overB.status]).toEqual([429, 429]);
+        expect(overB.body.error_code).toBe('ERR_RATE_LIMITED');
+        expect(Number(overB.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+
+        // Redis holds a counter named by the key's id; the key itself, and its hash, appear nowhere.
+        const keys = await redis.keys('edgeplane:rate:*');
+        expect(keys).toContain(`edgeplane:rate:${key_id}`);
+        const { createHash } = await import('node:crypto');
+        const hash = createHash('sha256').update(api_key).digest('hex');
+        for (const k of keys) {
+          expect(k).not.toContain(api_key);
+          expect(k).not.toContain(hash);
+        }
+        expect(Number(await redis.get(`edgeplane:rate:${key_id}`))).toBe(8);
+      } finally {
+        expect(await a.stop()).toBe(0);
+        expect(await b.stop()).toBe(0);
+      }
+    } finally {
+      redis.disconnect();
+      await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+      await admin.close();
+    }
+  }, 120_000);
+});
