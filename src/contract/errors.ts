@@ -12,6 +12,7 @@ export const ERROR_CATALOG = {
   ERR_ID_MISMATCH: { status: 400, summary: 'an id in the body differs from the id in the path' },
   ERR_INVALID_QUERY: { status: 400, summary: 'a query parameter is unknown or out of range' },
   ERR_BAD_REQUEST: { status: 400, summary: 'the request is not valid HTTP, or its Host header is not a host[:port]' },
+  ERR_LIMIT_EXCEEDED: { status: 400, summary: 'the write would take an object past a documented limit; the message names the limit' },
   ERR_INVALID_REFERENCE: { status: 400, summary: 'a referenced object does not exist in this account' },
   ERR_INVALID_CA_PEM: { status: 400, summary: 'ca_pem is not exactly one CA certificate' },
   ERR_REFERENCE_CYCLE: { status: 400, summary: 'the references would form a cycle' },

@@ -2,6 +2,11 @@ import { described, description, metadata } from './fields.js';
 import { ROUTE_MODULES } from './route-modules.js';
 import type { KindDef } from './types.js';
 
+/** The most routes one HTTPS edge holds (docs/api.md, Limits). */
+export const MAX_ROUTES_PER_EDGE = 1000;
+/** The most bytes of route configuration one HTTPS edge holds, all its routes together (docs/api.md, Limits). */
+export const MAX_ROUTE_BYTES_PER_EDGE = 8 * 1024 * 1024;
+
 export const httpsEdgeRoute: KindDef = {
   name: 'httpsEdgeRoute',
   title: 'HTTPS edge route',
@@ -9,6 +14,7 @@ export const httpsEdgeRoute: KindDef = {
   idPrefix: 'edghtsrt',
   path: '/edges/https/:edge_id/routes',
   parent: { kind: 'httpsEdge', param: 'edge_id', field: 'edge_id' },
+  perParent: { count: MAX_ROUTES_PER_EDGE, bytes: MAX_ROUTE_BYTES_PER_EDGE },
   operations: ['create', 'get', 'update', 'delete'],
   fields: {
     match_type: described({ type: 'string', enum: ['exact_path', 'path_prefix'] }, 'How `match` selects requests: `exact_path` (that path only) or `path_prefix` (every path that starts with it).'),

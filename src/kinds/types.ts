@@ -188,6 +188,11 @@ export interface KindDef {
   /** Key of the list envelope. */
   listKey?: string;
   parent?: { kind: string; param: string; field: string };
+  /**
+   * How many objects of this kind one parent may hold, and how many bytes their stored bodies may
+   * hold together (as JSON text): the parent embeds them, so this bounds its responses.
+   */
+  perParent?: { count: number; bytes: number };
   operations: Operation[];
   /** Every operation of the kind answers 403 to an account without this flag. */
   requires?: AccountFlag;

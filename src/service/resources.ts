@@ -3,7 +3,7 @@ import type { Body, HookContext, KindDef, KindRuntimeConfig, ModuleDef, RefDef, 
 import type { Db, Queryable } from '../store/db.js';
 import { isPgError } from '../store/db.js';
 import {
-  deleteObject, existingIds, getObject, getWithChildren, insertObject, listChildren, listObjects, reaches, referrers,
+  childTotals, deleteObject, existingIds, getObject, getWithChildren, insertObject, listChildren, listObjects, lockObject, reaches, referrers,
   replaceRefs, replaceUniques, UniqueViolation, updateBody, type ObjectRow, type RefRow,
 } from '../store/objects.js';
 import { isDeepStrictEqual } from 'node:util';
@@ -12,6 +12,7 @@ import { getPath, hasPath, holderOf } from '../kinds/paths.js';
 import { newId } from '../util/ids.js';
 import { ApiError } from '../contract/errors.js';
 import { runEffects } from './effects.js';
+import { LIST_PAGE_BYTES } from '../contract/limits.js';
 import { toResponse } from './serialize.js';
 
 const TX_ATTEMPTS = 4;
@@ -56,6 +57,7 @@ export class Resources {
       if (kind.parent) await this.requireParent(q, kind, caller, parentId!);
       await runEffects(q, kind, 'before', ctx);
       const inserted = await insertObject(q, { id, account_id: caller.accountId, kind: kind.name, parent_id: parentId ?? null, body });
+      await this.checkPerParent(q, kind, parentId);
       await this.writeLinks(q, kind, caller, inserted);
       await runEffects(q, kind, 'after', ctx);
       return inserted;
@@ -77,7 +79,7 @@ export class Resources {
 
   async list(kind: KindDef, caller: Caller, opts: { beforeId?: string; limit: number }): Promise<Page> {
     const childKinds = Object.values(kind.embeds ?? {});
-    const { rows, more, children: childRows } = await listObjects(this.db, caller.accountId, kind.name, { ...opts, childKinds });
+    const { rows, more, children: childRows } = await listObjects(this.db, caller.accountId, kind.name, { ...opts, childKinds, childBytes: LIST_PAGE_BYTES });
     const children = byParent(childRows);
     return {
       items: rows.map((r) => toResponse(kind, r, caller.baseUrl, children)),
@@ -91,6 +93,7 @@ export class Resources {
       if (f in input) throw new ApiError('ERR_IMMUTABLE_FIELD', `${f}: cannot be changed after creation; create a new ${kind.title} instead`);
     }
     const row = await this.tx(async (q) => {
+      await this.lockParent(q, kind, caller, parentId);
       const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
       if (!current) throw notFound(kind, id);
       const body: Body = structuredClone(current.body);
@@ -109,6 +112,7 @@ export class Resources {
       await this.prepare(kind, ctx);
       await runEffects(q, kind, 'before', ctx);
       const updated = await updateBody(q, id, body);
+      await this.checkPerParent(q, kind, parentId);
       await this.writeLinks(q, kind, caller, updated, current.body);
       await runEffects(q, kind, 'after', ctx);
       return updated;
@@ -133,6 +137,7 @@ export class Resources {
 
   async putModule(kind: KindDef, mod: ModuleDef, caller: Caller, id: string, input: Body, parentId?: string): Promise<Body> {
     const row = await this.tx(async (q) => {
+      await this.lockParent(q, kind, caller, parentId);
       const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
       if (!current) throw notFound(kind, id);
       const body: Body = structuredClone(current.body);
@@ -142,6 +147,7 @@ export class Resources {
       await this.prepare(kind, ctx);
       await runEffects(q, kind, 'before', ctx);
       const updated = await updateBody(q, id, body);
+      await this.checkPerParent(q, kind, parentId);
       await this.writeLinks(q, kind, caller, updated, current.body);
       return updated;
     });
@@ -227,6 +233,27 @@ export class Resources {
     checkExclusive(kind, ctx.body);
     kind.hooks?.check?.(ctx.body, throwingChecks({ previous: ctx.previous, carried: [] }));
     await kind.hooks?.prepare?.(ctx);
+  }
+
+  /**
+   * A kind with a per-parent limit: its writes lock the parent first (as a create does), so two
+   * writes to one parent's children cannot both pass the limit, and locks are taken parent first.
+   */
+  private async lockParent(q: Queryable, kind: KindDef, caller: Caller, parentId: string | undefined): Promise<void> {
+    if (kind.perParent && parentId !== undefined) await lockObject(q, caller.accountId, parentId);
+  }
+
+  /** The parent's children of this kind, the one just written included, within the kind's `perParent` limit. */
+  private async checkPerParent(q: Queryable, kind: KindDef, parentId: string | undefined): Promise<void> {
+    if (!kind.perParent || parentId === undefined) return;
+    const parentTitle = kindByName(kind.parent!.kind).title;
+    const { count, bytes } = await childTotals(q, parentId, kind.name);
+    if (count > kind.perParent.count) {
+      throw new ApiError('ERR_LIMIT_EXCEEDED', `an ${parentTitle} holds at most ${kind.perParent.count} ${kind.title}s, and ${parentId} has ${count - 1}: delete one first`, { limit: String(kind.perParent.count) });
+    }
+    if (bytes > kind.perParent.bytes) {
+      throw new ApiError('ERR_LIMIT_EXCEEDED', `the ${kind.title}s of an ${parentTitle} hold at most ${mib(kind.perParent.bytes)} of configuration together; with this one, ${parentId}'s would hold ${mib(bytes)}`, { limit_bytes: String(kind.perParent.bytes) });
+    }
   }
 
   private async requireParent(q: Queryable, kind: KindDef, caller: Caller, parentId: string): Promise<void> {
@@ -320,6 +347,10 @@ function byParent(rows: ObjectRow[]): Map<string, ObjectRow[]> {
     else map.set(c.parent_id!, [c]);
   }
   return map;
+}
+
+function mib(bytes: number): string {
+  return `${(bytes / 1024 / 1024).toFixed(bytes % (1024 * 1024) === 0 ? 0 : 1)} MiB`;
 }
 
 /** The `unique_keys` scope of a unique value: service-wide, per parent object or per account. */

@@ -89,7 +89,7 @@ export async function getWithChildren(
  * page costs one round trip whatever it holds.
  */
 export async function listObjects(
-  q: Queryable, accountId: string, kind: string, opts: { beforeId?: string; limit: number; childKinds?: string[] },
+  q: Queryable, accountId: string, kind: string, opts: { beforeId?: string; limit: number; childKinds?: string[]; childBytes?: number },
 ): Promise<{ rows: ObjectRow[]; more: boolean; children: ObjectRow[] }> {
   const params: unknown[] = [accountId, kind, opts.beforeId ?? ABOVE_EVERY_ID, opts.limit + 1];
   // `parent_id IS NULL` names the index of top-level objects (migration 004).
@@ -105,17 +105,31 @@ export async function listObjects(
     // The ORDER BY keeps the lateral subquery from being flattened into a join: without statistics
     // the page is costed as one row, and the planner then scanned every child of the account once
     // and matched them to the page's ids instead of looking each parent's children up.
-    return `SELECT ${i + 1}, c.* FROM (SELECT id FROM page ORDER BY id DESC LIMIT $5) p CROSS JOIN LATERAL
+    return `SELECT ${i + 1} AS part, c.* FROM (SELECT id FROM page ORDER BY id DESC LIMIT $5) p CROSS JOIN LATERAL
       (SELECT ${COLS} FROM objects WHERE account_id = $1 AND kind = $${params.length} AND parent_id = p.id ORDER BY id) c`;
   });
-  const { rows } = await q.query<PartRow>(
-    `WITH page AS MATERIALIZED (${page})
-     SELECT * FROM (SELECT 0 AS part, ${COLS} FROM page UNION ALL ${parts.join(' UNION ALL ')}) u
-     ORDER BY part, CASE WHEN part = 0 THEN id END DESC, id`,
+  params.push(opts.childBytes ?? Number.MAX_SAFE_INTEGER);
+  // With `childBytes`, the page ends before the first parent (after the first, always kept whole)
+  // whose children take the running total of their stored bodies as text (plus
+  // `ROW_OVERHEAD_BYTES` each), in page order, past it: `cut` is that parent's id, and neither it
+  // nor the parents after it (smaller ids) nor their children are sent.
+  const { rows } = await q.query<PartRow & { cut_id: string | null }>(
+    `WITH page AS MATERIALIZED (${page}),
+     kids AS MATERIALIZED (${parts.join(' UNION ALL ')}),
+     cut AS (
+       SELECT max(parent_id) AS id FROM (
+         SELECT parent_id, sum(octet_length(body::text) + ${ROW_OVERHEAD_BYTES}) OVER (ORDER BY parent_id DESC, part, id) AS running FROM kids
+       ) s WHERE running > $${params.length} AND parent_id < (SELECT max(id) FROM page)
+     )
+     SELECT u.*, (SELECT id FROM cut) AS cut_id
+       FROM (SELECT 0 AS part, ${COLS} FROM page UNION ALL SELECT * FROM kids) u
+      WHERE (SELECT id FROM cut) IS NULL OR (CASE WHEN part = 0 THEN id ELSE parent_id END) > (SELECT id FROM cut)
+      ORDER BY part, CASE WHEN part = 0 THEN id END DESC, id`,
     params,
   );
   const { own, children } = splitParts(rows);
-  return { rows: own.slice(0, opts.limit), more: own.length > opts.limit, children };
+  const cut = rows[0]?.cut_id != null;
+  return { rows: own.slice(0, opts.limit), more: cut || own.length > opts.limit, children };
 }
 
 /** Children of one parent, oldest first (creation order). */
@@ -125,6 +139,23 @@ export async function listChildren(q: Queryable, accountId: string, kind: string
     [accountId, kind, parentId],
   );
   return rows;
+}
+
+/** What one row is counted for in a page's byte budget besides its body: its id, uri, dates. */
+export const ROW_OVERHEAD_BYTES = 256;
+
+/** How many objects of `kind` one parent holds, and their stored bodies' size as text. */
+export async function childTotals(q: Queryable, parentId: string, kind: string): Promise<{ count: number; bytes: number }> {
+  const { rows } = await q.query<{ n: string | number; bytes: string | number }>(
+    'SELECT count(*) AS n, coalesce(sum(octet_length(body::text)), 0) AS bytes FROM objects WHERE parent_id = $1 AND kind = $2',
+    [parentId, kind],
+  );
+  return { count: Number(rows[0].n), bytes: Number(rows[0].bytes) };
+}
+
+/** Locks one object's row for the rest of the transaction (a parent whose children are written). */
+export async function lockObject(q: Queryable, accountId: string, id: string): Promise<void> {
+  await q.query('SELECT 1 FROM objects WHERE id = $1 AND account_id = $2 FOR UPDATE', [id, accountId]);
 }
 
 export async function updateBody(q: Queryable, id: string, body: Record<string, unknown>): Promise<ObjectRow> {
