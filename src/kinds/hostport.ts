@@ -34,3 +34,22 @@ function hostportProblem(value: string, seen: Map<string, number>): string | nul
 export function normalizeHostports(list: string[]): string[] {
   return list.map((h) => h.toLowerCase());
 }
+
+/**
+ * Where a stored hostport sits in the DNS tree, for the overlap rule between accounts: the domain
+ * a wildcard covers (`*.example.com:443` → `example.com`), the domains above it or above a plain
+ * name (`a.b.example.com` → `b.example.com`, `example.com`, `com`), the wildcards that cover it,
+ * and the port.
+ */
+export function hostportPlace(hostport: string): { covers: string | null; above: string[]; coveredBy: string[]; port: string } {
+  const colon = hostport.lastIndexOf(':');
+  const host = hostport.slice(0, colon);
+  const port = hostport.slice(colon + 1);
+  const wildcard = host.startsWith('*.');
+  const labels = (wildcard ? host.slice(2) : host).split('.');
+  const above: string[] = [];
+  for (let i = 1; i < labels.length; i++) above.push(labels.slice(i).join('.'));
+  const coveredBy = above.map((d) => `*.${d}:${port}`);
+  // A wildcard is also covered by the wildcards of the domains above the one it covers.
+  return { covers: wildcard ? labels.join('.') : null, above, coveredBy, port };
+}

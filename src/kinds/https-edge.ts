@@ -25,6 +25,12 @@ export const httpsEdge: KindDef = {
     values: (body) => (body.hostports as string[] | undefined) ?? [],
     code: 'ERR_HOSTPORT_IN_USE',
     conflict: (v) => `hostports: ${v} is already served by another HTTPS edge; a hostport belongs to one edge`,
+    // A hostname is one account's: `*.example.com:443` may not be added while another account
+    // serves `a.example.com:443`, nor the other way round.
+    wildcardOverlaps: {
+      across: 'accounts',
+      conflict: (v) => `hostports: ${v} overlaps a hostport another account serves (${v.startsWith('*.') ? 'this wildcard covers it, or a wildcard of theirs covers this one' : 'a wildcard of theirs covers it'}); a hostname is served by one account`,
+    },
   }],
   modules: EDGE_MODULES,
   defaults: { hostports: [] },

@@ -74,6 +74,12 @@ export interface UniqueDef {
   /** The 409's error code and message for a value already taken. */
   code: ErrorCode;
   conflict(value: string): string;
+  /**
+   * The values are `host:port` DNS names, where `*.example.com` covers every name under
+   * example.com: a value may not cover, or be covered by, a value of another account (same code;
+   * the message must not name the other value). Values of one account may overlap.
+   */
+  wildcardOverlaps?: { across: 'accounts'; conflict(value: string): string };
 }
 
 /**

@@ -2,6 +2,7 @@ import { findKind, kindByName } from '../kinds/registry.js';
 import type { Body, HookContext, KindDef, KindRuntimeConfig, ModuleDef, RefDef, UniqueDef } from '../kinds/types.js';
 import type { Db, Queryable } from '../store/db.js';
 import { isPgError } from '../store/db.js';
+import { foreignOverlap } from '../store/hostport-overlaps.js';
 import {
   childTotals, deleteObject, existingIds, getObject, getWithChildren, insertObject, listChildren, listObjects, lockObject, reaches, referrers,
   replaceRefs, replaceUniques, UniqueViolation, updateBody, type ObjectRow, type RefRow,
@@ -278,7 +279,26 @@ export class Resources {
     if (!previous || !same(stored, collectRefs(kind, previous).filter((r) => r.def.stored !== false), refKey)) {
       await this.writeRefs(q, kind, caller, row, stored);
     }
-    if (!previous || !same(uniques, uniqueKeys(kind, previous, row), uniqueKey)) await this.writeUniques(q, row, uniques);
+    const before = previous ? uniqueKeys(kind, previous, row) : [];
+    if (!previous || !same(uniques, before, uniqueKey)) {
+      await this.refuseForeignOverlaps(q, caller, uniques.filter((u) => !before.some((b) => uniqueKey(b) === uniqueKey(u))));
+      await this.writeUniques(q, row, uniques);
+    }
+  }
+
+  /** The values a write adds that may not overlap another account's (`UniqueDef.wildcardOverlaps`). */
+  private async refuseForeignOverlaps(q: Queryable, caller: Caller, added: { scope: string; value: string; def: UniqueDef }[]): Promise<void> {
+    const byScope = new Map<string, { def: UniqueDef; values: string[] }>();
+    for (const u of added) {
+      if (!u.def.wildcardOverlaps) continue;
+      const entry = byScope.get(u.scope) ?? { def: u.def, values: [] };
+      entry.values.push(u.value);
+      byScope.set(u.scope, entry);
+    }
+    for (const [scope, { def, values }] of byScope) {
+      const hit = await foreignOverlap(q, scope, caller.accountId, values);
+      if (hit !== null) throw new ApiError(def.code, def.wildcardOverlaps!.conflict(hit));
+    }
   }
 
   private async writeRefs(q: Queryable, kind: KindDef, caller: Caller, row: ObjectRow, stored: CollectedRef[]): Promise<void> {
