@@ -49,6 +49,8 @@ program
   .option('--host <h>', 'address to listen on', '127.0.0.1')
   .addOption(stateOption())
   .addOption(new Option('--log-level <level>', 'pino log level').env('EDGEPLANE_LOG_LEVEL'))
+  .addOption(new Option('--tls-cert <file>', 'PEM certificate chain: serve HTTPS (with --tls-key)').env('EDGEPLANE_TLS_CERT'))
+  .addOption(new Option('--tls-key <file>', 'PEM private key of --tls-cert').env('EDGEPLANE_TLS_KEY'))
   .action(async (flags) => (await import('./commands/serve.js')).serve(flags));
 
 const targetOptions = (c: Command) =>

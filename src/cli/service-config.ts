@@ -1,5 +1,5 @@
 import type { KindRuntimeConfig } from '../kinds/types.js';
-import type { AppOptions } from '../service/app.js';
+import type { AppOptions, ServerOptions } from '../service/app.js';
 import { resolveVendorPrefix } from '../contract/vendor.js';
 import { DEFAULT_RATE_LIMIT, type RateLimitOptions } from '../service/rate-limit.js';
 import type { WorkerOptions } from '../service/job-worker.js';
@@ -59,4 +59,27 @@ export function rateLimitFromEnv(env = process.env): RateLimitOptions {
   const redisUrl = env.EDGEPLANE_REDIS_URL || undefined;
   if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new Error('EDGEPLANE_REDIS_URL: must be a redis:// or rediss:// URL');
   return { perMinute, redisUrl };
+}
+
+function wholeNumber(env: NodeJS.ProcessEnv, name: string, dflt: number, unit: string, min = 1): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return dflt;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${name}: must be a whole number of ${unit} (at least ${min}), got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+/** `serve`'s connection limits and drain time (README, Operations), from the environment. */
+export function serverOptionsFromEnv(env = process.env): Omit<ServerOptions, 'tls'> & { shutdownTimeoutMs: number } {
+  const opts = {
+    headersTimeoutMs: wholeNumber(env, 'EDGEPLANE_HEADERS_TIMEOUT_MS', 10_000, 'milliseconds'),
+    requestTimeoutMs: wholeNumber(env, 'EDGEPLANE_REQUEST_TIMEOUT_MS', 30_000, 'milliseconds'),
+    keepAliveTimeoutMs: wholeNumber(env, 'EDGEPLANE_KEEPALIVE_TIMEOUT_MS', 72_000, 'milliseconds'),
+    maxConnections: wholeNumber(env, 'EDGEPLANE_MAX_CONNECTIONS', 1024, 'connections'),
+    shutdownTimeoutMs: wholeNumber(env, 'EDGEPLANE_SHUTDOWN_TIMEOUT_MS', 25_000, 'milliseconds'),
+  };
+  if (opts.headersTimeoutMs > opts.requestTimeoutMs) {
+    throw new Error(`EDGEPLANE_HEADERS_TIMEOUT_MS (${opts.headersTimeoutMs}) must not be longer than EDGEPLANE_REQUEST_TIMEOUT_MS (${opts.requestTimeoutMs}): the headers are part of the request`);
+  }
+  return opts;
 }

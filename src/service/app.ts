@@ -28,6 +28,21 @@ export interface AppOptions extends VendorOptions {
   authCacheMs?: number;
   /** Requests per minute per API key (`rate-limit.ts`); none without it (tests, the embedded CLI). */
   rateLimit?: RateLimitOptions;
+  /** Connection limits and TLS of `serve` (README, Operations); Node's defaults without it. */
+  server?: ServerOptions;
+}
+
+export interface ServerOptions {
+  /** Time to receive a request's line and headers; a slower client gets 408 and is disconnected. */
+  headersTimeoutMs: number;
+  /** Time to receive a whole request, body included. */
+  requestTimeoutMs: number;
+  /** How long an idle keep-alive connection is kept open. */
+  keepAliveTimeoutMs: number;
+  /** Connections open at once; more are closed as they arrive. */
+  maxConnections: number;
+  /** PEM certificate chain and key: the service speaks HTTPS only. */
+  tls?: { cert: string; key: string };
 }
 
 export const SUPPORTED_VERSION = '2';
@@ -54,7 +69,16 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const auth = new Authenticator(opts.db, opts.authCacheMs);
   const resources = new Resources(opts.db, { vendorPrefix });
 
+  const server = opts.server;
+  // Node checks the header and request timeouts on a timer of its own (every 30 s by default, so a
+  // slow-header connection was held up to a minute and a half): checked often enough here that a
+  // connection lives about as long as its timeout says.
+  const timeouts = server
+    ? { headersTimeout: server.headersTimeoutMs, requestTimeout: server.requestTimeoutMs, connectionsCheckingInterval: Math.min(2000, Math.max(100, Math.floor(server.headersTimeoutMs / 4))) }
+    : undefined;
   const app = Fastify({
+    ...(server ? { keepAliveTimeout: server.keepAliveTimeoutMs, requestTimeout: server.requestTimeoutMs } : {}),
+    ...(server?.tls ? { https: { ...timeouts, cert: server.tls.cert, key: server.tls.key } } : timeouts ? { http: timeouts } : {}),
     bodyLimit: BODY_LIMIT,
     // While shutting down, a request that still arrives on an open keep-alive connection is served
     // (with Connection: close) rather than answered by fastify's own 503 body, outside the API's
@@ -76,6 +100,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       ? { level: opts.logLevel, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, ...(opts.logStream ? { stream: opts.logStream } : {}) }
       : false,
   });
+
+  if (server) app.server.maxConnections = server.maxConnections;
 
   // Route body schemas are precompiled (`npm run schemas`): start-up compiles none of them.
   app.setValidatorCompiler(({ schema }) => serviceValidator(schema));

@@ -58,6 +58,9 @@ export function startJobWorker(db: Db, opts: WorkerOptions = {}): JobWorker {
         const jobs = await claimJobs(db, { workerId: id, leaseMs, limit: opts.batch ?? 10 });
         failures = 0;
         for (const job of jobs) {
+          // Shutting down: the job being run is finished, the rest of the batch is left to its
+          // lease running out (another process takes it over then).
+          if (stopped) break;
           if (opts.delayMs) await new Promise((r) => setTimeout(r, opts.delayMs));
           const outcome: JobOutcome = await finishJob(db, job, handlers, id);
           if (outcome !== 'done') opts.log?.warn({ job_id: job.id, type: job.type, attempts: job.attempts, outcome }, `job ${outcome}`);

@@ -61,7 +61,7 @@ export function startServe(args: string[], opts: { env?: Record<string, string |
     const timer = setTimeout(() => reject(new Error(`serve did not start:\n${out}`)), 60_000);
     const onData = (d: Buffer) => {
       out += d;
-      const m = /"url":"(http:\/\/[^"]+)"/.exec(out);
+      const m = /"url":"(https?:\/\/[^"]+)"/.exec(out);
       if (m) {
         clearTimeout(timer);
         resolve({
