@@ -22,7 +22,7 @@ export const ERROR_CATALOG = {
   ERR_MODULE_NOT_CONFIGURED: { status: 404, summary: 'the module is not configured on this object' },
   ERR_METHOD_NOT_ALLOWED: { status: 405, summary: 'the path exists but not with this method (see Allow)' },
   ERR_IN_USE: { status: 409, summary: 'the object is still referenced; the message names the referrers' },
-  ERR_HOSTPORT_IN_USE: { status: 409, summary: 'the hostport is served by another edge' },
+  ERR_HOSTPORT_IN_USE: { status: 409, summary: 'the hostport is served by another edge, or overlaps a hostport of another account' },
   ERR_HOSTNAME_BANNED: { status: 409, summary: 'the hostport names a hostname banned after an abuse report' },
   ERR_ROUTE_MATCH_IN_USE: { status: 409, summary: 'the edge already has a route with this match' },
   ERR_CONFLICT: { status: 409, summary: 'the request conflicts with the current state' },
