@@ -172,6 +172,50 @@ describe.runIf(!!process.env.DATABASE_URL)('edgeplane serve on PostgreSQL', () =
   }, 60_000);
 });
 
+describe.runIf(!!process.env.DATABASE_URL)('edgeplane serve draining its background job on PostgreSQL', () => {
+  it('on SIGTERM finishes the job it is running and exits 0; past the shutdown timeout it exits 1', async () => {
+    const schema = 'ep_drain_' + Math.random().toString(36).slice(2, 10);
+    const db = await openPostgres(process.env.DATABASE_URL!, { schema });
+    const u = new URL(process.env.DATABASE_URL!);
+    u.searchParams.set('options', `-c search_path=${schema}`);
+    const env = { DATABASE_URL: u.toString(), EDGEPLANE_JOB_POLL_MS: '50' };
+    const running = async () => {
+      for (let i = 0; i < 1000; i++) {
+        const { rows } = await db.query<{ state: string }>("SELECT state FROM jobs WHERE state = 'running'").catch(() => ({ rows: [] as { state: string }[] }));
+        if (rows.length) return;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      throw new Error('no job was ever running');
+    };
+    try {
+      const created = await runCli(['admin', 'accounts', 'create', '--name', 'drain', '--abuse-reports', '--json'], { env: { DATABASE_URL: env.DATABASE_URL } });
+      expect(created.code, created.stderr).toBe(0);
+      const key = JSON.parse(created.stdout).api_key;
+
+      // Each job waits 2 s once claimed: the signal comes while it runs.
+      const served = await startServe([], { env: { ...env, EDGEPLANE_JOB_DELAY_MS: '2000' } });
+      const report = await new TestClient(served.url, key).post('/abuse_reports', { urls: ['https://drain.example.com/'] });
+      expect(report.status).toBe(201);
+      await running();
+      expect(await served.stop('SIGTERM')).toBe(0);
+      const { rows } = await db.query<{ state: string; completions: number }>('SELECT state, completions FROM jobs');
+      expect(rows).toEqual([{ state: 'done', completions: 1 }]);
+
+      // A job longer than the shutdown timeout: the process gives up waiting and says so.
+      const slow = await startServe([], { env: { ...env, EDGEPLANE_JOB_DELAY_MS: '30000', EDGEPLANE_SHUTDOWN_TIMEOUT_MS: '500' } });
+      expect((await new TestClient(slow.url, key).post('/abuse_reports', { urls: ['https://slow.example.com/'] })).status).toBe(201);
+      await running();
+      const started = Date.now();
+      expect(await slow.stop('SIGTERM')).toBe(1);
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect(slow.logs()).toContain('killed by timeout');
+    } finally {
+      await db.query(`DROP SCHEMA ${schema} CASCADE`);
+      await db.close();
+    }
+  }, 120_000);
+});
+
 function waitForLog(logs: () => string, re: RegExp, timeoutMs = 10_000): Promise<void> {
   return new Promise((resolve, reject) => {
     const started = Date.now();
