@@ -55,6 +55,21 @@ describe.each(ENGINES)('rate limit per API key (%s)', (engine) => {
   });
 });
 
+describe('rate limit with its Redis unreachable', () => {
+  it('lets requests through, at once, rather than refusing them or waiting for Redis', async () => {
+    // A port nothing listens on: every count fails.
+    const svc = await startTestService('pglite', { rateLimit: { perMinute: 2, redisUrl: 'redis://127.0.0.1:9' } });
+    try {
+      const c = await svc.account();
+      const started = Date.now();
+      for (let i = 0; i < 5; i++) expect((await c.get('/certificate_authorities')).status).toBe(200);
+      expect(Date.now() - started).toBeLessThan(5000);
+    } finally {
+      await svc.close();
+    }
+  });
+});
+
 describe.runIf(!!process.env.DATABASE_URL && (HAVE_REDIS || REQUIRE_REDIS))('rate limit shared through Redis', () => {
   it('two serve processes on one database count one key together', async () => {
     const schema = 'ep_rl_' + Math.random().toString(36).slice(2, 10);
