@@ -30,7 +30,11 @@ describe.each(ENGINES)('rate limit per API key (%s)', (engine) => {
 
   it('answers 429 ERR_RATE_LIMITED with Retry-After past the limit, per key, in the API error shape', async () => {
     const c = await svc.account();
-    for (let i = 0; i < 5; i++) expect((await c.get('/certificate_authorities')).status).toBe(200);
+    for (let i = 0; i < 5; i++) {
+      const res = await c.get('/certificate_authorities');
+      expect(res.status).toBe(200);
+      expect(res.headers.get('x-ratelimit-remaining')).toBe(String(4 - i));
+    }
     const over = await c.get('/certificate_authorities');
     expect(over.status).toBe(429);
     expect(over.body).toMatchObject({ error_code: 'ERR_RATE_LIMITED', status_code: 429, details: { operation_id: over.headers.get('operation-id') } });
