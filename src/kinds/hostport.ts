@@ -49,7 +49,7 @@ export function hostportPlace(hostport: string): { covers: string | null; above:
   const labels = (wildcard ? host.slice(2) : host).split('.');
   const above: string[] = [];
   for (let i = 1; i < labels.length; i++) above.push(labels.slice(i).join('.'));
+  // A wildcard is covered by the wildcards of the domains above the one it covers.
   const coveredBy = above.map((d) => `*.${d}:${port}`);
-  // A wildcard is also covered by the wildcards of the domains above the one it covers.
   return { covers: wildcard ? labels.join('.') : null, above, coveredBy, port };
 }

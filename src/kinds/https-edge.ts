@@ -28,7 +28,6 @@ export const httpsEdge: KindDef = {
     // A hostname is one account's: `*.example.com:443` may not be added while another account
     // serves `a.example.com:443`, nor the other way round.
     wildcardOverlaps: {
-      across: 'accounts',
       conflict: (v) => `hostports: ${v} overlaps a hostport another account serves (${v.startsWith('*.') ? 'this wildcard covers it, or a wildcard of theirs covers this one' : 'a wildcard of theirs covers it'}); a hostname is served by one account`,
     },
   }],

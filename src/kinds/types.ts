@@ -79,7 +79,7 @@ export interface UniqueDef {
    * example.com: a value may not cover, or be covered by, a value of another account (same code;
    * the message must not name the other value). Values of one account may overlap.
    */
-  wildcardOverlaps?: { across: 'accounts'; conflict(value: string): string };
+  wildcardOverlaps?: { conflict(value: string): string };
 }
 
 /**
