@@ -42,7 +42,7 @@ export async function foreignOverlap(q: Queryable, scope: string, accountId: str
   }
   for (const p of places) {
     if (!p.covers) continue;
-    // Values ending in `.<domain>:<port>`: a prefix of the reversed value (the index of migration 004).
+    // Values ending in `.<domain>:<port>`: a prefix of the reversed value (the index of migration 005).
     const suffix = [...`.${p.covers}:${p.port}`].reverse().join('');
     const { rows } = await q.query(
       `SELECT 1 FROM unique_keys u JOIN objects o ON o.id = u.object_id
