@@ -70,9 +70,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const resources = new Resources(opts.db, { vendorPrefix });
 
   const server = opts.server;
-  // Node checks the header and request timeouts on a timer of its own (every 30 s by default, so a
-  // slow-header connection was held up to a minute and a half): checked often enough here that a
-  // connection lives about as long as its timeout says.
+  // Node checks the header and request timeouts on a timer of its own, by default far less often
+  // than the header timeout here (a slow-header connection outlived its timeout many times over):
+  // checked often enough that a connection lives about as long as its timeout says.
   const timeouts = server
     ? { headersTimeout: server.headersTimeoutMs, requestTimeout: server.requestTimeoutMs, connectionsCheckingInterval: Math.min(2000, Math.max(100, Math.floor(server.headersTimeoutMs / 4))) }
     : undefined;
