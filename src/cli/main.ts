@@ -51,6 +51,8 @@ program
   .addOption(new Option('--log-level <level>', 'pino log level').env('EDGEPLANE_LOG_LEVEL'))
   .addOption(new Option('--tls-cert <file>', 'PEM certificate chain: serve HTTPS (with --tls-key)').env('EDGEPLANE_TLS_CERT'))
   .addOption(new Option('--tls-key <file>', 'PEM private key of --tls-cert').env('EDGEPLANE_TLS_KEY'))
+  .addOption(new Option('--metrics <mode>', 'Prometheus metrics at GET /metrics: on or off').choices(['on', 'off']).default('on').env('EDGEPLANE_METRICS'))
+  .addOption(new Option('--metrics-port <n>', 'serve GET /metrics on this port (same --host) instead of the API port').env('EDGEPLANE_METRICS_PORT'))
   .action(async (flags) => (await import('./commands/serve.js')).serve(flags));
 
 const targetOptions = (c: Command) =>

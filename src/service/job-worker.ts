@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type { Db } from '../store/db.js';
 import { JOB_HANDLERS } from './job-handlers.js';
-import { claimJobs, finishJob, workerIdentity, type JobHandler, type JobOutcome } from '../store/job-queue.js';
+import { claimJobs, finishJob, workerIdentity, type Job, type JobHandler, type JobOutcome } from '../store/job-queue.js';
 
 export interface WorkerOptions {
   /** How long a claim lasts before another worker may take the job over. Default 30 s. */
@@ -16,6 +16,8 @@ export interface WorkerOptions {
   handlers?: Record<string, JobHandler>;
   /** Where problems are reported (the server passes its pino logger); the library never prints. */
   log?: { warn(obj: object, msg: string): void; debug?(obj: object, msg: string): void };
+  /** Told how each job ended (metrics count them). */
+  onOutcome?(job: Job, outcome: JobOutcome): void;
 }
 
 export interface JobWorker {
@@ -63,6 +65,7 @@ export function startJobWorker(db: Db, opts: WorkerOptions = {}): JobWorker {
           if (stopped) break;
           if (opts.delayMs) await new Promise((r) => setTimeout(r, opts.delayMs));
           const outcome: JobOutcome = await finishJob(db, job, handlers, id);
+          opts.onOutcome?.(job, outcome);
           if (outcome !== 'done') opts.log?.warn({ job_id: job.id, type: job.type, attempts: job.attempts, outcome }, `job ${outcome}`);
         }
         if (!jobs.length) await idle(pollMs);

@@ -14,11 +14,13 @@ export const SERVICE_VALIDATORS_FILE = fileURLToPath(new URL('../generated/servi
  */
 export async function serviceSchemas(): Promise<object[]> {
   // Registering routes touches no database; nothing is requested here.
-  const app = await buildApp({ db: {} as Db });
   const schemas: object[] = [];
-  app.setValidatorCompiler(({ schema }) => {
-    schemas.push(schema);
-    return () => true;
+  const app = await buildApp({
+    db: {} as Db,
+    validatorCompiler: ({ schema }) => {
+      schemas.push(schema as object);
+      return () => true;
+    },
   });
   await app.ready();
   await app.close();

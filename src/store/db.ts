@@ -12,7 +12,11 @@ export interface Db extends Queryable {
   /** Human-readable target, e.g. the PGlite directory or the PostgreSQL host/db (no password). */
   readonly describe: string;
   close(): Promise<void>;
+  /** The connection pool's use now, for metrics; absent where there is no pool (a transaction's `Db`). */
+  poolStats?(): PoolStats;
 }
+
+export interface PoolStats { total: number; idle: number; waiting: number; max: number }
 
 export function isPgError(err: unknown, code: string): err is Error & { code: string; constraint?: string; detail?: string } {
   return typeof err === 'object' && err !== null && (err as { code?: string }).code === code;

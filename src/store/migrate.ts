@@ -25,7 +25,7 @@ export async function migrate(db: Db): Promise<string[]> {
   // Every command and every `serve` starts here. When every migration is already recorded (all but
   // a first start or an upgrade), two reads decide it: no transaction, lock or DDL, and no wait
   // behind a newer version's process migrating the same database.
-  if (await allRecorded(db, migrations)) return [];
+  if ((await pendingMigrations(db, migrations)).length === 0) return [];
   return db.tx(async (q) => {
     await q.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
     await q.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -44,15 +44,15 @@ export async function migrate(db: Db): Promise<string[]> {
 }
 
 /**
- * Whether every migration is recorded as applied (committed rows: nothing is left to do). The table
- * is looked for where `CREATE TABLE` would put it, the first schema of the search path that exists:
- * one of the same name further along the path is another deployment's.
+ * The migrations not recorded as applied (committed rows), by name; none: nothing is left to do.
+ * The table is looked for where `CREATE TABLE` would put it, the first schema of the search path
+ * that exists: one of the same name further along the path is another deployment's.
  */
-async function allRecorded(db: Db, migrations: Migration[]): Promise<boolean> {
+export async function pendingMigrations(db: Pick<Db, 'query'>, migrations = loadMigrations()): Promise<string[]> {
   const { rows } = await db.query<{ present: boolean }>(
     "SELECT to_regclass(quote_ident(current_schema()) || '.schema_migrations') IS NOT NULL AS present",
   );
-  if (!rows[0]?.present) return false;
+  if (!rows[0]?.present) return migrations.map((m) => m.name);
   const done = new Set((await db.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
-  return migrations.every((m) => done.has(m.version));
+  return migrations.filter((m) => !done.has(m.version)).map((m) => m.name);
 }

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { Db, Queryable } from './db.js';
+import type { Db, PoolStats, Queryable } from './db.js';
 
 /** A `Db` over a `pg.Pool`: used for real PostgreSQL and, through PGlite's pg adapter, for PGlite. */
 export class PoolDb implements Db {
@@ -37,6 +37,10 @@ export class PoolDb implements Db {
       client.off('error', onError);
       client.release(broken ?? false);
     }
+  }
+
+  poolStats(): PoolStats {
+    return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount, max: this.pool.options.max ?? 10 };
   }
 
   async close() {

@@ -1,14 +1,22 @@
 import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
 import closeWithGrace from 'close-with-grace';
+import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../service/app.js';
+import { metricsText } from '../../service/plugins/metrics.js';
 import { ensureCredentials } from '../../embedded/embedded-credentials.js';
 import { openEngine } from '../../embedded/engine.js';
 import { stateDirOf } from '../../embedded/state-dir.js';
 import { stateDirFor, stdio } from '../output.js';
-import { startJobWorker } from '../../service/job-worker.js';
 import { rateLimitFromEnv, serverOptionsFromEnv, serviceOptionsFromEnv, workerOptionsFromEnv } from '../service-config.js';
 
-export interface ServeFlags { port: string; host: string; state?: string; logLevel?: string; tlsCert?: string; tlsKey?: string }
+export interface ServeFlags { port: string; host: string; state?: string; logLevel?: string; tlsCert?: string; tlsKey?: string; metrics?: string; metricsPort?: string }
+
+function portNumber(flag: string, value: string): number {
+  const port = Number(value);
+  if (!/^\d+$/.test(value) || port > 65535) throw new Error(`${flag}: ${value} is not a port number`);
+  return port;
+}
 
 /** The certificate and key of `--tls-cert` / `--tls-key`, both or neither. */
 function readTls(flags: ServeFlags): { cert: string; key: string } | undefined {
@@ -29,11 +37,14 @@ export async function serve(flags: ServeFlags): Promise<void> {
   const { shutdownTimeoutMs, ...limits } = serverOptionsFromEnv();
   const rateLimit = rateLimitFromEnv();
   const tls = readTls(flags);
-  const port = Number(flags.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port: ${flags.port} is not a port number`);
+  const port = portNumber('--port', flags.port);
+  const metricsOff = flags.metrics === 'off';
+  const metricsPort = flags.metricsPort !== undefined && flags.metricsPort !== '' ? portNumber('--metrics-port', flags.metricsPort) : undefined;
+  if (metricsOff && metricsPort !== undefined) throw new Error('--metrics-port: metrics are off (--metrics off / EDGEPLANE_METRICS=off)');
   if (!process.env.DATABASE_URL) await stateDirFor(stateDirOf({ stateDir: flags.state }), stdio);
   const db = await openEngine({ stateDir: flags.state });
-  let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+  let app: FastifyInstance | undefined;
+  let metricsServer: Server | undefined;
   try {
     // On the embedded database, the state directory's own account (as every CLI command makes
     // it): a `plan --state DIR` run beside this server reaches it through the lock's URL with that
@@ -42,29 +53,39 @@ export async function serve(flags: ServeFlags): Promise<void> {
     app = await buildApp({
       db, ...serviceOptionsFromEnv(), rateLimit, server: { ...limits, tls },
       logLevel: flags.logLevel ?? process.env.EDGEPLANE_LOG_LEVEL ?? 'info',
+      // Every process runs a worker: the queue is in the database, so N replicas share the work.
+      jobWorker: runJobs ? workerOptions : false,
+      metrics: metricsOff ? 'off' : metricsPort !== undefined ? 'collect' : 'route',
     });
     await app.listen({ port, host: flags.host });
+    if (metricsPort !== undefined) metricsServer = await serveMetrics(app, flags.host, metricsPort);
   } catch (err) {
     // A port in use, an address not on this machine, a bad certificate: the process ends with the
     // error, the database closed and the state directory released (open, they would keep it running).
+    metricsServer?.close();
     await app?.close();
     await db.close();
     throw err;
   }
   const addr = app.server.address();
   const actualPort = typeof addr === 'object' && addr ? addr.port : port;
-  const url = `${tls ? 'https' : 'http'}://${flags.host.includes(':') ? `[${flags.host}]` : flags.host}:${actualPort}`;
+  const hostPart = flags.host.includes(':') ? `[${flags.host}]` : flags.host;
+  const url = `${tls ? 'https' : 'http'}://${hostPart}:${actualPort}`;
   db.lock?.setUrl(url);
-  // Every process runs a worker: the queue is in the database, so N replicas share the work.
-  const worker = runJobs ? startJobWorker(db, { ...workerOptions, log: app.log }) : null;
+  const metricsAddr = metricsServer?.address();
+  const metricsUrl = metricsAddr && typeof metricsAddr === 'object' ? `http://${hostPart}:${metricsAddr.port}/metrics` : null;
   app.log.info(
-    { url, engine: db.engine, database: db.describe, worker: worker?.id ?? null, rate_limit: rateLimit.perMinute, rate_limit_store: rateLimit.redisUrl ? 'redis' : 'process' },
+    {
+      url, engine: db.engine, database: db.describe, worker: app.jobWorker?.id ?? null,
+      metrics: metricsOff ? null : metricsUrl ?? `${url}/metrics`,
+      rate_limit: rateLimit.perMinute, rate_limit_store: rateLimit.redisUrl ? 'redis' : 'process',
+    },
     `edgeplane listening on ${url} (database ${db.describe})`,
   );
 
   // SIGTERM / SIGINT: stop accepting connections, let the requests in flight and the job being
-  // run finish, close the database, exit 0. Past the shutdown timeout, or on a second signal,
-  // exit 1 at once (close-with-grace).
+  // run finish (closing the app stops its job worker), close the database, exit 0. Past the
+  // shutdown timeout, or on a second signal, exit 1 at once (close-with-grace).
   const running = app;
   closeWithGrace({
     delay: shutdownTimeoutMs,
@@ -72,8 +93,33 @@ export async function serve(flags: ServeFlags): Promise<void> {
   }, async ({ signal, err }) => {
     if (err) running.log.error({ err }, 'shutting down after an uncaught error');
     else running.log.info({ signal }, 'shutting down');
-    await Promise.all([running.close(), worker?.stop()]);
+    metricsServer?.close();
+    await running.close();
     await db.close();
     running.log.info('stopped');
+  });
+}
+
+/** `GET /metrics` on a port of its own (kept off the API's port, e.g. reachable only inside the cluster). */
+function serveMetrics(app: FastifyInstance, host: string, port: number): Promise<Server> {
+  const server = createServer((req, res) => {
+    if ((req.url ?? '').split('?')[0] !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
+      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found: this port serves GET /metrics only\n');
+      return;
+    }
+    metricsText(app).then(
+      (m) => res.writeHead(200, { 'content-type': m!.contentType, 'cache-control': 'no-store' }).end(req.method === 'HEAD' ? undefined : m!.text),
+      (err: Error) => {
+        app.log.error({ err }, 'metrics scrape failed');
+        res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('metrics could not be collected\n');
+      },
+    );
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve(server);
+    });
   });
 }

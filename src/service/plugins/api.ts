@@ -1,0 +1,66 @@
+import fp from 'fastify-plugin';
+import type { FastifyRequest } from 'fastify';
+import { ApiError } from '../../contract/errors.js';
+import rateLimitPlugin, { type RateLimitOptions } from '../rate-limit.js';
+import { authPlugin } from './authenticate.js';
+import { kindRoutesPlugin } from './kind-routes.js';
+import { versionHeaderPlugin } from './version-header.js';
+
+declare module 'fastify' {
+  interface FastifyRequest { baseUrl?: string }
+}
+
+export interface ApiScopeOptions {
+  /** Version headers accepted (the first is canonical). */
+  versionHeaders: string[];
+  vendorPrefix: string;
+  /** Base of every `uri`; default: scheme and Host of the request. */
+  publicUrl?: string;
+  authCacheMs?: number;
+  /** Requests per minute per API key (`rate-limit.ts`); none without it (tests, the embedded CLI). */
+  rateLimit?: RateLimitOptions;
+}
+
+/**
+ * The public API: an encapsulated scope whose every request, unknown paths included, is checked
+ * for a usable Host, the version header and an API key, in that order. Ops routes live outside it.
+ */
+export const apiPlugin = fp<ApiScopeOptions>(async (api, opts) => {
+  const publicUrl = opts.publicUrl?.replace(/\/+$/, '');
+  api.decorateRequest('baseUrl', undefined);
+  // A Host no uri can be built on is refused before anything is done.
+  api.addHook('onRequest', async (req) => {
+    req.baseUrl = publicUrl ?? requestBase(req);
+  });
+  await api.register(versionHeaderPlugin, { versionHeaders: opts.versionHeaders });
+  await api.register(authPlugin, { authCacheMs: opts.authCacheMs });
+  // Needs the caller (it counts per key), before the routes (its hooks attach to those after it).
+  if (opts.rateLimit) await api.register(rateLimitPlugin, opts.rateLimit);
+  await api.register(kindRoutesPlugin, { vendorPrefix: opts.vendorPrefix });
+  // Set here, not at the root: a path no route has goes through this scope's checks (a caller
+  // without a key learns nothing about which paths exist beyond the OpenAPI document).
+  api.setNotFoundHandler(async (req) => {
+    throw new ApiError('ERR_NOT_FOUND', `no such path: ${req.method} ${req.url.split('?')[0]}`);
+  });
+}, { name: 'edgeplane-api', encapsulate: true, dependencies: ['edgeplane-database', 'edgeplane-errors', 'edgeplane-json-body'] });
+
+/** `host`, `host:port`, `[v6]`, `[v6]:port`: what may stand between `http://` and the path of a `uri`. */
+const AUTHORITY = /^(?:[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.?|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
+
+/**
+ * The scheme and authority `uri`s are built on when no public URL is configured: the request's
+ * `Host`. One that is not a host[:port] (`a b`, `evil.com/x?y=`) would make every `uri` and stored
+ * SAML URL of the response point elsewhere or not parse: refused. HTTP/1.0 may send none: the
+ * address the request came in on is used.
+ */
+function requestBase(req: FastifyRequest): string {
+  const host = req.headers.host;
+  if (host === undefined || host === '') {
+    const local = (req.socket.localAddress ?? '127.0.0.1').replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/, '$1');
+    return `${req.protocol}://${local.includes(':') ? `[${local}]` : local}:${req.socket.localPort}`;
+  }
+  if (!AUTHORITY.test(host)) {
+    throw new ApiError('ERR_BAD_REQUEST', `Host header ${JSON.stringify(host.slice(0, 100))} is not a host[:port]: the service builds each uri from it (or set EDGEPLANE_PUBLIC_URL)`);
+  }
+  return `${req.protocol}://${host}`;
+}

@@ -1,0 +1,32 @@
+import { isUtf8 } from 'node:buffer';
+import fp from 'fastify-plugin';
+import { ApiError } from '../../contract/errors.js';
+import { findUnstorableText } from '../../contract/validation.js';
+
+/**
+ * JSON only; a body-less request that still names a content type (GET, DELETE) is accepted. Any
+ * other type is refused (415) by fastify, mapped to the API's error by the errors plugin.
+ */
+export const jsonBodyPlugin = fp(async (app) => {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, raw, done) => {
+    const bytes = raw as Buffer;
+    if (bytes.length === 0) return done(null, undefined);
+    // Decoding would turn bytes that are not UTF-8 into U+FFFD and store that: refused instead.
+    if (!isUtf8(bytes)) return done(new ApiError('ERR_INVALID_JSON', 'body is not valid UTF-8 (JSON is sent as UTF-8)'), undefined);
+    let body: unknown;
+    try {
+      body = JSON.parse(bytes.toString('utf8'));
+    } catch (err) {
+      // V8 quotes the input around the error ("Unexpected token 'S', \"…\" is not valid JSON"): a
+      // secret in the body would come back in the error, and go to logs. The message without it.
+      const why = (err as Error).message.replace(/, (?:\.\.\.)?".*$/s, '');
+      return done(new ApiError('ERR_INVALID_JSON', `body is not valid JSON: ${why}`), undefined);
+    }
+    const bad = findUnstorableText(body);
+    if (bad !== null) {
+      return done(new ApiError('ERR_VALIDATION', `${bad.slice(0, 200) || 'body'}: text may not contain U+0000 or an unpaired UTF-16 surrogate (\\ud800–\\udfff)`), undefined);
+    }
+    done(null, body);
+  });
+}, { name: 'edgeplane-json-body', dependencies: ['edgeplane-errors'] });

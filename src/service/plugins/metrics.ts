@@ -1,0 +1,151 @@
+import fp from 'fastify-plugin';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { FastifyInstance } from 'fastify';
+
+/**
+ * The app's metrics (prom-client). Labels hold only bounded, non-identifying values: the method,
+ * the route *pattern* (`/edges/https/:id`, never the path with its ids), the status code, a job's
+ * type and outcome. Account ids, keys, hostnames and bodies never appear.
+ */
+export interface ServiceMetrics {
+  registry: Registry;
+  jobOutcomes: Counter<'type' | 'outcome'>;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** null when metrics are switched off. */
+    metrics: ServiceMetrics | null;
+  }
+  interface FastifyRequest { inFlight: boolean }
+}
+
+/** The route label of a request no route matched (404s, and paths fastify could not route). */
+export const UNMATCHED_ROUTE = 'unmatched';
+
+/**
+ * Process metrics (CPU, memory, event loop lag, GC) once per process: each collection starts an
+ * event-loop-delay sampler that is never stopped, and tests build many apps in one process.
+ */
+let processRegistry: Registry | undefined;
+function processMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+}
+
+export const metricsPlugin = fp<{ enabled: boolean }>(async (app, opts) => {
+  if (!opts.enabled) {
+    app.decorate('metrics', null);
+    return;
+  }
+  const registry = new Registry();
+  const duration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Time from receiving a request to the end of its response, by method, route pattern and status code',
+    labelNames: ['method', 'route', 'status_code'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+  const inFlight = new Gauge({
+    name: 'http_requests_in_flight',
+    help: 'Requests received and not yet answered',
+    registers: [registry],
+  });
+  const jobOutcomes = new Counter({
+    name: 'edgeplane_jobs_finished_total',
+    help: "Background jobs this process's worker ran, by type and outcome (done, failed: retried later, lost: another worker's lease)",
+    labelNames: ['type', 'outcome'] as const,
+    registers: [registry],
+  });
+  const db = app.db;
+  // Queue figures are read from the database at scrape time: the queue is shared by every replica.
+  new Gauge({
+    name: 'edgeplane_jobs_queue_depth',
+    help: 'Background jobs not yet done (all replicas), by state: queued (waiting or backing off) or running',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    async collect() {
+      const stats = await jobQueueStats(app);
+      for (const state of ['queued', 'running'] as const) this.set({ state }, stats[state].count);
+    },
+  });
+  new Gauge({
+    name: 'edgeplane_jobs_oldest_age_seconds',
+    help: 'Age of the oldest background job not yet done, by state (0 when there is none)',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    async collect() {
+      const stats = await jobQueueStats(app);
+      for (const state of ['queued', 'running'] as const) this.set({ state }, stats[state].oldestAge);
+    },
+  });
+  if (db.poolStats) {
+    const pool = db.poolStats.bind(db);
+    new Gauge({
+      name: 'edgeplane_db_pool_connections',
+      help: 'Database pool connections by state: idle or in use',
+      labelNames: ['state'] as const,
+      registers: [registry],
+      collect() {
+        const s = pool();
+        this.set({ state: 'idle' }, s.idle);
+        this.set({ state: 'in_use' }, s.total - s.idle);
+      },
+    });
+    new Gauge({ name: 'edgeplane_db_pool_max_connections', help: 'Most connections the database pool opens', registers: [registry], collect() { this.set(pool().max); } });
+    new Gauge({ name: 'edgeplane_db_pool_waiting_requests', help: 'Queries waiting for a pool connection', registers: [registry], collect() { this.set(pool().waiting); } });
+  }
+  processMetrics();
+
+  app.decorate('metrics', { registry, jobOutcomes });
+  app.decorateRequest('inFlight', false);
+  app.addHook('onRequest', async (req) => {
+    inFlight.inc();
+    req.inFlight = true;
+  });
+  const done = async (req: { inFlight: boolean }) => {
+    if (!req.inFlight) return;
+    req.inFlight = false;
+    inFlight.dec();
+  };
+  app.addHook('onRequestAbort', done);
+  app.addHook('onResponse', async (req, reply) => {
+    void done(req);
+    duration.observe({ method: req.method, route: req.routeOptions.url ?? UNMATCHED_ROUTE, status_code: String(reply.statusCode) }, reply.elapsedTime / 1000);
+  });
+}, { name: 'edgeplane-metrics', dependencies: ['edgeplane-database'] });
+
+/** The Prometheus text of the app's metrics and the process's; null when metrics are off. */
+export async function metricsText(app: FastifyInstance): Promise<{ contentType: string; text: string } | null> {
+  if (!app.metrics) return null;
+  const [own, proc] = await Promise.all([app.metrics.registry.metrics(), processMetrics().metrics()]);
+  return { contentType: app.metrics.registry.contentType, text: own + proc };
+}
+
+interface QueueStats { queued: { count: number; oldestAge: number }; running: { count: number; oldestAge: number } }
+
+/** One query per scrape, shared by the queue gauges collected together. */
+const pendingStats = new WeakMap<FastifyInstance, Promise<QueueStats>>();
+function jobQueueStats(app: FastifyInstance): Promise<QueueStats> {
+  let p = pendingStats.get(app);
+  if (!p) {
+    p = readQueueStats(app).finally(() => pendingStats.delete(app));
+    pendingStats.set(app, p);
+  }
+  return p;
+}
+
+async function readQueueStats(app: FastifyInstance): Promise<QueueStats> {
+  const stats: QueueStats = { queued: { count: 0, oldestAge: 0 }, running: { count: 0, oldestAge: 0 } };
+  // The database unreachable: the figures are unknown (NaN), the rest of the scrape still useful.
+  const { rows } = await app.db.query<{ state: 'queued' | 'running'; n: string | number; age: string | number | null }>(
+    `SELECT state, count(*) AS n, extract(epoch FROM now() - min(created_at)) AS age
+       FROM jobs WHERE state IN ('queued', 'running') GROUP BY state`,
+  ).catch(() => ({ rows: null }));
+  if (!rows) return { queued: { count: NaN, oldestAge: NaN }, running: { count: NaN, oldestAge: NaN } };
+  for (const r of rows) stats[r.state] = { count: Number(r.n), oldestAge: Math.max(0, Number(r.age ?? 0)) };
+  return stats;
+}
