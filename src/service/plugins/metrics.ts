@@ -69,7 +69,8 @@ export const metricsPlugin = fp<{ enabled: boolean }>(async (app, opts) => {
     registers: [registry],
     async collect() {
       const stats = await jobQueueStats(app);
-      for (const state of ['queued', 'running'] as const) this.set({ state }, stats[state].count);
+      this.reset();
+      for (const state of ['queued', 'running'] as const) if (stats) this.set({ state }, stats[state].count);
     },
   });
   new Gauge({
@@ -79,7 +80,8 @@ export const metricsPlugin = fp<{ enabled: boolean }>(async (app, opts) => {
     registers: [registry],
     async collect() {
       const stats = await jobQueueStats(app);
-      for (const state of ['queued', 'running'] as const) this.set({ state }, stats[state].oldestAge);
+      this.reset();
+      for (const state of ['queued', 'running'] as const) if (stats) this.set({ state }, stats[state].oldestAge);
     },
   });
   if (db.poolStats) {
@@ -127,9 +129,9 @@ export async function metricsText(app: FastifyInstance): Promise<{ contentType: 
 
 interface QueueStats { queued: { count: number; oldestAge: number }; running: { count: number; oldestAge: number } }
 
-/** One query per scrape, shared by the queue gauges collected together. */
-const pendingStats = new WeakMap<FastifyInstance, Promise<QueueStats>>();
-function jobQueueStats(app: FastifyInstance): Promise<QueueStats> {
+/** One query per scrape, shared by the queue gauges collected together; null: the database did not answer. */
+const pendingStats = new WeakMap<FastifyInstance, Promise<QueueStats | null>>();
+function jobQueueStats(app: FastifyInstance): Promise<QueueStats | null> {
   let p = pendingStats.get(app);
   if (!p) {
     p = readQueueStats(app).finally(() => pendingStats.delete(app));
@@ -138,14 +140,14 @@ function jobQueueStats(app: FastifyInstance): Promise<QueueStats> {
   return p;
 }
 
-async function readQueueStats(app: FastifyInstance): Promise<QueueStats> {
+async function readQueueStats(app: FastifyInstance): Promise<QueueStats | null> {
   const stats: QueueStats = { queued: { count: 0, oldestAge: 0 }, running: { count: 0, oldestAge: 0 } };
-  // The database unreachable: the figures are unknown (NaN), the rest of the scrape still useful.
+  // The database unreachable: the queue's samples are left out (unknown), the rest of the scrape is still useful.
   const { rows } = await app.db.query<{ state: 'queued' | 'running'; n: string | number; age: string | number | null }>(
     `SELECT state, count(*) AS n, extract(epoch FROM now() - min(created_at)) AS age
        FROM jobs WHERE state IN ('queued', 'running') GROUP BY state`,
   ).catch(() => ({ rows: null }));
-  if (!rows) return { queued: { count: NaN, oldestAge: NaN }, running: { count: NaN, oldestAge: NaN } };
+  if (!rows) return null;
   for (const r of rows) stats[r.state] = { count: Number(r.n), oldestAge: Math.max(0, Number(r.age ?? 0)) };
   return stats;
 }
