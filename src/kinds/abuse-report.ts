@@ -17,6 +17,17 @@ export const abuseReport: KindDef = {
   required: ['urls'],
   immutable: ['urls'],
   derived: ['status', 'hostnames'],
+  derivedSchemas: {
+    status: { type: 'string', enum: ['PENDING', 'PARTIALLY_PROCESSED', 'PROCESSED'] },
+    hostnames: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { hostname: { type: 'string' }, status: { type: 'string', enum: ['PENDING', 'BANNED', 'UNBANNED', 'IGNORE'] } },
+        additionalProperties: false,
+      },
+    },
+  },
   responseOrder: ['urls', 'metadata', 'status', 'hostnames'],
   hooks: {
     prepare(ctx) {

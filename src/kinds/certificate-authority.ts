@@ -19,6 +19,13 @@ export const certificateAuthority: KindDef = {
   reconcile: { normalize: { ca_pem: 'pem' } },
   collisionKeys: ['ca_pem'],
   derived: ['subject_common_name', 'not_before', 'not_after', 'key_usages', 'extended_key_usages'],
+  derivedSchemas: {
+    subject_common_name: { type: 'string' },
+    not_before: { type: 'string', format: 'date-time' },
+    not_after: { type: 'string', format: 'date-time' },
+    key_usages: { type: 'array', items: { type: 'string' } },
+    extended_key_usages: { type: 'array', items: { type: 'string' } },
+  },
   responseOrder: [
     'description', 'metadata', 'ca_pem', 'subject_common_name', 'not_before', 'not_after',
     'key_usages', 'extended_key_usages',

@@ -26,6 +26,7 @@ export const EDGE_MODULES: ModuleDef[] = [
     }), 'TLS termination at the edge: the minimum TLS version.'),
     defaults: { enabled: true, min_version: '1.2' },
     derived: ['terminate_at'],
+    derivedSchemas: { terminate_at: { type: 'string', enum: ['edge'] } },
     prepare(m) {
       m.min_version ??= '1.2';
       m.terminate_at = 'edge';

@@ -29,6 +29,13 @@ export const saml: ModuleDef = {
   }, ['idp_metadata']), 'SAML sign-in: users sign in with a SAML identity provider before they reach the route (at most one of oauth, saml, oidc).'),
   defaults: { ...sessionDefaults, force_authn: false, allow_idp_initiated: false, authorized_groups: [], nameid_format: NAMEID_FORMATS[0] },
   derived: ['entity_id', 'assertion_consumer_service_url', 'single_logout_url', 'request_signing_certificate_pem', 'metadata_url'],
+  derivedSchemas: {
+    entity_id: { type: 'string', format: 'uri' },
+    assertion_consumer_service_url: { type: 'string', format: 'uri' },
+    single_logout_url: { type: 'string', format: 'uri' },
+    request_signing_certificate_pem: { type: 'string' },
+    metadata_url: { type: 'string', format: 'uri' },
+  },
   // The private key of the request-signing certificate: generated once per route, kept across
   // updates (the generic carry-over), never returned.
   writeOnly: ['request_signing_key_pem'],

@@ -154,6 +154,8 @@ export interface ModuleDef {
   secretBoundTo?: Record<string, string[]>;
   /** Fields computed by the service; never accepted, always returned. */
   derived?: string[];
+  /** The response schema of each derived field (`src/kinds/response-schemas.ts`). */
+  derivedSchemas?: Record<string, JSONSchema>;
   /** At most one module of a group may be configured on one object. */
   exclusiveGroup?: string;
   /** Canonical form of the request (case folding) before secrets are compared and carried over. */
@@ -209,6 +211,8 @@ export interface KindDef {
   immutable?: string[];
   /** Computed by the service, returned, never accepted. */
   derived?: string[];
+  /** The response schema of each derived field (`src/kinds/response-schemas.ts`). */
+  derivedSchemas?: Record<string, JSONSchema>;
   /** Stored, never returned. */
   writeOnly?: string[];
   /** Order of the plain fields in responses (fields absent from the body are left out). */

@@ -12,6 +12,7 @@ import { databasePlugin } from './plugins/database.js';
 import { clientError, errorsPlugin, frameworkError } from './plugins/errors.js';
 import { jsonBodyPlugin } from './plugins/json-body.js';
 import { metricsPlugin } from './plugins/metrics.js';
+import { openapiPlugin } from './plugins/openapi.js';
 import { opsRoutesPlugin } from './plugins/ops-routes.js';
 
 /** The service's settings; the version headers and vendor prefix are described in `vendor.ts`. */
@@ -70,6 +71,7 @@ export const REDACT_PATHS = [
  * is a tree of named plugins, each declaring the ones it needs (fastify checks the order):
  *
  *   errors, json-body, database, metrics        the root: every route, ops routes included
+ *   openapi                                     /openapi.json, from the routes' schemas
  *   ops-routes                                  /healthz, /readyz, /metrics: no version, no key
  *   abuse-processing                            the job worker's life with the app's
  *   api (encapsulated)                          Host check, then
@@ -114,14 +116,17 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.setValidatorCompiler(opts.validatorCompiler ?? (({ schema }) => serviceValidator(schema)));
 
   const metrics = opts.metrics ?? 'route';
+  const versionHeaders = acceptedVersionHeaders(opts);
   app.register(errorsPlugin);
   app.register(jsonBodyPlugin);
   app.register(databasePlugin, { db: opts.db });
   app.register(metricsPlugin, { enabled: metrics !== 'off' });
+  // Before every route: it records them as they are registered.
+  app.register(openapiPlugin, { versionHeader: versionHeaders[0] });
   app.register(opsRoutesPlugin, { metricsRoute: metrics === 'route' });
   app.register(abuseProcessingPlugin, { worker: opts.jobWorker ?? false });
   app.register(apiPlugin, {
-    versionHeaders: acceptedVersionHeaders(opts),
+    versionHeaders,
     vendorPrefix: resolveVendorPrefix(opts),
     publicUrl: opts.publicUrl,
     authCacheMs: opts.authCacheMs,

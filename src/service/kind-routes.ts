@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyRequest, HTTPMethods } from 'fastify';
 import { KINDS } from '../kinds/registry.js';
+import { listResponseSchema, moduleResponseSchema, responseSchema } from '../kinds/response-schemas.js';
 import { moduleRequestSchema, requestSchema } from '../kinds/schemas.js';
+import type { JSONSchema } from '../kinds/types.js';
 import type { AccountFlag, Body, KindDef } from '../kinds/types.js';
 import { ApiError } from '../contract/errors.js';
 import type { ErrorObject } from 'ajv';
@@ -64,19 +66,51 @@ function listQuery(query: Record<string, unknown>, kind: KindDef): { limit: numb
 }
 
 /**
+ * What the OpenAPI document says of an operation beyond its route schema (`plugins/openapi.ts`):
+ * its path parameters and list query are checked by the handler, not by a schema fastify would
+ * compile, so they are described here.
+ */
+export interface OperationDoc {
+  operationId: string;
+  /** Path parameters and the id prefix each names. */
+  params: { name: string; prefix: string; what: string }[];
+  /** The list query (limit, before_id). */
+  listOf?: string;
+  /** The account flag the operation needs (403 without it). */
+  requires?: AccountFlag;
+}
+
+const NO_BODY: JSONSchema = { type: 'null', description: 'No body' };
+
+const camel = (s: string) => s.replace(/(?:^|_)([a-z])/g, (_m, c: string) => c.toUpperCase());
+const a = (title: string) => (/^(?:[aeiou]|HTTP)/i.test(title) ? `an ${title}` : `a ${title}`);
+const plural = (s: string) => (s.endsWith('y') ? s.slice(0, -1) + 'ies' : s + 's');
+
+/**
  * Registers every operation of every kind (and of its modules) from the kind descriptions, plus a
- * 405 with `Allow` for the other methods on each known path.
+ * 405 with `Allow` for the other methods on each known path. Each success response has its schema
+ * (`kinds/response-schemas.ts`): fastify serialises it with that schema, so a field the schema does
+ * not name is never sent.
  */
 export function registerKindRoutes(app: FastifyInstance, resources: Resources, callerOf: (req: FastifyRequest) => Caller) {
   const allowed = new Map<string, Set<HTTPMethods>>();
   let requires: AccountFlag | undefined;
-  const route = (method: HTTPMethods, url: string, opts: { body?: Record<string, unknown>; preValidation?: (req: FastifyRequest) => void; field?: string }, handler: (req: FastifyRequest, params: Params) => Promise<{ status: number; body?: unknown; location?: string }>) => {
+  let tag = '';
+  let params: OperationDoc['params'] = [];
+  const route = (method: HTTPMethods, url: string, opts: { body?: Record<string, unknown>; preValidation?: (req: FastifyRequest) => void; field?: string; operationId: string; summary: string; status: number; response?: JSONSchema; listOf?: string }, handler: (req: FastifyRequest, params: Params) => Promise<{ status: number; body?: unknown; location?: string }>) => {
     allowed.set(url, (allowed.get(url) ?? new Set()).add(method));
     const flag = requires;
+    const openapi: OperationDoc = { operationId: opts.operationId, params: params.filter((p) => url.includes(`:${p.name}`)), listOf: opts.listOf, requires: flag };
     app.route({
       method,
       url,
-      schema: opts.body ? { body: opts.body } : undefined,
+      schema: {
+        ...(opts.body ? { body: opts.body } : {}),
+        response: { [opts.status]: opts.response ?? NO_BODY },
+        summary: opts.summary,
+        tags: [tag],
+      },
+      config: { openapi },
       // A module's body is one field of the object: its problems are named from the object
       // (`oauth.provider.google.teams[0]`), as the same body inside a POST or PATCH names them.
       ...(opts.field ? { schemaErrorFormatter: fieldErrors(opts.field) } : {}),
@@ -100,21 +134,29 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
 
   function registerKind(kind: KindDef) {
     requires = kind.requires;
+    tag = kind.title;
     const collection = kind.path;
     const item = `${collection}/:id`;
     const parentParams = pathParams(collection);
     const parentOf = (p: Params) => (kind.parent ? p[kind.parent.param] : undefined);
     const ops = new Set(kind.operations);
+    const parentKind = kind.parent ? KINDS.find((k) => k.name === kind.parent!.kind) : undefined;
+    params = [
+      ...(kind.parent && parentKind ? [{ name: kind.parent.param, prefix: parentKind.idPrefix, what: parentKind.title }] : []),
+      { name: 'id', prefix: kind.idPrefix, what: kind.title },
+    ];
+    const name = camel(kind.name);
+    const object = responseSchema(kind);
 
     if (ops.has('create')) {
-      route('POST', collection, { body: requestSchema(kind, 'create', parentParams) }, async (req, p) => {
+      route('POST', collection, { body: requestSchema(kind, 'create', parentParams), operationId: `create${name}`, summary: `Create ${a(kind.title)}`, status: 201, response: object }, async (req, p) => {
         const body = await resources.create(kind, callerOf(req), stripPathIds(req.body, p, parentParams), parentOf(p));
         // The new object's address, as HTTP has it for 201 (the same as its `uri`).
         return { status: 201, body, location: (body as { uri?: string }).uri };
       });
     }
     if (ops.has('list')) {
-      route('GET', collection, {}, async (req, p) => {
+      route('GET', collection, { operationId: `list${plural(name)}`, summary: `List ${plural(kind.title)}, newest first`, status: 200, response: listResponseSchema(kind), listOf: kind.idPrefix }, async (req, p) => {
         const caller = callerOf(req);
         const q = listQuery(req.query as Record<string, unknown>, kind);
         const page = await resources.list(kind, caller, q);
@@ -130,17 +172,17 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
       });
     }
     if (ops.has('get')) {
-      route('GET', item, {}, async (req, p) => ({ status: 200, body: await resources.get(kind, callerOf(req), p.id, parentOf(p)) }));
+      route('GET', item, { operationId: `get${name}`, summary: `Get ${a(kind.title)}`, status: 200, response: object }, async (req, p) => ({ status: 200, body: await resources.get(kind, callerOf(req), p.id, parentOf(p)) }));
     }
     if (ops.has('update')) {
       const tolerated = [...parentParams, 'id'];
-      route('PATCH', item, { body: requestSchema(kind, 'update', tolerated) }, async (req, p) => ({
+      route('PATCH', item, { body: requestSchema(kind, 'update', tolerated), operationId: `update${name}`, summary: `Update ${a(kind.title)} (fields left out are kept)`, status: 200, response: object }, async (req, p) => ({
         status: 200,
         body: await resources.update(kind, callerOf(req), p.id, stripPathIds(req.body, p, tolerated), parentOf(p)),
       }));
     }
     if (ops.has('delete')) {
-      route('DELETE', item, {}, async (req, p) => {
+      route('DELETE', item, { operationId: `delete${name}`, summary: `Delete ${a(kind.title)}`, status: 204 }, async (req, p) => {
         await resources.remove(kind, callerOf(req), p.id, parentOf(p));
         return { status: 204 };
       });
@@ -156,12 +198,14 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
           req.body = { ...(module as Body), ...ids };
         }
       };
-      route('PUT', url, { body: moduleRequestSchema(mod, tolerated), preValidation: unwrap, field: mod.name }, async (req, p) => ({
+      const modName = `${name}${camel(mod.name)}`;
+      const modResponse = moduleResponseSchema(mod);
+      route('PUT', url, { body: moduleRequestSchema(mod, tolerated), preValidation: unwrap, field: mod.name, operationId: `replace${modName}`, summary: `Set the ${mod.name} module of ${a(kind.title)} (replaces it whole)`, status: 200, response: modResponse }, async (req, p) => ({
         status: 200,
         body: await resources.putModule(kind, mod, callerOf(req), p.id, stripPathIds(req.body, p, tolerated), parentOf(p)),
       }));
-      route('GET', url, {}, async (req, p) => ({ status: 200, body: await resources.getModule(kind, mod, callerOf(req), p.id, parentOf(p)) }));
-      route('DELETE', url, {}, async (req, p) => {
+      route('GET', url, { operationId: `get${modName}`, summary: `Get the ${mod.name} module of ${a(kind.title)}`, status: 200, response: modResponse }, async (req, p) => ({ status: 200, body: await resources.getModule(kind, mod, callerOf(req), p.id, parentOf(p)) }));
+      route('DELETE', url, { operationId: `delete${modName}`, summary: `Remove the ${mod.name} module of ${a(kind.title)}`, status: 204 }, async (req, p) => {
         await resources.deleteModule(kind, mod, callerOf(req), p.id, parentOf(p));
         return { status: 204 };
       });
@@ -188,6 +232,8 @@ export function registerMethodNotAllowed(app: FastifyInstance, allowed: Map<stri
     app.route({
       method: others,
       url,
+      // Not operations: left out of the OpenAPI document.
+      schema: { hide: true },
       handler: async () => {
         throw new ApiError('ERR_METHOD_NOT_ALLOWED', `this path takes ${allow}`, {}, { allow });
       },

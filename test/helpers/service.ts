@@ -7,6 +7,7 @@ import type { Db } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
 import { openPglite } from '../../src/store/pglite.js';
 import { openPostgres } from '../../src/store/postgres.js';
+import { specChecker } from './openapi.js';
 
 export type Engine = 'pglite' | 'postgres';
 
@@ -56,6 +57,9 @@ export class TestClient {
       body: body === undefined ? undefined : body instanceof Uint8Array ? new Blob([new Uint8Array(body)]) : typeof body === 'string' ? body : JSON.stringify(body),
     });
     const text = await res.text();
+    // Every response a test sees must be what the service's OpenAPI document declares.
+    const problem = method === 'HEAD' ? null : (await specChecker(this.baseUrl))?.check(method, path, res.status, res.headers.get('content-type'), text);
+    if (problem) throw new Error(`response outside the OpenAPI document: ${problem}\n${text.slice(0, 500)}`);
     let parsed: unknown = undefined;
     try { parsed = text ? JSON.parse(text) : undefined; } catch { parsed = undefined; }
     return { status: res.status, headers: res.headers, body: parsed, text };

@@ -31,13 +31,13 @@ const readiness = {
  * Prometheus text, unless metrics are off or served on a port of their own.
  */
 export const opsRoutesPlugin = fp<{ metricsRoute: boolean }>(async (app, opts) => {
-  app.get('/healthz', { schema: { summary: 'Liveness: the process is up', tags: ['operations'], response: { 200: health } } }, async (_req, reply) => {
+  app.get('/healthz', { schema: { operationId: 'getHealth', summary: 'Liveness: the process is up', tags: ['operations'], response: { 200: health } } }, async (_req, reply) => {
     reply.header('cache-control', 'no-store');
     return { status: 'ok' };
   });
 
   app.get('/readyz', {
-    schema: { summary: 'Readiness: the database answers and its migrations are current', tags: ['operations'], response: { 200: readiness, 503: readiness } },
+    schema: { operationId: 'getReadiness', summary: 'Readiness: the database answers and its migrations are current', tags: ['operations'], response: { 200: readiness, 503: readiness } },
   }, async (_req, reply) => {
     reply.header('cache-control', 'no-store');
     const base = { engine: app.db.engine, database: app.db.describe };
@@ -49,6 +49,7 @@ export const opsRoutesPlugin = fp<{ metricsRoute: boolean }>(async (app, opts) =
   if (opts.metricsRoute && app.metrics) {
     app.get('/metrics', {
       schema: {
+        operationId: 'getMetrics',
         summary: 'Prometheus metrics of this replica',
         tags: ['operations'],
         produces: ['text/plain'],
