@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KINDS } from '../../src/kinds/registry.js';
 import { ApplicationUsers } from '../../src/service/application-users.js';
 import { Resources } from '../../src/service/resources.js';
-import { collectionPath } from '../../src/service/serialize.js';
+import { collectionPath } from '../../src/contract/paths.js';
 import { CA_PEM, fakeId, hostport, IDP_METADATA, newCa, newEdge, newRoute } from '../helpers/edges.js';
 import { SpecChecker } from '../helpers/openapi.js';
 import { ENGINES, startTestService, type TestClient, type TestService } from '../helpers/service.js';

@@ -2,7 +2,7 @@ import swagger from '@fastify/swagger';
 import fp from 'fastify-plugin';
 import type { FastifySchema } from 'fastify';
 import { idPattern } from '../../util/ids.js';
-import { ERROR_CATALOG } from '../errors.js';
+import { ERROR_CATALOG } from '../../contract/errors.js';
 import type { OperationDoc } from '../kind-routes.js';
 import { SUPPORTED_VERSION } from './version-header.js';
 
