@@ -28,7 +28,7 @@ const { stateDir, locked, appOptions, listen } = (workerData as { data: Embedded
 async function start() {
   const db = await openEngine(stateDir === null ? { memory: true } : { stateDir, locked });
   try {
-    const app = await buildApp({ db, metrics: 'off', ...appOptions });
+    const app = await buildApp({ db, metrics: 'off', openapi: false, ...appOptions });
     await app.ready();
     const creds = await ensureCredentials(db, stateDir, process.env.DATABASE_URL || undefined);
     return { db, app, inject: injector(app, creds.api_key) };

@@ -1,3 +1,4 @@
+import fastJson from 'fast-json-stringify';
 import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifySchemaCompiler } from 'fastify';
 import type { DestinationStream } from 'pino';
 import type { Db } from '../store/db.js';
@@ -35,6 +36,8 @@ export interface AppOptions extends VendorOptions {
    * without the route (`serve --metrics-port` serves them on a port of their own); `off`.
    */
   metrics?: 'route' | 'collect' | 'off';
+  /** Serve `GET /openapi.json` (default); the embedded CLI service, which nobody reads it from, does not. */
+  openapi?: boolean;
   /** Run a background job worker while the app is up (`serve` does); default none. */
   jobWorker?: JobWorkerSettings | false;
   /** Compiles the routes' body schemas instead of the precompiled set (`npm run schemas` collects them with it). */
@@ -115,6 +118,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   // Route body schemas are precompiled (`npm run schemas`): start-up compiles none of them.
   app.setValidatorCompiler(opts.validatorCompiler ?? (({ schema }) => serviceValidator(schema)));
 
+  // Response schemas (`kinds/response-schemas.ts`) are compiled into serialisers on a route's
+  // first response, not at start-up: the CLI's embedded service starts once per command and uses
+  // a few of its routes.
+  app.setSerializerCompiler(({ schema }) => {
+    let serialize: ((data: unknown) => string) | undefined;
+    return (data) => (serialize ??= fastJson(schema as Parameters<typeof fastJson>[0]))(data);
+  });
+
   const metrics = opts.metrics ?? 'route';
   const versionHeaders = acceptedVersionHeaders(opts);
   app.register(errorsPlugin);
@@ -122,7 +133,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.register(databasePlugin, { db: opts.db });
   app.register(metricsPlugin, { enabled: metrics !== 'off' });
   // Before every route: it records them as they are registered.
-  app.register(openapiPlugin, { versionHeader: versionHeaders[0] });
+  if (opts.openapi !== false) app.register(openapiPlugin, { versionHeader: versionHeaders[0] });
   app.register(opsRoutesPlugin, { metricsRoute: metrics === 'route' });
   app.register(abuseProcessingPlugin, { worker: opts.jobWorker ?? false });
   app.register(apiPlugin, {

@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Counter, Registry } from 'prom-client';
 import type { FastifyInstance } from 'fastify';
 
 /**
@@ -28,8 +28,9 @@ export const UNMATCHED_ROUTE = 'unmatched';
  * event-loop-delay sampler that is never stopped, and tests build many apps in one process.
  */
 let processRegistry: Registry | undefined;
-function processMetrics(): Registry {
+async function processMetrics(): Promise<Registry> {
   if (!processRegistry) {
+    const { collectDefaultMetrics, Registry } = await import('prom-client');
     processRegistry = new Registry();
     collectDefaultMetrics({ register: processRegistry });
   }
@@ -41,6 +42,8 @@ export const metricsPlugin = fp<{ enabled: boolean }>(async (app, opts) => {
     app.decorate('metrics', null);
     return;
   }
+  // Loaded only when metrics are on (the embedded CLI service runs without).
+  const { Counter, Gauge, Histogram, Registry } = await import('prom-client');
   const registry = new Registry();
   const duration = new Histogram({
     name: 'http_request_duration_seconds',
@@ -100,7 +103,7 @@ export const metricsPlugin = fp<{ enabled: boolean }>(async (app, opts) => {
     new Gauge({ name: 'edgeplane_db_pool_max_connections', help: 'Most connections the database pool opens', registers: [registry], collect() { this.set(pool().max); } });
     new Gauge({ name: 'edgeplane_db_pool_waiting_requests', help: 'Queries waiting for a pool connection', registers: [registry], collect() { this.set(pool().waiting); } });
   }
-  processMetrics();
+  await processMetrics();
 
   app.decorate('metrics', { registry, jobOutcomes });
   app.decorateRequest('inFlight', false);
@@ -123,7 +126,7 @@ export const metricsPlugin = fp<{ enabled: boolean }>(async (app, opts) => {
 /** The Prometheus text of the app's metrics and the process's; null when metrics are off. */
 export async function metricsText(app: FastifyInstance): Promise<{ contentType: string; text: string } | null> {
   if (!app.metrics) return null;
-  const [own, proc] = await Promise.all([app.metrics.registry.metrics(), processMetrics().metrics()]);
+  const [own, proc] = await Promise.all([app.metrics.registry.metrics(), processMetrics().then((r) => r.metrics())]);
   return { contentType: app.metrics.registry.contentType, text: own + proc };
 }
 

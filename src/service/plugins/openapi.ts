@@ -1,4 +1,3 @@
-import swagger from '@fastify/swagger';
 import fp from 'fastify-plugin';
 import type { FastifySchema } from 'fastify';
 import { idPattern } from '../../util/ids.js';
@@ -34,6 +33,8 @@ export const ERROR_SCHEMA = {
  */
 export const openapiPlugin = fp<{ versionHeader: string }>(async (app, opts) => {
   app.addSchema(ERROR_SCHEMA);
+  // Loaded only when the document is served (the embedded CLI service does without).
+  const { default: swagger } = await import('@fastify/swagger');
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
