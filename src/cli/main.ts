@@ -41,6 +41,9 @@ const stateOption = () => new Option('--state <dir>', 'embedded database directo
 const stackOption = () => new Option('--stack <name>', 'stack name (default: stack: in edgeplane.yaml, else "default")');
 const strictOption = () => new Option('--strict', 'literal secrets are errors, not warnings');
 const parallelismOption = () => new Option('--parallelism <n>', 'steps run at once').default('8');
+const targetOption = () => new Option('--target <selector>', 'only these objects (Kind/name, HTTPSEdge/edge/routes/route, or a glob such as \'HTTPSEdge/shop-*\'), plus creates of what they refer to; repeatable')
+  .argParser((v: string, all: string[] = []) => [...all, v]);
+const allowProtectedOption = () => new Option('--allow-protected-changes', 'let the plan delete and replace protected objects (protect: true, or safety.protect in edgeplane.yaml)');
 
 program
   .command('serve')
@@ -88,6 +91,9 @@ targetOptions(
     .option('--out-markdown <file>', 'also write the whole plan as Markdown, nothing left out (a CI job summary or artifact)')
     .option('--detailed-exitcode', 'exit 2 when the plan has changes')
     .option('--adopt', 'take over unmanaged objects that match manifest objects (same hostport, same CA certificate)')
+    .addOption(targetOption())
+    .option('--destroy', 'plan deleting every object the stack owns (what `edgeplane destroy` applies)')
+    .addOption(allowProtectedOption())
     .addOption(strictOption()),
 ).action(async (dir, flags) => (await import('./commands/plan.js')).plan(stdio, dir, flags));
 
@@ -109,8 +115,23 @@ targetOptions(
     .option('--force', 'go ahead although the safety threshold is exceeded')
     .option('--json', 'one JSON event per line (plan, each step, summary)')
     .option('--adopt', 'take over unmanaged objects that match manifest objects')
+    .addOption(targetOption())
+    .addOption(allowProtectedOption())
     .addOption(strictOption()),
 ).action(async (dir, flags) => (await import('./commands/apply.js')).apply(stdio, dir, flags));
+
+targetOptions(
+  program
+    .command('destroy <dir>')
+    .description('delete every object the stack owns (asks on a terminal); objects it does not own are never touched')
+    .addOption(stackOption())
+    .option('--auto-approve', 'do not ask for confirmation (CI)')
+    .addOption(parallelismOption())
+    .option('--json', 'one JSON event per line (plan, each step, summary)')
+    .addOption(targetOption())
+    .addOption(allowProtectedOption())
+    .addOption(strictOption()),
+).action(async (dir, flags) => (await import('./commands/apply.js')).destroy(stdio, dir, flags));
 
 targetOptions(
   program

@@ -37,7 +37,7 @@ export function planFromState(input: PlanInput, lists: ObservedLists, target: st
 export function planDocs(v: { problems: Problem[]; objects: ManifestObject[] }, input: Omit<PlanInput, 'root'>, lists: ObservedLists, target: string): PlanResult {
   if (hasErrors(v.problems)) return { problems: v.problems };
   const s = resolveSecrets(v.objects, input.stack, { env: input.env, cwd: input.cwd ?? process.cwd() });
-  const problems = sortProblems([...v.problems, ...s.problems]);
+  const problems = sortProblems([...v.problems, ...(input.destroy ? [] : s.problems)]); // destroy sends no body
   if (hasErrors(problems)) return { problems };
   const desired = buildDesired(v.objects, s.secrets);
   const observed = observeLists(lists, input.stack);

@@ -11,7 +11,7 @@ import { formatProblem, hasErrors } from '../../reconciler/manifests/problems.js
 import type { Plan } from '../../reconciler/plan/types.js';
 import { parsePlan } from '../../reconciler/render/json.js';
 import { renderText } from '../../reconciler/render/text.js';
-import { blockLine, summaryLine } from '../../reconciler/render/values.js';
+import { blockLine, protectedLine, summaryLine } from '../../reconciler/render/values.js';
 import { readLiveState } from '../../reconciler/state/read-state.js';
 import type { ApiClient } from '../../client/api-client.js';
 import { canPrompt, confirm } from '../confirm.js';
@@ -20,6 +20,7 @@ import { useColor, type Output } from '../output.js';
 import { progressFor } from '../progress.js';
 import { reconcilerConfig } from '../service-config.js';
 import { openTarget, targetArgs, type TargetFlags } from '../target.js';
+import { scopeInput, targetError } from './plan.js';
 
 export interface ApplyFlags extends TargetFlags {
   plan?: string;
@@ -30,6 +31,10 @@ export interface ApplyFlags extends TargetFlags {
   json?: boolean;
   adopt?: boolean;
   strict?: boolean;
+  target?: string[];
+  allowProtectedChanges?: boolean;
+  /** `destroy DIR`: apply the plan that deletes every object the stack owns. */
+  destroy?: boolean;
 }
 
 function parallelismOf(flags: ApplyFlags): number {
@@ -48,17 +53,26 @@ export async function apply(out: Output, dir: string | undefined, flags: ApplyFl
   return applyDir(out, dir!, flags, parallelism);
 }
 
+/**
+ * `destroy DIR`: the plan that deletes every object the stack owns, applied as `apply DIR` applies
+ * a plan (the same confirmation, gates and executor).
+ */
+export async function destroy(out: Output, dir: string, flags: Omit<ApplyFlags, 'plan' | 'force' | 'adopt' | 'destroy'>): Promise<void> {
+  return applyDir(out, dir, { ...flags, destroy: true }, parallelismOf(flags));
+}
+
 async function applyDir(out: Output, dir: string, flags: ApplyFlags, parallelism: number): Promise<void> {
   filesToPlan(dir); // a directory that is not there, or holds no manifest, fails before the service starts
   const { stack } = resolveStack(dir, flags.stack);
+  const scope = scopeInput(dir, flags);
   const client = await openTarget(flags, { out });
   try {
     let prepared;
     try {
       prepared = await preparePlan({
-        root: dir, stack, strict: flags.strict, env: process.env, adopt: flags.adopt, config: reconcilerConfig(),
+        root: dir, stack, strict: flags.strict, env: process.env, adopt: flags.adopt, config: reconcilerConfig(), ...scope,
         adoptCommand: `edgeplane apply ${dir} --stack ${stack}${targetArgs(flags)} --adopt`,
-      }, client);
+      }, client).catch((err: unknown) => { throw targetError(err); });
     } catch (err) {
       // The live state could not be read (the API down, a refused key): a machine reading stdout learns why too.
       if (flags.json) out.json({ event: 'error', error: err instanceof Error ? err.message : String(err) });
@@ -70,7 +84,12 @@ async function applyDir(out: Output, dir: string, flags: ApplyFlags, parallelism
       throw new CliExit(EXIT.error);
     }
     const plan = prepared.plan;
-    if (flags.json) out.json({ event: 'plan', stack: plan.stack, target: plan.target, summary: plan.summary, steps: plan.steps.length, warnings: plan.warnings, conflicts: plan.conflicts, blocked: plan.blocked });
+    if (flags.json) {
+      out.json({
+        event: 'plan', stack: plan.stack, target: plan.target, summary: plan.summary, steps: plan.steps.length, warnings: plan.warnings, conflicts: plan.conflicts, blocked: plan.blocked,
+        ...(plan.protectedChanges ? { protectedChanges: plan.protectedChanges } : {}), ...(plan.partial ? { partial: plan.partial } : {}), ...(plan.destroy ? { destroy: true } : {}),
+      });
+    }
     else out.line(renderText(plan, { color: useColor() }).replace(/\n$/, ''));
     try {
       gate(out, plan, flags);
@@ -80,8 +99,11 @@ async function applyDir(out: Output, dir: string, flags: ApplyFlags, parallelism
       }
       if (!flags.autoApprove) {
         if (!canPrompt()) throw new CliExit(EXIT.error, 'apply: no terminal to ask for confirmation; pass --auto-approve (CI) or save a plan with `plan --out` and apply it');
-        if (!(await confirm(`\nApply ${summaryLine(plan).replace(/^Plan: /, '')} on ${plan.target}? Only "yes" is accepted: `))) {
-          throw new CliExit(EXIT.error, 'apply cancelled');
+        const question = plan.destroy
+          ? `\nDestroy stack "${plan.stack}" on ${plan.target}: delete ${plan.summary.delete} object${plan.summary.delete === 1 ? '' : 's'}? Only "yes" is accepted: `
+          : `\nApply ${summaryLine(plan).replace(/^Plan: /, '')}${plan.partial ? ' (partial: --target)' : ''} on ${plan.target}? Only "yes" is accepted: `;
+        if (!(await confirm(question))) {
+          throw new CliExit(EXIT.error, `${plan.destroy ? 'destroy' : 'apply'} cancelled`);
         }
       }
     } catch (err) {
@@ -143,16 +165,21 @@ async function applySaved(out: Output, file: string, flags: ApplyFlags, parallel
       out.line('No changes. The live state matches the manifests.');
       return;
     }
-    if (!flags.json) out.line(`Applying ${file}: ${summaryLine(plan).replace(/^Plan: /, '')} on ${plan.target}`);
+    if (!flags.json) out.line(`Applying ${file}: ${summaryLine(plan).replace(/^Plan: /, '')} on ${plan.target}${plan.partial ? ` (partial: only --target ${plan.partial.targets.join(', ')})` : ''}${plan.destroy ? ' (destroy)' : ''}`);
     await execute(out, client, plan, secrets, flags, parallelism);
   } finally {
     await client.close();
   }
 }
 
-/** Conflicts stop everything; the safety threshold stops unless forced. */
+/** Conflicts stop everything; the safety threshold stops unless forced, protected objects unless allowed. */
 function gate(out: Output, plan: Plan, flags: ApplyFlags): void {
   if (plan.conflicts.length) throw new CliExit(EXIT.error, `apply: ${plan.conflicts.length} conflict${plan.conflicts.length > 1 ? 's' : ''} with objects this stack does not own; nothing applied`);
+  const prot = plan.protectedChanges ?? [];
+  if (prot.length && !flags.allowProtectedChanges) {
+    throw new CliExit(EXIT.blocked, `apply blocked: ${prot.map(protectedLine).join(', ')}; review the plan and pass --allow-protected-changes to go ahead`);
+  }
+  if (prot.length) out.error(`warning: ${prot.map(protectedLine).join(', ')}; going ahead because of --allow-protected-changes`);
   if (plan.blocked.length && !flags.force) {
     throw new CliExit(EXIT.blocked, `apply blocked by the safety threshold (${plan.blocked.map(blockLine).join(', ')}); review the plan and pass --force to go ahead`);
   }

@@ -1,9 +1,10 @@
 import { writeFileSync } from 'node:fs';
 import { displayPath } from '../../util/display-path.js';
-import { resolveStack } from '../../reconciler/manifests/config.js';
+import { resolveStack, stackSafety } from '../../reconciler/manifests/config.js';
 import { filesToPlan } from '../../reconciler/manifests/load.js';
 import { formatProblem, hasErrors } from '../../reconciler/manifests/problems.js';
-import { planWithClient } from '../../reconciler/pipeline.js';
+import { planWithClient, type PlanInput } from '../../reconciler/pipeline.js';
+import { UnknownSelectorError } from '../../reconciler/plan/selectors.js';
 import { hasChanges } from '../../reconciler/plan/types.js';
 import { renderJson } from '../../reconciler/render/json.js';
 import { MARKDOWN_LIMIT, problemsMarkdown, renderMarkdown } from '../../reconciler/render/markdown.js';
@@ -25,6 +26,23 @@ export interface PlanFlags extends TargetFlags {
   detailedExitcode?: boolean;
   adopt?: boolean;
   strict?: boolean;
+  target?: string[];
+  destroy?: boolean;
+  allowProtectedChanges?: boolean;
+}
+
+/** What `plan` and `apply` take from the stack file's `safety:` and their flags, for the planner. */
+export function scopeInput(dir: string, flags: { target?: string[]; destroy?: boolean; allowProtectedChanges?: boolean }): Pick<PlanInput, 'threshold' | 'protect' | 'allowProtected' | 'targets' | 'destroy'> {
+  const safety = stackSafety(dir);
+  return {
+    threshold: safety.threshold, protect: safety.protect, allowProtected: !!flags.allowProtectedChanges,
+    ...(flags.target?.length ? { targets: flags.target } : {}), ...(flags.destroy ? { destroy: true } : {}),
+  };
+}
+
+/** An unknown `--target` is the user's mistake: said plainly (exit 1), with the nearest names. */
+export function targetError(err: unknown): unknown {
+  return err instanceof UnknownSelectorError ? new CliExit(EXIT.error, `error: ${err.message}`) : err;
 }
 
 export async function plan(out: Output, dir: string, flags: PlanFlags): Promise<void> {
@@ -32,14 +50,17 @@ export async function plan(out: Output, dir: string, flags: PlanFlags): Promise<
   const limit = markdownLimit(flags.markdownLimit);
   filesToPlan(dir); // a directory that is not there, or holds no manifest, fails before the service starts
   const { stack } = resolveStack(dir, flags.stack);
+  const scope = scopeInput(dir, flags);
   const client = await openTarget(flags, { readOnly: 'planning against an empty database', out });
   let result;
   try {
     result = await planWithClient({
       root: dir, stack, strict: flags.strict, env: process.env, adopt: flags.adopt,
-      config: reconcilerConfig(),
+      config: reconcilerConfig(), ...scope,
       adoptCommand: `edgeplane plan ${dir} --stack ${stack}${targetArgs(flags)} --adopt`,
     }, client, { closeAfterRead: true });
+  } catch (err) {
+    throw targetError(err);
   } finally {
     await client.close();
   }
@@ -60,6 +81,7 @@ export async function plan(out: Output, dir: string, flags: PlanFlags): Promise<
   if (flags.outMarkdown && !flags.json) info(out, `the whole plan as Markdown written to ${displayPath(flags.outMarkdown)}`);
   if (p.conflicts.length) throw new CliExit(EXIT.error);
   if (p.blocked.length) throw new CliExit(EXIT.blocked);
+  if (p.protectedChanges?.length && !flags.allowProtectedChanges) throw new CliExit(EXIT.blocked);
   if (flags.detailedExitcode && hasChanges(p)) throw new CliExit(EXIT.changes);
 }
 

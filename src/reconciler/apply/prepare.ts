@@ -110,7 +110,8 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
   if (hasErrors(vProblems)) return { problems: vProblems, ...none };
   await turn();
   const s = resolveSecrets(v.objects, input.stack, { env: input.env, cwd });
-  const problems = sortProblems([...vProblems, ...s.problems]);
+  // Destroy sends no body: a secret it cannot read (a CI job without them) is no reason to stop.
+  const problems = sortProblems([...vProblems, ...(input.destroy ? [] : s.problems)]);
   if (hasErrors(problems)) return { problems, ...none };
   await turn();
   const desired: DesiredObject[] = [];

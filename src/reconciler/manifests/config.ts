@@ -111,3 +111,93 @@ export function checkStack(s: string, where: string): string {
   if (!STACK_NAME.test(s)) throw new Error(`${where}: stack "${s}" must be lower-case letters, digits, ".", "_" or "-" (1-64 characters)`);
   return s;
 }
+
+// ——— safety settings: the `safety:` key of the stack file ———
+//
+// Every key of `safety:` is declared here, once: its JSON schema (SAFETY_SCHEMA, for the stack
+// file's schema), its default (DEFAULT_SAFETY) and its reading (`stackSafety`, which refuses
+// unknown keys and wrong values, naming the file and the key). A new setting is added to all three.
+//
+//   safety:
+//     threshold:            # the prune threshold (docs/reconciler.md, "Safety threshold")
+//       percent: 30         # share of a kind's owned objects one plan may delete, replace or change
+//       min_owned: 10       # kinds with fewer owned objects are not held to it
+//     protect:              # selectors of objects never deleted or replaced without --allow-protected-changes
+//       - CertificateAuthority/root
+//       - HTTPSEdge/shop-*
+
+export interface StackSafety {
+  /** Ratio form of `threshold.percent` (what the planner compares) and `threshold.min_owned`. */
+  threshold: { ratio: number; minOwned: number };
+  protect: string[];
+}
+
+export const DEFAULT_SAFETY: Readonly<StackSafety> = Object.freeze({ threshold: Object.freeze({ ratio: 0.3, minOwned: 10 }), protect: Object.freeze([]) as unknown as string[] });
+
+/** A selector as `--target` and `safety.protect` take it: `Kind/name`, `HTTPSEdge/edge/routes/route`, or a glob of either. */
+const SELECTOR = /^[A-Z][A-Za-z]*\/[^/\s]+(?:\/[a-z_]+\/[^/\s]+)*$/;
+
+export const SAFETY_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    threshold: {
+      type: 'object',
+      additionalProperties: false,
+      description: 'The prune threshold: a plan that deletes, replaces or changes more than this share of a kind\'s owned objects is blocked unless --force.',
+      properties: {
+        percent: { type: 'number', minimum: 0, maximum: 100, default: 30, description: 'Share (%) of a kind\'s owned objects one plan may delete, replace or change; more is blocked unless --force.' },
+        min_owned: { type: 'integer', minimum: 0, default: 10, description: 'Kinds with fewer owned objects than this are not held to the threshold.' },
+      },
+    },
+    protect: {
+      type: 'array',
+      maxItems: 1000,
+      items: { type: 'string', pattern: SELECTOR.source, description: 'Kind/name, HTTPSEdge/edge/routes/route, or a glob of either (HTTPSEdge/shop-*).' },
+      description: 'Objects never deleted or replaced without --allow-protected-changes (as protect: true in their manifest).',
+    },
+  },
+} as const;
+
+STACK_FILE_KEYS.safety = {
+  ...SAFETY_SCHEMA,
+  description: 'Safety settings: the prune threshold and the objects never deleted or replaced without --allow-protected-changes (docs/reconciler.md, "Safety settings").',
+} as unknown as JSONSchema;
+
+/** The `safety:` settings of the stack file beside the manifests (DEFAULT_SAFETY without one). */
+export function stackSafety(root: string): StackSafety {
+  const file = readStackFile(root);
+  const raw = file.settings.safety;
+  if (raw === undefined || raw === null) return { threshold: { ...DEFAULT_SAFETY.threshold }, protect: [] };
+  const where = (key: string) => `${file.path}: safety${key ? `.${key}` : ''}`;
+  const object = (v: unknown, key: string, keys: readonly string[]): Record<string, unknown> => {
+    if (!v || typeof v !== 'object' || Array.isArray(v)) throw new Error(`${where(key)} must be a mapping`);
+    const unknown = Object.keys(v).filter((k) => !keys.includes(k));
+    if (unknown.length) throw new Error(`${where(key)}: unknown key${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (known: ${keys.join(', ')})`);
+    return v as Record<string, unknown>;
+  };
+  const props = SAFETY_SCHEMA.properties;
+  const safety = object(raw, '', Object.keys(props));
+  const out: StackSafety = { threshold: { ...DEFAULT_SAFETY.threshold }, protect: [] };
+  if (safety.threshold !== undefined) {
+    const t = object(safety.threshold, 'threshold', Object.keys(props.threshold.properties));
+    if (t.percent !== undefined) {
+      const { minimum, maximum } = props.threshold.properties.percent;
+      if (typeof t.percent !== 'number' || !(t.percent >= minimum && t.percent <= maximum)) throw new Error(`${where('threshold.percent')} must be a number from ${minimum} to ${maximum}, not ${JSON.stringify(t.percent)}`);
+      out.threshold.ratio = t.percent / 100;
+    }
+    if (t.min_owned !== undefined) {
+      if (!Number.isInteger(t.min_owned) || (t.min_owned as number) < 0) throw new Error(`${where('threshold.min_owned')} must be a whole number from 0, not ${JSON.stringify(t.min_owned)}`);
+      out.threshold.minOwned = t.min_owned as number;
+    }
+  }
+  if (safety.protect !== undefined) {
+    if (!Array.isArray(safety.protect)) throw new Error(`${where('protect')} must be a list of selectors (Kind/name, HTTPSEdge/edge/routes/route, or a glob)`);
+    if (safety.protect.length > props.protect.maxItems) throw new Error(`${where('protect')} has ${safety.protect.length} selectors; at most ${props.protect.maxItems}`);
+    safety.protect.forEach((s, i) => {
+      if (typeof s !== 'string' || !SELECTOR.test(s)) throw new Error(`${where(`protect[${i}]`)}: ${JSON.stringify(s)} is not a selector (Kind/name, HTTPSEdge/edge/routes/route, or a glob such as HTTPSEdge/shop-*)`);
+    });
+    out.protect = safety.protect as string[];
+  }
+  return out;
+}

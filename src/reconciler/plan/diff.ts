@@ -13,13 +13,15 @@ import { keptCopy, referencedIds } from './duplicates.js';
 import { orderSteps } from './order.js';
 import { stepPatch } from './patch.js';
 import { DEFAULT_THRESHOLD, safetyBlocks, type Threshold } from './safety.js';
+import { Protection } from './protect.js';
+import { scopePlan } from './scope.js';
 import type { DesiredObject, Identities, ObservedObject } from './state.js';
 import { isRefToken, isSecretToken, placeholder, type SecretToken } from './tokens.js';
 import { canonicalJson } from '../../util/canonical-json.js';
 
 /** Stands for a reference whose target is not matched yet (no id has this form). */
 const UNRESOLVED = '<unresolved reference>';
-import { MARKER_CHANGE, PLAN_FORMAT_VERSION, type Change, type Conflict, type Plan, type Step, type StepObject } from './types.js';
+import { MARKER_CHANGE, PLAN_FORMAT_VERSION, type Change, type Conflict, type Plan, type ProtectedChange, type Step, type StepObject } from './types.js';
 
 export interface DiffOptions {
   stack: string;
@@ -42,6 +44,14 @@ export interface DiffOptions {
   everyObserved?: ObservedObject[];
   /** Filled with the identities of the planned objects found unchanged (no step, no warning). */
   settled?: Set<string>;
+  /** Selectors of protected objects (the stack file's `safety.protect`), besides `protect: true` in manifests. */
+  protect?: readonly string[];
+  /** `--allow-protected-changes`: protected objects may be deleted (pruned, destroyed) and replaced. */
+  allowProtected?: boolean;
+  /** `--target`: plan only the objects these selectors name (`scopePlan`). */
+  targets?: readonly string[];
+  /** `plan --destroy` / `destroy`: delete every object the stack owns; the manifests only say what is protected. */
+  destroy?: boolean;
 }
 
 /** What the planner decided for one desired object. */
@@ -62,7 +72,12 @@ interface Decision {
  * the same inputs give the same plan, byte for byte.
  */
 export function diff(desired: DesiredObject[], observed: ObservedObject[], opts: DiffOptions, memo: NormMemo = new NormMemo('plan')): Plan {
-  return new Planner(desired, observed, opts, memo).plan();
+  const protection = new Protection(opts.protect, desired, opts.allowProtected);
+  let plan = new Planner(opts.destroy ? [] : desired, observed, opts, memo, protection).plan();
+  // Destroying is the stack's whole point here: the share of objects deleted is not a surprise to stop.
+  if (opts.destroy) plan = { ...plan, blocked: [], destroy: true };
+  if (opts.targets?.length) plan = scopePlan(plan, opts.targets, desired, observed, opts.destroy ? undefined : opts.threshold ?? DEFAULT_THRESHOLD);
+  return plan;
 }
 
 class Planner {
@@ -76,7 +91,11 @@ class Planner {
   private sym: Symbolize = (id) => id;
 
   /** `memo`: normal forms kept across plans (watch); a plan of its own otherwise. */
-  constructor(private readonly desired: DesiredObject[], private readonly observed: ObservedObject[], private readonly opts: DiffOptions, private readonly memo: NormMemo) {}
+  constructor(private readonly desired: DesiredObject[], private readonly observed: ObservedObject[], private readonly opts: DiffOptions, private readonly memo: NormMemo,
+    private readonly protection: Protection) {}
+
+  /** Deletes and replaces of protected objects, as planned (a refused delete drops out at the end). */
+  private readonly protectedChanges: ProtectedChange[] = [];
 
   plan(): Plan {
     this.match();
@@ -93,6 +112,7 @@ class Planner {
     for (const s of steps) if (s.object.id) touched.add(s.object.id);
     const observed: Record<string, string> = {};
     for (const o of this.observed.filter((x) => touched.has(x.id)).sort((a, b) => a.id.localeCompare(b.id))) observed[o.id] = o.fingerprint;
+    const protectedChanges = this.protectedChanges.filter((c) => this.stepById.has(c.step)); // a delete refused (still used) has no step
     return {
       formatVersion: PLAN_FORMAT_VERSION,
       stack: this.opts.stack,
@@ -103,6 +123,7 @@ class Planner {
       warnings: this.warnings,
       conflicts: this.conflicts,
       blocked: safetyBlocks(steps, this.opts.everyObserved ?? this.observed, this.opts.threshold ?? DEFAULT_THRESHOLD),
+      ...(protectedChanges.length ? { protectedChanges } : {}),
     };
   }
 
@@ -439,6 +460,7 @@ class Planner {
       step.reason = `${fields.join(', ')} cannot change in place: create the new ${d.kind.title}, move every referrer to it, then delete ${old.id}`;
       step.changes = fields.flatMap((f) => diffValues(f, this.norm(old.kind, old.body).fields[f], shown.fields[f]));
       this.addDelete(old, d.identity, `${d.identity}:delete-replaced`, `replaced by the new ${d.kind.title} (${d.identity}:replace)`);
+      if (this.protection.covers(d.identity, old.marker)) this.protectedChanges.push({ step: id, identity: d.identity, id: old.id, action: 'replace' });
     }
     for (const m of later) {
       this.addStep(dec, {
@@ -700,7 +722,7 @@ class Planner {
         foreignChildren.set(o.parentId, [...(foreignChildren.get(o.parentId) ?? []), what]);
         continue;
       }
-      if (!o.marker!.protect || keptIds.has(o.id)) continue;
+      if (!this.protection.keeps(o.marker!.id, o.marker) || keptIds.has(o.id)) continue;
       protectedChildren.set(o.parentId, [...(protectedChildren.get(o.parentId) ?? []), o.marker!.id]);
     }
     for (const o of this.observed) {
@@ -709,8 +731,10 @@ class Planner {
       if (o.parentId && !keptIds.has(o.parentId)) continue;
       const identity = o.marker!.id;
       const dup = this.decisions.get(identity)?.o;
-      if (o.marker!.protect && !dup) {
-        this.warnings.push(`${identity} (${o.id}) is no longer in the manifests but is protected: kept`);
+      if (!dup && this.protection.keeps(identity, o.marker)) {
+        this.warnings.push(this.opts.destroy
+          ? `${identity} (${o.id}) is protected: kept (--allow-protected-changes deletes it)`
+          : `${identity} (${o.id}) is no longer in the manifests but is protected: kept`);
         this.renameHint(o, identity, 'kept (protected)');
         continue; // with its children: a protected edge is kept as it is, routes and all
       }
@@ -728,9 +752,12 @@ class Planner {
         keptIds.add(o.id);
         continue;
       }
-      const reason = dup ? `duplicate of ${identity} (${dup.id}), left by an interrupted apply or two applies at once` : 'no longer in the manifests (prune)';
-      this.addDelete(o, identity, `${identity}:delete${dup ? ':' + o.id : ''}`, reason);
-      if (!dup) this.renameHint(o, identity);
+      const reason = dup ? `duplicate of ${identity} (${dup.id}), left by an interrupted apply or two applies at once`
+        : this.opts.destroy ? 'destroy: the stack\'s objects are all deleted' : 'no longer in the manifests (prune)';
+      const step = this.addDelete(o, identity, `${identity}:delete${dup ? ':' + o.id : ''}`, reason);
+      if (dup) continue;
+      this.renameHint(o, identity);
+      if (this.protection.allow) this.protectedGoing(o, identity, step);
     }
     this.resolveDeletes();
   }
@@ -766,11 +793,27 @@ class Planner {
   private created?: Map<string, DesiredObject>;
 
   private readonly deleteIds = new Set<string>();
-  private addDelete(o: ObservedObject, identity: string, id: string, reason: string) {
+  private addDelete(o: ObservedObject, identity: string, id: string, reason: string): string {
     // Copies of one identity pruned together (duplicates of an object that left the manifests): a step each.
     if (this.deleteIds.has(id)) id = `${id}:${o.id}`;
     this.deleteIds.add(id);
     this.pendingDeletes.push({ o, identity, id, reason });
+    return id;
+  }
+
+  /** Owned children by parent id (made once, for `protectedGoing`). */
+  private childrenOf?: Map<string, ObservedObject[]>;
+
+  /** Records the protected objects a delete takes (allowed by the flag): the object, and its children going with it. */
+  private protectedGoing(o: ObservedObject, identity: string, step: string) {
+    if (this.protection.covers(identity, o.marker)) this.protectedChanges.push({ step, identity, id: o.id, action: 'delete' });
+    if (!this.childrenOf) {
+      this.childrenOf = new Map();
+      for (const c of this.observed) if (c.parentId && c.owner.type === 'this') this.childrenOf.set(c.parentId, [...(this.childrenOf.get(c.parentId) ?? []), c]);
+    }
+    for (const c of this.childrenOf.get(o.id) ?? []) {
+      if (this.protection.covers(c.marker!.id, c.marker)) this.protectedChanges.push({ step, identity: c.marker!.id, id: c.id, action: 'delete' });
+    }
   }
 
   /**

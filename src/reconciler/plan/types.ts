@@ -97,6 +97,25 @@ export interface SafetyBlock { kind: string; owned: number; changed: number; del
 
 export interface PlanSummary { create: number; update: number; replace: number; delete: number }
 
+/** A delete or replace of a protected object (`protect: true`, or `safety.protect` of the stack file). */
+export interface ProtectedChange {
+  /** The step that deletes or replaces it (a delete may take the protected object with its parent). */
+  step: string;
+  identity: string;
+  id: string;
+  action: 'delete' | 'replace';
+}
+
+/** A plan of part of the stack (`--target`). */
+export interface PartialPlan {
+  /** The selectors, as given. */
+  targets: string[];
+  /** Identities outside the targets whose creation the plan includes: the targets refer to them. */
+  created: string[];
+  /** Steps of the whole stack's plan that this plan leaves out. */
+  omitted: number;
+}
+
 export interface Plan {
   formatVersion: typeof PLAN_FORMAT_VERSION;
   stack: string;
@@ -110,6 +129,13 @@ export interface Plan {
   conflicts: Conflict[];
   /** Non-empty: apply refuses without --force. */
   blocked: SafetyBlock[];
+  // The fields below are present only when they say something, so that whole-stack plans read as before.
+  /** Present and non-empty: apply refuses without --allow-protected-changes. */
+  protectedChanges?: ProtectedChange[];
+  /** Present when the plan covers only the objects `--target` selects: apply changes nothing else. */
+  partial?: PartialPlan;
+  /** Present for `plan --destroy` / `destroy`: the plan deletes every object the stack owns. */
+  destroy?: true;
 }
 
 export function hasChanges(plan: Plan): boolean {

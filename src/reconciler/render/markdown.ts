@@ -3,7 +3,7 @@ import { decodeMetadata, encodeMetadata } from '../ownership/marker.js';
 import { findKind, KINDS } from '../../kinds/registry.js';
 import type { Action, Change, Plan, Step } from '../plan/types.js';
 import { mermaidText } from './mermaid.js';
-import { blockLine, listChange, masked, short, shortPair, summaryLine, SYMBOL, visible } from './values.js';
+import { blockLine, listChange, masked, protectedLine, scopeLines, short, shortPair, summaryLine, SYMBOL, visible } from './values.js';
 
 /** GitHub refuses comments over 65,536 characters; stay clear of it. */
 export const MARKDOWN_LIMIT = 65_000;
@@ -224,6 +224,7 @@ function head(plan: Plan, maxCallouts: number): string {
   const out = [
     `### edgeplane plan for stack ${code(plan.stack)}`, '',
     `Target: ${code(plan.target)}`, '',
+    ...scopeLines(plan).flatMap((l) => ['> [!IMPORTANT]', `> **${text(l)}**`, '']),
     `**${plan.steps.length ? summaryLine(plan) : plan.conflicts.length ? 'No changes planned until the conflicts below are resolved.' : 'No changes.'}**`, '',
   ];
   if (plan.steps.length) out.push(...kindTable(plan), '');
@@ -231,6 +232,7 @@ function head(plan: Plan, maxCallouts: number): string {
   if (called) out.push('> [!WARNING]', `> **${n(called)} deletion${called > 1 ? 's' : ''} or replacement${called > 1 ? 's' : ''}**: every destructive step is listed below.`, '');
   const clip = (s: string) => (s.length > 400 ? `${s.slice(0, 399)}…` : s);
   for (const b of plan.blocked) out.push(`> [!CAUTION]`, `> Blocked by the safety threshold: ${blockLine(b)}; \`apply\` needs \`--force\`.`, '');
+  for (const p of plan.protectedChanges ?? []) out.push(`> [!CAUTION]`, `> Blocked: ${text(clip(protectedLine(p)))}; \`apply\` needs \`--allow-protected-changes\`.`, '');
   for (const k of plan.conflicts.slice(0, maxCallouts)) out.push(`> [!CAUTION]`, `> Conflict: ${text(clip(k.message))}${k.adopt ? `<br>Adopt with ${code(clip(k.adopt))}` : ''}`, '');
   if (plan.conflicts.length > maxCallouts) out.push(`… and ${n(plan.conflicts.length - maxCallouts)} more conflicts (\`edgeplane plan\` lists them all)`, '');
   if (plan.warnings.length) {

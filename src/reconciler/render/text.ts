@@ -1,6 +1,6 @@
 import { createColors } from 'picocolors';
 import type { Plan, Step } from '../plan/types.js';
-import { blockLine, listChange, short, shortPair, summaryLine, SYMBOL } from './values.js';
+import { blockLine, listChange, protectedLine, scopeLines, short, shortPair, summaryLine, SYMBOL } from './values.js';
 
 type Colors = ReturnType<typeof createColors>;
 
@@ -28,6 +28,8 @@ const items = (n: number) => `${n} item${n === 1 ? '' : 's'}`;
 export function renderText(plan: Plan, opts: TextOptions = {}): string {
   const c = createColors(!!opts.color);
   const out: string[] = [`edgeplane plan: stack ${c.bold(plan.stack)} on ${plan.target}`, ''];
+  const scope = scopeLines(plan);
+  if (scope.length) out.push(...scope.map((l) => c.bold(c.magenta(l))), '');
   for (const step of plan.steps) {
     out.push(paint(c, step, heading(step)));
     if (step.reason) out.push(c.dim(`    # ${step.reason}`));
@@ -58,7 +60,8 @@ export function renderText(plan: Plan, opts: TextOptions = {}): string {
   for (const b of plan.blocked) {
     out.push(c.red(`blocked: ${blockLine(b)} (${b.deletes} deleted or replaced, ${b.updates} updated); apply needs --force`));
   }
-  if (plan.warnings.length || plan.conflicts.length || plan.blocked.length) out.push('');
-  out.push(plan.steps.length ? c.bold(summaryLine(plan)) : plan.conflicts.length ? 'No changes planned until the conflicts above are resolved.' : 'No changes. The live state matches the manifests.');
+  for (const p of plan.protectedChanges ?? []) out.push(c.red(`blocked: ${protectedLine(p)}; apply needs --allow-protected-changes`));
+  if (plan.warnings.length || plan.conflicts.length || plan.blocked.length || plan.protectedChanges?.length) out.push('');
+  out.push(plan.steps.length ? c.bold(summaryLine(plan) + (plan.partial ? ' (partial)' : '')) : plan.conflicts.length ? 'No changes planned until the conflicts above are resolved.' : plan.destroy ? 'Nothing to destroy: the stack owns no object that can be deleted.' : 'No changes. The live state matches the manifests.');
   return out.join('\n') + '\n';
 }

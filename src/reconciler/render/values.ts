@@ -1,7 +1,7 @@
 import { findKind } from '../../kinds/registry.js';
 import { SENSITIVE } from '../plan/changes.js';
 import { isSecretToken } from '../plan/tokens.js';
-import type { Action, Plan, SafetyBlock } from '../plan/types.js';
+import type { Action, Plan, ProtectedChange, SafetyBlock } from '../plan/types.js';
 
 export const SYMBOL: Record<Action, string> = {
   create: '+', update: '~', replace: '±', delete: '-', 'module.put': '~', 'module.delete': '-',
@@ -64,6 +64,27 @@ export function masked(v: unknown): unknown {
 export function blockLine(b: SafetyBlock): string {
   const title = findKind(b.kind)?.title ?? b.kind;
   return `${b.changed} of ${b.owned} owned ${title.endsWith('y') ? `${title.slice(0, -1)}ies` : `${title}s`} would change`;
+}
+
+/** A protected object the plan deletes or replaces, in every place that says it. */
+export function protectedLine(c: ProtectedChange): string {
+  return `${c.identity} (${c.id}) is protected and would be ${c.action === 'delete' ? 'deleted' : 'replaced'}`;
+}
+
+/**
+ * What a plan that is not the whole stack's ordinary plan says before anything else: partial
+ * (`--target`: the rest of the stack is neither planned nor applied), or a destroy.
+ */
+export function scopeLines(plan: Plan): string[] {
+  const out: string[] = [];
+  if (plan.destroy) out.push(`DESTROY: every object stack "${plan.stack}" owns is deleted; objects it does not own are left alone.`);
+  const p = plan.partial;
+  if (p) {
+    const created = p.created.length ? `, and the creation of ${p.created.join(', ')}, which they refer to` : '';
+    const omitted = p.omitted ? `${p.omitted} step${p.omitted === 1 ? '' : 's'} of the stack outside the targets ${p.omitted === 1 ? 'is' : 'are'} not planned` : 'nothing else of the stack had changes';
+    out.push(`PARTIAL PLAN: only what --target ${p.targets.join(', ')} selects${created}; ${omitted}. Plan without --target to see the whole stack.`);
+  }
+  return out;
 }
 
 export function summaryLine(plan: Plan): string {
