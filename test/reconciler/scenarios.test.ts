@@ -6,12 +6,17 @@ import { planFromState } from '../../src/reconciler/pipeline.js';
 import { renderJson } from '../../src/reconciler/render/json.js';
 import { renderMarkdown } from '../../src/reconciler/render/markdown.js';
 import { renderText } from '../../src/reconciler/render/text.js';
+import { summarize } from '../../src/reconciler/plan/scope.js';
 import { expandObserved, golden } from '../helpers/scenario.js';
 
 const ROOT = join(import.meta.dirname, '..', 'scenarios');
 const CWD = join(import.meta.dirname, '..', '..');
 
-interface Options { stack?: string; adopt?: boolean; env?: Record<string, string>; threshold?: { ratio: number; minOwned: number } }
+interface Options {
+  stack?: string; adopt?: boolean; env?: Record<string, string>; threshold?: { ratio: number; minOwned: number };
+  /** `--target`, `--destroy`, `safety.protect` of the stack file, `--allow-protected-changes`. */
+  targets?: string[]; destroy?: boolean; protect?: string[]; allowProtected?: boolean;
+}
 
 /**
  * Scenario folders: `manifests/` + `observed.json` (list bodies) + `options.json`, and the expected
@@ -28,9 +33,12 @@ describe('planner scenarios', () => {
       const root = relative(CWD, join(dir, 'manifests'));
       const r = planFromState({
         root, cwd: CWD, stack, env: opts.env ?? {}, adopt: opts.adopt, threshold: opts.threshold,
+        targets: opts.targets, destroy: opts.destroy, protect: opts.protect, allowProtected: opts.allowProtected,
         adoptCommand: `edgeplane plan ${root} --stack ${stack} --adopt`,
       }, expandObserved(observed, stack), 'https://api.example.test');
       expect(r.problems.filter((p) => p.severity === 'error').map(formatProblem)).toEqual([]);
+      // A partial plan counts its objects again from its steps (scope.ts): the count must be the planner's.
+      expect(summarize(r.plan!.steps)).toEqual(r.plan!.summary);
       golden(join(dir, 'expected.txt'), renderText(r.plan!));
       golden(join(dir, 'expected.json'), renderJson(r.plan!));
       golden(join(dir, 'expected.md'), renderMarkdown(r.plan!));

@@ -177,9 +177,9 @@ function gate(out: Output, plan: Plan, flags: ApplyFlags): void {
   if (plan.conflicts.length) throw new CliExit(EXIT.error, `apply: ${plan.conflicts.length} conflict${plan.conflicts.length > 1 ? 's' : ''} with objects this stack does not own; nothing applied`);
   const prot = plan.protectedChanges ?? [];
   if (prot.length && !flags.allowProtectedChanges) {
-    throw new CliExit(EXIT.blocked, `apply blocked: ${prot.map(protectedLine).join(', ')}; review the plan and pass --allow-protected-changes to go ahead`);
+    throw new CliExit(EXIT.blocked, `apply blocked by protected objects: ${prot.map(protectedLine).join(', ')}; review the plan and pass --allow-protected-changes to go ahead`);
   }
-  if (prot.length) out.error(`warning: ${prot.map(protectedLine).join(', ')}; going ahead because of --allow-protected-changes`);
+  if (prot.length) out.error(`warning: protected objects: ${prot.map(protectedLine).join(', ')}; going ahead because of --allow-protected-changes`);
   if (plan.blocked.length && !flags.force) {
     throw new CliExit(EXIT.blocked, `apply blocked by the safety threshold (${plan.blocked.map(blockLine).join(', ')}); review the plan and pass --force to go ahead`);
   }

@@ -232,7 +232,7 @@ function head(plan: Plan, maxCallouts: number): string {
   if (called) out.push('> [!WARNING]', `> **${n(called)} deletion${called > 1 ? 's' : ''} or replacement${called > 1 ? 's' : ''}**: every destructive step is listed below.`, '');
   const clip = (s: string) => (s.length > 400 ? `${s.slice(0, 399)}…` : s);
   for (const b of plan.blocked) out.push(`> [!CAUTION]`, `> Blocked by the safety threshold: ${blockLine(b)}; \`apply\` needs \`--force\`.`, '');
-  for (const p of plan.protectedChanges ?? []) out.push(`> [!CAUTION]`, `> Blocked: ${text(clip(protectedLine(p)))}; \`apply\` needs \`--allow-protected-changes\`.`, '');
+  for (const p of plan.protectedChanges ?? []) out.push(`> [!CAUTION]`, `> Protected: ${text(clip(protectedLine(p)))}; \`apply\` needs \`--allow-protected-changes\`.`, '');
   for (const k of plan.conflicts.slice(0, maxCallouts)) out.push(`> [!CAUTION]`, `> Conflict: ${text(clip(k.message))}${k.adopt ? `<br>Adopt with ${code(clip(k.adopt))}` : ''}`, '');
   if (plan.conflicts.length > maxCallouts) out.push(`… and ${n(plan.conflicts.length - maxCallouts)} more conflicts (\`edgeplane plan\` lists them all)`, '');
   if (plan.warnings.length) {

@@ -60,8 +60,8 @@ export function renderText(plan: Plan, opts: TextOptions = {}): string {
   for (const b of plan.blocked) {
     out.push(c.red(`blocked: ${blockLine(b)} (${b.deletes} deleted or replaced, ${b.updates} updated); apply needs --force`));
   }
-  for (const p of plan.protectedChanges ?? []) out.push(c.red(`blocked: ${protectedLine(p)}; apply needs --allow-protected-changes`));
+  for (const p of plan.protectedChanges ?? []) out.push(c.red(`protected: ${protectedLine(p)}; apply needs --allow-protected-changes`));
   if (plan.warnings.length || plan.conflicts.length || plan.blocked.length || plan.protectedChanges?.length) out.push('');
-  out.push(plan.steps.length ? c.bold(summaryLine(plan) + (plan.partial ? ' (partial)' : '')) : plan.conflicts.length ? 'No changes planned until the conflicts above are resolved.' : plan.destroy ? 'Nothing to destroy: the stack owns no object that can be deleted.' : 'No changes. The live state matches the manifests.');
+  out.push(plan.steps.length ? c.bold(summaryLine(plan) + (plan.partial ? ' (partial)' : '')) : plan.conflicts.length ? 'No changes planned until the conflicts above are resolved.' : plan.destroy ? 'Nothing to destroy: the stack owns no object that can be deleted.' : plan.partial ? 'No changes among the targets.' : 'No changes. The live state matches the manifests.');
   return out.join('\n') + '\n';
 }

@@ -68,7 +68,7 @@ export function blockLine(b: SafetyBlock): string {
 
 /** A protected object the plan deletes or replaces, in every place that says it. */
 export function protectedLine(c: ProtectedChange): string {
-  return `${c.identity} (${c.id}) is protected and would be ${c.action === 'delete' ? 'deleted' : 'replaced'}`;
+  return `${c.identity} (${c.id}) would be ${c.action === 'delete' ? 'deleted' : 'replaced'}`;
 }
 
 /**
