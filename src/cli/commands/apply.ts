@@ -98,7 +98,7 @@ async function applyDir(out: Output, dir: string, flags: ApplyFlags, parallelism
         return;
       }
       if (!flags.autoApprove) {
-        if (!canPrompt()) throw new CliExit(EXIT.error, 'apply: no terminal to ask for confirmation; pass --auto-approve (CI) or save a plan with `plan --out` and apply it');
+        if (!canPrompt()) throw new CliExit(EXIT.error, `${plan.destroy ? 'destroy' : 'apply'}: no terminal to ask for confirmation; pass --auto-approve (CI)${plan.destroy ? '' : ' or save a plan with `plan --out` and apply it'}`);
         const question = plan.destroy
           ? `\nDestroy stack "${plan.stack}" on ${plan.target}: delete ${plan.summary.delete} object${plan.summary.delete === 1 ? '' : 's'}? Only "yes" is accepted: `
           : `\nApply ${summaryLine(plan).replace(/^Plan: /, '')}${plan.partial ? ' (partial: --target)' : ''} on ${plan.target}? Only "yes" is accepted: `;

@@ -1,5 +1,5 @@
 import { lineProgress, type ProgressRenderer } from '../../reconciler/apply/progress.js';
-import { resolveStack } from '../../reconciler/manifests/config.js';
+import { resolveStack, stackSafety } from '../../reconciler/manifests/config.js';
 import { filesToPlan, manifestFiles, stackDirectory } from '../../reconciler/manifests/load.js';
 import { formatProblem } from '../../reconciler/manifests/problems.js';
 import { MARKER_CHANGE, type Step } from '../../reconciler/plan/types.js';
@@ -99,7 +99,9 @@ export function reporter(out: Output, color: boolean) {
       case 'step': return progress?.event(r.event);
       case 'applied': progress?.finish(r.result); progress = undefined; return;
       case 'superseded': return out.line(`${tag}the manifests changed while planning: nothing applied; the next run plans the newer save`);
-      case 'blocked': return out.line(`${tag}blocked by the safety threshold: nothing applied; review the plan, then run \`edgeplane apply ${watched ?? 'DIR'} --force\` (watch never applies over it)`);
+      case 'blocked':
+        if (r.plan.protectedChanges?.length) return out.line(`${tag}blocked: protected objects would be deleted or replaced: nothing applied; review the plan, then run \`edgeplane apply ${watched ?? 'DIR'} --allow-protected-changes\` (watch never applies over it)`);
+        return out.line(`${tag}blocked by the safety threshold: nothing applied; review the plan, then run \`edgeplane apply ${watched ?? 'DIR'} --force\` (watch never applies over it)`);
       case 'run-end':
         if (r.status === 'retry') return out.error(`${tag}failed: ${r.error}`);
         if (r.error) out.error(`${tag}${r.error}`); // why a run was invalid, when no problem list said it (a file gone mid-read, conflicts)
@@ -129,7 +131,7 @@ export async function watch(out: Output, dir: string, flags: WatchFlags): Promis
     onRetarget: (from, to) => out.line(`${from} stopped serving the state directory: now on ${to}`),
   });
   const session = startWatchSession({
-    input: { root: dir, stack, strict: flags.strict, env: process.env, config: reconcilerConfig() },
+    input: { root: dir, stack, strict: flags.strict, env: process.env, config: reconcilerConfig(), ...watchSafety(dir) },
     stackGiven: flags.stack !== undefined,
     client, prune: flags.prune, planOnly: flags.planOnly, intervalMs, repair: flags.repair,
     parallelism: flags.parallelism ? Number(flags.parallelism) : undefined, debounceMs,
@@ -146,4 +148,10 @@ export async function watch(out: Output, dir: string, flags: WatchFlags): Promis
     process.on('SIGTERM', stop);
   });
   out.line('stopped');
+}
+
+/** The stack file's threshold and protected objects, read once at the start (as the stack is). */
+function watchSafety(dir: string): { threshold: { ratio: number; minOwned: number }; protect: string[] } {
+  const { threshold, protect } = stackSafety(dir);
+  return { threshold, protect };
 }

@@ -117,13 +117,13 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
     }
     const interval = ctx.trigger === 'interval';
     const mode = opts.planOnly ? 'preview' : interval ? (opts.repair ? 'repair' : 'drift') : 'apply';
-    const { plan, dropped } = opts.prune ? { plan: prepared.plan, dropped: 0 } : withoutPrunes(prepared.plan, prepared.identities, prepared.observed);
+    const { plan, dropped } = opts.prune ? { plan: prepared.plan, dropped: 0 } : withoutPrunes(prepared.plan, prepared.identities, prepared.observed, opts.input.threshold);
     opts.report({ type: 'plan', runId: ctx.runId, plan, mode, skippedPrunes: dropped, read: prepared.read });
     // Nothing is applied while a manifest object collides with an object this stack does not own.
     const applying = mode === 'apply' || mode === 'repair';
     if (plan.conflicts.length && applying) return { status: 'invalid', error: 'conflicts with objects this stack does not own' };
     if (!applying || !plan.steps.length) return { status: 'ok' };
-    if (plan.blocked.length) {
+    if (plan.blocked.length || plan.protectedChanges?.length) {
       opts.report({ type: 'blocked', runId: ctx.runId, plan });
       return { status: 'invalid' };
     }
