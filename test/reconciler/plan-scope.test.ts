@@ -1,4 +1,5 @@
-import { relative } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_SAFETY, stackSafety } from '../../src/reconciler/manifests/config.js';
 import { planFromState } from '../../src/reconciler/pipeline.js';
@@ -114,5 +115,24 @@ describe('destroy', () => {
     // With --target, only what it names.
     const one = planDir(dir, names, { destroy: true, targets: ['FailoverBackend/o1*'] });
     expect(one.steps.map((s) => s.object.identity).sort()).toEqual(['FailoverBackend/o1', 'FailoverBackend/o10', 'FailoverBackend/o11']);
+  });
+});
+
+describe('protected objects and replaces', () => {
+  const pem = (f: string) => readFileSync(join(import.meta.dirname, '..', 'fixtures', 'certs', f), 'utf8');
+  const ca = (protect: string) => `kind: CertificateAuthority\nname: root\n${protect}ca_pem: |\n${pem('rsa-ca-2.pem').replace(/^/gm, '  ')}`;
+  const planCa = (yaml: string, liveProtect: boolean, allowProtected?: boolean) => planFromState({
+    root: relative(process.cwd(), manifestDir({ 'ca.yaml': yaml })), stack: 'prod', env: {}, allowProtected,
+  }, expandObserved({ certificate_authorities: [{ id: 'ca_000000000000000000000000001', $pem: 'rsa-ca.pem', $marker: { id: 'CertificateAuthority/root', ...(liveProtect ? { protect: true } : {}) } }] }, 'prod'), 'https://api.example.test').plan!;
+
+  it('a replace of an object its manifest protects is listed for --allow-protected-changes, whatever its marker says', () => {
+    const blocked = planCa(ca('protect: true\n'), false);
+    expect(blocked.steps.map((s) => s.action)).toEqual(['replace', 'delete']);
+    expect(blocked.protectedChanges).toEqual([{ step: 'CertificateAuthority/root:replace', identity: 'CertificateAuthority/root', id: 'ca_000000000000000000000000001', action: 'replace' }]);
+    expect(planCa(ca('protect: true\n'), false, true).protectedChanges).toHaveLength(1);
+  });
+
+  it('removing protect in the manifest lets the replace go in the same change (the manifest wins over the old marker)', () => {
+    expect(planCa(ca(''), true).protectedChanges).toBeUndefined();
   });
 });

@@ -3,21 +3,24 @@ import { selector, type Selector } from './selectors.js';
 import type { DesiredObject } from './state.js';
 
 /**
- * Which objects are protected: marked so in their manifest (`protect: true`, carried in the
- * ownership marker), or named by a selector of the stack file's `safety.protect`. A protected
- * object is never deleted or replaced unless `allow` (`--allow-protected-changes`).
+ * Which objects are protected: named by a selector of the stack file's `safety.protect`, or
+ * marked `protect: true` — by their manifest while they are in the manifests (what it says now
+ * wins over the marker: removing `protect` lets the object go), else by the ownership marker
+ * their last apply wrote. A protected object is never deleted or replaced unless `allow`
+ * (`--allow-protected-changes`).
  */
 export class Protection {
   private readonly selectors: Selector[];
-  private readonly manifest = new Set<string>();
+  /** Identity → `protect` of the manifests' objects. */
+  private readonly manifest = new Map<string, boolean>();
 
   constructor(selectors: readonly string[] = [], desired: readonly DesiredObject[] = [], readonly allow = false) {
     this.selectors = selectors.map(selector);
-    for (const d of desired) if (d.protect) this.manifest.add(d.identity);
+    for (const d of desired) this.manifest.set(d.identity, d.protect);
   }
 
   covers(identity: string, marker?: Marker): boolean {
-    return !!marker?.protect || this.manifest.has(identity) || this.selectors.some((s) => s.matches(identity));
+    return (this.manifest.get(identity) ?? !!marker?.protect) || this.selectors.some((s) => s.matches(identity));
   }
 
   /** Protected, and no flag lets it go: the planner keeps it. */
