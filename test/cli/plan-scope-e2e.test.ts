@@ -1,13 +1,12 @@
 import { spawn } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BIN, cliEnv, ROOT, runCli, type CliResult } from '../helpers/cli.js';
 import { cleanupDirs, manifestDir, tempDir } from '../helpers/reconcile.js';
 
 /**
- * `--target`, `destroy` and the stack file's safety settings as a user runs them: `edgeplane`
- * processes on the embedded engine (--state).
+ * `destroy` and `--target` as a user runs them: `edgeplane` processes on the embedded engine
+ * (--state), a terminal for the confirmation. The flags' other cases: test/reconciler/scope-cli.test.ts.
  */
 afterAll(() => cleanupDirs());
 
@@ -69,34 +68,10 @@ describe('destroy on the embedded engine', { timeout: 180_000 }, () => {
     expect(after.summary).toEqual({ create: 3, update: 0, replace: 0, delete: 0 });
     // Another stack's object in the same account is untouched.
     expect((await runCli(['plan', theirs, '--state', state, '--detailed-exitcode'])).code).toBe(0);
-  });
-});
 
-describe('--target and the stack file\'s safety settings on the embedded engine', { timeout: 180_000 }, () => {
-  it('applies only the targeted object, refuses an unknown selector with the nearest names, and blocks by the file\'s threshold', async () => {
-    const state = tempDir('ep-state-');
-    const settings = stack('tgt', 'safety:\n  threshold: { percent: 50, min_owned: 2 }\n  protect: ["FailoverBackend/keep"]\n');
-    const dir = manifestDir({ 'edgeplane.yaml': settings, 'pool.yaml': [fo('a'), fo('b'), fo('keep')].join('---\n') });
-    expect((await runCli(['apply', dir, '--state', state, '--auto-approve'])).code).toBe(0);
-
-    writeFileSync(join(dir, 'pool.yaml'), [fo('a', 'description: a v2\n'), fo('b', 'description: b v2\n'), fo('keep')].join('---\n'));
-    const targeted = await runCli(['apply', dir, '--state', state, '--auto-approve', '--target', 'FailoverBackend/a']);
-    expect(targeted.code, targeted.stderr).toBe(0);
-    expect(targeted.stdout).toContain('PARTIAL PLAN: only what --target FailoverBackend/a selects; 1 step of the stack outside the targets is not planned');
-    expect((await planJson(dir, state)).steps.map((s) => s.id)).toEqual(['FailoverBackend/b:update']);
-
-    const unknown = await runCli(['plan', dir, '--state', state, '--target', 'FailoverBackend/c', '--target', 'FailoverBackend/*']);
+    // --target is repeatable; one that names nothing stops the plan, naming the nearest.
+    const unknown = await runCli(['plan', mine, '--state', state, '--target', 'FailoverBackend/pol', '--target', 'HTTPSEdge/*']);
     expect(unknown.code).toBe(1);
-    expect(unknown.stderr).toContain('--target FailoverBackend/c names no object of this stack (nearest: FailoverBackend/a, FailoverBackend/b, FailoverBackend/keep)');
-
-    // Two of three owned backends pruned: over the file's 50 % (the defaults would not apply below 10).
-    // `keep` leaves the manifests too, but it is protected: kept, not counted.
-    writeFileSync(join(dir, 'pool.yaml'), fo('other'));
-    const blocked = await planJson(dir, state);
-    expect(blocked.blocked).toEqual([{ kind: 'failoverBackend', owned: 3, changed: 2, deletes: 2, updates: 0 }]);
-    expect(blocked.warnings.filter((w) => /^FailoverBackend\/keep \(bkdfo_\w+\) is no longer in the manifests but is protected: kept$/.test(w))).toHaveLength(1);
-    const refused = await runCli(['apply', dir, '--state', state, '--auto-approve']);
-    expect(refused.code).toBe(3);
-    expect(refused.stderr).toContain('apply blocked by the safety threshold (2 of 3 owned failover backends would change)');
+    expect(unknown.stderr).toContain('--target FailoverBackend/pol names no object of this stack (nearest: FailoverBackend/pool, FailoverBackend/keep, HTTPSEdge/web)');
   });
 });

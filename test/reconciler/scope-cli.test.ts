@@ -15,6 +15,12 @@ afterAll(async () => { await svc?.close(); cleanupDirs(); });
 const pem = (f: string) => readFileSync(join(import.meta.dirname, '..', 'fixtures', 'certs', f), 'utf8');
 const ca = (file: string) => `kind: CertificateAuthority\nname: root\nprotect: true\nca_pem: |\n${pem(file).replace(/^/gm, '  ')}`;
 const pool = 'kind: FailoverBackend\nname: pool\nbackends: []\n';
+const fo = (name: string, extra = '') => `kind: FailoverBackend\nname: ${name}\n${extra}backends: []\n`;
+const planOf = async (dir: string, flags: object) => {
+  const out = capture();
+  await exitCode(() => plan(out, dir, { ...flags, json: true }));
+  return JSON.parse(out.text()) as { steps: { id: string }[]; blocked: unknown[]; warnings: string[] };
+};
 
 /** The message of the CliExit a command ends with, and its code. */
 async function refusal(run: () => Promise<void>): Promise<{ code: number; message: string }> {
@@ -26,6 +32,32 @@ async function refusal(run: () => Promise<void>): Promise<{ code: number; messag
   }
   return { code: 0, message: '' };
 }
+
+/** The commands as the CLI runs them, against the service over HTTP (`edgeplane` processes: test/cli/plan-scope-e2e.test.ts). */
+describe('--target and the stack file\'s threshold through plan and apply', () => {
+  it('applies only the targeted object, and blocks by the file\'s threshold with the protected object kept', async () => {
+    const c = await svc.account();
+    const target = { apiUrl: svc.url, apiKey: c.apiKey! };
+    const settings = 'stack: tgt\nsafety:\n  threshold: { percent: 50, min_owned: 2 }\n  protect: ["FailoverBackend/keep"]\n';
+    const dir = manifestDir({ 'edgeplane.yaml': settings, 'pool.yaml': [fo('a'), fo('b'), fo('keep')].join('---\n') });
+    expect(await exitCode(() => apply(capture(), dir, { ...target, autoApprove: true }))).toBe(0);
+
+    writeFileSync(join(dir, 'pool.yaml'), [fo('a', 'description: a v2\n'), fo('b', 'description: b v2\n'), fo('keep')].join('---\n'));
+    const targeted = capture();
+    expect(await exitCode(() => apply(targeted, dir, { ...target, autoApprove: true, target: ['FailoverBackend/a'] }))).toBe(0);
+    expect(targeted.text()).toContain('PARTIAL PLAN: only what --target FailoverBackend/a selects; 1 step of the stack outside the targets is not planned');
+    expect((await planOf(dir, target)).steps.map((s) => s.id)).toEqual(['FailoverBackend/b:update']);
+
+    // Two of three owned backends pruned: over the file's 50 % (the defaults would not apply below 10).
+    // `keep` leaves the manifests too, but it is protected: kept, not counted.
+    writeFileSync(join(dir, 'pool.yaml'), fo('other'));
+    const blocked = await planOf(dir, target);
+    expect(blocked.blocked).toEqual([{ kind: 'failoverBackend', owned: 3, changed: 2, deletes: 2, updates: 0 }]);
+    expect(blocked.warnings.filter((w) => /^FailoverBackend\/keep \(bkdfo_\w+\) is no longer in the manifests but is protected: kept$/.test(w))).toHaveLength(1);
+    const refused = await refusal(() => apply(capture(), dir, { ...target, autoApprove: true }));
+    expect(refused).toEqual({ code: EXIT.blocked, message: expect.stringContaining('apply blocked by the safety threshold (2 of 3 owned failover backends would change)') });
+  });
+});
 
 describe('protected objects through plan, apply and destroy', { timeout: 120_000 }, () => {
   it('a replace of a protected CA is refused without --allow-protected-changes, saved plan or not; destroy keeps it unless allowed', async () => {
