@@ -129,8 +129,7 @@ targetOptions(
     .addOption(parallelismOption())
     .option('--json', 'one JSON event per line (plan, each step, summary)')
     .addOption(targetOption())
-    .addOption(allowProtectedOption())
-    .addOption(strictOption()),
+    .addOption(allowProtectedOption()),
 ).action(async (dir, flags) => (await import('./commands/apply.js')).destroy(stdio, dir, flags));
 
 targetOptions(

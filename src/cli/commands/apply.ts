@@ -57,7 +57,7 @@ export async function apply(out: Output, dir: string | undefined, flags: ApplyFl
  * `destroy DIR`: the plan that deletes every object the stack owns, applied as `apply DIR` applies
  * a plan (the same confirmation, gates and executor).
  */
-export async function destroy(out: Output, dir: string, flags: Omit<ApplyFlags, 'plan' | 'force' | 'adopt' | 'destroy'>): Promise<void> {
+export async function destroy(out: Output, dir: string, flags: Omit<ApplyFlags, 'plan' | 'force' | 'adopt' | 'strict' | 'destroy'>): Promise<void> {
   return applyDir(out, dir, { ...flags, destroy: true }, parallelismOf(flags));
 }
 
