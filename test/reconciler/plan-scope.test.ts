@@ -87,6 +87,11 @@ describe('selectors', () => {
     const plan = planDir(dir, ['keep', 'old-1', 'old-2'], { targets: ['FailoverBackend/old-2'] });
     expect(plan.steps.map((s) => s.id)).toEqual(['FailoverBackend/old-2:delete']);
     expect(plan.partial).toEqual({ targets: ['FailoverBackend/old-2'], created: [], omitted: 1 });
+    // A warning about objects outside the targets only is not this plan's; one about a target is.
+    const guarded = planDir(dir, ['keep', 'old-1', 'old-2'], { protect: ['FailoverBackend/old-1'], targets: ['FailoverBackend/old-2'] });
+    expect(guarded.warnings).toEqual([]);
+    expect(planDir(dir, ['keep', 'old-1', 'old-2'], { protect: ['FailoverBackend/old-1'], targets: ['FailoverBackend/old-*'] }).warnings)
+      .toEqual(['FailoverBackend/old-1 (bkdfo_000000000000000000000000002) is no longer in the manifests but is protected: kept']);
     let err: unknown;
     try {
       planDir(dir, ['keep', 'old-1'], { targets: ['FailoverBackend/old-3'] });
