@@ -753,7 +753,7 @@ class Planner {
         continue;
       }
       const reason = dup ? `duplicate of ${identity} (${dup.id}), left by an interrupted apply or two applies at once`
-        : this.opts.destroy ? 'destroy: the stack\'s objects are all deleted' : 'no longer in the manifests (prune)';
+        : this.opts.destroy ? 'the stack is destroyed' : 'no longer in the manifests (prune)';
       const step = this.addDelete(o, identity, `${identity}:delete${dup ? ':' + o.id : ''}`, reason);
       if (dup) continue;
       this.renameHint(o, identity);
