@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BIN, cliEnv, ROOT, runCli, type CliResult } from '../helpers/cli.js';
+import { CLI, cliEnv, ROOT, runCli, type CliResult } from '../helpers/cli.js';
 import { cleanupDirs, manifestDir, tempDir } from '../helpers/reconcile.js';
 
 /**
@@ -20,7 +20,7 @@ const planJson = async (dir: string, state: string, extra: string[] = []): Promi
 /** `edgeplane ARGS` on a terminal (util-linux `script` gives it one), typing `input`. */
 function onTerminal(args: string[], input: string): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const command = [process.execPath, BIN, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+    const command = [process.execPath, ...CLI, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
     const child = spawn('script', ['-qec', command, '/dev/null'], { cwd: ROOT, env: cliEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     child.stdout.on('data', (d) => (stdout += d));
