@@ -22,4 +22,6 @@ export declare const sb160a43fc0d06dd034b4962f: Validator;
 export declare const s8f2b41089847436310d1bc33: Validator;
 export declare const s83d2d5f45c8efa436dde3851: Validator;
 export declare const sfb9f9f09243253622581b363: Validator;
+export declare const sfab44690d97be22abc7cdea5: Validator;
+export declare const s2ee920f6c8ac5da510bebc57: Validator;
 export declare const s5cc9cbf1f94471d87628b8de: Validator;

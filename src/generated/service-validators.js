@@ -13291,10 +13291,8 @@ validate31.errors = vErrors;
 return errors === 0;
 }
 
-export const s5cc9cbf1f94471d87628b8de = validate32;
-const schema33 = {"type":"object","properties":{"identity_provider":{"type":"object","properties":{"name":{"type":"string","minLength":1,"maxBytes":255},"url":{"type":"string","minLength":1,"maxBytes":1024,"pattern":"^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$","x-rule":"must be an absolute http or https URL"}},"required":["name","url"],"additionalProperties":false},"provider_user_id":{"type":"string","minLength":1,"maxBytes":255},"username":{"type":"string","maxBytes":255},"email":{"type":"string","maxBytes":320},"name":{"type":"string","maxBytes":255},"last_active":{"type":"string","pattern":"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$","x-rule":"must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z"},"last_login":{"type":"string","pattern":"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$","x-rule":"must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z"}},"additionalProperties":false,"required":["identity_provider","provider_user_id"]};
-const pattern22 = new RegExp("^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$", "u");
-const pattern23 = new RegExp("^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$", "u");
+export const sfab44690d97be22abc7cdea5 = validate32;
+const schema33 = {"type":"object","additionalProperties":false,"required":["stack","holder"],"properties":{"stack":{"type":"string","minLength":1,"maxLength":255},"holder":{"type":"string","minLength":1,"maxLength":500},"ttl_seconds":{"type":"integer","minimum":1,"maximum":3600}}};
 
 function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -13302,15 +13300,184 @@ let errors = 0;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if(((data.identity_provider === undefined) && (missing0 = "identity_provider")) || ((data.provider_user_id === undefined) && (missing0 = "provider_user_id"))){
+if(((data.stack === undefined) && (missing0 = "stack")) || ((data.holder === undefined) && (missing0 = "holder"))){
 validate32.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'",schema:schema33.required,parentSchema:schema33,data}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
-if(!(((((((key0 === "identity_provider") || (key0 === "provider_user_id")) || (key0 === "username")) || (key0 === "email")) || (key0 === "name")) || (key0 === "last_active")) || (key0 === "last_login"))){
+if(!(((key0 === "stack") || (key0 === "holder")) || (key0 === "ttl_seconds"))){
 validate32.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema33,data}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.stack !== undefined){
+let data0 = data.stack;
+const _errs2 = errors;
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(func2(data0) > 255){
+validate32.errors = [{instancePath:instancePath+"/stack",schemaPath:"#/properties/stack/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters",schema:255,parentSchema:schema33.properties.stack,data:data0}];
+return false;
+}
+else {
+if(func2(data0) < 1){
+validate32.errors = [{instancePath:instancePath+"/stack",schemaPath:"#/properties/stack/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema33.properties.stack,data:data0}];
+return false;
+}
+}
+}
+else {
+validate32.errors = [{instancePath:instancePath+"/stack",schemaPath:"#/properties/stack/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.stack.type,parentSchema:schema33.properties.stack,data:data0}];
+return false;
+}
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.holder !== undefined){
+let data1 = data.holder;
+const _errs4 = errors;
+if(errors === _errs4){
+if(typeof data1 === "string"){
+if(func2(data1) > 500){
+validate32.errors = [{instancePath:instancePath+"/holder",schemaPath:"#/properties/holder/maxLength",keyword:"maxLength",params:{limit: 500},message:"must NOT have more than 500 characters",schema:500,parentSchema:schema33.properties.holder,data:data1}];
+return false;
+}
+else {
+if(func2(data1) < 1){
+validate32.errors = [{instancePath:instancePath+"/holder",schemaPath:"#/properties/holder/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema33.properties.holder,data:data1}];
+return false;
+}
+}
+}
+else {
+validate32.errors = [{instancePath:instancePath+"/holder",schemaPath:"#/properties/holder/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.holder.type,parentSchema:schema33.properties.holder,data:data1}];
+return false;
+}
+}
+var valid0 = _errs4 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.ttl_seconds !== undefined){
+let data2 = data.ttl_seconds;
+const _errs6 = errors;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+validate32.errors = [{instancePath:instancePath+"/ttl_seconds",schemaPath:"#/properties/ttl_seconds/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema33.properties.ttl_seconds.type,parentSchema:schema33.properties.ttl_seconds,data:data2}];
+return false;
+}
+if(errors === _errs6){
+if((typeof data2 == "number") && (isFinite(data2))){
+if(data2 > 3600 || isNaN(data2)){
+validate32.errors = [{instancePath:instancePath+"/ttl_seconds",schemaPath:"#/properties/ttl_seconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600},message:"must be <= 3600",schema:3600,parentSchema:schema33.properties.ttl_seconds,data:data2}];
+return false;
+}
+else {
+if(data2 < 1 || isNaN(data2)){
+validate32.errors = [{instancePath:instancePath+"/ttl_seconds",schemaPath:"#/properties/ttl_seconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema33.properties.ttl_seconds,data:data2}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs6 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+}
+else {
+validate32.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema33.type,parentSchema:schema33,data}];
+return false;
+}
+}
+validate32.errors = vErrors;
+return errors === 0;
+}
+
+export const s2ee920f6c8ac5da510bebc57 = validate33;
+const schema34 = {"type":"object","additionalProperties":false,"properties":{"ttl_seconds":{"type":"integer","minimum":1,"maximum":3600}}};
+
+function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+const _errs1 = errors;
+for(const key0 in data){
+if(!(key0 === "ttl_seconds")){
+validate33.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema34,data}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.ttl_seconds !== undefined){
+let data0 = data.ttl_seconds;
+const _errs2 = errors;
+if(!(((typeof data0 == "number") && (!(data0 % 1) && !isNaN(data0))) && (isFinite(data0)))){
+validate33.errors = [{instancePath:instancePath+"/ttl_seconds",schemaPath:"#/properties/ttl_seconds/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema34.properties.ttl_seconds.type,parentSchema:schema34.properties.ttl_seconds,data:data0}];
+return false;
+}
+if(errors === _errs2){
+if((typeof data0 == "number") && (isFinite(data0))){
+if(data0 > 3600 || isNaN(data0)){
+validate33.errors = [{instancePath:instancePath+"/ttl_seconds",schemaPath:"#/properties/ttl_seconds/maximum",keyword:"maximum",params:{comparison: "<=", limit: 3600},message:"must be <= 3600",schema:3600,parentSchema:schema34.properties.ttl_seconds,data:data0}];
+return false;
+}
+else {
+if(data0 < 1 || isNaN(data0)){
+validate33.errors = [{instancePath:instancePath+"/ttl_seconds",schemaPath:"#/properties/ttl_seconds/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1",schema:1,parentSchema:schema34.properties.ttl_seconds,data:data0}];
+return false;
+}
+}
+}
+}
+}
+}
+}
+else {
+validate33.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema34.type,parentSchema:schema34,data}];
+return false;
+}
+}
+validate33.errors = vErrors;
+return errors === 0;
+}
+
+export const s5cc9cbf1f94471d87628b8de = validate34;
+const schema35 = {"type":"object","properties":{"identity_provider":{"type":"object","properties":{"name":{"type":"string","minLength":1,"maxBytes":255},"url":{"type":"string","minLength":1,"maxBytes":1024,"pattern":"^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$","x-rule":"must be an absolute http or https URL"}},"required":["name","url"],"additionalProperties":false},"provider_user_id":{"type":"string","minLength":1,"maxBytes":255},"username":{"type":"string","maxBytes":255},"email":{"type":"string","maxBytes":320},"name":{"type":"string","maxBytes":255},"last_active":{"type":"string","pattern":"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$","x-rule":"must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z"},"last_login":{"type":"string","pattern":"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$","x-rule":"must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z"}},"additionalProperties":false,"required":["identity_provider","provider_user_id"]};
+const pattern22 = new RegExp("^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$", "u");
+const pattern23 = new RegExp("^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$", "u");
+
+function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if(((data.identity_provider === undefined) && (missing0 = "identity_provider")) || ((data.provider_user_id === undefined) && (missing0 = "provider_user_id"))){
+validate34.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'",schema:schema35.required,parentSchema:schema35,data}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!(((((((key0 === "identity_provider") || (key0 === "provider_user_id")) || (key0 === "username")) || (key0 === "email")) || (key0 === "name")) || (key0 === "last_active")) || (key0 === "last_login"))){
+validate34.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema35,data}];
 return false;
 break;
 }
@@ -13323,14 +13490,14 @@ if(errors === _errs2){
 if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
 let missing1;
 if(((data0.name === undefined) && (missing1 = "name")) || ((data0.url === undefined) && (missing1 = "url"))){
-validate32.errors = [{instancePath:instancePath+"/identity_provider",schemaPath:"#/properties/identity_provider/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'",schema:schema33.properties.identity_provider.required,parentSchema:schema33.properties.identity_provider,data:data0}];
+validate34.errors = [{instancePath:instancePath+"/identity_provider",schemaPath:"#/properties/identity_provider/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'",schema:schema35.properties.identity_provider.required,parentSchema:schema35.properties.identity_provider,data:data0}];
 return false;
 }
 else {
 const _errs4 = errors;
 for(const key1 in data0){
 if(!((key1 === "name") || (key1 === "url"))){
-validate32.errors = [{instancePath:instancePath+"/identity_provider",schemaPath:"#/properties/identity_provider/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema33.properties.identity_provider,data:data0}];
+validate34.errors = [{instancePath:instancePath+"/identity_provider",schemaPath:"#/properties/identity_provider/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema35.properties.identity_provider,data:data0}];
 return false;
 break;
 }
@@ -13342,18 +13509,18 @@ const _errs5 = errors;
 if(errors === _errs5){
 if(typeof data1 === "string"){
 if(func2(data1) < 1){
-validate32.errors = [{instancePath:instancePath+"/identity_provider/name",schemaPath:"#/properties/identity_provider/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema33.properties.identity_provider.properties.name,data:data1}];
+validate34.errors = [{instancePath:instancePath+"/identity_provider/name",schemaPath:"#/properties/identity_provider/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema35.properties.identity_provider.properties.name,data:data1}];
 return false;
 }
 else {
 if(Buffer.byteLength(data1, "utf8") > 255){
-validate32.errors = [{instancePath:instancePath+"/identity_provider/name",schemaPath:"#/properties/identity_provider/properties/name/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 255 bytes (UTF-8)",schema:255,parentSchema:schema33.properties.identity_provider.properties.name,data:data1}];
+validate34.errors = [{instancePath:instancePath+"/identity_provider/name",schemaPath:"#/properties/identity_provider/properties/name/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 255 bytes (UTF-8)",schema:255,parentSchema:schema35.properties.identity_provider.properties.name,data:data1}];
 return false;
 }
 }
 }
 else {
-validate32.errors = [{instancePath:instancePath+"/identity_provider/name",schemaPath:"#/properties/identity_provider/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.identity_provider.properties.name.type,parentSchema:schema33.properties.identity_provider.properties.name,data:data1}];
+validate34.errors = [{instancePath:instancePath+"/identity_provider/name",schemaPath:"#/properties/identity_provider/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.identity_provider.properties.name.type,parentSchema:schema35.properties.identity_provider.properties.name,data:data1}];
 return false;
 }
 }
@@ -13369,24 +13536,24 @@ const _errs7 = errors;
 if(errors === _errs7){
 if(typeof data2 === "string"){
 if(func2(data2) < 1){
-validate32.errors = [{instancePath:instancePath+"/identity_provider/url",schemaPath:"#/properties/identity_provider/properties/url/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema33.properties.identity_provider.properties.url,data:data2}];
+validate34.errors = [{instancePath:instancePath+"/identity_provider/url",schemaPath:"#/properties/identity_provider/properties/url/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema35.properties.identity_provider.properties.url,data:data2}];
 return false;
 }
 else {
 if(!pattern22.test(data2)){
-validate32.errors = [{instancePath:instancePath+"/identity_provider/url",schemaPath:"#/properties/identity_provider/properties/url/pattern",keyword:"pattern",params:{pattern: "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$"},message:"must match pattern \""+"^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$"+"\"",schema:"^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$",parentSchema:schema33.properties.identity_provider.properties.url,data:data2}];
+validate34.errors = [{instancePath:instancePath+"/identity_provider/url",schemaPath:"#/properties/identity_provider/properties/url/pattern",keyword:"pattern",params:{pattern: "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$"},message:"must match pattern \""+"^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$"+"\"",schema:"^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$",parentSchema:schema35.properties.identity_provider.properties.url,data:data2}];
 return false;
 }
 else {
 if(Buffer.byteLength(data2, "utf8") > 1024){
-validate32.errors = [{instancePath:instancePath+"/identity_provider/url",schemaPath:"#/properties/identity_provider/properties/url/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 1024 bytes (UTF-8)",schema:1024,parentSchema:schema33.properties.identity_provider.properties.url,data:data2}];
+validate34.errors = [{instancePath:instancePath+"/identity_provider/url",schemaPath:"#/properties/identity_provider/properties/url/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 1024 bytes (UTF-8)",schema:1024,parentSchema:schema35.properties.identity_provider.properties.url,data:data2}];
 return false;
 }
 }
 }
 }
 else {
-validate32.errors = [{instancePath:instancePath+"/identity_provider/url",schemaPath:"#/properties/identity_provider/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.identity_provider.properties.url.type,parentSchema:schema33.properties.identity_provider.properties.url,data:data2}];
+validate34.errors = [{instancePath:instancePath+"/identity_provider/url",schemaPath:"#/properties/identity_provider/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.identity_provider.properties.url.type,parentSchema:schema35.properties.identity_provider.properties.url,data:data2}];
 return false;
 }
 }
@@ -13400,7 +13567,7 @@ var valid1 = true;
 }
 }
 else {
-validate32.errors = [{instancePath:instancePath+"/identity_provider",schemaPath:"#/properties/identity_provider/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema33.properties.identity_provider.type,parentSchema:schema33.properties.identity_provider,data:data0}];
+validate34.errors = [{instancePath:instancePath+"/identity_provider",schemaPath:"#/properties/identity_provider/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema35.properties.identity_provider.type,parentSchema:schema35.properties.identity_provider,data:data0}];
 return false;
 }
 }
@@ -13416,18 +13583,18 @@ const _errs10 = errors;
 if(errors === _errs10){
 if(typeof data3 === "string"){
 if(func2(data3) < 1){
-validate32.errors = [{instancePath:instancePath+"/provider_user_id",schemaPath:"#/properties/provider_user_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema33.properties.provider_user_id,data:data3}];
+validate34.errors = [{instancePath:instancePath+"/provider_user_id",schemaPath:"#/properties/provider_user_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema35.properties.provider_user_id,data:data3}];
 return false;
 }
 else {
 if(Buffer.byteLength(data3, "utf8") > 255){
-validate32.errors = [{instancePath:instancePath+"/provider_user_id",schemaPath:"#/properties/provider_user_id/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 255 bytes (UTF-8)",schema:255,parentSchema:schema33.properties.provider_user_id,data:data3}];
+validate34.errors = [{instancePath:instancePath+"/provider_user_id",schemaPath:"#/properties/provider_user_id/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 255 bytes (UTF-8)",schema:255,parentSchema:schema35.properties.provider_user_id,data:data3}];
 return false;
 }
 }
 }
 else {
-validate32.errors = [{instancePath:instancePath+"/provider_user_id",schemaPath:"#/properties/provider_user_id/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.provider_user_id.type,parentSchema:schema33.properties.provider_user_id,data:data3}];
+validate34.errors = [{instancePath:instancePath+"/provider_user_id",schemaPath:"#/properties/provider_user_id/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.provider_user_id.type,parentSchema:schema35.properties.provider_user_id,data:data3}];
 return false;
 }
 }
@@ -13443,12 +13610,12 @@ const _errs12 = errors;
 if(errors === _errs12){
 if(typeof data4 === "string"){
 if(Buffer.byteLength(data4, "utf8") > 255){
-validate32.errors = [{instancePath:instancePath+"/username",schemaPath:"#/properties/username/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 255 bytes (UTF-8)",schema:255,parentSchema:schema33.properties.username,data:data4}];
+validate34.errors = [{instancePath:instancePath+"/username",schemaPath:"#/properties/username/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 255 bytes (UTF-8)",schema:255,parentSchema:schema35.properties.username,data:data4}];
 return false;
 }
 }
 else {
-validate32.errors = [{instancePath:instancePath+"/username",schemaPath:"#/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.username.type,parentSchema:schema33.properties.username,data:data4}];
+validate34.errors = [{instancePath:instancePath+"/username",schemaPath:"#/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.username.type,parentSchema:schema35.properties.username,data:data4}];
 return false;
 }
 }
@@ -13464,12 +13631,12 @@ const _errs14 = errors;
 if(errors === _errs14){
 if(typeof data5 === "string"){
 if(Buffer.byteLength(data5, "utf8") > 320){
-validate32.errors = [{instancePath:instancePath+"/email",schemaPath:"#/properties/email/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 320 bytes (UTF-8)",schema:320,parentSchema:schema33.properties.email,data:data5}];
+validate34.errors = [{instancePath:instancePath+"/email",schemaPath:"#/properties/email/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 320 bytes (UTF-8)",schema:320,parentSchema:schema35.properties.email,data:data5}];
 return false;
 }
 }
 else {
-validate32.errors = [{instancePath:instancePath+"/email",schemaPath:"#/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.email.type,parentSchema:schema33.properties.email,data:data5}];
+validate34.errors = [{instancePath:instancePath+"/email",schemaPath:"#/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.email.type,parentSchema:schema35.properties.email,data:data5}];
 return false;
 }
 }
@@ -13485,12 +13652,12 @@ const _errs16 = errors;
 if(errors === _errs16){
 if(typeof data6 === "string"){
 if(Buffer.byteLength(data6, "utf8") > 255){
-validate32.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 255 bytes (UTF-8)",schema:255,parentSchema:schema33.properties.name,data:data6}];
+validate34.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 255 bytes (UTF-8)",schema:255,parentSchema:schema35.properties.name,data:data6}];
 return false;
 }
 }
 else {
-validate32.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.name.type,parentSchema:schema33.properties.name,data:data6}];
+validate34.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.name.type,parentSchema:schema35.properties.name,data:data6}];
 return false;
 }
 }
@@ -13506,12 +13673,12 @@ const _errs18 = errors;
 if(errors === _errs18){
 if(typeof data7 === "string"){
 if(!pattern23.test(data7)){
-validate32.errors = [{instancePath:instancePath+"/last_active",schemaPath:"#/properties/last_active/pattern",keyword:"pattern",params:{pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$"},message:"must match pattern \""+"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$"+"\"",schema:"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$",parentSchema:schema33.properties.last_active,data:data7}];
+validate34.errors = [{instancePath:instancePath+"/last_active",schemaPath:"#/properties/last_active/pattern",keyword:"pattern",params:{pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$"},message:"must match pattern \""+"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$"+"\"",schema:"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$",parentSchema:schema35.properties.last_active,data:data7}];
 return false;
 }
 }
 else {
-validate32.errors = [{instancePath:instancePath+"/last_active",schemaPath:"#/properties/last_active/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.last_active.type,parentSchema:schema33.properties.last_active,data:data7}];
+validate34.errors = [{instancePath:instancePath+"/last_active",schemaPath:"#/properties/last_active/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.last_active.type,parentSchema:schema35.properties.last_active,data:data7}];
 return false;
 }
 }
@@ -13527,12 +13694,12 @@ const _errs21 = errors;
 if(errors === _errs21){
 if(typeof data8 === "string"){
 if(!pattern23.test(data8)){
-validate32.errors = [{instancePath:instancePath+"/last_login",schemaPath:"#/properties/last_login/pattern",keyword:"pattern",params:{pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$"},message:"must match pattern \""+"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$"+"\"",schema:"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$",parentSchema:schema33.properties.last_login,data:data8}];
+validate34.errors = [{instancePath:instancePath+"/last_login",schemaPath:"#/properties/last_login/pattern",keyword:"pattern",params:{pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$"},message:"must match pattern \""+"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$"+"\"",schema:"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$",parentSchema:schema35.properties.last_login,data:data8}];
 return false;
 }
 }
 else {
-validate32.errors = [{instancePath:instancePath+"/last_login",schemaPath:"#/properties/last_login/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema33.properties.last_login.type,parentSchema:schema33.properties.last_login,data:data8}];
+validate34.errors = [{instancePath:instancePath+"/last_login",schemaPath:"#/properties/last_login/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.last_login.type,parentSchema:schema35.properties.last_login,data:data8}];
 return false;
 }
 }
@@ -13551,11 +13718,11 @@ var valid0 = true;
 }
 }
 else {
-validate32.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema33.type,parentSchema:schema33,data}];
+validate34.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema35.type,parentSchema:schema35,data}];
 return false;
 }
 }
-validate32.errors = vErrors;
+validate34.errors = vErrors;
 return errors === 0;
 }
 

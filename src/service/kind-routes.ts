@@ -9,6 +9,9 @@ import type { ErrorObject } from 'ajv';
 import { schemaError } from '../contract/validation.js';
 import type { Caller, Resources } from './resources.js';
 import { collectionPath } from '../contract/paths.js';
+import { etagOfBody } from './serialize.js';
+import { runIdempotent, type RouteResult } from './idempotency.js';
+import type { Db } from '../store/db.js';
 import { idPattern } from '../util/ids.js';
 import { isStorableText } from '../util/text.js';
 
@@ -86,18 +89,52 @@ const camel = (s: string) => s.replace(/(?:^|_)([a-z])/g, (_m, c: string) => c.t
 const a = (title: string) => (/^(?:[aeiou]|HTTP)/i.test(title) ? `an ${title}` : `a ${title}`);
 const plural = (s: string) => (s.endsWith('y') ? s.slice(0, -1) + 'ies' : s + 's');
 
+/** The `If-Match` of a conditional write, if any (see `matchesIfMatch`). */
+function ifMatchOf(req: FastifyRequest): string | undefined {
+  const v = req.headers['if-match'];
+  return v === undefined ? undefined : Array.isArray(v) ? v.join(', ') : v;
+}
+
+/** `Prefer: etags` asks a list for the ETag of each object (and of each child it embeds) by id. */
+function wantsEtags(req: FastifyRequest): boolean {
+  const v = req.headers.prefer;
+  return v !== undefined && /(?:^|[,;\s])etags(?:$|[,;\s])/i.test(Array.isArray(v) ? v.join(',') : v);
+}
+
+function listEtags(kind: KindDef, items: Body[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const item of items) {
+    const etag = etagOfBody(item);
+    if (etag) out[item.id as string] = etag;
+    for (const field of Object.keys(kind.embeds ?? {})) {
+      for (const child of (item[field] as Body[] | undefined) ?? []) {
+        const e = etagOfBody(child);
+        if (e) out[child.id as string] = e;
+      }
+    }
+  }
+  return out;
+}
+
+/** A list's response schema with the `etags` map a `Prefer: etags` request gets. */
+function withEtags(schema: JSONSchema): JSONSchema {
+  const properties = (schema.properties ?? {}) as Record<string, JSONSchema>;
+  return { ...schema, properties: { ...properties, etags: { type: 'object', additionalProperties: { type: 'string' }, description: 'With `Prefer: etags`: the ETag of each object of the page (and of each child it embeds), by id.' } } };
+}
+
 /**
  * Registers every operation of every kind (and of its modules) from the kind descriptions, plus a
  * 405 with `Allow` for the other methods on each known path. Each success response has its schema
  * (`kinds/response-schemas.ts`): fastify serialises it with that schema, so a field the schema does
- * not name is never sent.
+ * not name is never sent. Creates and module PUTs take an `Idempotency-Key` (`idempotency.ts`);
+ * writes to an object take `If-Match`.
  */
-export function registerKindRoutes(app: FastifyInstance, resources: Resources, callerOf: (req: FastifyRequest) => Caller) {
+export function registerKindRoutes(app: FastifyInstance, resources: Resources, callerOf: (req: FastifyRequest) => Caller, db: Db) {
   const allowed = new Map<string, Set<HTTPMethods>>();
   let requires: AccountFlag | undefined;
   let tag = '';
   let params: OperationDoc['params'] = [];
-  const route = (method: HTTPMethods, url: string, opts: { body?: Record<string, unknown>; preValidation?: (req: FastifyRequest) => void; field?: string; operationId: string; summary: string; status: number; response?: JSONSchema; listOf?: string }, handler: (req: FastifyRequest, params: Params) => Promise<{ status: number; body?: unknown; location?: string }>) => {
+  const route = (method: HTTPMethods, url: string, opts: { body?: Record<string, unknown>; preValidation?: (req: FastifyRequest) => void; field?: string; operationId: string; summary: string; status: number; response?: JSONSchema; listOf?: string; idempotent?: boolean }, handler: (req: FastifyRequest, params: Params, resources: Resources) => Promise<RouteResult>) => {
     allowed.set(url, (allowed.get(url) ?? new Set()).add(method));
     const flag = requires;
     const openapi: OperationDoc = { operationId: opts.operationId, params: params.filter((p) => url.includes(`:${p.name}`)), listOf: opts.listOf, requires: flag };
@@ -122,9 +159,15 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
           }
         : undefined,
       handler: async (req, reply) => {
-        const result = await handler(req, req.params as Params);
+        const p = req.params as Params;
+        const result = opts.idempotent
+          ? await runIdempotent(db, req, callerOf(req).accountId, (d) => handler(req, p, resources.withDb(d)))
+          : await handler(req, p, resources);
         reply.code(result.status);
         if (result.location) reply.header('Location', result.location);
+        const etag = etagOfBody(result.body);
+        if (etag) reply.header('ETag', etag);
+        for (const [k, v] of Object.entries(result.headers ?? {})) reply.header(k, v);
         return result.status === 204 ? reply.send() : result.body;
       },
     });
@@ -149,25 +192,28 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
     const object = responseSchema(kind);
 
     if (ops.has('create')) {
-      route('POST', collection, { body: requestSchema(kind, 'create', parentParams), operationId: `create${name}`, summary: `Create ${a(kind.title)}`, status: 201, response: object }, async (req, p) => {
+      route('POST', collection, { body: requestSchema(kind, 'create', parentParams), operationId: `create${name}`, summary: `Create ${a(kind.title)}`, status: 201, response: object, idempotent: true }, async (req, p, resources) => {
         const body = await resources.create(kind, callerOf(req), stripPathIds(req.body, p, parentParams), parentOf(p));
         // The new object's address, as HTTP has it for 201 (the same as its `uri`).
         return { status: 201, body, location: (body as { uri?: string }).uri };
       });
     }
     if (ops.has('list')) {
-      route('GET', collection, { operationId: `list${plural(name)}`, summary: `List ${plural(kind.title)}, newest first`, status: 200, response: listResponseSchema(kind), listOf: kind.idPrefix }, async (req, p) => {
+      route('GET', collection, { operationId: `list${plural(name)}`, summary: `List ${plural(kind.title)}, newest first`, status: 200, response: withEtags(listResponseSchema(kind)), listOf: kind.idPrefix }, async (req, p) => {
         const caller = callerOf(req);
         const q = listQuery(req.query as Record<string, unknown>, kind);
         const page = await resources.list(kind, caller, q);
         const base = caller.baseUrl + collectionPath(kind, parentOf(p) ?? null);
+        const etags = wantsEtags(req);
         return {
           status: 200,
           body: {
             [kind.listKey!]: page.items,
             uri: base,
             next_page_uri: page.more && page.lastId ? `${base}?before_id=${page.lastId}&limit=${q.limit}` : null,
+            ...(etags ? { etags: listEtags(kind, page.items) } : {}),
           },
+          ...(etags ? { headers: { 'preference-applied': 'etags' } } : {}),
         };
       });
     }
@@ -178,12 +224,12 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
       const tolerated = [...parentParams, 'id'];
       route('PATCH', item, { body: requestSchema(kind, 'update', tolerated), operationId: `update${name}`, summary: `Update ${a(kind.title)} (fields left out are kept)`, status: 200, response: object }, async (req, p) => ({
         status: 200,
-        body: await resources.update(kind, callerOf(req), p.id, stripPathIds(req.body, p, tolerated), parentOf(p)),
+        body: await resources.update(kind, callerOf(req), p.id, stripPathIds(req.body, p, tolerated), parentOf(p), ifMatchOf(req)),
       }));
     }
     if (ops.has('delete')) {
       route('DELETE', item, { operationId: `delete${name}`, summary: `Delete ${a(kind.title)}`, status: 204 }, async (req, p) => {
-        await resources.remove(kind, callerOf(req), p.id, parentOf(p));
+        await resources.remove(kind, callerOf(req), p.id, parentOf(p), ifMatchOf(req));
         return { status: 204 };
       });
     }
@@ -200,14 +246,14 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
       };
       const modName = `${name}${camel(mod.name)}`;
       const modResponse = moduleResponseSchema(mod);
-      route('PUT', url, { body: moduleRequestSchema(mod, tolerated), preValidation: unwrap, field: mod.name, operationId: `replace${modName}`, summary: `Set the ${mod.name} module of ${a(kind.title)} (replaces it whole)`, status: 200, response: modResponse }, async (req, p) => ({
+      route('PUT', url, { body: moduleRequestSchema(mod, tolerated), preValidation: unwrap, field: mod.name, operationId: `replace${modName}`, summary: `Set the ${mod.name} module of ${a(kind.title)} (replaces it whole)`, status: 200, response: modResponse, idempotent: true }, async (req, p, resources) => ({
         status: 200,
-        body: await resources.putModule(kind, mod, callerOf(req), p.id, stripPathIds(req.body, p, tolerated), parentOf(p)),
+        body: await resources.putModule(kind, mod, callerOf(req), p.id, stripPathIds(req.body, p, tolerated), parentOf(p), ifMatchOf(req)),
       }));
       route('GET', url, { operationId: `get${modName}`, summary: `Get the ${mod.name} module of ${a(kind.title)}`, status: 200, response: modResponse }, async (req, p) => ({ status: 200, body: await resources.getModule(kind, mod, callerOf(req), p.id, parentOf(p)) }));
       route('DELETE', url, { operationId: `delete${modName}`, summary: `Remove the ${mod.name} module of ${a(kind.title)}`, status: 204 }, async (req, p) => {
-        await resources.deleteModule(kind, mod, callerOf(req), p.id, parentOf(p));
-        return { status: 204 };
+        const etag = await resources.deleteModule(kind, mod, callerOf(req), p.id, parentOf(p), ifMatchOf(req));
+        return { status: 204, headers: { etag } };
       });
     }
   }

@@ -4,7 +4,7 @@ import type { Db, Queryable } from '../store/db.js';
 import { isPgError } from '../store/db.js';
 import { foreignOverlap } from '../store/hostport-overlaps.js';
 import {
-  childTotals, deleteObject, existingIds, getObject, getWithChildren, insertObject, listChildren, listObjects, lockObject, reaches, referrers,
+  bumpVersion, childTotals, deleteObject, existingIds, getObject, getWithChildren, insertObject, listChildren, listObjects, lockObject, reaches, referrers,
   replaceRefs, replaceUniques, UniqueViolation, updateBody, type ObjectRow, type RefRow,
 } from '../store/objects.js';
 import { isDeepStrictEqual } from 'node:util';
@@ -14,7 +14,7 @@ import { newId } from '../util/ids.js';
 import { ApiError } from '../contract/errors.js';
 import { runEffects } from './effects.js';
 import { LIST_PAGE_BYTES } from '../contract/limits.js';
-import { toResponse } from './serialize.js';
+import { ETAG, etagOf, matchesIfMatch, toResponse } from './serialize.js';
 
 const TX_ATTEMPTS = 4;
 
@@ -22,6 +22,17 @@ const TX_ATTEMPTS = 4;
 export interface Caller { accountId: string; baseUrl: string }
 
 export interface Page { items: Body[]; more: boolean; lastId?: string }
+
+/** `If-Match` given and not naming the object's current version: 412, nothing written. */
+function checkIfMatch(kind: KindDef, row: ObjectRow, ifMatch: string | undefined): void {
+  if (ifMatch === undefined || matchesIfMatch(ifMatch, etagOf(row))) return;
+  throw new ApiError('ERR_PRECONDITION_FAILED', `${kind.title} ${row.id} changed since the version named by If-Match (now ${etagOf(row)}); read it again`, { etag: etagOf(row) }, { etag: etagOf(row) });
+}
+
+/** A child's write changes the response of the parent that embeds it. */
+async function touchParent(q: Queryable, kind: KindDef, parentId: string | null | undefined): Promise<void> {
+  if (kind.parent && parentId) await bumpVersion(q, parentId);
+}
 
 function notFound(kind: KindDef, id: string): ApiError {
   return new ApiError('ERR_NOT_FOUND', `${kind.title} ${id} not found`);
@@ -38,6 +49,11 @@ function clearable(kind: KindDef, field: string): boolean {
  */
 export class Resources {
   constructor(private readonly db: Db, private readonly config: KindRuntimeConfig) {}
+
+  /** The same operations on another `Db` (a request's transaction: see `runIdempotent`). */
+  withDb(db: Db): Resources {
+    return new Resources(db, this.config);
+  }
 
   async create(kind: KindDef, caller: Caller, input: Body, parentId?: string): Promise<Body> {
     const id = newId(kind.idPrefix);
@@ -59,6 +75,7 @@ export class Resources {
       await runEffects(q, kind, 'before', ctx);
       const inserted = await insertObject(q, { id, account_id: caller.accountId, kind: kind.name, parent_id: parentId ?? null, body });
       await this.checkPerParent(q, kind, parentId);
+      await touchParent(q, kind, parentId);
       await this.writeLinks(q, kind, caller, inserted);
       await runEffects(q, kind, 'after', ctx);
       return inserted;
@@ -89,7 +106,7 @@ export class Resources {
     };
   }
 
-  async update(kind: KindDef, caller: Caller, id: string, input: Body, parentId?: string): Promise<Body> {
+  async update(kind: KindDef, caller: Caller, id: string, input: Body, parentId?: string, ifMatch?: string): Promise<Body> {
     for (const f of kind.immutable ?? []) {
       if (f in input) throw new ApiError('ERR_IMMUTABLE_FIELD', `${f}: cannot be changed after creation; create a new ${kind.title} instead`);
     }
@@ -97,6 +114,7 @@ export class Resources {
       await this.lockParent(q, kind, caller, parentId);
       const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
       if (!current) throw notFound(kind, id);
+      checkIfMatch(kind, current, ifMatch);
       const body: Body = structuredClone(current.body);
       for (const [field, value] of Object.entries(input)) {
         if (!(field in kind.fields)) continue;
@@ -114,6 +132,7 @@ export class Resources {
       await runEffects(q, kind, 'before', ctx);
       const updated = await updateBody(q, id, body);
       await this.checkPerParent(q, kind, parentId);
+      await touchParent(q, kind, current.parent_id);
       await this.writeLinks(q, kind, caller, updated, current.body);
       await runEffects(q, kind, 'after', ctx);
       return updated;
@@ -121,11 +140,13 @@ export class Resources {
     return this.respond(kind, caller, row);
   }
 
-  async remove(kind: KindDef, caller: Caller, id: string, parentId?: string): Promise<void> {
+  async remove(kind: KindDef, caller: Caller, id: string, parentId?: string, ifMatch?: string): Promise<void> {
     await this.tx(async (q) => {
       const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
       if (!current) throw notFound(kind, id);
+      checkIfMatch(kind, current, ifMatch);
       await this.refuseIfReferenced(q, kind, id);
+      await touchParent(q, kind, current.parent_id);
       try {
         await deleteObject(q, id);
       } catch (err) {
@@ -136,11 +157,12 @@ export class Resources {
     });
   }
 
-  async putModule(kind: KindDef, mod: ModuleDef, caller: Caller, id: string, input: Body, parentId?: string): Promise<Body> {
+  async putModule(kind: KindDef, mod: ModuleDef, caller: Caller, id: string, input: Body, parentId?: string, ifMatch?: string): Promise<Body> {
     const row = await this.tx(async (q) => {
       await this.lockParent(q, kind, caller, parentId);
       const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
       if (!current) throw notFound(kind, id);
+      checkIfMatch(kind, current, ifMatch);
       const body: Body = structuredClone(current.body);
       const ctx = this.hookContext('update', caller, id, body, { [mod.name]: input }, current.body, parentId);
       checkExclusive(kind, { ...current.body, [mod.name]: input });
@@ -149,6 +171,7 @@ export class Resources {
       await runEffects(q, kind, 'before', ctx);
       const updated = await updateBody(q, id, body);
       await this.checkPerParent(q, kind, parentId);
+      await touchParent(q, kind, current.parent_id);
       await this.writeLinks(q, kind, caller, updated, current.body);
       return updated;
     });
@@ -161,14 +184,18 @@ export class Resources {
     return this.moduleResponse(mod, row, caller);
   }
 
-  async deleteModule(kind: KindDef, mod: ModuleDef, caller: Caller, id: string, parentId?: string): Promise<void> {
-    await this.tx(async (q) => {
+  /** Resolves with the object's new ETag. */
+  async deleteModule(kind: KindDef, mod: ModuleDef, caller: Caller, id: string, parentId?: string, ifMatch?: string): Promise<string> {
+    return this.tx(async (q) => {
       const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
       if (!current) throw notFound(kind, id);
+      checkIfMatch(kind, current, ifMatch);
       if (!current.body[mod.name]) throw this.moduleNotConfigured(kind, mod, id);
       const body: Body = { ...current.body, [mod.name]: null };
       const updated = await updateBody(q, id, body);
+      await touchParent(q, kind, current.parent_id);
       await this.writeLinks(q, kind, caller, updated, current.body);
+      return etagOf(updated);
     });
   }
 
@@ -200,7 +227,10 @@ export class Resources {
     const kind = kindByName(row.kind);
     const stored = row.body[mod.name] as Body | null;
     if (!stored) throw this.moduleNotConfigured(kind, mod, row.id);
-    return toResponse(kind, row, caller.baseUrl)[mod.name] as Body;
+    const out = toResponse(kind, row, caller.baseUrl)[mod.name] as Body;
+    // A module is part of its object: its ETag is the object's.
+    Object.defineProperty(out, ETAG, { value: etagOf(row) });
+    return out;
   }
 
   private hookContext(op: HookContext['op'], caller: Caller, id: string, body: Body, input: Body, previous: Body | undefined, parentId?: string): HookContext {

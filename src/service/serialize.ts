@@ -5,6 +5,31 @@ import type { Body, JSONSchema, KindDef, ModuleDef, RefDef } from '../kinds/type
 import type { ObjectRow } from '../store/objects.js';
 import { rfc3339 } from '../util/time.js';
 
+/**
+ * Where a response body carries its object's ETag: a property JSON leaves out, so the body sent is
+ * the spec's, and the route sets the `ETag` header from it.
+ */
+export const ETAG: unique symbol = Symbol('etag');
+
+export function etagOf(row: Pick<ObjectRow, 'version'>): string {
+  return `"${row.version}"`;
+}
+
+/** The ETag of a response body, if it is an object's. */
+export function etagOfBody(body: unknown): string | undefined {
+  return body && typeof body === 'object' ? (body as { [ETAG]?: string })[ETAG] : undefined;
+}
+
+/**
+ * Whether an `If-Match` value (`*`, or a list of entity tags) names `etag`. Strong comparison:
+ * a weak tag (`W/"3"`) never matches, as RFC 9110 has it for If-Match.
+ */
+export function matchesIfMatch(header: string, etag: string): boolean {
+  const value = header.trim();
+  if (value === '*') return true;
+  return value.split(',').some((t) => t.trim() === etag);
+}
+
 
 /**
  * A `Ref` to an object of `kindName`. Refs never point at a child kind, so no parent is needed. An
@@ -75,5 +100,6 @@ export function toResponse(kind: KindDef, row: ObjectRow, base: string, children
     const childKind = kindByName(childKindName);
     out[field] = (children?.get(row.id) ?? []).map((c) => toResponse(childKind, c, base));
   }
+  Object.defineProperty(out, ETAG, { value: etagOf(row) });
   return out;
 }

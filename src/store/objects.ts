@@ -9,11 +9,13 @@ export interface ObjectRow {
   parent_id: string | null;
   created_at: Date;
   body: Record<string, unknown>;
+  /** Raised by every write of the object, its modules and its embedded children: the ETag. */
+  version: string;
 }
 
-const COLS = 'id, account_id, kind, parent_id, created_at, body';
+const COLS = 'id, account_id, kind, parent_id, created_at, body, version::text AS version';
 
-export async function insertObject(q: Queryable, row: Omit<ObjectRow, 'created_at'>): Promise<ObjectRow> {
+export async function insertObject(q: Queryable, row: Omit<ObjectRow, 'created_at' | 'version'>): Promise<ObjectRow> {
   const { rows } = await q.query<ObjectRow>(
     `INSERT INTO objects (id, account_id, kind, parent_id, body) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLS}`,
     [row.id, row.account_id, row.kind, row.parent_id, row.body],
@@ -52,7 +54,7 @@ function splitParts(rows: PartRow[]): { own: ObjectRow[]; children: ObjectRow[] 
   const own: ObjectRow[] = [];
   const children: ObjectRow[] = [];
   for (const r of rows) {
-    const row: ObjectRow = { id: r.id, account_id: r.account_id, kind: r.kind, parent_id: r.parent_id, created_at: r.created_at, body: r.body };
+    const row: ObjectRow = { id: r.id, account_id: r.account_id, kind: r.kind, parent_id: r.parent_id, created_at: r.created_at, body: r.body, version: r.version };
     (r.part === 0 ? own : children).push(row);
   }
   return { own, children };
@@ -159,8 +161,13 @@ export async function lockObject(q: Queryable, accountId: string, id: string): P
 }
 
 export async function updateBody(q: Queryable, id: string, body: Record<string, unknown>): Promise<ObjectRow> {
-  const { rows } = await q.query<ObjectRow>(`UPDATE objects SET body = $2 WHERE id = $1 RETURNING ${COLS}`, [id, body]);
+  const { rows } = await q.query<ObjectRow>(`UPDATE objects SET body = $2, version = version + 1 WHERE id = $1 RETURNING ${COLS}`, [id, body]);
   return rows[0];
+}
+
+/** A write of an embedded child (a route) changes its parent's response: the parent's version is raised with it. */
+export async function bumpVersion(q: Queryable, id: string): Promise<void> {
+  await q.query('UPDATE objects SET version = version + 1 WHERE id = $1', [id]);
 }
 
 export async function deleteObject(q: Queryable, id: string): Promise<void> {

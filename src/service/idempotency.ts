@@ -1,0 +1,76 @@
+import { createHash } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
+import { savepointDb, type Db } from '../store/db.js';
+import { claimKey, keepResponse, keptResponse, sweepKeys } from '../store/idempotency.js';
+import { canonicalJson } from '../util/canonical-json.js';
+import { ApiError } from '../contract/errors.js';
+import { etagOfBody } from './serialize.js';
+
+/** How long a response is kept for its key. */
+export const IDEMPOTENCY_HOURS = 24;
+export const IDEMPOTENCY_HEADER = 'idempotency-key';
+/** One keyed request in this many also deletes a batch of expired keys. */
+const SWEEP_EVERY = 200;
+
+/** What a route answers: kept whole for a key, and sent again as it was. */
+export interface RouteResult {
+  status: number;
+  body?: unknown;
+  location?: string;
+  /** Headers of a replayed response (its ETag and Location among them). */
+  headers?: Record<string, string>;
+}
+
+/**
+ * The request's `Idempotency-Key`, or undefined. A key is 1 to 255 visible ASCII characters (a
+ * UUID, a hash): anything else is refused, not silently ignored (the client counts on it).
+ */
+export function idempotencyKey(req: FastifyRequest): string | undefined {
+  const raw = req.headers[IDEMPOTENCY_HEADER];
+  if (raw === undefined) return undefined;
+  const key = Array.isArray(raw) ? raw.join(',') : raw;
+  if (!/^[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?$/.test(key)) {
+    throw new ApiError('ERR_VALIDATION', 'Idempotency-Key: must be 1 to 255 visible ASCII characters (a UUID, say)');
+  }
+  return key;
+}
+
+/** Method, path (with its query) and body as parsed: what a key's later requests must repeat. */
+function requestHash(req: FastifyRequest): string {
+  return createHash('sha256').update(`${req.method} ${req.url}\n${canonicalJson(req.body ?? null)}`).digest('base64url');
+}
+
+/**
+ * Runs a write under the request's `Idempotency-Key`, if it has one. The key is claimed for the
+ * request's transaction (another request with the key meanwhile: 409, on any replica), and the
+ * write and the kept response commit together: a service killed between the two keeps neither, so
+ * a retry after a lost response finds either the first response or nothing done. Only successful
+ * responses are kept; a refused request may be sent again with the same key.
+ */
+export async function runIdempotent(db: Db, req: FastifyRequest, accountId: string, run: (db: Db) => Promise<RouteResult>): Promise<RouteResult> {
+  const key = idempotencyKey(req);
+  if (key === undefined) return run(db);
+  const hash = requestHash(req);
+  if (Math.random() * SWEEP_EVERY < 1) void sweepKeys(db).catch((err: unknown) => req.log.warn({ err }, 'expired idempotency keys not swept'));
+  return db.tx(async (q) => {
+    if (!(await claimKey(q, accountId, key))) {
+      throw new ApiError('ERR_IDEMPOTENCY_IN_PROGRESS', 'a request with this Idempotency-Key is still in progress; retry it once that one is answered', {}, { 'retry-after': '1' });
+    }
+    const kept = await keptResponse(q, accountId, key);
+    if (kept) {
+      if (kept.request_hash !== hash) {
+        throw new ApiError('ERR_IDEMPOTENCY_KEY_REUSED', `Idempotency-Key ${JSON.stringify(key.slice(0, 80))} was used within ${IDEMPOTENCY_HOURS} hours for another request (method, path or body differ); use a new key for a new request`);
+      }
+      return { status: kept.status, body: kept.body ?? undefined, headers: { ...kept.headers, 'idempotent-replayed': 'true' } };
+    }
+    const result = await run(savepointDb(q, db));
+    if (result.status >= 200 && result.status < 300) {
+      const headers: Record<string, string> = { ...result.headers };
+      if (result.location) headers.location = result.location;
+      const etag = etagOfBody(result.body);
+      if (etag) headers.etag = etag;
+      await keepResponse(q, accountId, key, { request_hash: hash, status: result.status, headers, body: result.body }, IDEMPOTENCY_HOURS);
+    }
+    return result;
+  });
+}

@@ -1,0 +1,122 @@
+import type { FastifyInstance, FastifyRequest, HTTPMethods } from 'fastify';
+import type { Db } from '../store/db.js';
+import { getStackLock, listStackLocks, releaseStackLock, renewStackLock, takeStackLock, type StackLockRow } from '../store/stack-locks.js';
+import { idPattern, newId } from '../util/ids.js';
+import { isStorableText } from '../util/text.js';
+import { rfc3339 } from '../util/time.js';
+import { ApiError } from '../contract/errors.js';
+import { runIdempotent } from './idempotency.js';
+import { registerMethodNotAllowed } from './kind-routes.js';
+import type { Caller } from './resources.js';
+
+export const STACK_LOCKS_PATH = '/stack_locks';
+export const STACK_LOCK_PREFIX = 'stklk';
+export const DEFAULT_LOCK_TTL_SECONDS = 60;
+export const MAX_LOCK_TTL_SECONDS = 3600;
+
+const ttl = { type: 'integer', minimum: 1, maximum: MAX_LOCK_TTL_SECONDS };
+const CREATE_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['stack', 'holder'],
+  properties: {
+    stack: { type: 'string', minLength: 1, maxLength: 255 },
+    holder: { type: 'string', minLength: 1, maxLength: 500 },
+    ttl_seconds: ttl,
+  },
+};
+const RENEW_SCHEMA = { type: 'object', additionalProperties: false, properties: { ttl_seconds: ttl } };
+
+function lockResponse(row: StackLockRow, base: string) {
+  return {
+    id: row.id,
+    uri: `${base}${STACK_LOCKS_PATH}/${row.id}`,
+    stack: row.stack,
+    holder: row.holder,
+    created_at: rfc3339(row.created_at),
+    expires_at: rfc3339(row.expires_at),
+  };
+}
+
+const ID = new RegExp(idPattern(STACK_LOCK_PREFIX));
+
+function notFound(id: string): ApiError {
+  return new ApiError('ERR_NOT_FOUND', `stack lock ${id.slice(0, 60)} not found (released, or expired)`);
+}
+
+function text(field: string, v: string): string {
+  if (!isStorableText(v)) throw new ApiError('ERR_VALIDATION', `${field}: text may not contain U+0000 or an unpaired UTF-16 surrogate`);
+  return v;
+}
+
+/**
+ * Stack locks (an extension beside the spec's resources; docs/api.md): one live lock per
+ * (account, stack), held by whoever applies the stack, renewed while it works and released at the
+ * end. An expired lock no longer counts; the database decides between replicas.
+ */
+export function registerStackLocks(app: FastifyInstance, db: Db, callerOf: (req: FastifyRequest) => Caller): void {
+  const item = `${STACK_LOCKS_PATH}/:id`;
+  app.post(STACK_LOCKS_PATH, { schema: { body: CREATE_SCHEMA } }, async (req, reply) => {
+    const caller = callerOf(req);
+    const input = req.body as { stack: string; holder: string; ttl_seconds?: number };
+    const result = await runIdempotent(db, req, caller.accountId, async (d) => {
+      const out = await takeStackLock(d, {
+        id: newId(STACK_LOCK_PREFIX), accountId: caller.accountId, stack: text('stack', input.stack), holder: text('holder', input.holder),
+        ttlSeconds: input.ttl_seconds ?? DEFAULT_LOCK_TTL_SECONDS,
+      });
+      if ('held' in out) {
+        const h = out.held;
+        throw new ApiError('ERR_STACK_LOCKED', `stack ${JSON.stringify(h.stack)} is locked by ${h.holder} since ${rfc3339(h.created_at)} (expires ${rfc3339(h.expires_at)} unless renewed)`, {
+          stack: h.stack, holder: h.holder, created_at: rfc3339(h.created_at), expires_at: rfc3339(h.expires_at),
+        });
+      }
+      const body = lockResponse(out.taken, caller.baseUrl);
+      return { status: 201, body, location: body.uri };
+    });
+    reply.code(result.status);
+    if (result.location) reply.header('Location', result.location);
+    for (const [k, v] of Object.entries(result.headers ?? {})) reply.header(k, v);
+    return result.body;
+  });
+  app.get(STACK_LOCKS_PATH, async (req) => {
+    const caller = callerOf(req);
+    const query = req.query as Record<string, unknown>;
+    for (const k of Object.keys(query)) if (k !== 'limit' && k !== 'before_id') throw new ApiError('ERR_INVALID_QUERY', `unknown query parameter '${k}'; lists take limit, before_id`);
+    const raw = query.limit === undefined ? '100' : String(query.limit);
+    if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 100) throw new ApiError('ERR_INVALID_QUERY', `limit: must be an integer from 1 to 100, got ${JSON.stringify(raw.slice(0, 60))}`);
+    const before = query.before_id;
+    if (before !== undefined && (typeof before !== 'string' || !ID.test(before))) throw new ApiError('ERR_INVALID_QUERY', `before_id: must be an id of this list (${STACK_LOCK_PREFIX}_…)`);
+    const limit = Number(raw);
+    const page = await listStackLocks(db, caller.accountId, { limit, beforeId: before as string | undefined });
+    const base = caller.baseUrl + STACK_LOCKS_PATH;
+    const last = page.rows.at(-1)?.id;
+    return {
+      stack_locks: page.rows.map((r) => lockResponse(r, caller.baseUrl)),
+      uri: base,
+      next_page_uri: page.more && last ? `${base}?before_id=${last}&limit=${limit}` : null,
+    };
+  });
+  app.get(item, async (req) => {
+    const caller = callerOf(req);
+    const { id } = req.params as { id: string };
+    const row = ID.test(id) ? await getStackLock(db, caller.accountId, id) : null;
+    if (!row) throw notFound(id);
+    return lockResponse(row, caller.baseUrl);
+  });
+  app.patch(item, { schema: { body: RENEW_SCHEMA } }, async (req) => {
+    const caller = callerOf(req);
+    const { id } = req.params as { id: string };
+    const input = (req.body ?? {}) as { ttl_seconds?: number };
+    const row = ID.test(id) ? await renewStackLock(db, caller.accountId, id, input.ttl_seconds ?? DEFAULT_LOCK_TTL_SECONDS) : null;
+    if (!row) throw notFound(id);
+    return lockResponse(row, caller.baseUrl);
+  });
+  app.delete(item, async (req, reply) => {
+    const caller = callerOf(req);
+    const { id } = req.params as { id: string };
+    if (!ID.test(id) || !(await releaseStackLock(db, caller.accountId, id))) throw notFound(id);
+    return reply.code(204).send();
+  });
+  const methods = (...m: HTTPMethods[]) => new Set<HTTPMethods>(m);
+  registerMethodNotAllowed(app, new Map([[STACK_LOCKS_PATH, methods('GET', 'POST')], [item, methods('GET', 'PATCH', 'DELETE')]]));
+}
