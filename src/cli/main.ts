@@ -62,7 +62,9 @@ const targetOptions = (c: Command) =>
   c
     .addOption(new Option('--api-url <url>', 'API to plan against (default: the embedded service on --state)').env('EDGEPLANE_API_URL'))
     .addOption(new Option('--api-key <key>', 'API key for --api-url').env('EDGEPLANE_API_KEY'))
+    .addOption(new Option('--timeout <duration>', 'give up on a request the API has not answered in this long (90s, 2m, or seconds; default 30)').env('EDGEPLANE_TIMEOUT'))
     .addOption(stateOption());
+const lockTimeoutOption = () => new Option('--lock-timeout <duration>', 'how long to wait for the stack\'s lock while another apply holds it (90s, 2m, or seconds; default 2m)').env('EDGEPLANE_LOCK_TIMEOUT');
 
 program
   .command('init [dir]')
@@ -117,6 +119,7 @@ targetOptions(
     .option('--adopt', 'take over unmanaged objects that match manifest objects')
     .addOption(targetOption())
     .addOption(allowProtectedOption())
+    .addOption(lockTimeoutOption())
     .addOption(strictOption()),
 ).action(async (dir, flags) => (await import('./commands/apply.js')).apply(stdio, dir, flags));
 
@@ -143,8 +146,25 @@ targetOptions(
     .option('--repair', 'with --interval: undo drift instead of reporting it')
     .addOption(parallelismOption())
     .option('--debounce <ms>', 'quiet time after the last save before a run', '50')
+    .addOption(lockTimeoutOption())
     .addOption(strictOption()),
 ).action(async (dir, flags) => (await import('./commands/watch.js')).watch(stdio, dir, flags));
+
+const lock = program.command('lock').description('stack locks: who is applying a stack, and releasing a lock left behind');
+targetOptions(
+  lock
+    .command('status [dir]')
+    .description('show the lock of the stack of DIR (or --stack), or every live lock of the account')
+    .addOption(stackOption())
+    .option('--json', 'print the locks as a JSON array'),
+).action(async (dir, flags) => (await import('./commands/lock.js')).lockStatus(stdio, dir, flags));
+targetOptions(
+  lock
+    .command('release [dir]')
+    .description('release the stack\'s lock (one left by an apply of yours that was killed; --force for anyone\'s)')
+    .addOption(stackOption())
+    .option('--force', 'release it whoever holds it (make sure that apply is no longer running)'),
+).action(async (dir, flags) => (await import('./commands/lock.js')).lockRelease(stdio, dir, flags));
 
 targetOptions(
   program

@@ -2,8 +2,18 @@ import { ApiClient } from '../client/api-client.js';
 import { httpTransport } from '../client/transport.js';
 import type { StateDirOptions } from '../embedded/state-dir-transport.js';
 import { info, stateDirFor, stdio, type Output } from './output.js';
+import { parseDuration } from './duration.js';
 
-export interface TargetFlags { apiUrl?: string; apiKey?: string; state?: string }
+/** `timeout`: each request's deadline (`--timeout`, `EDGEPLANE_TIMEOUT`), a duration. */
+export interface TargetFlags { apiUrl?: string; apiKey?: string; state?: string; timeout?: string }
+
+/** The request timeout in ms, from `--timeout` / `EDGEPLANE_TIMEOUT` (default 30 s). */
+export function timeoutOf(flags: TargetFlags): number | undefined {
+  if (flags.timeout === undefined) return undefined;
+  const ms = parseDuration(flags.timeout, '--timeout (EDGEPLANE_TIMEOUT)');
+  if (ms < 1) throw new Error('--timeout (EDGEPLANE_TIMEOUT) must be more than 0');
+  return ms;
+}
 
 export interface TargetOptions extends StateDirOptions {
   /**
@@ -34,7 +44,7 @@ export async function openTarget(flags: TargetFlags, how: TargetOptions = {}): P
   }
   if (flags.apiUrl) {
     if (!flags.apiKey) throw new Error('--api-url needs --api-key (or EDGEPLANE_API_KEY)');
-    return new ApiClient(httpTransport(flags.apiUrl, flags.apiKey));
+    return new ApiClient(httpTransport(flags.apiUrl, flags.apiKey, { timeoutMs: timeoutOf(flags) }));
   }
   if (flags.apiKey) throw new Error('--api-key needs --api-url (or EDGEPLANE_API_URL); without both the embedded service is used');
   // Loaded only for the embedded target: a command against a deployment never starts the service.

@@ -2,6 +2,11 @@ import type { Body, KindDef, ModuleDef } from '../kinds/types.js';
 import { collectionPath } from '../contract/paths.js';
 import type { RawResponse, Transport } from './transport.js';
 
+/** A stack lock as the API returns it. */
+export interface StackLock { id: string; uri: string; stack: string; holder: string; created_at: string; expires_at: string }
+/** Who holds a stack, from a 409 ERR_STACK_LOCKED. */
+export interface StackLockHeld { stack: string; holder: string; created_at: string; expires_at: string }
+
 /** The API's error body, kept whole so callers can show `error_code`, `msg` and the operation id. */
 export class ApiRequestError extends Error {
   constructor(readonly method: string, readonly path: string, readonly status: number, readonly body: unknown) {
@@ -26,17 +31,68 @@ function notTheApi(body: unknown): string {
 
 export const PAGE_SIZE = 100;
 
+/**
+ * Where a listed object (or a child listed inside it) carries the ETag its list gave (`Prefer:
+ * etags`): a property JSON leaves out, read by `etagOf`.
+ */
+const LISTED_ETAG: unique symbol = Symbol('listed etag');
+
+/** The ETag a list gave for this object, if it gave one. */
+export function etagOf(item: Body): string | undefined {
+  return (item as { [LISTED_ETAG]?: string })[LISTED_ETAG];
+}
+
 /** A list page's objects and its next link (null at the end: no link, or an empty page). */
 function pageOf(kind: KindDef, body: unknown): { items: Body[]; next: string | null } {
   const page = body as Record<string, unknown>;
   const items = page?.[kind.listKey!];
   if (!Array.isArray(items)) throw new Error(`list of ${kind.title}s: the response has no "${kind.listKey}" array`);
+  const etags = page.etags && typeof page.etags === 'object' ? (page.etags as Record<string, unknown>) : undefined;
+  if (etags) {
+    const tag = (o: unknown) => {
+      if (!o || typeof o !== 'object') return;
+      const e = etags[(o as Body).id as string];
+      if (typeof e === 'string') Object.defineProperty(o, LISTED_ETAG, { value: e });
+    };
+    for (const item of items as Body[]) {
+      tag(item);
+      for (const field of Object.keys(kind.embeds ?? {})) if (Array.isArray(item?.[field])) (item[field] as unknown[]).forEach(tag);
+    }
+  }
   return { items: items as Body[], next: typeof page.next_page_uri === 'string' && items.length ? page.next_page_uri : null };
+}
+
+/** Methods a repeated request cannot do twice (RFC 9110); others are retried only with an Idempotency-Key or If-Match. */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS']);
+
+/** Whether `send` may send the request again after a 429 or 503 that said when (`Retry-After`). */
+export function retriable(method: string, headers?: Record<string, string>): boolean {
+  const h = Object.keys(headers ?? {}).map((k) => k.toLowerCase());
+  return IDEMPOTENT.has(method) || h.includes('idempotency-key') || h.includes('if-match');
+}
+
+/** `Retry-After` as delta-seconds or an HTTP date, in ms from `now`; undefined when absent or unreadable. */
+export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
+  if (value === undefined) return undefined;
+  const v = value.trim();
+  if (/^\d+$/.test(v)) return Number(v) * 1000;
+  const at = Date.parse(v);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, at - now);
+}
+
+/** A request that timed out (`http-exchange.mjs`): not sent again, the service did not answer. */
+export function isTimeout(err: unknown): boolean {
+  return (err as { code?: string } | undefined)?.code === 'EP_TIMEOUT';
 }
 
 export interface ClientOptions {
   /** Attempts for reads on 429 / 5xx / network errors (writes are apply's to retry: it knows what is safe). */
   readAttempts?: number;
+  /** `send`: how often a 429 / 503 with `Retry-After` is waited out and sent again (default 3). */
+  retryAfterAttempts?: number;
+  /** The longest `Retry-After` waited for; a longer one is waited this long (default 60 s). */
+  maxRetryAfterMs?: number;
   /** Waits between read attempts; tests make them short. */
   sleep?: (ms: number) => Promise<void>;
 }
@@ -52,8 +108,13 @@ export class ApiClient {
   /** Requests made, by method: for tests and `--verbose` (list pages, never per-object GETs). */
   readonly counts: Record<string, number> = {};
 
+  private readonly retryAfterAttempts: number;
+  private readonly maxRetryAfterMs: number;
+
   constructor(readonly transport: Transport, opts: ClientOptions = {}) {
     this.attempts = opts.readAttempts ?? 4;
+    this.retryAfterAttempts = opts.retryAfterAttempts ?? 3;
+    this.maxRetryAfterMs = opts.maxRetryAfterMs ?? 60_000;
     this.sleep = opts.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
   }
 
@@ -62,11 +123,27 @@ export class ApiClient {
   }
 
   /** One request; a non-2xx answer throws `ApiRequestError`. */
-  async send(method: string, path: string, body?: unknown): Promise<unknown> {
-    this.counts[method] = (this.counts[method] ?? 0) + 1;
-    const res = await this.transport.request(method, path, body);
+  async send(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<unknown> {
+    const res = await this.exchange(method, path, body, headers);
     if (res.status >= 200 && res.status < 300) return res.body;
     throw new ApiRequestError(method, path, res.status, res.body);
+  }
+
+  /**
+   * One request, its answer whatever the status. A 429 or 503 that says when to come back
+   * (`Retry-After`) is waited out and sent again, a bounded number of times, when sending it twice
+   * is safe: an idempotent method, or an Idempotency-Key or If-Match with it (or `safe`: the
+   * caller knows).
+   */
+  async exchange(method: string, path: string, body?: unknown, headers?: Record<string, string>, safe = retriable(method, headers)): Promise<RawResponse> {
+    for (let attempt = 1; ; attempt++) {
+      this.counts[method] = (this.counts[method] ?? 0) + 1;
+      const res = await this.transport.request(method, path, body, headers);
+      if (res.status !== 429 && res.status !== 503) return res;
+      const after = parseRetryAfter(res.headers['retry-after'], Date.now());
+      if (after === undefined || attempt > this.retryAfterAttempts || !safe) return res;
+      await this.sleep(Math.min(after, this.maxRetryAfterMs));
+    }
   }
 
   /** A GET with retries; `first` is the answer to a first attempt made elsewhere (a page reader's). */
@@ -78,14 +155,15 @@ export class ApiClient {
           this.counts.GET = (this.counts.GET ?? 0) + 1;
           res = await this.transport.request('GET', path);
         } catch (err) {
-          if (attempt >= this.attempts) throw err;
+          // Closed meanwhile (the command ended on another failure): its requests are not sent again.
+          if (attempt >= this.attempts || isTimeout(err) || this.closing) throw err;
         }
       }
       if (res && res.status >= 200 && res.status < 300) return res.body;
       const retryable = !res || res.status === 429 || res.status >= 500;
       if (!retryable || attempt >= this.attempts) throw new ApiRequestError('GET', path, res!.status, res!.body);
-      const after = Number(res?.headers['retry-after']);
-      await this.sleep(Number.isFinite(after) && after > 0 ? Math.min(after * 1000, 30_000) : Math.min(200 * 2 ** attempt, 5000) * (0.5 + Math.random() / 2));
+      const after = parseRetryAfter(res?.headers['retry-after'], Date.now());
+      await this.sleep(after !== undefined ? Math.min(after, this.maxRetryAfterMs) : Math.min(200 * 2 ** attempt, 5000) * (0.5 + Math.random() / 2));
     }
   }
 
@@ -166,6 +244,46 @@ export class ApiClient {
 
   async deleteModule(kind: KindDef, mod: ModuleDef, id: string, parentId?: string): Promise<void> {
     await this.send('DELETE', `${collectionPath(kind, parentId ?? null)}/${id}/${mod.name}`);
+  }
+
+  // ——— stack locks (docs/api.md) ———
+
+  /** Takes the stack's lock: the lock (201), or the error body of the live lock that holds it (409 ERR_STACK_LOCKED). */
+  async takeLock(stack: string, holder: string, ttlSeconds: number): Promise<{ lock: StackLock } | { held: StackLockHeld }> {
+    const res = await this.exchange('POST', '/stack_locks', { stack, holder, ttl_seconds: ttlSeconds });
+    if (res.status === 201) return { lock: res.body as StackLock };
+    const b = res.body as { error_code?: string; details?: StackLockHeld } | undefined;
+    if (res.status === 409 && b?.error_code === 'ERR_STACK_LOCKED' && b.details) return { held: b.details };
+    throw new ApiRequestError('POST', '/stack_locks', res.status, res.body);
+  }
+
+  /** Extends the lock; null when it is gone (expired and taken, or released by someone). */
+  async renewLock(id: string, ttlSeconds: number): Promise<StackLock | null> {
+    // A renewal sent twice renews twice: safe to repeat.
+    const res = await this.exchange('PATCH', `/stack_locks/${id}`, { ttl_seconds: ttlSeconds }, undefined, true);
+    if (res.status === 404) return null;
+    if (res.status >= 200 && res.status < 300) return res.body as StackLock;
+    throw new ApiRequestError('PATCH', `/stack_locks/${id}`, res.status, res.body);
+  }
+
+  /** Releases the lock; false when it was gone already. */
+  async releaseLock(id: string): Promise<boolean> {
+    const res = await this.exchange('DELETE', `/stack_locks/${id}`);
+    if (res.status === 404) return false;
+    if (res.status >= 200 && res.status < 300) return true;
+    throw new ApiRequestError('DELETE', `/stack_locks/${id}`, res.status, res.body);
+  }
+
+  /** The live locks of the account (at most a few pages: one per stack being applied). */
+  async listLocks(): Promise<StackLock[]> {
+    const out: StackLock[] = [];
+    let path: string | null = '/stack_locks?limit=100';
+    for (let pages = 0; path && pages < 100; pages++) {
+      const page = (await this.read(path)) as { stack_locks: StackLock[]; next_page_uri: string | null };
+      out.push(...page.stack_locks);
+      path = page.stack_locks.length ? page.next_page_uri : null;
+    }
+    return out;
   }
 
   private closing?: Promise<void>;

@@ -7,10 +7,10 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { exchange, keepAliveAgent } from './http-exchange.js';
 import { pageLoop, type ListMessage } from './page-loop.js';
 
-const { origin, headers } = workerData as { origin: string; headers: Record<string, string> };
+const { origin, headers, timeoutMs } = workerData as { origin: string; headers: Record<string, string>; timeoutMs?: number };
 const agent = keepAliveAgent(origin);
 
-const get = (url: string) => exchange(url, { method: 'GET', agent, headers });
+const get = (url: string) => exchange(url, { method: 'GET', agent, headers, timeoutMs });
 
 /** The key goes to the API's own origin only: a link elsewhere is the main thread's to refuse. */
 const follows = (url: string) => /^https?:\/\//.test(url) && new URL(url).origin === origin;

@@ -15,7 +15,11 @@ export interface RawResponse { status: number; headers: Record<string, string>; 
  */
 export interface Transport {
   readonly target: string;
-  request(method: string, path: string, body?: unknown): Promise<RawResponse>;
+  /**
+   * One request. `headers` are sent besides the transport's own (version, key, `Prefer: etags`):
+   * `Idempotency-Key`, `If-Match`.
+   */
+  request(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<RawResponse>;
   /**
    * Reads a list from `path` on, following each page's next link itself: each next page is asked
    * for as soon as the previous one arrives, not when the caller gets round to it. `onPage` gets
@@ -30,10 +34,23 @@ export interface Transport {
   close(): Promise<void>;
 }
 
-function headers(apiKey: string, body: unknown): Record<string, string> {
-  const h: Record<string, string> = { [VERSION_HEADER]: API_VERSION, authorization: `Bearer ${apiKey}`, accept: 'application/json' };
+/** The transport's own headers. `Prefer: etags`: lists give each object's ETag (the plan records what it saw). */
+function headers(apiKey: string, body: unknown, extra?: Record<string, string>): Record<string, string> {
+  const h: Record<string, string> = { [VERSION_HEADER]: API_VERSION, authorization: `Bearer ${apiKey}`, accept: 'application/json', prefer: 'etags' };
   if (body !== undefined) h['content-type'] = 'application/json';
+  for (const [k, v] of Object.entries(extra ?? {})) {
+    const name = k.toLowerCase();
+    if (name !== 'authorization' && name !== VERSION_HEADER.toLowerCase()) h[name] = v;
+  }
   return h;
+}
+
+/** How long a request may take, from sending to the last byte of its answer, unless told otherwise. */
+export const DEFAULT_TIMEOUT_MS = 30_000;
+
+export interface HttpTransportOptions {
+  /** Each request's deadline (`--timeout`, `EDGEPLANE_TIMEOUT`); default 30 s. */
+  timeoutMs?: number;
 }
 
 /**
@@ -41,11 +58,13 @@ function headers(apiKey: string, body: unknown): Record<string, string> {
  * transport). Not the platform `fetch`: its web streams cost about a third more of the main
  * thread per page, and a plan reads thousands of objects while it works on the manifests.
  */
-export function httpTransport(baseUrl: string, apiKey: string): Transport {
+export function httpTransport(baseUrl: string, apiKey: string, opts: HttpTransportOptions = {}): Transport {
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const base = baseUrl.replace(/\/+$/, '');
   const origin = new URL(base).origin;
   const agent = keepAliveAgent(origin);
   let reader: WorkerChannel | undefined;
+  let closed = false;
   /**
    * The URL of `path` on the API's own origin, or undefined: the key goes nowhere else. A path is
    * `/…` under the base (`base + "@evil.example/x"`, or `".evil.example"` after a host, would name
@@ -60,23 +79,25 @@ export function httpTransport(baseUrl: string, apiKey: string): Transport {
   };
   return {
     target: base,
-    request(method, path, body) {
+    request(method, path, body, extra) {
       const url = onOrigin(path);
       if (url === undefined) return Promise.reject(new Error(`refusing to send a request to ${path}: not a path of the API at ${base}`));
+      if (closed) return Promise.reject(new Error(`${method} ${path}: the connection to ${base} was closed`));
       const payload = body === undefined ? undefined : JSON.stringify(body);
-      const h = headers(apiKey, body);
+      const h = headers(apiKey, body, extra);
       if (payload !== undefined) h['content-length'] = String(Buffer.byteLength(payload));
-      return exchange(url, { method, agent, headers: h }, payload).then((r) => ({ status: r.status, headers: r.headers, body: parse(r.text) }));
+      return exchange(url, { method, agent, headers: h, timeoutMs }, payload).then((r) => ({ status: r.status, headers: r.headers, body: parse(r.text) }));
     },
     readPages(path, onPage) {
       const url = onOrigin(path);
       // The key goes to the API's own origin only: a link elsewhere is the caller's to refuse.
       if (url === undefined) return Promise.resolve({ path });
-      reader ??= pageReader(origin, headers(apiKey, undefined));
+      reader ??= pageReader(origin, headers(apiKey, undefined), timeoutMs);
       return reader.readPages(url, onPage);
     },
     readsAhead: () => reader?.usable ?? false,
     async close() {
+      closed = true;
       agent.destroy();
       await reader?.close();
     },
@@ -90,8 +111,8 @@ export function httpTransport(baseUrl: string, apiKey: string): Transport {
  * that thread, each next page waited for its turn, and a no-op plan of 6,200 objects took 1.65×
  * the time of reading its pages alone (about 1.45× read from the worker; bench/README.md).
  */
-function pageReader(origin: string, headers: Record<string, string>): WorkerChannel {
-  const worker = startWorker(siblingModule(import.meta.url, 'page-reader'), { workerData: { origin, headers } });
+function pageReader(origin: string, headers: Record<string, string>, timeoutMs: number): WorkerChannel {
+  const worker = startWorker(siblingModule(import.meta.url, 'page-reader'), { workerData: { origin, headers, timeoutMs } });
   return new WorkerChannel(worker, 'the page reader');
 }
 
@@ -101,10 +122,10 @@ function pageReader(origin: string, headers: Record<string, string>): WorkerChan
  * (`next_page_uri`) are requested by their path.
  */
 export function injector(app: FastifyInstance, apiKey: string) {
-  return async (method: string, path: string, body?: unknown): Promise<{ status: number; headers: Record<string, string>; text: string }> => {
+  return async (method: string, path: string, body?: unknown, extra?: Record<string, string>): Promise<{ status: number; headers: Record<string, string>; text: string }> => {
     const url = /^https?:\/\//.test(path) ? (({ pathname, search }) => pathname + search)(new URL(path)) : path;
     const res = await app.inject({
-      method: method as 'GET', url, headers: headers(apiKey, body),
+      method: method as 'GET', url, headers: headers(apiKey, body, extra),
       ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
     });
     const h: Record<string, string> = {};

@@ -49,8 +49,8 @@ export class WorkerChannel {
     worker.on('exit', () => fail(new Error(`${what} stopped`)));
   }
 
-  /** One request, answered by the worker (`{ id, req: { method, path, body } }`). */
-  request(method: string, path: string, body?: unknown): Promise<RawResponse> {
+  /** One request, answered by the worker (`{ id, req: { method, path, body, headers } }`). */
+  request(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<RawResponse> {
     if (this.failed) return Promise.reject(this.failed);
     return new Promise((resolve, reject) => {
       const id = this.wait((m) => {
@@ -58,7 +58,7 @@ export class WorkerChannel {
         if (m.error !== undefined) reject(this.failed ?? new Error(m.error));
         else resolve({ status: m.status, headers: m.headers, body: parse(m.text) });
       });
-      this.worker.postMessage({ id, req: { method, path, body } });
+      this.worker.postMessage({ id, req: { method, path, body, headers } });
     });
   }
 

@@ -58,14 +58,14 @@ if (service && listen) {
 if (service) {
   const { db, app, inject } = service;
   const lists = pageLoop((url) => inject('GET', url), () => true, post);
-  port.on('message', async (m: { close?: true; id: number; req?: { method: string; path: string; body?: unknown }; url?: string; cancel?: number }) => {
+  port.on('message', async (m: { close?: true; id: number; req?: { method: string; path: string; body?: unknown; headers?: Record<string, string> }; url?: string; cancel?: number }) => {
     if (m.close) {
       await app.close();
       await db.close();
       port.close(); // nothing else keeps the thread: it exits
     } else if (m.req) {
       try {
-        post({ id: m.id, ...(await inject(m.req.method, m.req.path, m.req.body)) });
+        post({ id: m.id, ...(await inject(m.req.method, m.req.path, m.req.body, m.req.headers)) });
       } catch (err) {
         post({ id: m.id, error: err instanceof Error ? err.message : String(err) });
       }

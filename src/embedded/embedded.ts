@@ -50,7 +50,7 @@ export async function embeddedTransport(stateDir: string, appOptions: Partial<Ap
   const database = process.env.DATABASE_URL;
   return {
     target: database ? `in-process:${redactDatabaseUrl(database)}` : `embedded:${dir}`,
-    request: (method, path, body) => channel.request(method, path, body),
+    request: (method, path, body, headers) => channel.request(method, path, body, headers),
     readPages: (path, onPage) => channel.readPages(path, onPage),
     readsAhead: () => channel.usable,
     close: () => (closing ??= channel.close(true)),

@@ -80,11 +80,11 @@ class ThroughHolder implements Transport {
     return this.current.target;
   }
 
-  async request(method: string, path: string, body?: unknown): Promise<RawResponse> {
+  async request(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<RawResponse> {
     for (let moves = 0; ; moves++) {
       const t = this.current;
       try {
-        return await t.request(method, this.local(path), body);
+        return await t.request(method, this.local(path), body, headers);
       } catch (err) {
         // Two moves in one request: the directory changes hands faster than it can be followed.
         if (!refused(err) || moves >= 2 || !(await this.move(t, err))) throw err;

@@ -132,13 +132,13 @@ describe('apply (real executor, real service)', () => {
       const flaky = (t: Transport): Transport => ({
         target: t.target,
         close: () => t.close(),
-        async request(method, path, body) {
-          if (method === 'GET') return t.request(method, path, body);
+        async request(method, path, body, headers) {
+          if (method === 'GET') return t.request(method, path, body, headers);
           const f = script[i++ % script.length];
           if (f === 'refused') throw new Error('connect ECONNREFUSED');
           if (f === '503') return { status: 503, headers: {}, body: { msg: 'unavailable' } };
           if (f === '429') return { status: 429, headers: { 'retry-after': '0' }, body: {} };
-          const res = await t.request(method, path, body);
+          const res = await t.request(method, path, body, headers);
           if (f === 'lost') throw new Error('socket hang up');
           return res;
         },

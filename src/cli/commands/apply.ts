@@ -1,5 +1,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { applyPlan, type ApplyResult } from '../../reconciler/apply/execute.js';
+import type { HeldStackLock } from '../../reconciler/lock/stack-lock.js';
+import { lockedRun, type LockFlags } from '../stack-lock.js';
 import { isSecretPath, planSecrets, secretsFromMap, secretsFromSources, StaleSecretError, type SecretLookup } from '../../reconciler/apply/materialize.js';
 import { findKind } from '../../kinds/registry.js';
 import { readSecretFile } from '../../reconciler/manifests/secrets.js';
@@ -22,7 +24,7 @@ import { reconcilerConfig } from '../service-config.js';
 import { openTarget, targetArgs, type TargetFlags } from '../target.js';
 import { scopeInput, targetError } from './plan.js';
 
-export interface ApplyFlags extends TargetFlags {
+export interface ApplyFlags extends TargetFlags, LockFlags {
   plan?: string;
   stack?: string;
   autoApprove?: boolean;
@@ -67,6 +69,16 @@ async function applyDir(out: Output, dir: string, flags: ApplyFlags, parallelism
   const scope = scopeInput(dir, flags);
   const client = await openTarget(flags, { out });
   try {
+    // Planned from the live state read once the lock is held: an apply that waited for another
+    // one sees what that one made, and creates nothing twice.
+    await lockedRun(out, client, stack, flags, 'apply', (held, phase) => planAndApply(out, client, dir, stack, flags, parallelism, scope, held, phase));
+  } finally {
+    await client.close();
+  }
+}
+
+async function planAndApply(out: Output, client: ApiClient, dir: string, stack: string, flags: ApplyFlags, parallelism: number, scope: ReturnType<typeof scopeInput>, held: HeldStackLock, phase: { executing: boolean }): Promise<void> {
+  {
     let prepared;
     try {
       prepared = await preparePlan({
@@ -111,9 +123,8 @@ async function applyDir(out: Output, dir: string, flags: ApplyFlags, parallelism
       if (flags.json && err instanceof CliExit && err.message) out.json({ event: 'error', error: err.message, exit_code: err.code });
       throw err;
     }
-    await execute(out, client, plan, secretsFromMap(prepared.secrets), flags, parallelism);
-  } finally {
-    await client.close();
+    phase.executing = true;
+    await execute(out, client, plan, secretsFromMap(prepared.secrets), flags, parallelism, held);
   }
 }
 
@@ -129,6 +140,15 @@ async function applySaved(out: Output, file: string, flags: ApplyFlags, parallel
     if (plan.target !== client.target) throw new CliExit(EXIT.error, `${file} was planned for ${plan.target}, not ${client.target}`);
     if (flags.stack !== undefined && flags.stack !== plan.stack) throw new CliExit(EXIT.error, `${file} was planned for stack "${plan.stack}", not "${flags.stack}"`);
     gate(out, plan, flags);
+    // The stale check reads the live state under the lock: nothing else applies this stack from then on.
+    await lockedRun(out, client, plan.stack, flags, 'apply --plan', (held, phase) => applySavedLocked(out, client, file, plan, flags, parallelism, held, phase));
+  } finally {
+    await client.close();
+  }
+}
+
+async function applySavedLocked(out: Output, client: ApiClient, file: string, plan: Plan, flags: ApplyFlags, parallelism: number, held: HeldStackLock, phase: { executing: boolean }): Promise<void> {
+  {
     const stale = staleReasons(plan, await readLiveState(client));
     const readFile = (p: string) => {
       if (!existsSync(p)) return undefined;
@@ -166,9 +186,8 @@ async function applySaved(out: Output, file: string, flags: ApplyFlags, parallel
       return;
     }
     if (!flags.json) out.line(`Applying ${file}: ${summaryLine(plan).replace(/^Plan: /, '')} on ${plan.target}${plan.partial ? ` (partial: only --target ${plan.partial.targets.join(', ')})` : ''}${plan.destroy ? ' (destroy)' : ''}`);
-    await execute(out, client, plan, secrets, flags, parallelism);
-  } finally {
-    await client.close();
+    phase.executing = true;
+    await execute(out, client, plan, secrets, flags, parallelism, held);
   }
 }
 
@@ -186,7 +205,7 @@ function gate(out: Output, plan: Plan, flags: ApplyFlags): void {
   if (plan.blocked.length) out.error('warning: safety threshold exceeded; going ahead because of --force');
 }
 
-async function execute(out: Output, client: ApiClient, plan: Plan, secrets: SecretLookup, flags: ApplyFlags, parallelism: number): Promise<ApplyResult> {
+async function execute(out: Output, client: ApiClient, plan: Plan, secrets: SecretLookup, flags: ApplyFlags, parallelism: number, held: HeldStackLock): Promise<ApplyResult> {
   const progress = progressFor(out, { json: flags.json, color: useColor(), total: plan.steps.length });
   const ac = new AbortController();
   // Ctrl-C, or SIGTERM (a CI job cancelled; the runner kills later): stop starting steps, let
@@ -200,12 +219,19 @@ async function execute(out: Output, client: ApiClient, plan: Plan, secrets: Secr
   process.on('SIGTERM', onSignal);
   let result: ApplyResult;
   try {
+    // A lost lock stops the apply as Ctrl-C does: another apply may be writing the stack now.
+    held.signal.addEventListener('abort', () => ac.abort(held.signal.reason), { once: true });
     result = await applyPlan(plan, { client, secrets, parallelism, onEvent: (e) => progress.event(e), signal: ac.signal });
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
   progress.finish(result);
+  if (result.stale.length) {
+    // Someone changed these objects since they were read (outside this stack's applies, which wait for the lock).
+    for (const s of result.stale) out.error(`stale: ${s.identity} (${s.id}) changed since the plan read it: not overwritten; the steps after it did not run`);
+    throw new CliExit(EXIT.stale, flags.json ? '' : `apply stopped where objects changed under it (above): plan again, review, and apply`);
+  }
   if (result.failed.length || result.skipped.length) {
     const why = result.failed.length ? 'fix the failures above and run apply again' : ac.signal.aborted ? 'it was interrupted; run apply again to finish' : 'run apply again';
     throw new CliExit(EXIT.error, flags.json ? '' : `apply did not finish: ${why} (it resumes from the live state)`);

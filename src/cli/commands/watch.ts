@@ -11,8 +11,9 @@ import { useColor, type Output } from '../output.js';
 import { stepLabel } from '../progress.js';
 import { reconcilerConfig } from '../service-config.js';
 import { openTarget, type TargetFlags } from '../target.js';
+import { lockedRun, type LockFlags } from '../stack-lock.js';
 
-export interface WatchFlags extends TargetFlags {
+export interface WatchFlags extends TargetFlags, LockFlags {
   stack?: string;
   prune?: boolean;
   planOnly?: boolean;
@@ -130,23 +131,40 @@ export async function watch(out: Output, dir: string, flags: WatchFlags): Promis
     out, serveOthers: true,
     onRetarget: (from, to) => out.line(`${from} stopped serving the state directory: now on ${to}`),
   });
-  const session = startWatchSession({
-    input: { root: dir, stack, strict: flags.strict, env: process.env, config: reconcilerConfig(), ...watchSafety(dir) },
-    stackGiven: flags.stack !== undefined,
-    client, prune: flags.prune, planOnly: flags.planOnly, intervalMs, repair: flags.repair,
-    parallelism: flags.parallelism ? Number(flags.parallelism) : undefined, debounceMs,
-    report: reporter(out, useColor()),
-  });
-  await new Promise<void>((resolve) => {
+  const run = (lost?: AbortSignal) => new Promise<void>((resolve) => {
+    const session = startWatchSession({
+      input: { root: dir, stack, strict: flags.strict, env: process.env, config: reconcilerConfig(), ...watchSafety(dir) },
+      stackGiven: flags.stack !== undefined,
+      client, prune: flags.prune, planOnly: flags.planOnly, intervalMs, repair: flags.repair,
+      parallelism: flags.parallelism ? Number(flags.parallelism) : undefined, debounceMs,
+      report: reporter(out, useColor()),
+    });
     const stop = () => {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
       out.line('stopping…');
-      void session.stop().then(() => client.close()).finally(resolve);
+      void session.stop().finally(resolve);
     };
     process.on('SIGINT', stop);
     process.on('SIGTERM', stop);
+    lost?.addEventListener('abort', stop, { once: true });
   });
+  try {
+    // The stack's lock is held for as long as watch may apply (not with --plan-only): an apply
+    // meanwhile waits, and says who watches.
+    if (flags.planOnly) await run();
+    else {
+      let lostLock = false;
+      await lockedRun(out, client, stack, flags, 'watch', async (held, phase) => {
+        phase.executing = true; // watch stops its session on a signal, then the lock is released
+        await run(held.signal);
+        lostLock = held.signal.aborted;
+      });
+      if (lostLock) throw new CliExit(EXIT.locked, 'watch stopped: it lost the stack\'s lock');
+    }
+  } finally {
+    await client.close();
+  }
   out.line('stopped');
 }
 

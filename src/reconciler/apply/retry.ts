@@ -1,3 +1,5 @@
+import { isTimeout, parseRetryAfter } from '../../client/api-client.js';
+
 /**
  * Retries of one HTTP call: 429 (after `Retry-After`), 5xx and network errors, with capped
  * exponential backoff and jitter. Clock, sleep and randomness are injected so tests run instantly
@@ -54,21 +56,18 @@ export function backoffMs(retry: number, opts: { baseMs?: number; capMs?: number
   return Math.round(step / 2 + (opts.random ?? Math.random)() * (step / 2));
 }
 
-/** `Retry-After` as delta-seconds or an HTTP date, in ms from now; undefined when absent or unreadable. */
-export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
-  if (value === undefined) return undefined;
-  const v = value.trim();
-  if (/^\d+$/.test(v)) return Number(v) * 1000;
-  const at = Date.parse(v);
-  if (Number.isNaN(at)) return undefined;
-  return Math.max(0, at - now);
-}
+export { parseRetryAfter };
 
 export type Verdict = 'ok' | 'retry' | 'unknown';
 
-/** What a response means for retrying: 429 retry, 5xx unknown (the server may have acted), else final. */
+/**
+ * What a response means for retrying: 429 retry, and a 409 saying a request with the same
+ * Idempotency-Key is still in progress (an earlier attempt of this one); 5xx unknown (the server
+ * may have acted), else final.
+ */
 export function classify(res: HttpResponse): Verdict {
   if (res.status === 429) return 'retry';
+  if (res.status === 409 && (res.body as { error_code?: string } | undefined)?.error_code === 'ERR_IDEMPOTENCY_IN_PROGRESS') return 'retry';
   if (res.status >= 500) return 'unknown';
   return 'ok';
 }
@@ -109,7 +108,8 @@ export async function withRetry(send: () => Promise<HttpResponse>, opts: RetryOp
       try {
         res = await send();
       } catch (err) {
-        if (isAbort(err, opts.signal)) throw err;
+        // A service that did not answer in time is not waited for again: the run would take attempts × the timeout.
+        if (isAbort(err, opts.signal) || isTimeout(err)) throw err;
         error = err;
       }
       const verdict: Verdict = res ? classify(res) : 'unknown';
@@ -137,7 +137,7 @@ export async function withRetry(send: () => Promise<HttpResponse>, opts: RetryOp
       if (res && !lookupFailed) return res;
       throw error;
     }
-    const retryAfter = res?.status === 429 || res?.status === 503 ? parseRetryAfter(header(res, 'retry-after'), now()) : undefined;
+    const retryAfter = res?.status === 429 || res?.status === 503 || res?.status === 409 ? parseRetryAfter(header(res, 'retry-after'), now()) : undefined;
     const delayMs = retryAfter !== undefined ? Math.min(retryAfter, maxRetryAfter) : backoffMs(attempt, opts);
     opts.onRetry?.({ attempt: attempt + 1, delayMs, reason });
     await sleep(delayMs, opts.signal);

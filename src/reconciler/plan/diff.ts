@@ -1,3 +1,4 @@
+import { kindByName } from '../../kinds/registry.js';
 import { moduleCheckForm } from '../../kinds/check.js';
 import { getPath } from '../../kinds/paths.js';
 import type { Body, CheckContext, KindDef, KindRuntimeConfig, ModuleDef, UniqueDef } from '../../kinds/types.js';
@@ -113,11 +114,13 @@ class Planner {
     const observed: Record<string, string> = {};
     for (const o of this.observed.filter((x) => touched.has(x.id)).sort((a, b) => a.id.localeCompare(b.id))) observed[o.id] = o.fingerprint;
     const protectedChanges = this.protectedChanges.filter((c) => this.stepById.has(c.step)); // a delete refused (still used) has no step
+    const versions = conditionalVersions(steps, this.observed, touched);
     return {
       formatVersion: PLAN_FORMAT_VERSION,
       stack: this.opts.stack,
       target: this.opts.target,
       observed,
+      ...(Object.keys(versions).length ? { versions } : {}),
       steps,
       summary: this.summary(),
       warnings: this.warnings,
@@ -1003,3 +1006,22 @@ function onlyMarkerKeys(b: Marker): boolean {
 }
 
 const MARKER_KEYS = new Set(['tool', 'v', 'stack', 'id', 'fp', 'protect']);
+
+/**
+ * The ETags apply sends as `If-Match`, by object id: each touched object the plan read a version
+ * of, except a parent whose children the plan also writes (a route's write raises its edge's
+ * version: the edge's own step would find it changed by the plan itself).
+ */
+function conditionalVersions(steps: Step[], observed: ObservedObject[], touched: Set<string>): Record<string, string> {
+  const parents = new Set<string>();
+  for (const s of steps) {
+    const kind = kindByName(s.object.kind);
+    if (!kind.parent) continue;
+    const at = kind.path.split('/').indexOf(`:${kind.parent.param}`);
+    const id = s.request.path.split('/')[at];
+    if (id) parents.add(id);
+  }
+  const out: Record<string, string> = {};
+  for (const o of observed) if (o.etag && touched.has(o.id) && !parents.has(o.id)) out[o.id] = o.etag;
+  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { kindByName } from '../../kinds/registry.js';
 import type { Body, KindDef, ModuleDef, RefDef } from '../../kinds/types.js';
 import { canonicalJson } from '../../util/canonical-json.js';
+import { etagOf } from '../../client/api-client.js';
 import { manifestKinds } from '../manifests/schema.js';
 import { decodeMetadata, type Marker } from '../ownership/marker.js';
 import type { ObservedObject, Owner } from './state.js';
@@ -82,6 +83,7 @@ function withSecretTokens(body: Body, fp: Record<string, string> | undefined): B
 /** One object as read; its fingerprint is computed on first read (only objects a plan touches need one). */
 class Observed implements ObservedObject {
   #fingerprint?: string;
+  etag?: string;
 
   constructor(
     public kind: KindDef, public id: string, public parentId: string | undefined, public body: Body,
@@ -99,7 +101,10 @@ export function observeOne(kind: KindDef, resp: Body, stack: string, parentId?: 
   const { marker, user } = decodeMetadata(resp.metadata);
   const owner: Owner = !marker ? { type: 'unmanaged' } : marker.stack === stack ? THIS : { type: 'stack', stack: marker.stack };
   const body = withSecretTokens(responseToRequest(kind, resp), marker?.fp);
-  return new Observed(kind, resp.id as string, parentId, body, resp.metadata as string | undefined, marker, user, owner);
+  const o = new Observed(kind, resp.id as string, parentId, body, resp.metadata as string | undefined, marker, user, owner);
+  const etag = etagOf(resp);
+  if (etag !== undefined) o.etag = etag;
+  return o;
 }
 
 const THIS: Owner = Object.freeze({ type: 'this' });

@@ -40,6 +40,8 @@ export interface ObservedObject {
   owner: Owner;
   /** Hash of what the plan reads of the object (`fingerprintObserved`): apply refuses a plan whose objects changed since. */
   fingerprint: string;
+  /** The object's ETag as its list gave it (`Prefer: etags`): the version a conditional write names. */
+  etag?: string;
 }
 
 /** A set of identities as the planner's callers read it (a map by identity serves). */

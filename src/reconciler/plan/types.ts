@@ -123,6 +123,12 @@ export interface Plan {
   target: string;
   /** Object id → fingerprint of the object as read (`fingerprintObserved`); apply refuses when any differs (stale). */
   observed: Record<string, string>;
+  /**
+   * Object id → ETag as read, for the objects whose writes apply makes conditional (`If-Match`):
+   * one changed by someone else since is not overwritten. Absent from plans of services that give
+   * no ETags.
+   */
+  versions?: Record<string, string>;
   steps: Step[];
   summary: PlanSummary;
   warnings: string[];

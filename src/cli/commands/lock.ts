@@ -1,0 +1,48 @@
+import type { StackLock } from '../../client/api-client.js';
+import { resolveStack } from '../../reconciler/manifests/config.js';
+import { CliExit, EXIT } from '../exit.js';
+import { userAtHost } from '../holder.js';
+import type { Output } from '../output.js';
+import { openTarget, targetArgs, type TargetFlags } from '../target.js';
+
+export interface LockCommandFlags extends TargetFlags { stack?: string; json?: boolean; force?: boolean }
+
+function line(l: StackLock): string {
+  return `stack "${l.stack}": locked by ${l.holder} since ${l.created_at}, expires ${l.expires_at} unless renewed (${l.id})`;
+}
+
+/** `lock status [DIR] [--stack S]`: the stack's lock, or every live lock of the account when neither is given. */
+export async function lockStatus(out: Output, dir: string | undefined, flags: LockCommandFlags): Promise<void> {
+  const stack = dir !== undefined || flags.stack !== undefined ? resolveStack(dir ?? '.', flags.stack).stack : undefined;
+  const client = await openTarget(flags);
+  try {
+    const locks = (await client.listLocks()).filter((l) => stack === undefined || l.stack === stack);
+    if (flags.json) return out.json(locks);
+    if (!locks.length) return out.line(stack === undefined ? 'no stack is locked' : `stack "${stack}": not locked`);
+    for (const l of locks) out.line(line(l));
+  } finally {
+    await client.close();
+  }
+}
+
+/**
+ * `lock release --stack S`: releases a lock this user left on this machine (an apply killed before
+ * it could); anyone's with `--force`. A held lock another holds is exit 5 without `--force`.
+ */
+export async function lockRelease(out: Output, dir: string | undefined, flags: LockCommandFlags): Promise<void> {
+  if (dir === undefined && flags.stack === undefined) throw new CliExit(EXIT.error, 'lock release needs the stack: a manifest directory or --stack NAME');
+  const { stack } = resolveStack(dir ?? '.', flags.stack);
+  const client = await openTarget(flags);
+  try {
+    const lock = (await client.listLocks()).find((l) => l.stack === stack);
+    if (!lock) return out.line(`stack "${stack}": not locked`);
+    const mine = lock.holder.startsWith(`${userAtHost()},`);
+    if (!mine && !flags.force) {
+      throw new CliExit(EXIT.locked, `${line(lock)}\nnot released: it is not yours (this user on this machine). If that apply is no longer running: edgeplane lock release --stack ${stack}${targetArgs(flags)} --force`);
+    }
+    await client.releaseLock(lock.id);
+    out.line(`released the lock on stack "${stack}" (held by ${lock.holder} since ${lock.created_at})`);
+  } finally {
+    await client.close();
+  }
+}

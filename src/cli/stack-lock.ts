@@ -1,0 +1,56 @@
+import type { ApiClient } from '../client/api-client.js';
+import { acquireStackLock, DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_LOCK_TTL_SECONDS, StackLockTimeout, type HeldStackLock } from '../reconciler/lock/stack-lock.js';
+import { parseDuration } from './duration.js';
+import { CliExit, EXIT } from './exit.js';
+import { holderName } from './holder.js';
+import type { Output } from './output.js';
+import { targetArgs, type TargetFlags } from './target.js';
+
+export interface LockFlags extends TargetFlags { lockTimeout?: string }
+
+/** The lock's TTL: `EDGEPLANE_LOCK_TTL` (a duration, 5 s to 1 h), default 60 s. */
+function ttlSeconds(env: NodeJS.ProcessEnv): number {
+  if (!env.EDGEPLANE_LOCK_TTL) return DEFAULT_LOCK_TTL_SECONDS;
+  const s = Math.round(parseDuration(env.EDGEPLANE_LOCK_TTL, 'EDGEPLANE_LOCK_TTL') / 1000);
+  if (s < 3 || s > 3600) throw new CliExit(EXIT.error, `EDGEPLANE_LOCK_TTL must be from 3 s to 1 h, not ${env.EDGEPLANE_LOCK_TTL}`);
+  return s;
+}
+
+/**
+ * Runs `fn` holding the stack's lock: taken first (waiting up to --lock-timeout while another
+ * holds it: exit 5 when it runs out), renewed meanwhile, released at the end. A signal before `fn`
+ * has its own handlers (`held.handlesSignals`) releases it and exits at once.
+ */
+export async function lockedRun<T>(out: Output, client: ApiClient, stack: string, flags: LockFlags & { json?: boolean }, command: string, fn: (held: HeldStackLock, phase: { executing: boolean }) => Promise<T>): Promise<T> {
+  const timeoutMs = flags.lockTimeout === undefined ? DEFAULT_LOCK_TIMEOUT_MS : parseDuration(flags.lockTimeout, '--lock-timeout (EDGEPLANE_LOCK_TIMEOUT)');
+  let held: HeldStackLock;
+  try {
+    held = await acquireStackLock(client, {
+      stack, holder: holderName(command), ttlSeconds: ttlSeconds(process.env), timeoutMs,
+      releaseHint: `edgeplane lock release --stack ${stack}${targetArgs(flags)} --force`,
+      onWait: (h) => out.error(`stack "${stack}" is locked by ${h.holder} since ${h.created_at}: waiting up to ${Math.round(timeoutMs / 1000)} s (--lock-timeout)`),
+      onLost: (why) => out.error(`error: ${why}`),
+    });
+  } catch (err) {
+    if (err instanceof StackLockTimeout) {
+      if (flags.json) out.json({ event: 'error', error: err.message, exit_code: EXIT.locked });
+      throw new CliExit(EXIT.locked, `${command}: ${err.message}`);
+    }
+    throw err;
+  }
+  const phase = { executing: false };
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (phase.executing) return; // the executor stops its steps, reports, and the lock is released after
+    out.error(`\ninterrupted (${signal}): releasing the lock on stack "${stack}"`);
+    void held.release().finally(() => process.exit(signal === 'SIGTERM' ? 143 : 130));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    return await fn(held, phase);
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await held.release();
+  }
+}

@@ -1,0 +1,105 @@
+import type { ApiClient, StackLock, StackLockHeld } from '../../client/api-client.js';
+
+/** How long a lock lives without renewal: a killed apply's lock frees the stack by itself after this. */
+export const DEFAULT_LOCK_TTL_SECONDS = 60;
+/** How long an apply waits for a lock another one holds (CI merges minutes apart). */
+export const DEFAULT_LOCK_TIMEOUT_MS = 120_000;
+
+export interface LockOptions {
+  stack: string;
+  /** Who takes it: user@host, pid, CI run (`holderName`). */
+  holder: string;
+  ttlSeconds?: number;
+  /** How long to wait for a held lock; 0: fail at once. */
+  timeoutMs?: number;
+  /** Between two tries while waiting (default 2 s, never beyond the deadline). */
+  pollMs?: number;
+  /** Told once, when the lock is found held and the wait starts. */
+  onWait?: (held: StackLockHeld) => void;
+  /** Told when the lock was lost (expired and taken by another, or released by force). */
+  onLost?: (why: string) => void;
+  sleep?: (ms: number) => Promise<void>;
+  now?: () => number;
+}
+
+export class StackLockTimeout extends Error {
+  constructor(readonly stackName: string, readonly held: StackLockHeld, waitedMs: number, release: string) {
+    super(`stack "${stackName}" is locked by ${held.holder} since ${held.created_at} (expires ${held.expires_at} unless renewed); waited ${Math.round(waitedMs / 1000)} s (--lock-timeout). If that apply is no longer running, release the lock: ${release}`);
+    this.name = 'StackLockTimeout';
+  }
+}
+
+/** A lock this process holds: renewed in the background until `release`. `signal` aborts when it is lost. */
+export interface HeldStackLock {
+  readonly lock: StackLock;
+  readonly signal: AbortSignal;
+  release(): Promise<void>;
+}
+
+/**
+ * Takes the stack's lock, waiting (polling) while another holds it, up to `timeoutMs`; then
+ * renews it every third of its TTL until released. A renewal that finds the lock gone (it
+ * expired, the process having stalled past its TTL, or someone released it by force) aborts
+ * `signal`: the caller stops starting writes. A renewal that fails (the service unreachable) is
+ * tried again at the next beat: the lock still holds until it expires.
+ */
+export async function acquireStackLock(client: ApiClient, opts: LockOptions & { releaseHint: string }): Promise<HeldStackLock> {
+  const ttl = opts.ttlSeconds ?? DEFAULT_LOCK_TTL_SECONDS;
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS;
+  const now = opts.now ?? Date.now;
+  const sleep = opts.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
+  const started = now();
+  let told = false;
+  let lock: StackLock;
+  for (;;) {
+    const got = await client.takeLock(opts.stack, opts.holder, ttl);
+    if ('lock' in got) {
+      lock = got.lock;
+      break;
+    }
+    const waited = now() - started;
+    if (waited >= timeoutMs) throw new StackLockTimeout(opts.stack, got.held, waited, opts.releaseHint);
+    if (!told) opts.onWait?.(got.held);
+    told = true;
+    await sleep(Math.min(opts.pollMs ?? 2000, Math.max(1, timeoutMs - waited)));
+  }
+  const lost = new AbortController();
+  let released = false;
+  let beat: Promise<void> = Promise.resolve();
+  const timer = setInterval(() => {
+    beat = beat.then(async () => {
+      if (released || lost.signal.aborted) return;
+      try {
+        if (!(await client.renewLock(lock.id, ttl)) && !released) {
+          const why = `the lock on stack "${opts.stack}" was lost (it expired or was released by force): stopping`;
+          lost.abort(new Error(why));
+          opts.onLost?.(why);
+        }
+      } catch {
+        // Unreachable for now: the next beat tries again, well before the lock expires.
+      }
+    });
+  }, Math.max(1000, (ttl * 1000) / 3));
+  timer.unref?.();
+  return {
+    lock,
+    signal: lost.signal,
+    async release() {
+      if (released) return;
+      released = true;
+      clearInterval(timer);
+      await beat;
+      await client.releaseLock(lock.id).catch(() => {}); // gone already, or unreachable: it expires by itself
+    },
+  };
+}
+
+/** Runs `fn` holding the stack's lock (taken first, released after, whatever happens). */
+export async function withStackLock<T>(client: ApiClient, opts: LockOptions & { releaseHint: string }, fn: (held: HeldStackLock) => Promise<T>): Promise<T> {
+  const held = await acquireStackLock(client, opts);
+  try {
+    return await fn(held);
+  } finally {
+    await held.release();
+  }
+}
