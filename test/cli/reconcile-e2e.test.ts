@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { cpSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli, startCli, startServe } from '../helpers/cli.js';
 import { cleanupDirs, copyExample, EXAMPLE_ENV, manifestDir, tempDir } from '../helpers/reconcile.js';
+import { ownSchema } from '../helpers/service.js';
 
 /**
  * The reconciler as a user runs it: `edgeplane` processes against the embedded default
@@ -351,17 +351,6 @@ describe('a deployment with its own vendor prefix (session cookie default "acme.
     expect(exported.stdout).not.toContain('cookie_prefix'); // the default is left out, as written
   });
 });
-
-/** A schema of its own on DATABASE_URL's server, and the URL that makes it the search path; `drop` removes it. */
-async function ownSchema(prefix: string) {
-  const schema = prefix + randomBytes(5).toString('hex');
-  const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
-  await admin.connect();
-  await admin.query(`CREATE SCHEMA ${schema}`);
-  const url = new URL(process.env.DATABASE_URL!);
-  url.searchParams.set('options', `-c search_path=${schema}`);
-  return { schema, admin, url, async drop() { await admin.query(`DROP SCHEMA ${schema} CASCADE`); await admin.end(); } };
-}
 
 describe.skipIf(!process.env.DATABASE_URL)('edgeplane against a serve process on PostgreSQL', () => {
   it('applies the full example, plans no changes, converges after edits, exports to no changes', async () => {

@@ -134,3 +134,14 @@ export async function startServiceOnOwnDatabase(prefix: string, create: (admin: 
     },
   };
 }
+
+/** A schema of its own on DATABASE_URL's server, and the URL that makes it the search path (for `serve` processes); `drop` removes it. */
+export async function ownSchema(prefix: string) {
+  const schema = prefix + randomBytes(5).toString('hex');
+  const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
+  await admin.connect();
+  await admin.query(`CREATE SCHEMA ${schema}`);
+  const url = new URL(process.env.DATABASE_URL!);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return { schema, admin, url, async drop() { await admin.query(`DROP SCHEMA ${schema} CASCADE`); await admin.end(); } };
+}

@@ -12,7 +12,7 @@ export interface LockOptions {
   ttlSeconds?: number;
   /** How long to wait for a held lock; 0: fail at once. */
   timeoutMs?: number;
-  /** Between two tries while waiting (default 2 s, never beyond the deadline). */
+  /** Between two tries while waiting: from a quarter second, growing to 2 s (never beyond the deadline). */
   pollMs?: number;
   /** Told once, when the lock is found held and the wait starts. */
   onWait?: (held: StackLockHeld) => void;
@@ -50,6 +50,7 @@ export async function acquireStackLock(client: ApiClient, opts: LockOptions & { 
   const sleep = opts.sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
   const started = now();
   let told = false;
+  let pause = opts.pollMs ?? 250;
   let lock: StackLock;
   for (;;) {
     const got = await client.takeLock(opts.stack, opts.holder, ttl);
@@ -61,7 +62,8 @@ export async function acquireStackLock(client: ApiClient, opts: LockOptions & { 
     if (waited >= timeoutMs) throw new StackLockTimeout(opts.stack, got.held, waited, opts.releaseHint);
     if (!told) opts.onWait?.(got.held);
     told = true;
-    await sleep(Math.min(opts.pollMs ?? 2000, Math.max(1, timeoutMs - waited)));
+    await sleep(Math.min(pause, Math.max(1, timeoutMs - waited)));
+    if (opts.pollMs === undefined) pause = Math.min(2000, pause * 1.5);
   }
   const lost = new AbortController();
   let released = false;
