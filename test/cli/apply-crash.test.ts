@@ -1,3 +1,4 @@
+import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/client/api-client.js';
 import { httpTransport } from '../../src/client/transport.js';
@@ -8,6 +9,8 @@ import { cleanupDirs, duplicates, liveObjects, manifestDir, remaining, tempDir }
  * Crash recovery: the CLI is killed (SIGKILL) at a random point of an apply of 50 objects; the
  * next apply must converge with no duplicate and no orphaned (unmarked) object. Trials:
  * EDGEPLANE_CRASH_TRIALS (default 3; the issue's acceptance run uses 20), seed EDGEPLANE_CRASH_SEED.
+ * A killed apply leaves its stack lock behind: it expires after EDGEPLANE_LOCK_TTL (3 s here),
+ * and the next apply waits for that. The service too is killed while creates are in flight.
  */
 const TRIALS = Number(process.env.EDGEPLANE_CRASH_TRIALS ?? 3);
 const SEED = Number(process.env.EDGEPLANE_CRASH_SEED ?? Date.now() % 1_000_000);
@@ -35,6 +38,16 @@ function manifests(tag: string): string {
 }
 const OBJECTS = 10 + 5 + 5 * 8;
 
+/** A port nothing listens on now: the service is started on it again after it is killed. */
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
 let served: Served;
 let key: string;
 const state = tempDir('ep-crash-');
@@ -50,9 +63,15 @@ afterAll(async () => {
   cleanupDirs();
 });
 
+/**
+ * The killed applies' locks expire soon: the next apply waits for that, not a minute. (Only theirs:
+ * on a loaded machine a renewal may come later than a second, and a lock that short is lost.)
+ */
+const SHORT_LOCK = { EDGEPLANE_LOCK_TTL: '3s' };
+
 /** Runs `apply` and SIGKILLs it once it has printed `killAfter` JSON events (or lets it finish). */
 async function killedApply(args: string[], env: Record<string, string>, killAfter: number, delayMs: number): Promise<{ killed: boolean; events: number }> {
-  const p = startCli(['apply', ...args, '--auto-approve', '--json'], { env });
+  const p = startCli(['apply', ...args, '--auto-approve', '--json'], { env: { ...env, ...SHORT_LOCK } });
   let killed = false;
   try {
     await p.waitFor(new RegExp(`^(?:.*\\n){${killAfter + 1}}`), { timeoutMs: 120_000 }); // the plan line + killAfter events
@@ -120,6 +139,40 @@ describe(`apply killed at random points (${TRIALS} trials, seed ${SEED})`, { tim
     expect(p.out()).toMatch(/\nskipped \d+ steps? not started \(aborted: the apply was stopped\)\n/);
     expect(p.out()).not.toMatch(/\] skipped .* \(aborted/); // one line for them all, not one per step
     expect(p.out()).toContain('apply did not finish: it was interrupted; run apply again to finish (it resumes from the live state)');
-    await converges(dir, stack, env, [], new ApiClient(httpTransport(served.url, key)));
+    const client = new ApiClient(httpTransport(served.url, key));
+    expect(await client.listLocks()).toEqual([]); // released on the way out: the next apply does not wait
+    await converges(dir, stack, env, [], client);
+  });
+
+  it('the service killed while creates are in flight (some committed, their answers lost): the apply resends them with their keys; no duplicate', async () => {
+    const own = tempDir('ep-crash-service-');
+    const created = await runCli(['admin', 'accounts', 'create', '--name', 'crash-service', '--json', '--state', own]);
+    expect(created.code, created.stderr).toBe(0);
+    const ownKey = JSON.parse(created.stdout).api_key as string;
+    const port = await freePort();
+    let service = await startServe(['--state', own, '--port', String(port)]);
+    try {
+      const env = { EDGEPLANE_API_URL: service.url, EDGEPLANE_API_KEY: ownKey };
+      const client = new ApiClient(httpTransport(service.url, ownKey));
+      const random = rng(SEED + 2);
+      for (let t = 0; t < 2; t++) {
+        const dir = manifestDir({ 'all.yaml': manifests(`svc${t}s${SEED}`) });
+        const stack = `service-killed-${t}`;
+        const p = startCli(['apply', dir, '--stack', stack, '--auto-approve', '--json', '--parallelism', '8'], { env });
+        await p.waitFor(new RegExp(`^(?:.*\\n){${2 + Math.floor(random() * 20)}}`), { timeoutMs: 120_000 }).catch(() => {});
+        await service.stop('SIGKILL');
+        service = await startServe(['--state', own, '--port', String(port)]);
+        const code = await p.exited; // 0 when its retries outlasted the restart, 1 when they ran out
+        expect([0, 1], p.out()).toContain(code);
+        await converges(dir, stack, env, [], client);
+        const live = (await liveObjects(client)).filter((o) => o.identity === 'unmanaged' || o.identity.startsWith(`${stack}:`));
+        expect(duplicates(live), p.out()).toEqual([]);
+        expect(live.filter((o) => o.identity === 'unmanaged')).toEqual([]);
+        expect(live).toHaveLength(OBJECTS);
+      }
+      await client.close();
+    } finally {
+      await service.stop();
+    }
   });
 });
