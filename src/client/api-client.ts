@@ -129,6 +129,16 @@ export class ApiClient {
     throw new ApiRequestError(method, path, res.status, res.body);
   }
 
+  /** One object by its path, carrying its `ETag` (`etagOf`) as a listed one does; a non-2xx answer throws. */
+  async getObject(path: string): Promise<Body> {
+    const res = await this.exchange('GET', path);
+    if (res.status < 200 || res.status >= 300) throw new ApiRequestError('GET', path, res.status, res.body);
+    const body = res.body as Body;
+    const etag = res.headers.etag;
+    if (body && typeof body === 'object' && typeof etag === 'string') Object.defineProperty(body, LISTED_ETAG, { value: etag });
+    return body;
+  }
+
   /**
    * One request, its answer whatever the status. A 429 or 503 that says when to come back
    * (`Retry-After`) is waited out and sent again, a bounded number of times, when sending it twice

@@ -212,7 +212,7 @@ export class IncrementalPlanner {
     const list = (this.lists![kind.listKey!] ??= []);
     const at = list.findIndex((x) => x.id === id);
     try {
-      const resp = (await this.client.send('GET', `${collectionPath(kind, null)}/${id}`)) as Body;
+      const resp = await this.client.getObject(`${collectionPath(kind, null)}/${id}`);
       if (at >= 0) list[at] = resp;
       else list.push(resp);
     } catch (err) {
