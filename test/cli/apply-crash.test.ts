@@ -14,6 +14,8 @@ import { cleanupDirs, duplicates, liveObjects, manifestDir, remaining, tempDir }
  */
 const TRIALS = Number(process.env.EDGEPLANE_CRASH_TRIALS ?? 3);
 const SEED = Number(process.env.EDGEPLANE_CRASH_SEED ?? Date.now() % 1_000_000);
+/** Trials that kill the service (each restarts it): EDGEPLANE_CRASH_SERVICE_TRIALS, default 1. */
+const SERVICE_TRIALS = Number(process.env.EDGEPLANE_CRASH_SERVICE_TRIALS ?? 1);
 
 function rng(seed: number) {
   let a = seed >>> 0;
@@ -155,7 +157,7 @@ describe(`apply killed at random points (${TRIALS} trials, seed ${SEED})`, { tim
       const env = { EDGEPLANE_API_URL: service.url, EDGEPLANE_API_KEY: ownKey };
       const client = new ApiClient(httpTransport(service.url, ownKey));
       const random = rng(SEED + 2);
-      for (let t = 0; t < 2; t++) {
+      for (let t = 0; t < SERVICE_TRIALS; t++) {
         const dir = manifestDir({ 'all.yaml': manifests(`svc${t}s${SEED}`) });
         const stack = `service-killed-${t}`;
         const p = startCli(['apply', dir, '--stack', stack, '--auto-approve', '--json', '--parallelism', '8'], { env });
