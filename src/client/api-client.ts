@@ -81,7 +81,7 @@ export function parseRetryAfter(value: string | undefined, now: number): number 
   return Math.max(0, at - now);
 }
 
-/** A request that timed out (`http-exchange.mjs`): not sent again, the service did not answer. */
+/** A request that timed out (`http-exchange.ts`): not sent again, the service did not answer. */
 export function isTimeout(err: unknown): boolean {
   return (err as { code?: string } | undefined)?.code === 'EP_TIMEOUT';
 }
