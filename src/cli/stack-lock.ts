@@ -36,6 +36,8 @@ export async function lockedRun<T>(out: Output, client: ApiClient, stack: string
       if (flags.json) out.json({ event: 'error', error: err.message, exit_code: EXIT.locked });
       throw new CliExit(EXIT.locked, `${command}: ${err.message}`);
     }
+    // The service could not be reached or refused the key: a machine reading stdout learns why too.
+    if (flags.json) out.json({ event: 'error', error: err instanceof Error ? err.message : String(err) });
     throw err;
   }
   const phase = { executing: false };
