@@ -6,7 +6,7 @@ import { isStorableText } from '../util/text.js';
 import { rfc3339 } from '../util/time.js';
 import { ApiError } from '../contract/errors.js';
 import { runIdempotent } from './idempotency.js';
-import { registerMethodNotAllowed } from './kind-routes.js';
+import { registerMethodNotAllowed, type OperationDoc } from './kind-routes.js';
 import type { Caller } from './resources.js';
 
 export const STACK_LOCKS_PATH = '/stack_locks';
@@ -26,6 +26,41 @@ const CREATE_SCHEMA = {
   },
 };
 const RENEW_SCHEMA = { type: 'object', additionalProperties: false, properties: { ttl_seconds: ttl } };
+
+const LOCK_SCHEMA = {
+  type: 'object',
+  properties: {
+    id: { type: 'string', description: `${STACK_LOCK_PREFIX}_ followed by 27 characters` },
+    uri: { type: 'string', format: 'uri' },
+    stack: { type: 'string', description: 'The stack the lock is for (one live lock per stack and account).' },
+    holder: { type: 'string', description: 'Who holds it: user@host, pid, command, and the CI run when there is one.' },
+    created_at: { type: 'string', format: 'date-time' },
+    expires_at: { type: 'string', format: 'date-time', description: 'When the lock stops counting unless renewed.' },
+  },
+  required: ['id', 'uri', 'stack', 'holder', 'created_at', 'expires_at'],
+  additionalProperties: false,
+};
+const LIST_SCHEMA = {
+  type: 'object',
+  properties: {
+    stack_locks: { type: 'array', items: LOCK_SCHEMA },
+    uri: { type: 'string', format: 'uri' },
+    next_page_uri: { type: ['string', 'null'], format: 'uri' },
+  },
+  required: ['stack_locks', 'uri', 'next_page_uri'],
+  additionalProperties: false,
+};
+const NO_BODY = { type: 'null', description: 'No body' };
+const ITEM_PARAMS = [{ name: 'id', prefix: STACK_LOCK_PREFIX, what: 'stack lock' }];
+
+/** The route options of one stack-lock operation: its schemas, and what the OpenAPI document adds (`OperationDoc`). */
+function op(operationId: string, summary: string, status: number, response: object, more: { body?: object; params?: typeof ITEM_PARAMS; list?: true } = {}) {
+  const openapi: OperationDoc = { operationId, params: more.params ?? [], ...(more.list ? { listOf: STACK_LOCK_PREFIX } : {}) };
+  return {
+    schema: { ...(more.body ? { body: more.body } : {}), response: { [status]: response }, summary, tags: ['stack lock'] },
+    config: { openapi },
+  };
+}
 
 function lockResponse(row: StackLockRow, base: string) {
   return {
@@ -56,7 +91,7 @@ function text(field: string, v: string): string {
  */
 export function registerStackLocks(app: FastifyInstance, db: Db, callerOf: (req: FastifyRequest) => Caller): void {
   const item = `${STACK_LOCKS_PATH}/:id`;
-  app.post(STACK_LOCKS_PATH, { schema: { body: CREATE_SCHEMA } }, async (req, reply) => {
+  app.post(STACK_LOCKS_PATH, op('createStackLock', 'Take the lock of a stack (409 ERR_STACK_LOCKED while another holds it)', 201, LOCK_SCHEMA, { body: CREATE_SCHEMA }), async (req, reply) => {
     const caller = callerOf(req);
     const input = req.body as { stack: string; holder: string; ttl_seconds?: number };
     const result = await runIdempotent(db, req, caller.accountId, async (d) => {
@@ -78,7 +113,7 @@ export function registerStackLocks(app: FastifyInstance, db: Db, callerOf: (req:
     for (const [k, v] of Object.entries(result.headers ?? {})) reply.header(k, v);
     return result.body;
   });
-  app.get(STACK_LOCKS_PATH, async (req) => {
+  app.get(STACK_LOCKS_PATH, op('listStackLocks', 'List the live stack locks', 200, LIST_SCHEMA, { list: true }), async (req) => {
     const caller = callerOf(req);
     const query = req.query as Record<string, unknown>;
     for (const k of Object.keys(query)) if (k !== 'limit' && k !== 'before_id') throw new ApiError('ERR_INVALID_QUERY', `unknown query parameter '${k}'; lists take limit, before_id`);
@@ -96,14 +131,14 @@ export function registerStackLocks(app: FastifyInstance, db: Db, callerOf: (req:
       next_page_uri: page.more && last ? `${base}?before_id=${last}&limit=${limit}` : null,
     };
   });
-  app.get(item, async (req) => {
+  app.get(item, op('getStackLock', 'Get a stack lock', 200, LOCK_SCHEMA, { params: ITEM_PARAMS }), async (req) => {
     const caller = callerOf(req);
     const { id } = req.params as { id: string };
     const row = ID.test(id) ? await getStackLock(db, caller.accountId, id) : null;
     if (!row) throw notFound(id);
     return lockResponse(row, caller.baseUrl);
   });
-  app.patch(item, { schema: { body: RENEW_SCHEMA } }, async (req) => {
+  app.patch(item, op('renewStackLock', 'Renew a stack lock (a new time to live from now)', 200, LOCK_SCHEMA, { body: RENEW_SCHEMA, params: ITEM_PARAMS }), async (req) => {
     const caller = callerOf(req);
     const { id } = req.params as { id: string };
     const input = (req.body ?? {}) as { ttl_seconds?: number };
@@ -111,7 +146,7 @@ export function registerStackLocks(app: FastifyInstance, db: Db, callerOf: (req:
     if (!row) throw notFound(id);
     return lockResponse(row, caller.baseUrl);
   });
-  app.delete(item, async (req, reply) => {
+  app.delete(item, op('releaseStackLock', 'Release a stack lock', 204, NO_BODY, { params: ITEM_PARAMS }), async (req, reply) => {
     const caller = callerOf(req);
     const { id } = req.params as { id: string };
     if (!ID.test(id) || !(await releaseStackLock(db, caller.accountId, id))) throw notFound(id);
