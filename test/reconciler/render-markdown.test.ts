@@ -137,6 +137,26 @@ describe('Markdown plan within its budget', () => {
     expect(cells(rows[199])[3]).toContain('new');
   });
 
+  it('counts every step whose values were cut, an object\'s update and its module steps alike', () => {
+    const long = (v: string) => `${v} `.repeat(30);
+    const steps = Array.from({ length: 60 }, (_, i): Step[] => {
+      const update = routeUpdate(i, long('old'), long('new'));
+      const module: Step = {
+        ...update, id: `${update.object.identity}:module.put:backend`, action: 'module.put', module: 'backend',
+        request: { method: 'PUT', path: `${update.request.path}/backend`, body: {} },
+        changes: [{ path: 'backend.backend_id', before: long('primary'), after: long('standby') }],
+      };
+      return [update, module];
+    }).flat();
+    const plan = planOf(steps);
+    const md = renderMarkdown(plan, { limit: Math.floor(renderMarkdownFull(plan).length * 0.6) });
+    const objects = new Set(updateRows(md).map((r) => cells(r)[0].trim()).filter(Boolean)).size;
+    expect(objects).toBeGreaterThan(0);
+    // Two steps of each object shown had their values cut: both counted.
+    expect(md).toContain(`long values of ${2 * objects} steps cut to`);
+    expect(md).toContain(`(0 destructive, ${2 * objects} updates)`);
+  });
+
   it('values a little too long for the budget are cut only by what it takes (350 updates of 85 characters)', () => {
     const plan = planOf(Array.from({ length: 350 }, (_, i) => routeUpdate(i, `Route r${i % 5} of shop edge ${Math.floor(i / 5)} (checkout traffic)`, `Route r${i % 5} of shop edge ${Math.floor(i / 5)} (checkout traffic, moved to the v2 pool on 2026-11-25)`)));
     const md = renderMarkdown(plan);

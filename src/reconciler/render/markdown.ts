@@ -373,7 +373,8 @@ export function renderMarkdown(plan: Plan, opts: MarkdownOptions = {}): string {
       // Only steps whose values were long: a cut that changed nothing is not counted.
       const whole = valuesAt(Infinity);
       const cutD = range(0, shown.dDetail).filter((i) => whole.d(i) !== v.d(i)).length;
-      const cutU = range(0, shown.uRows).filter((i) => whole.u(i) !== v.u(i)).length;
+      // An updated object's rows may be of several steps (its update and its modules): each counts.
+      const cutU = range(0, shown.uRows).reduce((k, i) => k + (whole.u(i) === v.u(i) ? 0 : g.updates[i].filter((s) => s.changes.some((c) => changeCells(c, cut) !== changeCells(c, Infinity))).length), 0);
       if (cutD + cutU) left.push(`long values of ${plural(cutD + cutU, 'step')} cut to ${cut} characters (${n(cutD)} destructive, ${n(cutU)} ${cutU === 1 ? 'update' : 'updates'})`);
     }
     if (left.length) out.splice(1, 0, `> [!NOTE]\n> **Not shown here** (this comment is limited to ${n(limit)} characters): ${left.join('; ')}. ${seeAll}.\n\n`);
