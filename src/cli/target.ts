@@ -3,6 +3,7 @@ import { httpTransport } from '../client/transport.js';
 import type { StateDirOptions } from '../embedded/state-dir-transport.js';
 import { info, stateDirFor, stdio, type Output } from './output.js';
 import { parseDuration } from './duration.js';
+import { withoutCredentials } from '../util/shown-url.js';
 
 /** `timeout`: each request's deadline (`--timeout`, `EDGEPLANE_TIMEOUT`), a duration. */
 export interface TargetFlags { apiUrl?: string; apiKey?: string; state?: string; timeout?: string }
@@ -64,8 +65,8 @@ export async function openTarget(flags: TargetFlags, how: TargetOptions = {}): P
   return new ApiClient(await stateDirTransport(dir, serviceOptionsFromEnv(), how));
 }
 
-/** The target flags as a user would repeat them in a command (no key: it stays in the environment). */
+/** The target flags as a user would repeat them in a command (no key: it stays in the environment; nor the URL's credentials). */
 export function targetArgs(flags: TargetFlags): string {
-  if (flags.apiUrl) return ` --api-url ${flags.apiUrl}`;
+  if (flags.apiUrl) return ` --api-url ${withoutCredentials(flags.apiUrl)}`;
   return flags.state ? ` --state ${flags.state}` : '';
 }

@@ -2,6 +2,7 @@ import { exchange, keepAliveAgent } from './http-exchange.js';
 import { siblingModule, startWorker } from '../util/worker.js';
 import { parse, WorkerChannel, type HandBack } from './worker-channel.js';
 import type { FastifyInstance } from 'fastify';
+import { withoutCredentials } from '../util/shown-url.js';
 
 export const VERSION_HEADER = 'Service-Version';
 export const API_VERSION = '2';
@@ -78,11 +79,11 @@ export function httpTransport(baseUrl: string, apiKey: string, opts: HttpTranspo
     return new URL(url).origin === origin ? url : undefined;
   };
   return {
-    target: base,
+    target: withoutCredentials(base).replace(/\/+$/, ''),
     request(method, path, body, extra) {
       const url = onOrigin(path);
-      if (url === undefined) return Promise.reject(new Error(`refusing to send a request to ${path}: not a path of the API at ${base}`));
-      if (closed) return Promise.reject(new Error(`${method} ${path}: the connection to ${base} was closed`));
+      if (url === undefined) return Promise.reject(new Error(`refusing to send a request to ${path}: not a path of the API at ${withoutCredentials(base)}`));
+      if (closed) return Promise.reject(new Error(`${method} ${path}: the connection to ${withoutCredentials(base)} was closed`));
       const payload = body === undefined ? undefined : JSON.stringify(body);
       const h = headers(apiKey, body, extra);
       if (payload !== undefined) h['content-length'] = String(Buffer.byteLength(payload));

@@ -147,6 +147,27 @@ describe('edgeplane plan / validate', () => {
     expect(adopt.text()).toContain('adopts unmanaged certificate authority');
   });
 
+  it('credentials in --api-url (user and password) appear in no plan output, nor in the adopt command', async () => {
+    const own = await svc.account();
+    const u = new URL(svc.url);
+    u.username = 'ci-user-9f2';
+    u.password = 'proxy-pass-7c1';
+    const f = { apiUrl: u.toString(), apiKey: own.apiKey! };
+    await own.post('/certificate_authorities', { ca_pem: CA });
+    const dir = manifestDir({ 'ca.yaml': caYaml('root'), 'fo.yaml': foYaml('primary', []) });
+    const outputs: string[] = [];
+    for (const extra of [{ json: true }, { markdown: true }, {}]) {
+      const out = capture();
+      expect(await exitCode(() => plan(out, dir, { ...f, ...extra, out: join(dir, 'p.json'), outMarkdown: join(dir, 'p.md') }))).toBe(EXIT.error);
+      outputs.push(out.text(), out.errors.join('\n'), readFileSync(join(dir, 'p.md'), 'utf8'));
+    }
+    const all = outputs.join('\n');
+    expect(all).toContain(`--api-url http://${u.host}`);
+    expect(all).toContain(`Target: \`http://${u.host}\``);
+    expect(all).not.toContain('proxy-pass-7c1');
+    expect(all).not.toContain('ci-user-9f2');
+  });
+
   it('apply is not blocked by deleting the duplicates two applies at once made, and converges', async () => {
     const own = await svc.account();
     const f = { apiUrl: svc.url, apiKey: own.apiKey! };
