@@ -157,6 +157,15 @@ describe('Markdown plan within its budget', () => {
     expect(md).toContain(`(0 destructive, ${2 * objects} updates)`);
   });
 
+  it('a cut never splits a character in two (emoji are two UTF-16 units): no lone surrogate, no U+FFFD', () => {
+    // Offsets 0…6 put the cut, and the start of the stretch that differs, on every position of a pair.
+    const plan = planOf(Array.from({ length: 300 }, (_, i) => routeUpdate(i, `${'x'.repeat(i % 7)}${'🎉'.repeat(60)}a${'🎉'.repeat(40)}`, `${'x'.repeat(i % 7)}${'🎉'.repeat(60)}b${'🎉'.repeat(40)}`)));
+    const md = renderMarkdown(plan, { limit: 40_000 });
+    expect(md).toMatch(/cut to \d+ characters/);
+    expect(md.length).toBeLessThanOrEqual(40_000);
+    expect(md).not.toMatch(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/);
+  });
+
   it('values a little too long for the budget are cut only by what it takes (350 updates of 85 characters)', () => {
     const plan = planOf(Array.from({ length: 350 }, (_, i) => routeUpdate(i, `Route r${i % 5} of shop edge ${Math.floor(i / 5)} (checkout traffic)`, `Route r${i % 5} of shop edge ${Math.floor(i / 5)} (checkout traffic, moved to the v2 pool on 2026-11-25)`)));
     const md = renderMarkdown(plan);

@@ -3,7 +3,7 @@ import { decodeMetadata, encodeMetadata } from '../ownership/marker.js';
 import { findKind, KINDS } from '../../kinds/registry.js';
 import type { Action, Change, Plan, Step } from '../plan/types.js';
 import { mermaidText } from './mermaid.js';
-import { blockLine, listChange, masked, protectedLine, scopeLines, short, shortPair, summaryLine, SYMBOL, visible } from './values.js';
+import { blockLine, listChange, masked, protectedLine, scopeLines, short, shortPair, sliceChars, summaryLine, SYMBOL, visible } from './values.js';
 
 /** GitHub refuses comments over 65,536 characters; stay clear of it. */
 export const MARKDOWN_LIMIT = 65_000;
@@ -230,7 +230,7 @@ function head(plan: Plan, maxCallouts: number): string {
   if (plan.steps.length) out.push(...kindTable(plan), '');
   const called = plan.steps.filter((x) => x.action === 'delete' || x.action === 'replace').length;
   if (called) out.push('> [!WARNING]', `> **${n(called)} deletion${called > 1 ? 's' : ''} or replacement${called > 1 ? 's' : ''}**: every destructive step is listed below.`, '');
-  const clip = (s: string) => (s.length > 400 ? `${s.slice(0, 399)}…` : s);
+  const clip = (s: string) => (s.length > 400 ? `${sliceChars(s, 0, 399)}…` : s);
   for (const b of plan.blocked) out.push(`> [!CAUTION]`, `> Blocked by the safety threshold: ${blockLine(b)}; \`apply\` needs \`--force\`.`, '');
   for (const p of plan.protectedChanges ?? []) out.push(`> [!CAUTION]`, `> Protected: ${text(clip(protectedLine(p)))}; \`apply\` needs \`--allow-protected-changes\`.`, '');
   for (const k of plan.conflicts.slice(0, maxCallouts)) out.push(`> [!CAUTION]`, `> Conflict: ${text(clip(k.message))}${k.adopt ? `<br>Adopt with ${code(clip(k.adopt))}` : ''}`, '');
@@ -382,7 +382,7 @@ export function renderMarkdown(plan: Plan, opts: MarkdownOptions = {}): string {
     if (md.length <= limit) return md;
   }
   const last = `### edgeplane plan for stack ${code(plan.stack)}\n\n**${summaryLine(plan)}**\n\nThe plan does not fit in ${n(limit)} characters. ${seeAll}.\n`;
-  return last.length <= limit ? last : last.slice(0, limit);
+  return last.length <= limit ? last : sliceChars(last, 0, limit);
 }
 
 /** The whole plan as Markdown, nothing left out or cut (`plan --out-markdown`: a CI job summary or artifact). */

@@ -19,15 +19,29 @@ export function visible(s: string): string {
   return s.replace(INVISIBLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
+const high = (c: number) => c >= 0xd800 && c <= 0xdbff;
+const low = (c: number) => c >= 0xdc00 && c <= 0xdfff;
+
+/**
+ * `s.slice(from, to)` with neither end inside a surrogate pair (an emoji, most CJK extensions): half
+ * of one is not a character, and prints as U+FFFD. An end inside a pair moves inward, so the text
+ * is never longer than the slice asked for.
+ */
+export function sliceChars(s: string, from: number, to = s.length): string {
+  if (from > 0 && from < s.length && low(s.charCodeAt(from)) && high(s.charCodeAt(from - 1))) from++;
+  if (to > 0 && to < s.length && high(s.charCodeAt(to - 1)) && low(s.charCodeAt(to))) to--;
+  return s.slice(from, to);
+}
+
 /** A value on one line: long strings and multi-line PEMs shortened (full values are in the JSON plan). */
 export function short(v: unknown, max = 80): string {
   if (v === undefined) return '(absent)';
   if (typeof v === 'string' && v.includes('\n')) {
     const first = v.split('\n')[0];
-    return `${visible(JSON.stringify(first.length > 40 ? first.slice(0, 40) + '…' : first + '…'))} (${v.split('\n').filter(Boolean).length} lines)`;
+    return `${visible(JSON.stringify(first.length > 40 ? sliceChars(first, 0, 40) + '…' : first + '…'))} (${v.split('\n').filter(Boolean).length} lines)`;
   }
   const s = visible(JSON.stringify(v) ?? String(v));
-  return s.length > max ? s.slice(0, max - 1) + '…' : s;
+  return s.length > max ? sliceChars(s, 0, max - 1) + '…' : s;
 }
 
 /**
@@ -45,7 +59,7 @@ export function shortPair(before: unknown, after: unknown, max = 60): [string, s
   let i = 0;
   while (i < x.length && i < y.length && x[i] === y[i]) i++;
   const from = Math.max(0, i - 20);
-  const cut = (t: string) => `${from > 0 ? '…' : ''}${t.slice(from, from + max - 2)}${from + max - 2 < t.length ? '…' : ''}`;
+  const cut = (t: string) => `${from > 0 ? '…' : ''}${sliceChars(t, from, from + max - 2)}${from + max - 2 < t.length ? '…' : ''}`;
   return [cut(x), cut(y)];
 }
 
