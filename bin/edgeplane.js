@@ -5,7 +5,9 @@ let main;
 try {
   main = await import('../dist/cli/main.js');
 } catch (err) {
-  if (err?.code === 'ERR_MODULE_NOT_FOUND' && /dist[\\/]cli[\\/]main\.js/.test(String(err.message))) {
+  // Only when main.js itself is missing: a package main.js imports that is missing (node_modules not
+  // installed, or a dependency added since the last `npm ci`) names main.js too, as the importer.
+  if (err?.code === 'ERR_MODULE_NOT_FOUND' && /^Cannot find module '[^']*dist[\\/]cli[\\/]main\.js'/.test(String(err.message))) {
     console.error('edgeplane: dist/ is missing: run `npm run build` (or `npm ci`, which builds) in the edgeplane checkout');
     process.exit(1);
   }
