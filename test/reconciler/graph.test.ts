@@ -78,6 +78,14 @@ describe('edgeplane graph', () => {
     expect(out.text()).toBe('');
   });
 
+  it('one file of a stack is refused with the directory to give, not drawn with its references unresolved', async () => {
+    const dir = manifestDir(files);
+    const out = capture();
+    await expect(graph(out, join(dir, 'edge.yaml'), {})).rejects.toThrow(`${join(dir, 'edge.yaml')} is a file: graph draws a stack from the directory of its manifests; give the directory that holds it (${dir})`);
+    expect(out.errors).toEqual([]);
+    expect(out.text()).toBe('');
+  });
+
   it('as a command: no service is opened (no state directory is made), and an unknown format is refused', async () => {
     const dir = manifestDir(files);
     const cwd = manifestDir({});

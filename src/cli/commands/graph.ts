@@ -1,3 +1,5 @@
+import { existsSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { resolveStack } from '../../reconciler/manifests/config.js';
 import { manifestFilesOrRefuse } from '../../reconciler/manifests/load.js';
 import { formatProblem, hasErrors } from '../../reconciler/manifests/problems.js';
@@ -12,6 +14,9 @@ export interface GraphFlags { stack?: string; format?: string }
 export async function graph(out: Output, dir: string, flags: GraphFlags): Promise<void> {
   const format = flags.format ?? 'mermaid';
   if (format !== 'mermaid' && format !== 'dot') throw new CliExit(EXIT.error, `--format must be mermaid or dot (got ${JSON.stringify(format)})`);
+  // The graph is the stack's, and a stack is its directory: one file alone has references into the
+  // others that resolve nowhere, and not the edgeplane.yaml that names its stack.
+  if (existsSync(dir) && statSync(dir).isFile()) throw new CliExit(EXIT.error, `${dir} is a file: graph draws a stack from the directory of its manifests; give the directory that holds it (${dirname(dir)})`);
   manifestFilesOrRefuse(dir);
   const { stack } = resolveStack(dir, flags.stack);
   const v = validateDir({ root: dir, stack });
