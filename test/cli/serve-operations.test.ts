@@ -146,6 +146,17 @@ describe('edgeplane serve in operation', () => {
     const missing = await runCli(['serve', '--port', '0', '--state', state, '--tls-cert', join(dir, 'nope.pem'), '--tls-key', join(dir, 'key.pem')]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('ENOENT');
+    // A file that is not what its flag says is named, not left to OpenSSL's wording.
+    writeFileSync(join(dir, 'other-key.pem'), selfSigned().key);
+    for (const [args, message] of [
+      [['--tls-cert', join(dir, 'key.pem'), '--tls-key', join(dir, 'key.pem')], `--tls-cert ${join(dir, 'key.pem')}: not a PEM certificate chain`],
+      [['--tls-cert', join(dir, 'cert.pem'), '--tls-key', join(dir, 'cert.pem')], `--tls-key ${join(dir, 'cert.pem')}: not a PEM private key`],
+      [['--tls-cert', join(dir, 'cert.pem'), '--tls-key', join(dir, 'other-key.pem')], `--tls-key ${join(dir, 'other-key.pem')} is not the key of the certificate in --tls-cert`],
+    ] as const) {
+      const bad = await runCli(['serve', '--port', '0', '--state', state, ...args]);
+      expect(bad.code, bad.stderr).toBe(1);
+      expect(bad.stderr).toContain(message);
+    }
   }, 60_000);
 });
 

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { createSecureContext } from 'node:tls';
 import closeWithGrace from 'close-with-grace';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../service/app.js';
@@ -29,7 +30,20 @@ function readTls(flags: ServeFlags): { cert: string; key: string } | undefined {
       throw new Error(`${flag} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
     }
   };
-  return { cert: read('--tls-cert', flags.tlsCert), key: read('--tls-key', flags.tlsKey) };
+  const pair = { cert: read('--tls-cert', flags.tlsCert), key: read('--tls-key', flags.tlsKey) };
+  // Checked here, each file on its own first: OpenSSL's own messages name neither the flag nor
+  // the file ("PEM routines::no start line"), and the server would only fail once the database is open.
+  const check = (what: string, options: { cert?: string; key?: string }) => {
+    try {
+      createSecureContext(options);
+    } catch (err) {
+      throw new Error(`${what} (${(err as Error).message})`);
+    }
+  };
+  check(`--tls-cert ${flags.tlsCert}: not a PEM certificate chain`, { cert: pair.cert });
+  check(`--tls-key ${flags.tlsKey}: not a PEM private key (an encrypted key is not supported)`, { key: pair.key });
+  check(`--tls-key ${flags.tlsKey} is not the key of the certificate in --tls-cert ${flags.tlsCert}`, pair);
+  return pair;
 }
 
 export async function serve(flags: ServeFlags): Promise<void> {
