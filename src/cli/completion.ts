@@ -41,6 +41,11 @@ function bashScript(program: Command): string {
   const q = (s: string) => s.replace(/'/g, `'\\''`);
   const cases = (pick: (n: Node) => string[]) => all.map((n) => `    '${q(n.path)}') echo '${q(pick(n).join(' '))}' ;;`).join('\n');
   const valued = [...new Set(all.flatMap((n) => n.options.filter(takesValue).flatMap(flagsOf)))];
+  // Options and arguments with a fixed set of values (`.choices()`) complete those, not file names.
+  const choices = new Map<string, string[]>();
+  for (const o of all.flatMap((n) => n.options)) if (o.argChoices) for (const f of flagsOf(o)) choices.set(f, o.argChoices);
+  const valueCases = [...choices].map(([f, c]) => `    '${q(f)}') echo '${q(c.join(' '))}' ;;`).join('\n');
+  const argumentCases = cases((n) => n.commands.length ? [] : n.cmd.registeredArguments[0]?.argChoices ?? []);
   return `# edgeplane completion for bash: \`source <(edgeplane completion bash)\`, in ~/.bashrc to keep it
 _edgeplane_commands() {
   case "$1" in
@@ -52,6 +57,21 @@ _edgeplane_options() {
 ${cases((n) => [...n.options.flatMap(flagsOf), '--help'])}
   esac
 }
+_edgeplane_values() {
+  case "$1" in
+${valueCases}
+  esac
+}
+_edgeplane_arguments() {
+  case "$1" in
+${argumentCases}
+  esac
+}
+_edgeplane_files() {
+  # One file name a line: names with spaces stay whole.
+  local IFS=$'\\n'
+  COMPREPLY=($(compgen -f -- "$1")); { type compopt >/dev/null 2>&1 && compopt -o filenames 2>/dev/null; } || true
+}
 _edgeplane() {
   local cur="\${COMP_WORDS[COMP_CWORD]}" prev="" path="" word i
   [ "$COMP_CWORD" -gt 0 ] && prev="\${COMP_WORDS[COMP_CWORD-1]}"
@@ -62,15 +82,20 @@ _edgeplane() {
     esac
   done
   COMPREPLY=()
+  if [ -n "$(_edgeplane_values "$prev")" ]; then
+    COMPREPLY=($(compgen -W "$(_edgeplane_values "$prev")" -- "$cur")); return 0
+  fi
   case " ${valued.join(' ')} " in
-    *" $prev "*) COMPREPLY=($(compgen -f -- "$cur")); { type compopt >/dev/null 2>&1 && compopt -o filenames 2>/dev/null; } || true; return 0 ;;
+    *" $prev "*) _edgeplane_files "$cur"; return 0 ;;
   esac
   if [[ "$cur" == -* ]]; then
     COMPREPLY=($(compgen -W "$(_edgeplane_options "$path")" -- "$cur"))
   elif [ -n "$(_edgeplane_commands "$path")" ]; then
     COMPREPLY=($(compgen -W "$(_edgeplane_commands "$path")" -- "$cur"))
+  elif [ -n "$(_edgeplane_arguments "$path")" ]; then
+    COMPREPLY=($(compgen -W "$(_edgeplane_arguments "$path")" -- "$cur"))
   else
-    COMPREPLY=($(compgen -f -- "$cur")); { type compopt >/dev/null 2>&1 && compopt -o filenames 2>/dev/null; } || true
+    _edgeplane_files "$cur"
   fi
   return 0
 }
@@ -95,10 +120,13 @@ function fish(program: Command): string {
     for (const c of n.commands) lines.push(`complete -c edgeplane -n ${q(at(n))} -a ${c.name()} -d ${q(c.description())}`);
     for (const o of n.options) {
       const flags = [o.long ? `-l ${o.long.replace(/^--/, '')}` : '', o.short ? `-s ${o.short.replace(/^-/, '')}` : ''].filter(Boolean).join(' ');
-      lines.push(`complete -c edgeplane -n ${q(at(n))} ${flags}${takesValue(o) ? ' -r -F' : ''} -d ${q(o.description)}`);
+      const value = !takesValue(o) ? '' : o.argChoices ? ` -x -a ${q(o.argChoices.join(' '))}` : ' -r -F';
+      lines.push(`complete -c edgeplane -n ${q(at(n))} ${flags}${value} -d ${q(o.description)}`);
     }
     // Commands that take a directory or file get file names.
-    if (!n.commands.length && n.cmd.registeredArguments.length) lines.push(`complete -c edgeplane -n ${q(at(n))} -F`);
+    const argChoices = n.cmd.registeredArguments[0]?.argChoices;
+    if (!n.commands.length && argChoices) lines.push(`complete -c edgeplane -n ${q(at(n))} -a ${q(argChoices.join(' '))}`);
+    else if (!n.commands.length && n.cmd.registeredArguments.length) lines.push(`complete -c edgeplane -n ${q(at(n))} -F`);
   }
   return lines.join('\n') + '\n';
 }

@@ -1,7 +1,7 @@
 import { readFileSync, realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
-import { Command, Option } from 'commander';
+import { Argument, Command, Option } from 'commander';
 import { CliExit } from './exit.js';
 import { completionScript, SHELLS, type Shell } from './completion.js';
 import { addHelpEpilogues } from './help.js';
@@ -264,12 +264,11 @@ users
   .action(async (file, flags) => (await import('./commands/admin-users.js')).usersImport(stdio, file, flags));
 
 program
-  .command('completion <shell>')
+  .command('completion')
+  .addArgument(new Argument('<shell>', 'the shell the script is for').choices(SHELLS))
   .description(`print a shell completion script (${SHELLS.join(', ')}), made from this command table`)
-  .action((shell: string) => {
-    if (!(SHELLS as readonly string[]).includes(shell)) throw new CliExit(1, `completion: no script for "${shell}" (one of ${SHELLS.join(', ')})`);
-    stdio.write!(completionScript(program, shell as Shell));
-  });
+  // commander refuses a shell not in the choices (exit 1) before the action runs.
+  .action((shell: Shell) => stdio.write!(completionScript(program, shell)));
 
 // Last: every command above, however added, ends its help with examples and exit codes.
 addHelpEpilogues(program);

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { validate } from '../../src/cli/commands/validate.js';
@@ -153,6 +153,17 @@ describe('CLI habits', () => {
     expect(complete('plan', 'small', '--no-c')).toEqual(['--no-color']);
     expect(complete('plan', 'sm')).toEqual(['small']);
     expect(complete('plan', '--state', 'fu')).toEqual(['full']);
+    // A fixed set of values is offered instead of file names; a file name with a space stays whole.
+    expect(complete('completion', '')).toEqual(['bash', 'zsh', 'fish']);
+    expect(complete('graph', '--format', '')).toEqual(['mermaid', 'dot']);
+    const spaced = tempDir('ep-comp-');
+    mkdirSync(join(spaced, 'My Project'));
+    const inSpaced = (...words: string[]) => execFileSync('bash', ['--norc', '--noprofile', '-c', `
+      source "$1" || exit 9; shift
+      COMP_WORDS=("$@"); COMP_CWORD=$(( \${#COMP_WORDS[@]} - 1 )); _edgeplane; printf '%s\\n' "\${COMPREPLY[@]}"`, 'complete', script, 'edgeplane', ...words], { encoding: 'utf8', cwd: spaced }).trim().split('\n');
+    expect(inSpaced('plan', 'My')).toEqual(['My Project']);
+    expect(inSpaced('plan', '--state', 'My')).toEqual(['My Project']);
+    expect(completionScript(program, 'fish')).toContain(`-a 'bash zsh fish'`);
     expect(completionScript(program, 'zsh')).toMatch(/bashcompinit[\s\S]*complete -F _edgeplane edgeplane/);
     expect(completionScript(program, 'fish')).toMatch(/complete -c edgeplane -n '__fish_use_subcommand' -a plan/);
   });
