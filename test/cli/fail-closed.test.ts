@@ -26,6 +26,16 @@ describe('a new stack, as a new user makes it', { timeout: 240_000 }, () => {
     const settings = JSON.parse(readFileSync(join(stack, '.vscode', 'settings.json'), 'utf8')) as { 'yaml.schemas': Record<string, string[]> };
     for (const schema of Object.keys(settings['yaml.schemas'])) expect(existsSync(schema), schema).toBe(true);
     expect((await runCli(['init', 'shop'], { cwd: work })).stderr).toMatch(/already holds a stack .*nothing written/);
+    // The next step can be pasted as printed, whatever the directory is called; editor settings
+    // that are not a mapping of schemas are left as they are.
+    const other = tempDir('ep-new-');
+    mkdirSync(join(other, "Bob's shop", '.vscode'), { recursive: true });
+    writeFileSync(join(other, "Bob's shop", '.vscode', 'settings.json'), '{"yaml.schemas": "mine"}\n');
+    const odd = await runCli(['init', "Bob's shop"], { cwd: other });
+    expect(odd.code, odd.stderr).toBe(0);
+    expect(odd.stdout).toContain(`next: edgeplane validate 'Bob'\\''s shop' && edgeplane plan 'Bob'\\''s shop'`);
+    expect(execFileSync('sh', ['-c', odd.stdout.trim().replace(/^next: /, '').replace(/edgeplane/g, 'echo')], { cwd: other, encoding: 'utf8' })).toBe("validate Bob's shop\nplan Bob's shop\n");
+    expect(readFileSync(join(other, "Bob's shop", '.vscode', 'settings.json'), 'utf8')).toBe('{"yaml.schemas": "mine"}\n');
 
     // plan in a working directory with no ./state: planned against an empty database, and nothing made.
     const colour = await runCli(['plan', 'shop'], { cwd: work, env: { NO_COLOR: undefined, FORCE_COLOR: '1' } });

@@ -71,7 +71,12 @@ export async function init(out: Output, dir: string | undefined, flags: InitFlag
   }
   if (writeEditorSettings(root)) written.push('.vscode/settings.json');
   info(out, `initialised stack "${stack}" in ${displayPath(root)}: ${written.join(', ')}`);
-  out.line(`next: edgeplane validate ${displayPath(root)} && edgeplane plan ${displayPath(root)}`);
+  out.line(`next: edgeplane validate ${shellWord(displayPath(root))} && edgeplane plan ${shellWord(displayPath(root))}`);
+}
+
+/** A path as one POSIX shell word, so the `next:` line can be pasted as it is (`My Stack`, `it's`). */
+function shellWord(path: string): string {
+  return /^[\w@%+=:,./-]+$/.test(path) ? path : `'${path.replace(/'/g, `'\\''`)}'`;
 }
 
 /**
@@ -91,7 +96,10 @@ function writeEditorSettings(root: string): boolean {
     }
     if (!settings || typeof settings !== 'object' || Array.isArray(settings)) return false;
   }
-  const schemas = { ...((settings['yaml.schemas'] as Record<string, unknown> | undefined) ?? {}) };
+  const existing = settings['yaml.schemas'];
+  // Not a mapping (a string, a list): the user's to fix, not ours to spread into one.
+  if (existing !== undefined && (!existing || typeof existing !== 'object' || Array.isArray(existing))) return false;
+  const schemas = { ...((existing as Record<string, unknown> | undefined) ?? {}) };
   schemas[MANIFEST_SCHEMA_FILE] = ['*.yaml', '*.yml'];
   schemas[STACK_FILE_SCHEMA_FILE] = ['edgeplane.yaml', 'edgeplane.yml'];
   settings['yaml.schemas'] = schemas;
