@@ -70,6 +70,11 @@ describe('a new stack, as a new user makes it', { timeout: 240_000 }, () => {
     const res = await runCli(['plan', dir]);
     expect(res.code).toBe(1);
     expect(res.stderr).toContain(`${dir}/edgeplane.yaml:1:1: error: stak: is not a setting of edgeplane.yaml (did you mean "stack"?)`);
+    // A YAML 1.1 merge key is named as one, as in manifests, not left to look like a typo.
+    const merged = manifestDir({ 'edgeplane.yaml': 'base: &base { stack: shop }\n<<: *base\n', 'a.yaml': 'kind: FailoverBackend\nname: a\nbackends: []\n' });
+    const mergeRes = await runCli(['plan', merged]);
+    expect(mergeRes.code).toBe(1);
+    expect(mergeRes.stderr).toContain(`${merged}/edgeplane.yaml:2:1: error: <<: is not a setting of edgeplane.yaml (YAML merge keys are YAML 1.1, and edgeplane.yaml is YAML 1.2: write the settings out)`);
   });
 });
 

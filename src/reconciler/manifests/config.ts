@@ -69,7 +69,9 @@ export function readStackFile(root: string, cwd = process.cwd()): StackFile {
       if (e.keyword === 'additionalProperties') {
         const key = String((e.params as { additionalProperty: string }).additionalProperty);
         const manifest = key === 'kind' ? ' (a manifest? it goes in a file of its own: edgeplane.yaml holds the stack\'s settings)' : '';
-        problems.push({ ...doc!.locate([key], { key: true }), severity: 'error', path: key, rule: 'stack-file', message: `is not a setting of edgeplane.yaml${didYouMean(key, Object.keys(STACK_FILE_KEYS))}${manifest}; the settings are ${Object.keys(STACK_FILE_KEYS).join(', ')}` });
+        // As in manifests: `<<` merges a mapping in YAML 1.1 only, and this file is YAML 1.2.
+        const hint = key === '<<' ? ' (YAML merge keys are YAML 1.1, and edgeplane.yaml is YAML 1.2: write the settings out)' : didYouMean(key, Object.keys(STACK_FILE_KEYS));
+        problems.push({ ...doc!.locate([key], { key: true }), severity: 'error', path: key, rule: 'stack-file', message: `is not a setting of edgeplane.yaml${hint}${manifest}; the settings are ${Object.keys(STACK_FILE_KEYS).join(', ')}` });
       } else {
         const rule = (e.parentSchema as { 'x-rule'?: string } | undefined)?.['x-rule'];
         const message = e.keyword === 'pattern' && rule ? rule : e.message ?? 'is not valid';
