@@ -1,3 +1,4 @@
+import { MinHeap } from '../../util/min-heap.js';
 /**
  * Runs nodes of a dependency graph with bounded concurrency. A node starts once every node it
  * depends on has succeeded; a failed node skips everything that depends on it (transitively),
@@ -76,50 +77,6 @@ function message(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-/**
- * Indexes of ready nodes, smallest first: a binary heap, so starting the next node in plan order
- * costs O(log ready) however many are ready (a plan from empty has tens of thousands at once).
- */
-class ReadyHeap {
-  private readonly items: number[] = [];
-
-  get size(): number {
-    return this.items.length;
-  }
-
-  push(i: number): void {
-    const a = this.items;
-    let k = a.push(i) - 1;
-    while (k > 0) {
-      const parent = (k - 1) >> 1;
-      if (a[parent] <= i) break;
-      a[k] = a[parent];
-      k = parent;
-    }
-    a[k] = i;
-  }
-
-  pop(): number | undefined {
-    const a = this.items;
-    if (!a.length) return undefined;
-    const top = a[0];
-    const last = a.pop()!;
-    if (a.length) {
-      let k = 0;
-      for (;;) {
-        const l = 2 * k + 1;
-        if (l >= a.length) break;
-        const c = l + 1 < a.length && a[l + 1] < a[l] ? l + 1 : l;
-        if (a[c] >= last) break;
-        a[k] = a[c];
-        k = c;
-      }
-      a[k] = last;
-    }
-    return top;
-  }
-}
-
 export async function runDag<N extends DagNode>(
   nodes: readonly N[],
   run: (node: N, ctx: NodeContext) => Promise<void>,
@@ -152,7 +109,7 @@ export async function runDag<N extends DagNode>(
       dependents[index.get(d)!].push(i);
     }
   }
-  const ready = new ReadyHeap();
+  const ready = new MinHeap();
   for (let i = 0; i < count; i++) if (waiting[i] === 0) ready.push(i);
   const finished = new Uint8Array(count);
   let ended = 0;

@@ -1,4 +1,5 @@
 import type { Step } from './types.js';
+import { MinHeap } from '../../util/min-heap.js';
 
 /**
  * Orders steps so every step follows its dependencies; among steps that are ready, non-deletes go
@@ -23,37 +24,12 @@ export function orderSteps(steps: Step[]): Step[] {
     const { s, i } = byId.get(id)!;
     return (s.action === 'delete' ? steps.length : 0) + i;
   };
-  const heap: number[] = [];
-  const push = (id: string) => {
-    const r = rank(id);
-    let k = heap.push(r) - 1;
-    while (k > 0 && heap[(k - 1) >> 1] > r) {
-      heap[k] = heap[(k - 1) >> 1];
-      k = (k - 1) >> 1;
-    }
-    heap[k] = r;
-  };
-  const pop = (): number => {
-    const top = heap[0];
-    const last = heap.pop()!;
-    if (heap.length) {
-      let k = 0;
-      for (;;) {
-        const l = 2 * k + 1;
-        if (l >= heap.length) break;
-        const c = l + 1 < heap.length && heap[l + 1] < heap[l] ? l + 1 : l;
-        if (heap[c] >= last) break;
-        heap[k] = heap[c];
-        k = c;
-      }
-      heap[k] = last;
-    }
-    return top;
-  };
+  const heap = new MinHeap();
+  const push = (id: string) => heap.push(rank(id));
   for (const s of steps) if (s.dependsOn.length === 0) push(s.id);
   const out: Step[] = [];
-  while (heap.length) {
-    const r = pop();
+  while (heap.size) {
+    const r = heap.pop()!;
     const s = steps[r >= steps.length ? r - steps.length : r];
     out.push(s);
     for (const next of dependents.get(s.id) ?? []) {
