@@ -192,8 +192,13 @@ async function engine(name: string): Promise<Engine> {
   };
 }
 
-/** The plan's creates replayed with no DAG executor: dependency levels, each at the same concurrency. */
+/**
+ * The plan's creates replayed with no DAG executor: dependency levels, each at the same
+ * concurrency, each create with an Idempotency-Key as apply sends it (the service keeps the
+ * response with the write: the same requests, the same server work).
+ */
 async function rawCreates(client: ApiClient, plan: Plan): Promise<number> {
+  const run = randomBytes(6).toString('hex');
   const ids = new Map<string, string>();
   const level = new Map<string, number>();
   const byId = new Map(plan.steps.map((s) => [s.id, s]));
@@ -204,7 +209,7 @@ async function rawCreates(client: ApiClient, plan: Plan): Promise<number> {
   for (const steps of levels) {
     await pool(steps, PARALLELISM, async (s) => {
       const req = materializeRequest(s, ids, { value: () => '' });
-      const res = await client.transport.request(req.method, req.path, req.body);
+      const res = await client.transport.request(req.method, req.path, req.body, req.method === 'POST' ? { 'idempotency-key': `raw-${run}-${s.id}` } : undefined);
       if (res.status >= 300) throw new Error(`${req.method} ${req.path}: ${res.status} ${JSON.stringify(res.body)}`);
       if (s.yields) ids.set(s.yields, (res.body as { id: string }).id);
     });
