@@ -1,7 +1,7 @@
 import type { Worker } from 'node:worker_threads';
 import type { RawResponse } from './transport.js';
 
-/** A list page or a failure, from `page-loop.mjs`. */
+/** A list page or a failure, from `page-loop.ts`. */
 type PageMessage =
   | { id: number; url: string; error: string }
   | { id: number; url: string; error?: undefined; status: number; headers: Record<string, string>; text: string; next: string | null; more: boolean };
@@ -16,7 +16,7 @@ type ControlMessage = { startError: { message: string } } | { listening: string 
 export type HandBack = { path: string; res?: RawResponse } | null;
 
 /**
- * The main thread's end of a worker that answers requests and reads lists ahead (`page-loop.mjs`):
+ * The main thread's end of a worker that answers requests and reads lists ahead (`page-loop.ts`):
  * the HTTP transport's page reader, and the embedded service's thread. Bodies cross as JSON text
  * and are parsed here, where they are used. The worker keeps the process alive only while
  * something waits on it. If it fails, every list it was reading is handed back at the page it was
