@@ -65,28 +65,16 @@ export const metricsPlugin = fp<{ enabled: boolean }>(async (app, opts) => {
   });
   const db = app.db;
   // Queue figures are read from the database at scrape time: the queue is shared by every replica.
-  new Gauge({
-    name: 'edgeplane_jobs_queue_depth',
-    help: 'Background jobs not yet done (all replicas), by state: queued (waiting or backing off) or running',
-    labelNames: ['state'] as const,
-    registers: [registry],
+  const queueGauge = (name: string, help: string, figure: 'count' | 'oldestAge') => new Gauge({
+    name, help, labelNames: ['state'] as const, registers: [registry],
     async collect() {
       const stats = await jobQueueStats(app);
       this.reset();
-      for (const state of ['queued', 'running'] as const) if (stats) this.set({ state }, stats[state].count);
+      for (const state of ['queued', 'running'] as const) if (stats) this.set({ state }, stats[state][figure]);
     },
   });
-  new Gauge({
-    name: 'edgeplane_jobs_oldest_age_seconds',
-    help: 'Age of the oldest background job not yet done, by state (0 when there is none)',
-    labelNames: ['state'] as const,
-    registers: [registry],
-    async collect() {
-      const stats = await jobQueueStats(app);
-      this.reset();
-      for (const state of ['queued', 'running'] as const) if (stats) this.set({ state }, stats[state].oldestAge);
-    },
-  });
+  queueGauge('edgeplane_jobs_queue_depth', 'Background jobs not yet done (all replicas), by state: queued (waiting or backing off) or running', 'count');
+  queueGauge('edgeplane_jobs_oldest_age_seconds', 'Age of the oldest background job not yet done, by state (0 when there is none)', 'oldestAge');
   if (db.poolStats) {
     const pool = db.poolStats.bind(db);
     new Gauge({
