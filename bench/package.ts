@@ -10,7 +10,8 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
+import { tsxModuleUrl } from '../src/util/worker.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const runsAt = process.argv.indexOf('--runs');
@@ -22,7 +23,7 @@ const prefix = join(work, 'prefix');
 execFileSync('npm', ['pack', '--pack-destination', work], { cwd: ROOT, stdio: 'ignore' });
 execFileSync('npm', ['install', '--global', '--prefix', prefix, '--prefer-offline', '--no-audit', '--no-fund', join(work, `edgeplane-${version}.tgz`)], { cwd: work, stdio: 'ignore' });
 const bin = join(prefix, 'bin', 'edgeplane');
-const fromSources = [process.execPath, '--import', pathToFileURL(join(ROOT, 'node_modules/tsx', (JSON.parse(readFileSync(join(ROOT, 'node_modules/tsx/package.json'), 'utf8')) as { exports: { '.': string } }).exports['.'])).href, join(ROOT, 'src/cli/main.ts')];
+const fromSources = [process.execPath, '--import', tsxModuleUrl('.'), join(ROOT, 'src/cli/main.ts')];
 
 interface Sample { ms: number; rssMb: number }
 function measure(argv: string[], env: NodeJS.ProcessEnv = process.env): Sample {

@@ -23,13 +23,18 @@ export function siblingModule(fromUrl: string, name: string): URL {
 export function startWorker(module: URL, opts: Omit<WorkerOptions, 'eval' | 'execArgv'> = {}): Worker {
   if (!module.pathname.endsWith('.ts')) return new Worker(module, { ...opts, execArgv: [] });
   const tsconfig = fileURLToPath(new URL('../../tsconfig.json', import.meta.url));
-  const code = `import(${JSON.stringify(pathToFileURL(tsxEsmApi()).href)}).then((m) => { m.register({ tsconfig: ${JSON.stringify(tsconfig)} }); return import(${JSON.stringify(module.href)}); })`;
+  const code = `import(${JSON.stringify(tsxModuleUrl('./esm/api'))}).then((m) => { m.register({ tsconfig: ${JSON.stringify(tsconfig)} }); return import(${JSON.stringify(module.href)}); })`;
   return new Worker(code, { ...opts, eval: true, execArgv: [] });
 }
 
-/** The ES module of tsx's `esm/api` export (its `import` condition), found from its package.json. */
-function tsxEsmApi(): string {
+/**
+ * The file URL of an ES module tsx exports (`.` is its `--import` loader, `./esm/api` its
+ * `register`), read from tsx's package.json: by absolute URL, because a bare `tsx` would be looked
+ * up from the working directory. Tests and benchmarks that run the sources use it too.
+ */
+export function tsxModuleUrl(subpath: '.' | './esm/api'): string {
   const pkg = createRequire(import.meta.url).resolve('tsx/package.json');
-  const exports = (JSON.parse(readFileSync(pkg, 'utf8')) as { exports: Record<string, { import: { default: string } }> }).exports;
-  return join(dirname(pkg), exports['./esm/api'].import.default);
+  const entry = (JSON.parse(readFileSync(pkg, 'utf8')) as { exports: Record<string, string | { import: string | { default: string } }> }).exports[subpath];
+  const file = typeof entry === 'string' ? entry : typeof entry.import === 'string' ? entry.import : entry.import.default;
+  return pathToFileURL(join(dirname(pkg), file)).href;
 }

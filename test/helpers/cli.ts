@@ -1,22 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
+import { tsxModuleUrl } from '../../src/util/worker.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /**
  * The CLI from the sources, as the dev loop runs it: tsx with edgeplane's own tsconfig (see
  * `cliEnv`). The installed package (compiled, no loader) is test/package's to try.
  */
-export const CLI = ['--import', tsxLoader(), ROOT + 'src/cli/main.ts'];
+export const CLI = ['--import', tsxModuleUrl('.'), ROOT + 'src/cli/main.ts'];
 
-/** tsx's loader by absolute URL: `--import tsx` would look for the package from the working directory. */
-function tsxLoader(): string {
-  const pkg = createRequire(import.meta.url).resolve('tsx/package.json');
-  const main = (JSON.parse(readFileSync(pkg, 'utf8')) as { exports: { '.': string } }).exports['.'];
-  return pathToFileURL(join(dirname(pkg), main)).href;
-}
 
 export interface CliResult { code: number | null; stdout: string; stderr: string }
 
