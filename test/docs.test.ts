@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ERROR_CATALOG } from '../src/contract/errors.js';
 
@@ -15,5 +15,18 @@ describe('documentation', () => {
   it('shows the test command .ci/run runs', () => {
     expect(read('README.md')).toContain('npm test');
     expect(read('.ci/run')).toMatch(/^npm test$/m);
+  });
+
+  it('documents every EDGEPLANE_ environment variable the sources read', () => {
+    const src = readdirSync(new URL('../src', import.meta.url), { recursive: true, encoding: 'utf8' })
+      .filter((f) => f.endsWith('.ts'))
+      .map((f) => read(`src/${f}`))
+      .join('\n');
+    const names = [...new Set(src.match(/EDGEPLANE_[A-Z0-9_]*[A-Z0-9]/g))];
+    expect(names.length).toBeGreaterThan(10);
+    const docs = ['README.md', ...readdirSync(new URL('../docs', import.meta.url)).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)]
+      .map(read)
+      .join('\n');
+    expect(names.filter((n) => !docs.includes(n))).toEqual([]);
   });
 });

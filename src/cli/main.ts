@@ -132,7 +132,8 @@ targetOptions(
     .addOption(parallelismOption())
     .option('--json', 'one JSON event per line (plan, each step, summary)')
     .addOption(targetOption())
-    .addOption(allowProtectedOption()),
+    .addOption(allowProtectedOption())
+    .addOption(lockTimeoutOption()),
 ).action(async (dir, flags) => (await import('./commands/apply.js')).destroy(stdio, dir, flags));
 
 targetOptions(
