@@ -1,0 +1,117 @@
+/**
+ * `npm run bench:plan-alloc`: where a no-op plan's memory goes. The bench's manifests (default
+ * 1,000 edges × 5 routes + 100 CAs + 100 failover backends; `--scale N` as bench:reconcile) are
+ * applied once to an embedded service, the list pages are recorded, and the no-op plan
+ * (`preparePlan`: load, validate, fetch, diff) is run against those pages replayed from memory,
+ * as bench:reconcile's replayed-plan row does. Each plan runs under V8's sampling heap profiler,
+ * keeping the objects that were collected too, so the figure is what the plan allocated, not what
+ * it kept. Prints the bytes allocated per plan and the functions that allocated the most.
+ *
+ * Flags: --scale N (default 1)  --runs N (default 3)  --top N (default 20)
+ */
+import { Session } from 'node:inspector/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ApiClient } from '../src/client/api-client.js';
+import type { Transport } from '../src/client/transport.js';
+import { embeddedTransport } from '../src/embedded/embedded.js';
+import { applyPlan } from '../src/reconciler/apply/execute.js';
+import { secretsFromMap } from '../src/reconciler/apply/materialize.js';
+import { preparePlan } from '../src/reconciler/apply/prepare.js';
+import { readLiveState } from '../src/reconciler/state/read-state.js';
+import { caCertificates } from './ca-certs.js';
+import { FULL, objectCount, writeManifests, type BenchSize } from './reconcile-manifests.js';
+
+function flag(name: string, dflt: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1]! : dflt;
+}
+const SCALE = Number(flag('scale', '1'));
+const RUNS = Number(flag('runs', '3'));
+const TOP = Number(flag('top', '20'));
+const SIZE: BenchSize = { ...FULL, edges: FULL.edges * SCALE, cas: FULL.cas * SCALE, backends: FULL.backends * SCALE };
+const CACHE = join(fileURLToPath(new URL('./', import.meta.url)), '.cache');
+
+interface ProfileNode { callFrame: { functionName: string; url: string; lineNumber: number }; selfSize: number; children: ProfileNode[] }
+
+function bySelf(root: ProfileNode): Map<string, number> {
+  const out = new Map<string, number>();
+  const label = (f: ProfileNode['callFrame']) =>
+    `${f.functionName || '(anonymous)'} ${f.url ? f.url.replace(/^.*\/(src|node_modules|bench)\//, '$1/') : '(native)'}`;
+  // A built-in (Map#set, an iterator's next) is named with the function that called it.
+  const walk = (n: ProfileNode, caller: string) => {
+    const own = label(n.callFrame);
+    const name = n.callFrame.url ? own : `${own} ← ${caller}`;
+    out.set(name, (out.get(name) ?? 0) + n.selfSize);
+    for (const c of n.children) walk(c, n.callFrame.url ? own : caller);
+  };
+  walk(root, '(root)');
+  return out;
+}
+
+async function main() {
+  const pems = caCertificates(SIZE.cas, join(CACHE, 'ca-certs.json'));
+  const manifests = join(CACHE, `alloc-manifests-${SIZE.edges}-${SIZE.cas}`);
+  writeManifests(manifests, SIZE, pems, 'alloc');
+  // The applied state is kept in bench/.cache (git-ignored) for the next run.
+  const stateDir = join(CACHE, `alloc-state-${SIZE.edges}-${SIZE.cas}`);
+  const client = new ApiClient(await embeddedTransport(stateDir));
+  try {
+    const first = await preparePlan({ root: manifests, stack: 'bench', env: {} }, client);
+    if (first.plan!.steps.length) {
+      console.error(`applying ${first.plan!.steps.length} steps (kept in ${stateDir} for the next run)…`);
+      await applyPlan(first.plan!, { client, secrets: secretsFromMap(first.secrets), parallelism: 8 });
+    }
+
+    const pages = new Map<string, { status: number; headers: Record<string, string>; text: string }>();
+    const recorder: Transport = {
+      target: client.transport.target,
+      async request(method, path, body) {
+        const res = await client.transport.request(method, path, body);
+        pages.set(path, { status: res.status, headers: res.headers, text: JSON.stringify(res.body) });
+        return res;
+      },
+      close: async () => {},
+    };
+    await readLiveState(new ApiClient(recorder));
+    const replay = new ApiClient({
+      target: client.transport.target,
+      async request(method, path) {
+        const page = pages.get(path);
+        if (method !== 'GET' || !page) throw new Error(`not recorded: ${method} ${path}`);
+        return { status: page.status, headers: page.headers, body: JSON.parse(page.text) };
+      },
+      close: async () => {},
+    });
+    const pageBytes = [...pages.values()].reduce((s, p) => s + p.text.length, 0);
+
+    const session = new Session();
+    session.connect();
+    await session.post('HeapProfiler.enable');
+    const totals: number[] = [];
+    let merged = new Map<string, number>();
+    for (let i = 0; i < RUNS + 1; i++) {
+      await session.post('HeapProfiler.startSampling', { samplingInterval: 16384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+      const p = await preparePlan({ root: manifests, stack: 'bench', env: {} }, replay);
+      const { profile } = (await session.post('HeapProfiler.stopSampling')) as unknown as { profile: { head: ProfileNode } };
+      if (p.plan!.steps.length) throw new Error(`no-op plan has ${p.plan!.steps.length} steps`);
+      if (i === 0) continue; // warm-up
+      const self = bySelf(profile.head);
+      totals.push([...self.values()].reduce((a, b) => a + b, 0));
+      for (const [k, v] of self) merged.set(k, (merged.get(k) ?? 0) + v / RUNS);
+    }
+    session.disconnect();
+    const mb = (b: number) => (b / 1048576).toFixed(1);
+    totals.sort((a, b) => a - b);
+    const median = totals[Math.floor(totals.length / 2)]!;
+    console.log(`objects ${objectCount(SIZE)}, list pages ${pages.size} (${mb(pageBytes)} MB of JSON text)`);
+    console.log(`allocated per no-op plan: median ${mb(median)} MB (runs: ${totals.map(mb).join(', ')} MB)`);
+    console.log(`\ntop ${TOP} functions by bytes allocated (self, mean per plan):`);
+    merged = new Map([...merged].sort((a, b) => b[1] - a[1]).slice(0, TOP));
+    for (const [k, v] of merged) console.log(`${mb(v).padStart(8)} MB  ${(100 * v / median).toFixed(1).padStart(5)} %  ${k}`);
+  } finally {
+    await client.close();
+  }
+}
+
+await main();
