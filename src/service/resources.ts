@@ -4,7 +4,7 @@ import type { Db, Queryable } from '../store/db.js';
 import { isPgError } from '../store/db.js';
 import { foreignOverlap } from '../store/hostport-overlaps.js';
 import {
-  bumpVersion, childTotals, deleteObject, existingIds, getObject, getWithChildren, insertObject, listChildren, listObjects, lockObject, reaches, referrers,
+  bumpVersion, childTotals, lockParentForChild, deleteObject, existingIds, getObject, getWithChildren, insertObject, listChildren, listObjects, lockObject, reaches, referrers,
   replaceRefs, replaceUniques, UniqueViolation, updateBody, type ObjectRow, type RefRow,
 } from '../store/objects.js';
 import { isDeepStrictEqual } from 'node:util';
@@ -71,11 +71,11 @@ export class Resources {
     }
     await this.prepare(kind, ctx);
     const row = await this.tx(async (q) => {
-      if (kind.parent) await this.requireParent(q, kind, caller, parentId!);
+      // The parent is locked (and its version raised: its response changes) before the child is written.
+      if (kind.parent && !(await lockParentForChild(q, caller.accountId, kind.parent.kind, parentId!))) throw notFound(kindByName(kind.parent.kind), parentId!);
       await runEffects(q, kind, 'before', ctx);
       const inserted = await insertObject(q, { id, account_id: caller.accountId, kind: kind.name, parent_id: parentId ?? null, body });
       await this.checkPerParent(q, kind, parentId);
-      await touchParent(q, kind, parentId);
       await this.writeLinks(q, kind, caller, inserted);
       await runEffects(q, kind, 'after', ctx);
       return inserted;
@@ -287,12 +287,6 @@ export class Resources {
     }
   }
 
-  private async requireParent(q: Queryable, kind: KindDef, caller: Caller, parentId: string): Promise<void> {
-    const parentKind = kindByName(kind.parent!.kind);
-    const parent = await getObject(q, caller.accountId, parentKind.name, parentId, { forUpdate: true });
-    if (!parent) throw notFound(parentKind, parentId);
-  }
-
   /**
    * Records references (checked to exist in the account) and unique keys of a written object.
    * Given the body it replaces (read under the row lock), links that did not change are not
@@ -307,12 +301,12 @@ export class Resources {
     const refKey = (r: RefRow) => `${r.field}\u0000${r.to_id}`;
     const uniqueKey = (u: { scope: string; value: string }) => `${u.scope}\u0000${u.value}`;
     if (!previous || !same(stored, collectRefs(kind, previous).filter((r) => r.def.stored !== false), refKey)) {
-      await this.writeRefs(q, kind, caller, row, stored);
+      await this.writeRefs(q, kind, caller, row, stored, !previous);
     }
     const before = previous ? uniqueKeys(kind, previous, row) : [];
     if (!previous || !same(uniques, before, uniqueKey)) {
       await this.refuseForeignOverlaps(q, caller, uniques.filter((u) => !before.some((b) => uniqueKey(b) === uniqueKey(u))));
-      await this.writeUniques(q, row, uniques);
+      await this.writeUniques(q, row, uniques, !previous);
     }
   }
 
@@ -331,7 +325,7 @@ export class Resources {
     }
   }
 
-  private async writeRefs(q: Queryable, kind: KindDef, caller: Caller, row: ObjectRow, stored: CollectedRef[]): Promise<void> {
+  private async writeRefs(q: Queryable, kind: KindDef, caller: Caller, row: ObjectRow, stored: CollectedRef[], fresh: boolean): Promise<void> {
     const found = await existingIds(q, caller.accountId, stored.map((r) => r.to_id));
     for (const r of stored) {
       if (!found.has(r.to_id)) {
@@ -349,16 +343,16 @@ export class Resources {
       }
     }
     try {
-      await replaceRefs(q, caller.accountId, row.id, stored.map(({ field, to_id }) => ({ field, to_id })));
+      await replaceRefs(q, caller.accountId, row.id, stored.map(({ field, to_id }) => ({ field, to_id })), fresh);
     } catch (err) {
       if (isPgError(err, '23503')) throw new ApiError('ERR_INVALID_REFERENCE', `a referenced object was deleted while this ${kind.title} was written; retry`);
       throw err;
     }
   }
 
-  private async writeUniques(q: Queryable, row: ObjectRow, uniques: { scope: string; value: string; def: UniqueDef }[]): Promise<void> {
+  private async writeUniques(q: Queryable, row: ObjectRow, uniques: { scope: string; value: string; def: UniqueDef }[], fresh: boolean): Promise<void> {
     try {
-      await replaceUniques(q, row.id, uniques);
+      await replaceUniques(q, row.id, uniques, fresh);
     } catch (err) {
       if (err instanceof UniqueViolation) {
         const def = uniques.find((u) => u.scope === err.key.scope && u.value === err.key.value)!.def;

@@ -165,6 +165,15 @@ export async function updateBody(q: Queryable, id: string, body: Record<string, 
   return rows[0];
 }
 
+/**
+ * The parent of a child about to be created, locked and its version raised in one statement (a
+ * new route changes its edge's response). False when the account has no such object.
+ */
+export async function lockParentForChild(q: Queryable, accountId: string, kind: string, id: string): Promise<boolean> {
+  const { rows } = await q.query('UPDATE objects SET version = version + 1 WHERE id = $1 AND account_id = $2 AND kind = $3 RETURNING id', [id, accountId, kind]);
+  return rows.length > 0;
+}
+
 /** A write of an embedded child (a route) changes its parent's response: the parent's version is raised with it. */
 export async function bumpVersion(q: Queryable, id: string): Promise<void> {
   await q.query('UPDATE objects SET version = version + 1 WHERE id = $1', [id]);
@@ -176,9 +185,12 @@ export async function deleteObject(q: Queryable, id: string): Promise<void> {
 
 export interface RefRow { field: string; to_id: string }
 
-/** Replaces the recorded outgoing references of an object. */
-export async function replaceRefs(q: Queryable, accountId: string, fromId: string, refs: RefRow[]): Promise<void> {
-  await q.query('DELETE FROM object_refs WHERE from_id = $1', [fromId]);
+/**
+ * Replaces the recorded outgoing references of an object. `fresh`: the object was inserted in this
+ * transaction, so it has none to remove.
+ */
+export async function replaceRefs(q: Queryable, accountId: string, fromId: string, refs: RefRow[], fresh = false): Promise<void> {
+  if (!fresh) await q.query('DELETE FROM object_refs WHERE from_id = $1', [fromId]);
   if (refs.length === 0) return;
   await q.query(
     `INSERT INTO object_refs (account_id, from_id, field, to_id)
@@ -227,11 +239,12 @@ export class UniqueViolation extends Error {
 }
 
 /**
- * Replaces the unique keys an object holds. One insert per key, so the key already held by another
+ * Replaces the unique keys an object holds (`fresh`: inserted in this transaction, it holds none
+ * yet). One insert per key, so the key already held by another
  * object (the primary key's 23505, raised across processes too) is known and can be named.
  */
-export async function replaceUniques(q: Queryable, objectId: string, keys: UniqueRow[]): Promise<void> {
-  await q.query('DELETE FROM unique_keys WHERE object_id = $1', [objectId]);
+export async function replaceUniques(q: Queryable, objectId: string, keys: UniqueRow[], fresh = false): Promise<void> {
+  if (!fresh) await q.query('DELETE FROM unique_keys WHERE object_id = $1', [objectId]);
   for (const key of keys) {
     try {
       await q.query('INSERT INTO unique_keys (scope, value, object_id) VALUES ($1, $2, $3)', [key.scope, key.value, objectId]);
