@@ -7,7 +7,10 @@
  * keeping the objects that were collected too, so the figure is what the plan allocated, not what
  * it kept. Prints the bytes allocated per plan and the functions that allocated the most.
  *
- * Flags: --scale N (default 1)  --runs N (default 3)  --top N (default 20)
+ * With `--cpu`, the same plans run under V8's CPU profiler instead, and the functions that took the
+ * most time (self) are listed.
+ *
+ * Flags: --scale N (default 1)  --runs N (default 3)  --top N (default 20)  --cpu
  */
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
@@ -29,6 +32,7 @@ function flag(name: string, dflt: string): string {
 const SCALE = Number(flag('scale', '1'));
 const RUNS = Number(flag('runs', '3'));
 const TOP = Number(flag('top', '20'));
+const CPU = process.argv.includes('--cpu');
 const SIZE: BenchSize = { ...FULL, edges: FULL.edges * SCALE, cas: FULL.cas * SCALE, backends: FULL.backends * SCALE };
 const CACHE = join(fileURLToPath(new URL('./', import.meta.url)), '.cache');
 
@@ -46,6 +50,31 @@ function bySelf(root: ProfileNode): Map<string, number> {
     for (const c of n.children) walk(c, n.callFrame.url ? own : caller);
   };
   walk(root, '(root)');
+  return out;
+}
+
+interface CpuNode { id: number; callFrame: ProfileNode['callFrame']; hitCount: number; children?: number[] }
+
+/** Self time per function of a CPU profile, in ms (built-ins named with their caller, as above). */
+function cpuBySelf(profile: { nodes: CpuNode[]; samples: number[]; timeDeltas: number[] }): Map<string, number> {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const label = (f: ProfileNode['callFrame']) =>
+    `${f.functionName || '(anonymous)'} ${f.url ? f.url.replace(/^.*\/(src|node_modules|bench)\//, '$1/') : '(native)'}`;
+  const nameOf = (id: number): string => {
+    const n = byId.get(id)!;
+    if (n.callFrame.url) return label(n.callFrame);
+    let p = parent.get(id);
+    while (p !== undefined && !byId.get(p)!.callFrame.url) p = parent.get(p);
+    return `${label(n.callFrame)} ← ${p === undefined ? '(root)' : label(byId.get(p)!.callFrame)}`;
+  };
+  const out = new Map<string, number>();
+  profile.samples.forEach((id, i) => {
+    const name = nameOf(id);
+    if (name.includes('node:inspector')) return; // the profiler's own calls around the plan
+    out.set(name, (out.get(name) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000);
+  });
   return out;
 }
 
@@ -87,6 +116,30 @@ async function main() {
 
     const session = new Session();
     session.connect();
+    if (CPU) {
+      await session.post('Profiler.enable');
+      await session.post('Profiler.setSamplingInterval', { interval: 500 });
+      const walls: number[] = [];
+      const merged = new Map<string, number>();
+      for (let i = 0; i < RUNS + 1; i++) {
+        await session.post('Profiler.start');
+        const t0 = performance.now();
+        const p = await preparePlan({ root: manifests, stack: 'bench', env: {} }, replay);
+        const wall = performance.now() - t0;
+        const { profile } = (await session.post('Profiler.stop')) as unknown as { profile: { nodes: CpuNode[]; samples: number[]; timeDeltas: number[] } };
+        if (p.plan!.steps.length) throw new Error(`no-op plan has ${p.plan!.steps.length} steps`);
+        if (i === 0) continue;
+        walls.push(wall);
+        for (const [k, v] of cpuBySelf(profile)) merged.set(k, (merged.get(k) ?? 0) + v / RUNS);
+      }
+      session.disconnect();
+      walls.sort((a, b) => a - b);
+      const total = [...merged.values()].reduce((a, b) => a + b, 0);
+      console.log(`objects ${objectCount(SIZE)}: no-op plan against replayed pages, median ${walls[Math.floor(walls.length / 2)]!.toFixed(0)} ms (runs: ${walls.map((w) => w.toFixed(0)).join(', ')} ms)`);
+      console.log(`\ntop ${TOP} functions by time (self, mean per plan, ms):`);
+      for (const [k, v] of [...merged].sort((a, b) => b[1] - a[1]).slice(0, TOP)) console.log(`${v.toFixed(0).padStart(8)}  ${(100 * v / total).toFixed(1).padStart(5)} %  ${k}`);
+      return;
+    }
     await session.post('HeapProfiler.enable');
     const totals: number[] = [];
     let merged = new Map<string, number>();
