@@ -2,7 +2,7 @@ import { refValues } from '../manifests/validate.js';
 import type { ObservedObject } from './state.js';
 
 /** Ids some live object refers to (other than itself): what a duplicate's keeper is chosen by. */
-export function referencedIds(observed: ObservedObject[]): Set<string> {
+export function referencedIds(observed: readonly ObservedObject[]): Set<string> {
   const out = new Set<string>();
   for (const r of observed) for (const x of refValues({ kind: r.kind, body: r.body })) if (x.value !== r.id) out.add(x.value);
   return out;

@@ -4,11 +4,13 @@ import { MinHeap } from '../../util/min-heap.js';
 /**
  * Orders steps so every step follows its dependencies; among steps that are ready, non-deletes go
  * first (creates and updates of referenced objects, then referrers) and deletes last, each group in
- * the order the planner produced them. Dependencies on steps not in the plan are dropped.
+ * the order the planner produced them. Returns copies of the steps, their dependencies on steps not
+ * in the plan dropped and the others listed once (the steps given are not modified).
  */
-export function orderSteps(steps: Step[]): Step[] {
+export function orderSteps(given: readonly Step[]): Step[] {
+  const known = new Set(given.map((s) => s.id));
+  const steps = given.map((s) => ({ ...s, dependsOn: [...new Set(s.dependsOn.filter((d) => known.has(d) && d !== s.id))] }));
   const byId = new Map(steps.map((s, i) => [s.id, { s, i }]));
-  for (const s of steps) s.dependsOn = [...new Set(s.dependsOn.filter((d) => byId.has(d) && d !== s.id))];
   const waiting = new Map(steps.map((s) => [s.id, s.dependsOn.length]));
   const dependents = new Map<string, string[]>();
   for (const s of steps) {

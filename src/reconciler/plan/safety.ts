@@ -32,7 +32,7 @@ function alters(s: Step): boolean {
  * identity counts as deleted when a copy is replaced, or when every copy goes (its own delete, or
  * its parent's). Objects without this stack's marker (adopted ones) count by id.
  */
-export function safetyBlocks(steps: Step[], observed: ObservedObject[], t: Threshold): SafetyBlock[] {
+export function safetyBlocks(steps: Step[], observed: readonly ObservedObject[], t: Threshold): SafetyBlock[] {
   // Most plans (a no-op, a few updates that only add) alter nothing: no counting over every object.
   if (!steps.some((s) => s.object.id && alters(s))) return [];
   // Only the kinds that steps alter are counted, and only the objects steps act on are looked up:

@@ -1,0 +1,53 @@
+import { encodeMetadata, MARKER_VERSION, TOOL, type Marker } from '../../ownership/marker.js';
+import type { DesiredObject, ObservedObject } from '../state.js';
+import { MARKER_CHANGE, type Change } from '../types.js';
+
+/** The ownership marker a plan of `stack` writes on `d`. */
+export function markerOf(stack: string, d: DesiredObject): Marker {
+  return { tool: TOOL, v: MARKER_VERSION, stack, id: d.identity, fp: d.fp, protect: d.protect };
+}
+
+/**
+ * Whether a stored marker encodes as the one this plan would write for `d` (what
+ * `encodeMetadata` writes), compared field by field: no marker is built or encoded.
+ */
+export function markedAs(stack: string, d: DesiredObject, b: Marker | undefined): boolean {
+  if (!b || (b.protect !== undefined && typeof b.protect !== 'boolean')) return false;
+  if (b.tool !== TOOL || b.v !== MARKER_VERSION || b.stack !== stack || b.id !== d.identity || !d.protect !== !b.protect) return false;
+  return sameFingerprints(d.fp, b) && onlyMarkerKeys(b);
+}
+
+/** The user's metadata and the marker; the marker changes with secrets, stack, protect or adoption. */
+export function metadataChanges(stack: string, d: DesiredObject, o: ObservedObject): Change[] {
+  const out: Change[] = [];
+  if ((d.userMetadata ?? '') !== (o.userMetadata ?? '')) out.push({ path: 'metadata', before: o.userMetadata, after: d.userMetadata });
+  if (!markedAs(stack, d, o.marker)) {
+    const describe = (m?: Marker) => (m ? `${m.stack}/${m.id}${m.protect ? ' (protected)' : ''}` : '(none)');
+    const strip = (m: Marker) => encodeMetadata({ ...m, fp: {} }, undefined);
+    const mine = markerOf(stack, d);
+    const secretsOnly = o.marker && strip(o.marker) === strip(mine);
+    if (!secretsOnly) out.push({ path: MARKER_CHANGE, before: describe(o.marker), after: describe(mine) });
+    else if (!out.length) out.push({ path: MARKER_CHANGE, before: 'secret fingerprints', after: 'secret fingerprints', sensitive: true });
+  }
+  return out;
+}
+
+/** The same secret fingerprints (an absent map is an empty one). */
+function sameFingerprints(fa: Record<string, string> | undefined, b: Marker): boolean {
+  const fb = b.fp;
+  let n = 0;
+  for (const k in fa) {
+    if (!fb || fb[k] !== fa[k]) return false;
+    n++;
+  }
+  for (const _ in fb) if (--n < 0) return false;
+  return true;
+}
+
+/** Anything else a stored marker carries (a field a later version added) is a difference. */
+function onlyMarkerKeys(b: Marker): boolean {
+  for (const k in b) if (!MARKER_KEYS.has(k)) return false;
+  return true;
+}
+
+const MARKER_KEYS = new Set(['tool', 'v', 'stack', 'id', 'fp', 'protect']);

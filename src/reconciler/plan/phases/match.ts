@@ -1,0 +1,246 @@
+import type { Body, KindDef } from '../../../kinds/types.js';
+import { canonicalJson } from '../../../util/canonical-json.js';
+import { keptCopy, referencedIds } from '../duplicates.js';
+import { normalizeFields, same } from '../normalize.js';
+import type { DesiredObject, ObservedObject } from '../state.js';
+import { isRefToken } from '../tokens.js';
+import type { Conflict } from '../types.js';
+import { everyObserved, identifyingKeys, type PlanContext } from './context.js';
+
+/** What matching found for one manifest object. */
+export interface Match {
+  readonly d: DesiredObject;
+  /** The live object it is (absent: none, it is created). */
+  readonly o?: ObservedObject;
+  /** An immutable field differs: the live object is replaced by a new one. */
+  readonly replaced?: boolean;
+  /** An unmanaged object taken over (`--adopt`). */
+  readonly adopted?: boolean;
+  /** Matched through the identity the object had before a rename (`renamed_from`). */
+  readonly renamedFrom?: string;
+  /** It collides with objects it cannot take over: a conflict says so, and nothing is planned for it. */
+  readonly conflicted?: boolean;
+}
+
+/** The match phase's value: which live object each manifest object is. */
+export interface Matched {
+  /** By identity, in the manifests' order. */
+  readonly matches: ReadonlyMap<string, Match>;
+  /** Ids of the live objects some manifest object took (kept, replaced or adopted). */
+  readonly claimed: ReadonlySet<string>;
+  /** Id → identity of the live objects kept as they are (matched, not replaced): what their ids read as. */
+  readonly kept: ReadonlyMap<string, string>;
+  readonly conflicts: readonly Conflict[];
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/** Stands for a reference whose target is not matched yet (no id has this form). */
+const UNRESOLVED = '<unresolved reference>';
+
+/**
+ * Matches each manifest object to the live object it is: by the identity in this stack's markers
+ * (or one it had before a rename), choosing one of duplicates an interrupted apply left; else by
+ * the values that identify it (a hostport, a certificate) among objects of others — adopted with
+ * `--adopt` when unmanaged, a conflict otherwise.
+ */
+export function match(ctx: PlanContext): Matched {
+  const m = new Matching(ctx);
+  m.byIdentity();
+  if (ctx.opts.adopt) m.adoptByContent();
+  const kept = new Map<string, string>();
+  for (const dec of m.matches.values()) if (dec.o && !dec.replaced) kept.set(dec.o.id, dec.d.identity);
+  return { matches: m.matches, claimed: m.claimed, kept, conflicts: m.conflicts };
+}
+
+/** The working state of one match: built here, returned as a value, never touched afterwards. */
+class Matching {
+  readonly matches = new Map<string, Mutable<Match>>();
+  readonly claimed = new Set<string>();
+  readonly conflicts: Conflict[] = [];
+  /** Ids some observed object refers to (read only when the manifests' objects have duplicates). */
+  private referenced?: Set<string>;
+  private readonly keyCache = new Map<string, string[]>();
+
+  constructor(private readonly ctx: PlanContext) {}
+
+  byIdentity() {
+    // This stack's objects by marker identity: one object, or a list when an interrupted apply
+    // left duplicates (rare: no list is made per object).
+    const owned = new Map<string, ObservedObject | ObservedObject[]>();
+    for (const o of this.ctx.observed) {
+      if (o.owner.type !== 'this' || !o.marker) continue;
+      const had = owned.get(o.marker.id);
+      owned.set(o.marker.id, had === undefined ? o : Array.isArray(had) ? [...had, o] : [had, o]);
+    }
+    for (const d of this.ctx.desired) {
+      const dec: Mutable<Match> = { d };
+      this.matches.set(d.identity, dec);
+      const parent = d.parentIdentity ? this.matches.get(d.parentIdentity) : undefined;
+      if (d.parentIdentity && (!parent?.o || parent.replaced)) continue; // a new parent has no children yet
+      const parentId = parent?.o?.id;
+      let found = owned.get(d.identity);
+      // Renamed: the object marked with the old identity is kept (and re-marked), not deleted and made again.
+      const via = found === undefined ? d.previousIdentities?.find((id) => owned.has(id)) : undefined;
+      if (via) found = owned.get(via);
+      if (found !== undefined && !Array.isArray(found)) {
+        // The common case: one object carries this identity.
+        if (found.kind === d.kind && found.parentId === parentId) {
+          this.take(dec, found, via);
+          continue;
+        }
+      }
+      const candidates = (Array.isArray(found) ? found : []).filter((o) => o.kind === d.kind && o.parentId === parentId);
+      if (candidates.length) {
+        // Duplicates (an interrupted apply, or two at once): keep one that fits the manifest,
+        // preferring one that something refers to, so that nothing working is re-pointed.
+        const fit = candidates.filter((o) => !this.immutableChanged(d, o));
+        const referenced = () => (this.referenced ??= referencedIds(everyObserved(this.ctx)));
+        const best = keptCopy(fit, referenced) ?? candidates.find((o) => referenced().has(o.id)) ?? candidates.reduce((a, b) => (a.id > b.id ? a : b));
+        this.take(dec, best, via);
+        continue;
+      }
+      this.collide(dec, parentId);
+    }
+  }
+
+  private take(dec: Mutable<Match>, o: ObservedObject, via: string | undefined) {
+    dec.o = o;
+    dec.renamedFrom = via;
+    dec.replaced = this.immutableChanged(dec.d, o);
+    this.claimed.add(o.id);
+  }
+
+  private adopt(dec: Mutable<Match>, o: ObservedObject) {
+    dec.o = o;
+    dec.adopted = true;
+    this.claimed.add(o.id);
+  }
+
+  /**
+   * `--adopt` for objects nothing identifies — kinds with no identifying values (`adoptByContent`:
+   * failover backends), and objects whose identifying values are empty (an HTTPS edge with no
+   * hostports): a new manifest object takes over the one unmanaged object with the same fields
+   * and metadata. References count once their targets are matched, so objects that refer to each
+   * other are adopted in rounds, leaves first. The children of an edge adopted so are then matched
+   * inside it, as those of an edge adopted by its hostports are.
+   */
+  adoptByContent() {
+    const byContent = (kind: KindDef, keys: () => string[]) => !!kind.adoptByContent || !keys().length;
+    const pending = this.ctx.desired.map((d) => this.matches.get(d.identity)!)
+      .filter((dec) => !dec.o && !dec.conflicted && !dec.d.parentIdentity && byContent(dec.d.kind, () => identifyingKeys(this.ctx, dec.d.kind, dec.d.body)));
+    if (!pending.length) return;
+    const unmanaged = new Map<string, ObservedObject[]>();
+    for (const o of this.ctx.observed) {
+      if (o.owner.type !== 'unmanaged' || o.parentId || !byContent(o.kind, () => this.observedKeys(o))) continue;
+      const key = this.observedContent(o);
+      unmanaged.set(key, [...(unmanaged.get(key) ?? []), o]);
+    }
+    for (let progress = true; progress;) {
+      progress = false;
+      for (const dec of pending) {
+        if (dec.o || dec.conflicted) continue;
+        const key = this.desiredContent(dec.d);
+        if (key === undefined) continue; // wait for the targets' round
+        const hits = (unmanaged.get(key) ?? []).filter((o) => !this.claimed.has(o.id));
+        if (hits.length === 1) {
+          this.adopt(dec, hits[0]);
+          this.matchChildren(dec);
+          progress = true;
+        } else if (hits.length > 1) {
+          dec.conflicted = true;
+          this.conflicts.push({
+            identity: dec.d.identity, kind: dec.d.kind.name, id: hits[0].id, owner: 'unmanaged',
+            message: `${dec.d.identity} is the same as ${hits.length} unmanaged ${dec.d.kind.title}s (${hits.map((o) => o.id).join(', ')}); only one can be adopted: tell them apart (a description) first`,
+          });
+        }
+      }
+    }
+  }
+
+  /** The children of a parent matched after the first pass (adopted by content): matched inside it now. */
+  private matchChildren(parent: Match) {
+    for (const d of this.ctx.desired) {
+      if (d.parentIdentity !== parent.d.identity) continue;
+      const dec = this.matches.get(d.identity)!;
+      if (!dec.o && !dec.conflicted) this.collide(dec, parent.o!.id);
+    }
+  }
+
+  /** What adopting by content compares: kind, plain fields with ids as they are, and metadata. */
+  private content(kind: KindDef, fields: Body, metadata: string | undefined): string {
+    return `${kind.name}\0${canonicalJson(fields)}\0${metadata ?? ''}`;
+  }
+
+  private observedContent(o: ObservedObject): string {
+    return this.content(o.kind, this.ctx.memo.rawFields(o.kind, o.body), o.metadata);
+  }
+
+  /** A desired object's content, its references read as the ids matched so far; undefined while one is not matched yet. */
+  private desiredContent(d: DesiredObject): string | undefined {
+    const resolve = (v: unknown): unknown => {
+      if (isRefToken(v)) {
+        const dec = this.matches.get(v.$ref);
+        return dec?.o && !dec.replaced ? dec.o.id : UNRESOLVED;
+      }
+      if (Array.isArray(v)) return v.map(resolve);
+      if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, resolve(x)]));
+      return v;
+    };
+    const body = resolve(d.body) as Body;
+    if (JSON.stringify(body).includes(UNRESOLVED)) return undefined;
+    return this.content(d.kind, normalizeFields(d.kind, body, (x) => x), d.userMetadata);
+  }
+
+  private immutableChanged(d: DesiredObject, o: ObservedObject): boolean {
+    if (!d.kind.immutable?.length) return false;
+    const a = this.ctx.memo.rawFields(d.kind, d.body);
+    const b = this.ctx.memo.rawFields(o.kind, o.body);
+    return d.kind.immutable.some((f) => !same(a[f], b[f]));
+  }
+
+  private observedKeys(o: ObservedObject): string[] {
+    let k = this.keyCache.get(o.id);
+    if (!k) this.keyCache.set(o.id, (k = identifyingKeys(this.ctx, o.kind, o.body)));
+    return k;
+  }
+
+  /** A new manifest object that matches an existing object of someone else: adopt, or report. */
+  private collide(dec: Mutable<Match>, parentId: string | undefined) {
+    const { d } = dec;
+    const mine = new Set(identifyingKeys(this.ctx, d.kind, d.body));
+    if (!mine.size) return;
+    const hits = this.ctx.observed.filter((o) => o.kind === d.kind && o.parentId === parentId && o.owner.type !== 'this' && !this.claimed.has(o.id) &&
+      this.observedKeys(o).some((k) => mine.has(k)));
+    // Several unmanaged ones alike (the same certificate twice): the one exactly as the manifest says is adopted, the others are not this object's.
+    const exact = this.ctx.opts.adopt && hits.length > 1 ? this.exactAmong(dec, hits) : undefined;
+    if (exact) return this.adopt(dec, exact);
+    const { adopt, adoptCommand } = this.ctx.opts;
+    for (const o of hits) {
+      const what = `${d.identity} matches existing ${d.kind.title} ${o.id}`;
+      if (o.owner.type === 'stack') {
+        this.conflicts.push({ identity: d.identity, kind: d.kind.name, id: o.id, owner: 'stack', stack: o.owner.stack, message: `${what}, owned by stack "${o.owner.stack}"; remove it from one of the stacks` });
+      } else if (adopt && hits.length === 1) {
+        return this.adopt(dec, o);
+      } else {
+        this.conflicts.push({
+          identity: d.identity, kind: d.kind.name, id: o.id, owner: 'unmanaged',
+          message: hits.length > 1 ? `${what} (one of ${hits.length}); only one object can be adopted` : `${what}, which no stack manages`,
+          ...(hits.length === 1 && adoptCommand ? { adopt: adoptCommand } : {}),
+        });
+      }
+    }
+    if (hits.length) dec.conflicted = true;
+  }
+
+  /**
+   * Of several unmanaged objects a manifest object matches (the service takes the same certificate
+   * twice), the one whose fields and metadata are exactly the manifest's, when only one is.
+   */
+  private exactAmong(dec: Match, hits: ObservedObject[]): ObservedObject | undefined {
+    if (hits.some((o) => o.owner.type !== 'unmanaged')) return undefined;
+    const key = this.desiredContent(dec.d);
+    const exact = key === undefined ? [] : hits.filter((o) => this.observedContent(o) === key);
+    return exact.length === 1 ? exact[0] : undefined;
+  }
+}
