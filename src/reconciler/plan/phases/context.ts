@@ -1,4 +1,4 @@
-import type { Body, KindDef, KindRuntimeConfig, UniqueDef } from '../../../kinds/types.js';
+import type { KindRuntimeConfig } from '../../../kinds/types.js';
 import { NormMemo } from '../normalize.js';
 import { Protection } from '../protect.js';
 import type { Threshold } from '../safety.js';
@@ -57,25 +57,4 @@ export function planContext(desired: readonly DesiredObject[], observed: readonl
 /** Every object read: `observed` is only a part of it in watch's incremental plans. */
 export function everyObserved(ctx: PlanContext): readonly ObservedObject[] {
   return ctx.opts.everyObserved ?? ctx.observed;
-}
-
-/** Values a kind keeps unique, read from the plain fields' normal form (hostports lower-cased). */
-export function uniqueValues(ctx: PlanContext, kind: KindDef, body: Body, u: UniqueDef): string[] {
-  try {
-    return u.values(ctx.memo.rawFields(kind, body));
-  } catch {
-    return [];
-  }
-}
-
-/** Values that identify an object for adoption: declared collision keys and unique values. */
-export function identifyingKeys(ctx: PlanContext, kind: KindDef, body: Body): string[] {
-  const n = ctx.memo.rawFields(kind, body);
-  const out: string[] = [];
-  for (const f of kind.collisionKeys ?? []) {
-    const v = n[f];
-    for (const x of Array.isArray(v) ? v : v === undefined ? [] : [v]) out.push(`${f}=${JSON.stringify(x)}`);
-  }
-  for (const u of kind.uniques ?? []) for (const v of uniqueValues(ctx, kind, body, u)) out.push(`${u.scope}=${v}`);
-  return out;
 }

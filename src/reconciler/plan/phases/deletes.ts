@@ -1,7 +1,8 @@
 import { refValues } from '../../manifests/validate.js';
 import type { ObservedObject } from '../state.js';
 import type { ProtectedChange, Step } from '../types.js';
-import { identifyingKeys, type PlanContext } from './context.js';
+import type { PlanContext } from './context.js';
+import { identifyingKeys } from './keys.js';
 import type { Match, Matched } from './match.js';
 import { materialize, objectPath, parentIdentities } from './refs.js';
 import type { PendingDelete, Planned } from './steps.js';
@@ -39,7 +40,7 @@ export function planDeletes(ctx: PlanContext, matched: Matched, planned: Planned
 interface Prunes { pending: PendingDelete[]; warnings: string[]; protectedChanges: ProtectedChange[] }
 
 /** This stack's objects that no manifest object took: deleted, or kept with a warning saying why. */
-export function prunes(ctx: PlanContext, matched: Matched, planned: Planned): Prunes {
+function prunes(ctx: PlanContext, matched: Matched, planned: Planned): Prunes {
   const out: Prunes = { pending: [], warnings: [], protectedChanges: [] };
   const { observed, protection } = ctx;
   const keptIds = new Set<string>();
@@ -158,7 +159,7 @@ function protectedGoing(ctx: PlanContext): (o: ObservedObject, identity: string,
  * deleted, children deleted with their parent). A delete something still needs is left out with a
  * warning, and that may leave others out in turn: repeat until nothing changes.
  */
-export function resolveDeletes(ctx: PlanContext, matched: Matched, planned: Planned, all: readonly PendingDelete[]): { steps: Step[]; warnings: string[] } {
+function resolveDeletes(ctx: PlanContext, matched: Matched, planned: Planned, all: readonly PendingDelete[]): { steps: Step[]; warnings: string[] } {
   if (!all.length) return { steps: [], warnings: [] };
   let pending = all;
   // Who refers to whom, and which manifest object holds an observed object: computed once, not per delete.

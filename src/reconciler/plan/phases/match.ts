@@ -5,7 +5,8 @@ import { normalizeFields, same } from '../normalize.js';
 import type { DesiredObject, ObservedObject } from '../state.js';
 import { isRefToken } from '../tokens.js';
 import type { Conflict } from '../types.js';
-import { everyObserved, identifyingKeys, type PlanContext } from './context.js';
+import { everyObserved, type PlanContext } from './context.js';
+import { identifyingKeys } from './keys.js';
 
 /** What matching found for one manifest object. */
 export interface Match {
