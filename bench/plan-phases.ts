@@ -5,13 +5,13 @@
  * `reconcile-manifests.ts`): every object to create (nothing live), and nothing to do (the live
  * objects are what applying that plan leaves: made here from its requests, no service runs). The
  * two versions run interleaved, alternating which goes first; the table gives each one's median
- * and new / old.
+ * CPU and wall time and new / old (CPU time is what to read on a busy machine).
  *
- *   npx tsx bench/plan-phases.ts [--base main] [--runs 15] [--edges 1000]
+ *   npx tsx --expose-gc bench/plan-phases.ts [--base main] [--runs 21] [--edges 1000]
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -34,7 +34,7 @@ const CACHE = join(ROOT, 'bench', '.cache');
 
 type Diff = typeof diff;
 
-const { values: args } = parseArgs({ options: { base: { type: 'string', default: 'main' }, runs: { type: 'string', default: '15' }, edges: { type: 'string', default: String(FULL.edges) } } });
+const { values: args } = parseArgs({ options: { base: { type: 'string', default: 'main' }, runs: { type: 'string', default: '21' }, edges: { type: 'string', default: String(FULL.edges) } } });
 const RUNS = Number(args.runs);
 const SIZE = { ...FULL, edges: Number(args.edges) };
 
@@ -121,24 +121,27 @@ async function main() {
       if ((JSON.parse(b) as Plan).steps.length !== c.steps) throw new Error(`${c.name}: ${c.steps} steps expected`);
     }
     const gc = (globalThis as { gc?: () => void }).gc;
+    /** Wall time and the process's CPU time (the main thread's and GC's; the machine's other load does not count in it), ms. */
     const time = (f: Diff, observed: ObservedObject[]) => {
       gc?.();
-      const t = performance.now();
+      const [t, c] = [performance.now(), process.cpuUsage()];
       f(desired, observed, opts);
-      return performance.now() - t;
+      const used = process.cpuUsage(c);
+      return { wall: performance.now() - t, cpu: (used.user + used.system) / 1000 };
     };
-    console.log(`diff() on ${objectCount(SIZE).toLocaleString('en-US')} objects: this tree (new) against ${args.base} (old), ${RUNS} runs each, interleaved${gc ? ', GC before each' : ''}\n`);
-    console.log('| case | steps | old, median ms | new, median ms | new / old |');
-    console.log('|---|---:|---:|---:|---:|');
+    console.log(`diff() on ${objectCount(SIZE).toLocaleString('en-US')} objects: this tree (new) against ${args.base} (old), ${RUNS} runs each, interleaved${gc ? ', GC before each' : ''}; load average ${loadavg()[0].toFixed(1)}\n`);
+    console.log('| case | steps | old: CPU / wall ms | new: CPU / wall ms | new / old: CPU | new / old: wall |');
+    console.log('|---|---:|---:|---:|---:|---:|');
     for (const c of cases) {
-      for (let i = 0; i < 3; i++) time(i % 2 ? old : diff, c.observed); // warm-up
-      const t = { old: [] as number[], new: [] as number[] };
+      for (let i = 0; i < 4; i++) time(i % 2 ? old : diff, c.observed); // warm-up
+      const t = { old: [] as { wall: number; cpu: number }[], new: [] as { wall: number; cpu: number }[] };
       for (let i = 0; i < RUNS; i++) {
         if (i % 2) { t.old.push(time(old, c.observed)); t.new.push(time(diff, c.observed)); }
         else { t.new.push(time(diff, c.observed)); t.old.push(time(old, c.observed)); }
       }
-      const [mo, mn] = [median(t.old), median(t.new)];
-      console.log(`| ${c.name} | ${c.steps.toLocaleString('en-US')} | ${mo.toFixed(1)} | ${mn.toFixed(1)} | ${(mn / mo).toFixed(3)} |`);
+      const m = (xs: { wall: number; cpu: number }[]) => ({ wall: median(xs.map((x) => x.wall)), cpu: median(xs.map((x) => x.cpu)) });
+      const [mo, mn] = [m(t.old), m(t.new)];
+      console.log(`| ${c.name} | ${c.steps.toLocaleString('en-US')} | ${mo.cpu.toFixed(0)} / ${mo.wall.toFixed(0)} | ${mn.cpu.toFixed(0)} / ${mn.wall.toFixed(0)} | **${(mn.cpu / mo.cpu).toFixed(3)}** | ${(mn.wall / mo.wall).toFixed(3)} |`);
     }
   } finally {
     rmSync(scratch, { recursive: true, force: true });
