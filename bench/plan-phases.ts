@@ -130,8 +130,8 @@ async function main() {
       return { wall: performance.now() - t, cpu: (used.user + used.system) / 1000 };
     };
     console.log(`diff() on ${objectCount(SIZE).toLocaleString('en-US')} objects: this tree (new) against ${args.base} (old), ${RUNS} runs each, interleaved${gc ? ', GC before each' : ''}; load average ${loadavg()[0].toFixed(1)}\n`);
-    console.log('| case | steps | old: CPU / wall ms | new: CPU / wall ms | new / old: CPU | new / old: wall |');
-    console.log('|---|---:|---:|---:|---:|---:|');
+    console.log('| case | steps | old: CPU / wall ms | new: CPU / wall ms | new / old: CPU | new / old: wall | new / old: CPU, median of pairs |');
+    console.log('|---|---:|---:|---:|---:|---:|---:|');
     for (const c of cases) {
       for (let i = 0; i < 4; i++) time(i % 2 ? old : diff, c.observed); // warm-up
       const t = { old: [] as { wall: number; cpu: number }[], new: [] as { wall: number; cpu: number }[] };
@@ -141,7 +141,9 @@ async function main() {
       }
       const m = (xs: { wall: number; cpu: number }[]) => ({ wall: median(xs.map((x) => x.wall)), cpu: median(xs.map((x) => x.cpu)) });
       const [mo, mn] = [m(t.old), m(t.new)];
-      console.log(`| ${c.name} | ${c.steps.toLocaleString('en-US')} | ${mo.cpu.toFixed(0)} / ${mo.wall.toFixed(0)} | ${mn.cpu.toFixed(0)} / ${mn.wall.toFixed(0)} | **${(mn.cpu / mo.cpu).toFixed(3)}** | ${(mn.wall / mo.wall).toFixed(3)} |`);
+      // Each run's ratio to the other version's run beside it: a change in the machine's load between runs cancels out.
+      const paired = median(t.new.map((x, i) => x.cpu / t.old[i].cpu));
+      console.log(`| ${c.name} | ${c.steps.toLocaleString('en-US')} | ${mo.cpu.toFixed(0)} / ${mo.wall.toFixed(0)} | ${mn.cpu.toFixed(0)} / ${mn.wall.toFixed(0)} | **${(mn.cpu / mo.cpu).toFixed(3)}** | ${(mn.wall / mo.wall).toFixed(3)} | ${paired.toFixed(3)} |`);
     }
   } finally {
     rmSync(scratch, { recursive: true, force: true });
