@@ -1,13 +1,17 @@
-// One HTTP exchange with `node:http` / `node:https`, the body kept as text: shared by the HTTP
-// transport (transport.ts) and its page reader thread (page-reader.ts).
-import http from 'node:http';
-import https from 'node:https';
+// One HTTP exchange with undici, the body kept as text: shared by the HTTP transport
+// (transport.ts) and its page reader thread (page-reader.ts).
+import { Pool } from 'undici';
 
 export interface Exchanged { status: number; headers: Record<string, string>; text: string }
 
-/** A keep-alive agent for the origin's scheme: one per transport, and one for its page reader. */
-export function keepAliveAgent(origin: string): http.Agent {
-  return origin.startsWith('https:') ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
+/**
+ * A keep-alive connection pool to `origin`: one per transport, and one for its page reader. Its
+ * own deadlines for the answer's headers and for each pause in its body are the request timeout
+ * too (a backstop: `exchange` cuts the whole exchange at that time), and so is its connect timeout
+ * (undici's own default is 10 s).
+ */
+export function connectionPool(origin: string, timeoutMs: number): Pool {
+  return new Pool(origin, { headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connect: { timeout: timeoutMs } });
 }
 
 /**
@@ -19,44 +23,37 @@ export function timeoutError(url: string, timeoutMs: number): Error & { code: st
   return Object.assign(new Error(`${u.origin}${u.pathname}: no answer within ${timeoutMs / 1000} s (the request timeout: --timeout or EDGEPLANE_TIMEOUT)`), { code: 'EP_TIMEOUT' });
 }
 
+/** undici's own deadlines (`connectionPool`): the request timeout as well. */
+const UNDICI_TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
+
 /**
- * Sends `payload` (or nothing) to `url`; resolves with the status, the headers (repeated ones
- * joined) and the body's text. With `timeoutMs`, the whole exchange (connection, answer and body)
- * must be done by then, or it is cut and rejected with `timeoutError`.
+ * Sends `payload` (or nothing) to `url` (on the pool's origin); resolves with the status, the
+ * headers (repeated ones joined) and the body's text. The whole exchange (connection, answer and
+ * body) must be done within `timeoutMs`, or it is cut and rejected with `timeoutError`.
  */
-export function exchange(url: string, { method, agent, headers, timeoutMs }: { method: string; agent: http.Agent; headers: Record<string, string>; timeoutMs?: number }, payload?: string): Promise<Exchanged> {
-  return new Promise<Exchanged>((resolveExchange, rejectExchange) => {
-    let timer: NodeJS.Timeout | undefined;
-    const resolve = (v: Exchanged) => { clearTimeout(timer); resolveExchange(v); };
-    const reject = (err: Error) => { clearTimeout(timer); rejectExchange(err); };
-    const req = (url.startsWith('https:') ? https : http).request(url, { method, agent, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('error', reject);
-      res.on('end', () => {
-        const h: Record<string, string> = {};
-        for (const k in res.headers) {
-          const v = res.headers[k];
-          if (v !== undefined) h[k] = Array.isArray(v) ? v.join(', ') : v;
-        }
-        resolve({ status: res.statusCode ?? 0, headers: h, text: Buffer.concat(chunks).toString('utf8') });
-      });
-    });
-    // A network error says which API it was (its origin, never a header): `connect ECONNREFUSED`
-    // alone does not. Its code stays, for the retries that read it.
-    if (timeoutMs) {
-      timer = setTimeout(() => {
-        const err = timeoutError(url, timeoutMs);
-        reject(err);
-        req.destroy(err);
-      }, timeoutMs);
+export async function exchange(url: string, { method, pool, headers, timeoutMs }: { method: string; pool: Pool; headers: Record<string, string>; timeoutMs: number }, payload?: string): Promise<Exchanged> {
+  const u = new URL(url);
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(timeoutError(url, timeoutMs)), timeoutMs);
+  try {
+    const res = await pool.request({ method: method as 'GET', path: u.pathname + u.search, headers, body: payload, signal: deadline.signal });
+    const text = await res.body.text();
+    const h: Record<string, string> = {};
+    for (const k in res.headers) {
+      const v = res.headers[k];
+      if (v !== undefined) h[k] = Array.isArray(v) ? v.join(', ') : v;
     }
-    req.on('error', (err: NodeJS.ErrnoException) => {
-      if (err.code === 'EP_TIMEOUT') return reject(err);
-      // https:// to a port that speaks plain HTTP: OpenSSL's "wrong version number" says only that.
-      const hint = err.code === 'EPROTO' && /wrong version number/.test(err.message) ? ' (the server there does not speak TLS: is it http://?)' : '';
-      reject(Object.assign(err, { message: `${new URL(url).origin}: ${err.message.trimEnd()}${hint}` }));
-    });
-    req.end(payload);
-  });
+    return { status: res.statusCode, headers: h, text };
+  } catch (e) {
+    const err = e as Error & { code?: string };
+    if (err.code === 'EP_TIMEOUT') throw err;
+    if (err.code !== undefined && UNDICI_TIMEOUTS.has(err.code)) throw timeoutError(url, timeoutMs);
+    // A network error says which API it was (its origin, never a header): `connect ECONNREFUSED`
+    // alone does not. Its code stays, for the retries that read it. https:// to a port that speaks
+    // plain HTTP: OpenSSL's "wrong version number" says only that.
+    const hint = /wrong version number/.test(err.message) ? ' (the server there does not speak TLS: is it http://?)' : '';
+    throw Object.assign(err, { message: `${u.origin}: ${err.message.trimEnd()}${hint}` });
+  } finally {
+    clearTimeout(timer);
+  }
 }

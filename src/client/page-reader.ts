@@ -4,13 +4,13 @@
 // compares thousands of objects meanwhile): on the main thread, each of those requests waited for
 // its turn, and the pages of a large account came slower.
 import { parentPort, workerData } from 'node:worker_threads';
-import { exchange, keepAliveAgent } from './http-exchange.js';
+import { connectionPool, exchange } from './http-exchange.js';
 import { pageLoop, type ListMessage } from './page-loop.js';
 
-const { origin, headers, timeoutMs } = workerData as { origin: string; headers: Record<string, string>; timeoutMs?: number };
-const agent = keepAliveAgent(origin);
+const { origin, headers, timeoutMs } = workerData as { origin: string; headers: Record<string, string>; timeoutMs: number };
+const pool = connectionPool(origin, timeoutMs);
 
-const get = (url: string) => exchange(url, { method: 'GET', agent, headers, timeoutMs });
+const get = (url: string) => exchange(url, { method: 'GET', pool, headers, timeoutMs });
 
 /** The key goes to the API's own origin only: a link elsewhere is the main thread's to refuse. */
 const follows = (url: string) => /^https?:\/\//.test(url) && new URL(url).origin === origin;

@@ -1,4 +1,4 @@
-import { exchange, keepAliveAgent } from './http-exchange.js';
+import { connectionPool, exchange } from './http-exchange.js';
 import { siblingModule, startWorker } from '../util/worker.js';
 import { parse, WorkerChannel, type HandBack } from './worker-channel.js';
 import type { FastifyInstance } from 'fastify';
@@ -55,15 +55,16 @@ export interface HttpTransportOptions {
 }
 
 /**
- * HTTP with `node:http` / `node:https` over a keep-alive agent of its own (closed with the
- * transport). Not the platform `fetch`: its web streams cost about a third more of the main
- * thread per page, and a plan reads thousands of objects while it works on the manifests.
+ * HTTP with undici over a keep-alive connection pool of its own to the API's origin (closed with
+ * the transport): its `request`, not `fetch`, whose web streams cost the main thread more per page
+ * (a plan reads thousands of objects while it works on the manifests). https:// URLs are checked
+ * against Node's CA store, with `NODE_EXTRA_CA_CERTS` (README).
  */
 export function httpTransport(baseUrl: string, apiKey: string, opts: HttpTransportOptions = {}): Transport {
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const base = baseUrl.replace(/\/+$/, '');
   const origin = new URL(base).origin;
-  const agent = keepAliveAgent(origin);
+  const pool = connectionPool(origin, timeoutMs);
   let reader: WorkerChannel | undefined;
   let closed = false;
   /**
@@ -87,7 +88,7 @@ export function httpTransport(baseUrl: string, apiKey: string, opts: HttpTranspo
       const payload = body === undefined ? undefined : JSON.stringify(body);
       const h = headers(apiKey, body, extra);
       if (payload !== undefined) h['content-length'] = String(Buffer.byteLength(payload));
-      return exchange(url, { method, agent, headers: h, timeoutMs }, payload).then((r) => ({ status: r.status, headers: r.headers, body: parse(r.text) }));
+      return exchange(url, { method, pool, headers: h, timeoutMs }, payload).then((r) => ({ status: r.status, headers: r.headers, body: parse(r.text) }));
     },
     readPages(path, onPage) {
       const url = onOrigin(path);
@@ -99,7 +100,7 @@ export function httpTransport(baseUrl: string, apiKey: string, opts: HttpTranspo
     readsAhead: () => reader?.usable ?? false,
     async close() {
       closed = true;
-      agent.destroy();
+      await pool.destroy();
       await reader?.close();
     },
   };

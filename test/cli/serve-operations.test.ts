@@ -137,6 +137,15 @@ describe('edgeplane serve in operation', () => {
       // Plain HTTP to the HTTPS port gets nothing served.
       const plain = await fetch(`http://127.0.0.1:${port}/certificate_authorities`).then((r) => r.status, () => 'refused');
       expect(plain).not.toBe(200);
+      // The CLI's client over HTTPS: the certificate checked against Node's CAs, with
+      // NODE_EXTRA_CA_CERTS; unknown, it is refused naming the API.
+      const env = { EDGEPLANE_API_URL: served.url, EDGEPLANE_API_KEY: key };
+      const trusted = await runCli(['lock', 'status', '--stack', 'web'], { env: { ...env, NODE_EXTRA_CA_CERTS: join(dir, 'cert.pem') } });
+      expect(trusted.stderr).toBe('');
+      expect([trusted.code, trusted.stdout]).toEqual([0, 'stack "web": not locked\n']);
+      const unknown = await runCli(['lock', 'status', '--stack', 'web'], { env: { ...env, NODE_EXTRA_CA_CERTS: undefined } });
+      expect(unknown.code).toBe(1);
+      expect(unknown.stderr).toContain(`${served.url}: self-signed certificate`);
     } finally {
       expect(await served.stop()).toBe(0);
     }
@@ -157,7 +166,7 @@ describe('edgeplane serve in operation', () => {
       expect(bad.code, bad.stderr).toBe(1);
       expect(bad.stderr).toContain(message);
     }
-  }, 60_000);
+  }, 120_000);
 });
 
 describe.runIf(!!process.env.DATABASE_URL)('edgeplane serve on PostgreSQL', () => {
