@@ -16,7 +16,7 @@ export type ListMessage = { id: number; url: string } | { cancel: number };
 /** The service ends a page with its next link: read from the end, the whole page parsed only when it is not there. */
 const TAIL = /"next_page_uri"\s*:\s*(null|"(?:[^"\\]|\\.)*")\s*}\s*$/;
 
-function nextLink(text: string): string | null {
+export function nextLink(text: string): string | null {
   const m = TAIL.exec(text.slice(-2048));
   let next: unknown;
   if (m) next = JSON.parse(m[1]);
