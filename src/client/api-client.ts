@@ -229,9 +229,13 @@ export class ApiClient {
         continue;
       }
       // The next page is asked for before this one is handed on: what `onPage` does is not
-      // between one response and the next request (pages come one after another).
+      // between one response and the next request (pages come one after another). The request
+      // leaves on the event loop's next turn (undici writes it then): that turn is taken first.
       reading = next === null ? undefined : this.read(next);
-      reading?.catch(() => {}); // if `onPage` throws, nobody awaits it; otherwise the loop sees its failure
+      if (reading) {
+        reading.catch(() => {}); // if `onPage` throws, nobody awaits it; otherwise the loop sees its failure
+        await new Promise((r) => setImmediate(r));
+      }
       onPage(items);
     }
   }
