@@ -156,7 +156,7 @@ export class ApiClient {
     }
   }
 
-  /** A GET with retries; `first` is the answer to a first attempt made elsewhere (a page reader's). */
+  /** A GET with retries; `first` is the answer to a first attempt made elsewhere (the embedded service thread's page loop). */
   private async read(path: string, first?: RawResponse): Promise<unknown> {
     for (let attempt = 1; ; attempt++) {
       let res: RawResponse | undefined = attempt === 1 ? first : undefined;
@@ -191,12 +191,10 @@ export class ApiClient {
    * Every page of a kind, handed to `onPage` as it arrives and not kept: what a caller does not
    * keep of a page dies young (a plan keeps only its request form of each object, not the
    * response), instead of being copied by every garbage collection until the last page is in.
-   * A transport that reads pages ahead (`readPages`: the HTTP transport's reader thread) reads
-   * them, asking for each next page however busy this thread is. Until its reader runs, the first
-   * page is read here and the reader started only for the rest, so a list of one page never starts
-   * it (a small command does not pay for a thread it has no use for). From a page it hands back,
-   * or with any other transport, pages are read here, each next one asked for before the one
-   * just read is handed on, with retries.
+   * A transport that reads pages ahead on another thread (`readPages` while `readsAhead()`: the
+   * embedded service's) reads them, asking for each next page however busy this thread is. From a
+   * page it hands back, or with any other transport (HTTP), pages are read here, each next one
+   * asked for before the one just read is handed on, with retries.
    */
   async eachPage(kind: KindDef, parentId: string | undefined, onPage: (items: Body[]) => void): Promise<void> {
     if (!kind.listKey) throw new Error(`${kind.title}s cannot be listed`);
@@ -213,14 +211,15 @@ export class ApiClient {
       });
     };
     const first = `${collectionPath(kind, parentId ?? null)}?limit=${PAGE_SIZE}`;
+    const readsAhead = () => this.transport.readPages !== undefined && this.transport.readsAhead?.() === true;
     let reading: Promise<unknown> | undefined;
-    if (this.transport.readPages && this.transport.readsAhead?.()) {
+    if (readsAhead()) {
       const from = await ahead(first);
       reading = from ? this.read(from.path, from.res) : undefined;
     } else reading = this.read(first);
     while (reading) {
       const { items, next } = pageOf(kind, await reading);
-      if (next !== null && this.transport.readPages) {
+      if (next !== null && readsAhead()) {
         const rest = ahead(next);
         rest.catch(() => {}); // if `onPage` throws, nobody awaits it
         onPage(items);

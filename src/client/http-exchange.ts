@@ -1,14 +1,12 @@
-// One HTTP exchange with undici, the body kept as text: shared by the HTTP transport
-// (transport.ts) and its page reader thread (page-reader.ts).
+// One HTTP exchange with undici, the body kept as text, for the HTTP transport (transport.ts).
 import { Pool } from 'undici';
 
 export interface Exchanged { status: number; headers: Record<string, string>; text: string }
 
 /**
- * A keep-alive connection pool to `origin`: one per transport, and one for its page reader. Its
- * own deadlines for the answer's headers and for each pause in its body are the request timeout
- * too (a backstop: `exchange` cuts the whole exchange at that time), and so is its connect timeout
- * (undici's own default is 10 s).
+ * A keep-alive connection pool to `origin`, one per transport. Its own deadlines for the answer's
+ * headers and for each pause in its body are the request timeout too (a backstop: `exchange` cuts
+ * the whole exchange at that time), and so is its connect timeout (undici's own default is 10 s).
  */
 export function connectionPool(origin: string, timeoutMs: number): Pool {
   return new Pool(origin, { headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connect: { timeout: timeoutMs } });

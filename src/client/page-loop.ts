@@ -1,14 +1,13 @@
 // Reading a list page after page on a thread other than the one that uses the pages: each next
-// page is asked for the moment the previous one arrives, however busy the using thread is. Shared
-// by the HTTP transport's reader (page-reader.ts) and the embedded service's thread
-// (embedded-service.ts); the protocol's other end is `WorkerChannel` (worker-channel.ts).
+// page is asked for the moment the previous one arrives, however busy the using thread is. The
+// embedded service's thread (embedded-service.ts) runs it; the protocol's other end is
+// `WorkerChannel` (worker-channel.ts).
 //
 // Messages in: { id, url } reads a list from `url` on; { cancel: id } stops reading it.
 // Messages out, in order per id: { id, url, status, headers, text, next, more } for each response
 // (`next`: the page's next link or null; `more`: whether this thread reads it), or { id, url, error }
-// when a request failed. A response other than 2xx, a failure, or a link this thread does not
-// follow ends the reading here: the using thread reads that URL itself, with the client's retries
-// (or its refusal).
+// when a request failed. A response other than 2xx or a failure ends the reading here: the using
+// thread reads that URL itself, with the client's retries.
 
 export interface LoopResponse { status: number; headers: Record<string, string>; text: string }
 export type ListMessage = { id: number; url: string } | { cancel: number };
@@ -16,7 +15,7 @@ export type ListMessage = { id: number; url: string } | { cancel: number };
 /** The service ends a page with its next link: read from the end, the whole page parsed only when it is not there. */
 const TAIL = /"next_page_uri"\s*:\s*(null|"(?:[^"\\]|\\.)*")\s*}\s*$/;
 
-export function nextLink(text: string): string | null {
+function nextLink(text: string): string | null {
   const m = TAIL.exec(text.slice(-2048));
   let next: unknown;
   if (m) next = JSON.parse(m[1]);
@@ -27,17 +26,15 @@ export function nextLink(text: string): string | null {
 }
 
 /**
- * `get(url)` answers { status, headers, text } (or rejects); `follows(url)` says whether this
- * thread may read a link (the HTTP reader: the API's own origin only, where the key may go).
- * `post` sends a message to the using thread. Returns the handler of incoming list messages.
+ * `get(url)` answers { status, headers, text } (or rejects); `post` sends a message to the using
+ * thread. Returns the handler of incoming list messages.
  */
-export function pageLoop(get: (url: string) => Promise<LoopResponse>, follows: (url: string) => boolean, post: (m: unknown) => void): (m: ListMessage) => void {
+export function pageLoop(get: (url: string) => Promise<LoopResponse>, post: (m: unknown) => void): (m: ListMessage) => void {
   const cancelled = new Set<number>();
 
   async function read(id: number, url: string): Promise<void> {
     for (;;) {
       if (cancelled.delete(id)) return;
-      if (!follows(url)) return void post({ id, url, error: `not following ${url}` });
       let res: LoopResponse;
       try {
         res = await get(url);
@@ -46,7 +43,7 @@ export function pageLoop(get: (url: string) => Promise<LoopResponse>, follows: (
         return;
       }
       const next = res.status >= 200 && res.status < 300 ? nextLink(res.text) : null;
-      const more = next !== null && next !== url && follows(next);
+      const more = next !== null && next !== url;
       post({ id, url, status: res.status, headers: res.headers, text: res.text, next, more });
       if (!more) return void cancelled.delete(id);
       url = next;

@@ -1,6 +1,5 @@
 import { connectionPool, exchange } from './http-exchange.js';
-import { siblingModule, startWorker } from '../util/worker.js';
-import { parse, WorkerChannel, type HandBack } from './worker-channel.js';
+import { parse, type HandBack } from './worker-channel.js';
 import type { FastifyInstance } from 'fastify';
 import { withoutCredentials } from '../util/shown-url.js';
 
@@ -30,7 +29,7 @@ export interface Transport {
    * from there, with its retries. Optional: without it, the client reads page after page itself.
    */
   readPages?(path: string, onPage: (res: RawResponse) => boolean): Promise<HandBack>;
-  /** Whether `readPages` is ready to read at once (its reader is running): then a list's first page is read there too. */
+  /** Whether `readPages` reads ahead now (its thread is running): lists are read there only then. */
   readsAhead?(): boolean;
   close(): Promise<void>;
 }
@@ -58,14 +57,16 @@ export interface HttpTransportOptions {
  * HTTP with undici over a keep-alive connection pool of its own to the API's origin (closed with
  * the transport): its `request`, not `fetch`, whose web streams cost the main thread more per page
  * (a plan reads thousands of objects while it works on the manifests). https:// URLs are checked
- * against Node's CA store, with `NODE_EXTRA_CA_CERTS` (README).
+ * against Node's CA store, with `NODE_EXTRA_CA_CERTS` (README). No `readPages`: `ApiClient` reads
+ * lists on this thread, each next page asked for before the page just read is handed on. A
+ * reader thread that asked for each next page the moment the previous one arrived did not make a
+ * plan faster (bench/README.md, "Page prefetch") and was removed.
  */
 export function httpTransport(baseUrl: string, apiKey: string, opts: HttpTransportOptions = {}): Transport {
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const base = baseUrl.replace(/\/+$/, '');
   const origin = new URL(base).origin;
   const pool = connectionPool(origin, timeoutMs);
-  let reader: WorkerChannel | undefined;
   let closed = false;
   /**
    * The URL of `path` on the API's own origin, or undefined: the key goes nowhere else. A path is
@@ -90,32 +91,11 @@ export function httpTransport(baseUrl: string, apiKey: string, opts: HttpTranspo
       if (payload !== undefined) h['content-length'] = String(Buffer.byteLength(payload));
       return exchange(url, { method, pool, headers: h, timeoutMs }, payload).then((r) => ({ status: r.status, headers: r.headers, body: parse(r.text) }));
     },
-    readPages(path, onPage) {
-      const url = onOrigin(path);
-      // The key goes to the API's own origin only: a link elsewhere is the caller's to refuse.
-      if (url === undefined) return Promise.resolve({ path });
-      reader ??= pageReader(origin, headers(apiKey, undefined), timeoutMs);
-      return reader.readPages(url, onPage);
-    },
-    readsAhead: () => reader?.usable ?? false,
     async close() {
       closed = true;
       await pool.destroy();
-      await reader?.close();
     },
   };
-}
-
-/**
- * The HTTP transport's list reading on a worker thread (`page-reader.ts`), started on the first
- * list of more than one page and ended with the transport (about 8 MB). A plan reads thousands of
- * objects while its main thread is busy with the manifests and the pages already in: read from
- * that thread, each next page waited for its turn, and a no-op plan of 6,200 objects took 1.65×
- * the time of reading its pages alone (about 1.45× read from the worker; bench/README.md).
- */
-function pageReader(origin: string, headers: Record<string, string>, timeoutMs: number): WorkerChannel {
-  const worker = startWorker(siblingModule(import.meta.url, 'page-reader'), { workerData: { origin, headers, timeoutMs } });
-  return new WorkerChannel(worker, 'the page reader');
 }
 
 /**

@@ -17,7 +17,7 @@ export type HandBack = { path: string; res?: RawResponse } | null;
 
 /**
  * The main thread's end of a worker that answers requests and reads lists ahead (`page-loop.ts`):
- * the HTTP transport's page reader, and the embedded service's thread. Bodies cross as JSON text
+ * the embedded service's thread. Bodies cross as JSON text
  * and are parsed here, where they are used. The worker keeps the process alive only while
  * something waits on it. If it fails, every list it was reading is handed back at the page it was
  * on, and every request waiting (or made later) is rejected with what went wrong.

@@ -57,7 +57,7 @@ if (service && listen) {
 
 if (service) {
   const { db, app, inject } = service;
-  const lists = pageLoop((url) => inject('GET', url), () => true, post);
+  const lists = pageLoop((url) => inject('GET', url), post);
   port.on('message', async (m: { close?: true; id: number; req?: { method: string; path: string; body?: unknown; headers?: Record<string, string> }; url?: string; cancel?: number }) => {
     if (m.close) {
       await app.close();

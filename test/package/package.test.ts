@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -61,5 +62,17 @@ describe('the packed package', () => {
     const plan = spawnSync(bin, ['plan', join(ROOT, 'examples/small'), '--state', state], { cwd: work, encoding: 'utf8', env, timeout: 120_000 });
     expect(plan.status, plan.stderr).toBe(0);
     expect(plan.stdout).toMatch(/Plan: 5 to create, 0 to update, 0 to delete/);
+  });
+
+  it('reaches an API over HTTP with its own dependencies (undici): a port with nothing listening is named', async () => {
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(probe.address() as AddressInfo).port}`;
+    await new Promise((r) => probe.close(r));
+    const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', EDGEPLANE_API_URL: url, EDGEPLANE_API_KEY: 'ep_k' };
+    delete env.DATABASE_URL;
+    const plan = spawnSync(bin, ['plan', join(ROOT, 'examples/small')], { cwd: work, encoding: 'utf8', env, timeout: 120_000 });
+    expect(plan.status, plan.stderr).toBe(1);
+    expect(plan.stderr).toContain(`${url}: connect ECONNREFUSED`);
   });
 });
