@@ -41,7 +41,7 @@ describe('API client', () => {
     const events: string[] = [];
     const http = httpTransport(svc.url, c.apiKey!);
     let n = 0;
-    // A transport that reads page after page through `request` (no page reader of its own).
+    // The HTTP transport, each request logged.
     const client = new ApiClient({ target: http.target, close: http.close, request: (method, path, body) => { events.push(`request ${++n}`); return http.request(method, path, body); } });
     let page = 0;
     const all = await client.list(kindByName('failoverBackend'), undefined, (items) => events.push(`page ${++page}: ${items.length}`));
