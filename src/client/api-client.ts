@@ -1,6 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import type { Body, KindDef, ModuleDef } from '../kinds/types.js';
 import { collectionPath } from '../contract/paths.js';
 import type { RawResponse, Transport } from './transport.js';
+import { hasHeader, IDEMPOTENT_METHODS } from './connection-retry.js';
 
 /** A stack lock as the API returns it. */
 export interface StackLock { id: string; uri: string; stack: string; holder: string; created_at: string; expires_at: string }
@@ -62,13 +64,12 @@ function pageOf(kind: KindDef, body: unknown): { items: Body[]; next: string | n
   return { items: items as Body[], next: typeof page.next_page_uri === 'string' && items.length ? page.next_page_uri : null };
 }
 
-/** Methods a repeated request cannot do twice (RFC 9110); others are retried only with an Idempotency-Key or If-Match. */
-const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'DELETE', 'OPTIONS']);
-
-/** Whether `send` may send the request again after a 429 or 503 that said when (`Retry-After`). */
+/**
+ * Whether `send` may send the request again after a 429 or 503 that said when (`Retry-After`): an
+ * idempotent method, or another one with an Idempotency-Key or If-Match.
+ */
 export function retriable(method: string, headers?: Record<string, string>): boolean {
-  const h = Object.keys(headers ?? {}).map((k) => k.toLowerCase());
-  return IDEMPOTENT.has(method) || h.includes('idempotency-key') || h.includes('if-match');
+  return IDEMPOTENT_METHODS.has(method) || hasHeader(headers, 'idempotency-key') || hasHeader(headers, 'if-match');
 }
 
 /** `Retry-After` as delta-seconds or an HTTP date, in ms from `now`; undefined when absent or unreadable. */
@@ -263,7 +264,9 @@ export class ApiClient {
 
   /** Takes the stack's lock: the lock (201), or the error body of the live lock that holds it (409 ERR_STACK_LOCKED). */
   async takeLock(stack: string, holder: string, ttlSeconds: number): Promise<{ lock: StackLock } | { held: StackLockHeld }> {
-    const res = await this.exchange('POST', '/stack_locks', { stack, holder, ttl_seconds: ttlSeconds });
+    // With a key of its own, a take whose answer was lost is sent again and answered with the lock
+    // it took, not with a 409 naming this very holder.
+    const res = await this.exchange('POST', '/stack_locks', { stack, holder, ttl_seconds: ttlSeconds }, { 'idempotency-key': `edgeplane-lock-${randomUUID()}` });
     if (res.status === 201) return { lock: res.body as StackLock };
     const b = res.body as { error_code?: string; details?: StackLockHeld } | undefined;
     if (res.status === 409 && b?.error_code === 'ERR_STACK_LOCKED' && b.details) return { held: b.details };

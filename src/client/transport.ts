@@ -1,4 +1,5 @@
-import { connectionPool, exchange } from './http-exchange.js';
+import { connectionPool, exchange, timeoutError } from './http-exchange.js';
+import { withConnectionRetry } from './connection-retry.js';
 import { parse, type HandBack } from './worker-channel.js';
 import type { FastifyInstance } from 'fastify';
 import { withoutCredentials } from '../util/shown-url.js';
@@ -89,7 +90,11 @@ export function httpTransport(baseUrl: string, apiKey: string, opts: HttpTranspo
       const payload = body === undefined ? undefined : JSON.stringify(body);
       const h = headers(apiKey, body, extra);
       if (payload !== undefined) h['content-length'] = String(Buffer.byteLength(payload));
-      return exchange(url, { method, pool, headers: h, timeoutMs }, payload).then((r) => ({ status: r.status, headers: r.headers, body: parse(r.text) }));
+      // A lost connection is sent again when that is safe (`connection-retry.ts`), within the one deadline.
+      const send = (timeLeftMs: number) => exchange(url, { method, pool, headers: h, timeoutMs: timeLeftMs }, payload).catch((err: { code?: string }) => {
+        throw err.code === 'EP_TIMEOUT' ? timeoutError(url, timeoutMs) : err;
+      });
+      return withConnectionRetry(send, { method, headers: h }, { timeoutMs }).then((r) => ({ status: r.status, headers: r.headers, body: parse(r.text) }));
     },
     async close() {
       closed = true;

@@ -127,6 +127,32 @@ describe('the HTTP transport', () => {
     }
   });
 
+  it('a connection lost before the answer: a keyed POST or a GET is sent again (same key), an unkeyed POST is not', async () => {
+    // Drops the connection of each request's first try, as a killed replica behind a proxy would.
+    const tries = new Map<string, number>();
+    const drop = createServer((req, res) => {
+      const what = `${req.method} ${req.url} ${req.headers['idempotency-key'] ?? '-'}`;
+      tries.set(what, (tries.get(what) ?? 0) + 1);
+      req.resume();
+      req.on('end', () => {
+        if (tries.get(what) === 1) return req.socket.destroy();
+        res.writeHead(201, { 'content-type': 'application/json' });
+        res.end('{"id":"x"}');
+      });
+    });
+    servers.push(drop);
+    await new Promise<void>((r) => drop.listen(0, '127.0.0.1', r));
+    const t = httpTransport(`http://127.0.0.1:${(drop.address() as AddressInfo).port}`, 'k');
+    try {
+      expect(await t.request('POST', '/backends/failover', { a: 1 }, { 'Idempotency-Key': 'key-1' })).toMatchObject({ status: 201, body: { id: 'x' } });
+      expect(await t.request('GET', '/backends/failover')).toMatchObject({ status: 201 });
+      await expect(t.request('POST', '/stack_locks', { a: 1 })).rejects.toMatchObject({ code: expect.stringMatching(/^(UND_ERR_SOCKET|ECONNRESET)$/) });
+      expect(Object.fromEntries(tries)).toEqual({ 'POST /backends/failover key-1': 2, 'GET /backends/failover -': 2, 'POST /stack_locks -': 1 });
+    } finally {
+      await t.close();
+    }
+  });
+
   it('says so when an https:// URL reaches a server speaking plain HTTP', async () => {
     const s = await server(() => ({ status: 200, body: '{}' }));
     const t = httpTransport(s.url.replace('http:', 'https:'), 'k');
