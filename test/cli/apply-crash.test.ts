@@ -3,14 +3,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/client/api-client.js';
 import { httpTransport } from '../../src/client/transport.js';
 import { runCli, startCli, startServe, type Served } from '../helpers/cli.js';
+import { startCrashProxy, type Answered, type CrashProxy } from '../helpers/crash-proxy.js';
 import { cleanupDirs, duplicates, liveObjects, manifestDir, remaining, tempDir } from '../helpers/reconcile.js';
+import { ownSchema } from '../helpers/service.js';
 
 /**
  * Crash recovery: the CLI is killed (SIGKILL) at a random point of an apply of 50 objects; the
  * next apply must converge with no duplicate and no orphaned (unmarked) object. Trials:
  * EDGEPLANE_CRASH_TRIALS (default 3; the issue's acceptance run uses 20), seed EDGEPLANE_CRASH_SEED.
  * A killed apply leaves its stack lock behind: it expires after EDGEPLANE_LOCK_TTL (3 s here),
- * and the next apply waits for that. The service too is killed while creates are in flight.
+ * and the next apply waits for that. The service too is killed while creates are in flight; and,
+ * on PostgreSQL (DATABASE_URL), the replica that committed a create is killed before its answer is
+ * out (EDGEPLANE_CRASH_COMMIT_TRIALS, default 2).
  */
 const TRIALS = Number(process.env.EDGEPLANE_CRASH_TRIALS ?? 3);
 const SEED = Number(process.env.EDGEPLANE_CRASH_SEED ?? Date.now() % 1_000_000);
@@ -176,5 +180,122 @@ describe(`apply killed at random points (${TRIALS} trials, seed ${SEED})`, { tim
     } finally {
       await service.stop();
     }
+  });
+});
+
+/** Trials of the kill between a create's commit and its answer: EDGEPLANE_CRASH_COMMIT_TRIALS, default 2. */
+const COMMIT_TRIALS = Number(process.env.EDGEPLANE_CRASH_COMMIT_TRIALS ?? 2);
+
+/** A create's answer: a POST that made an object (201), not a stack lock's. */
+const isCreate = (a: Answered) => a.method === 'POST' && a.status === 201 && !a.path.startsWith('/stack_locks');
+
+/**
+ * Two `serve` replicas of one PostgreSQL behind a proxy (test/helpers/crash-proxy.ts). When the
+ * proxy has the answer of the apply's Nth create — committed, then — it kills (SIGKILL) the replica
+ * that made it, or the apply itself, and drops the answer: the client's connection is cut.
+ */
+describe.skipIf(!process.env.DATABASE_URL)(`killed between a create's commit and its answer (${COMMIT_TRIALS} trials, seed ${SEED})`, { timeout: 600_000 }, () => {
+  let schema: Awaited<ReturnType<typeof ownSchema>>;
+  let dbEnv: Record<string, string>;
+  let replicas: Served[] = [];
+  let proxy: CrashProxy;
+  let apiKey: string;
+  /** What the proxy does with the next create answers (it passes everything by default). */
+  let onCreate: (a: Answered, n: number) => 'pass' | 'drop' = () => 'pass';
+  let creates = 0;
+  beforeAll(async () => {
+    schema = await ownSchema('ep_crash_commit_');
+    dbEnv = { DATABASE_URL: schema.url.toString() };
+    const created = await runCli(['admin', 'accounts', 'create', '--name', 'crash-commit', '--json'], { env: dbEnv });
+    expect(created.code, created.stderr).toBe(0);
+    apiKey = JSON.parse(created.stdout).api_key;
+    replicas = await Promise.all([startServe([], { env: dbEnv }), startServe([], { env: dbEnv })]);
+    proxy = await startCrashProxy(replicas.map((r) => r.url), (a) => (isCreate(a) ? onCreate(a, ++creates) : 'pass'));
+  }, 180_000);
+  afterAll(async () => {
+    await proxy?.close();
+    await Promise.all(replicas.map((r) => r.stop()));
+    await schema?.drop();
+  });
+
+  /** The stack's live objects: exactly the manifests', none twice, none unmarked; and the next plan is empty. */
+  async function convergedExactly(dir: string, stack: string, said: string): Promise<void> {
+    const client = new ApiClient(httpTransport(proxy.url, apiKey));
+    try {
+      const live = (await liveObjects(client)).filter((o) => o.identity === 'unmanaged' || o.identity.startsWith(`${stack}:`));
+      expect(duplicates(live), said).toEqual([]);
+      expect(live.filter((o) => o.identity === 'unmanaged'), said).toEqual([]);
+      expect(live, said).toHaveLength(OBJECTS);
+      expect(await remaining(client, dir, stack)).toEqual([]);
+    } finally {
+      await client.close();
+    }
+  }
+
+  it('the replica is killed: the apply sends the create again with its key, the other replica answers with the kept response; exit 0 in the same run, no duplicate', async () => {
+    const random = rng(SEED + 3);
+    for (let t = 0; t < COMMIT_TRIALS; t++) {
+      const stack = `commit-killed-${t}`;
+      const dir = manifestDir({ 'all.yaml': manifests(`cm${t}s${SEED}`) });
+      const nth = 1 + Math.floor(random() * OBJECTS);
+      let dropped: Answered | undefined;
+      creates = 0;
+      onCreate = (a, n) => {
+        if (n !== nth) return 'pass';
+        dropped = a;
+        const victim = replicas.find((r) => r.url === a.backend.url)!;
+        victim.child.kill('SIGKILL');
+        a.backend.alive = false;
+        return 'drop';
+      };
+      const run = await runCli(['apply', dir, '--stack', stack, '--auto-approve', '--parallelism', String(1 + Math.floor(random() * 8))], {
+        env: { EDGEPLANE_API_URL: proxy.url, EDGEPLANE_API_KEY: apiKey },
+      });
+      onCreate = () => 'pass';
+      const said = `trial ${t}, create ${nth}:\n${run.stdout}${run.stderr}`;
+      expect(run.code, said).toBe(0);
+      expect(dropped, said).toBeDefined();
+      // The same request with the same key, answered by the other replica from the kept response:
+      // the object the dead replica made, not a second one.
+      const again = proxy.answered.filter((a) => a.key === dropped!.key && a !== dropped);
+      expect(again.map((a) => [a.method, a.path, a.status, a.headers['idempotent-replayed']]), said).toEqual([[dropped!.method, dropped!.path, 201, 'true']]);
+      expect(again[0].backend, said).not.toBe(dropped!.backend);
+      expect(JSON.parse(again[0].body).id).toBe(JSON.parse(dropped!.body).id);
+      await convergedExactly(dir, stack, said);
+      // The killed replica comes back (a new process) for the next trial.
+      const back = await startServe([], { env: dbEnv });
+      replicas = replicas.map((r) => (r.url === dropped!.backend.url ? back : r));
+      dropped!.backend.url = back.url;
+      dropped!.backend.alive = true;
+    }
+  });
+
+  it('the apply itself is killed right after a create committed: the next apply (keys of its own) finds the object by its ownership marker; no duplicate', async () => {
+    const random = rng(SEED + 4);
+    const stack = 'commit-apply-killed';
+    const dir = manifestDir({ 'all.yaml': manifests(`ca${SEED}`) });
+    const nth = 1 + Math.floor(random() * OBJECTS);
+    const env = { EDGEPLANE_API_URL: proxy.url, EDGEPLANE_API_KEY: apiKey };
+    const p = startCli(['apply', dir, '--stack', stack, '--auto-approve', '--parallelism', '4'], { env: { ...env, ...SHORT_LOCK } });
+    let dropped: Answered | undefined;
+    creates = 0;
+    onCreate = (a, n) => {
+      if (n !== nth) return 'pass';
+      dropped = a;
+      p.child.kill('SIGKILL');
+      return 'drop';
+    };
+    await p.exited;
+    onCreate = () => 'pass';
+    expect(dropped, p.out()).toBeDefined();
+    const made = JSON.parse(dropped!.body).id as string;
+    const again = await runCli(['apply', dir, '--stack', stack, '--auto-approve'], { env });
+    expect(again.code, again.stdout + again.stderr).toBe(0);
+    // No request of the second run repeats the dropped one's key: it found the object by its marker.
+    expect(proxy.answered.filter((a) => a.key === dropped!.key)).toEqual([dropped]);
+    await convergedExactly(dir, stack, p.out() + again.stdout);
+    const client = new ApiClient(httpTransport(proxy.url, apiKey));
+    expect((await liveObjects(client)).map((o) => o.id)).toContain(made);
+    await client.close();
   });
 });
