@@ -3,6 +3,7 @@ import type { AppOptions, ServerOptions } from '../service/app.js';
 import { resolveVendorPrefix } from '../contract/vendor.js';
 import { DEFAULT_RATE_LIMIT, type RateLimitOptions } from '../service/rate-limit.js';
 import type { WorkerOptions } from '../service/job-worker.js';
+import { DEFAULT_MAX_KEYS_PER_ACCOUNT, type IdempotencyOptions } from '../service/idempotency.js';
 
 /** Service settings from the environment (documented in the README). */
 export function serviceOptionsFromEnv(env = process.env): Pick<AppOptions, 'publicUrl' | 'versionHeaders' | 'vendorPrefix'> {
@@ -67,6 +68,14 @@ function wholeNumber(env: NodeJS.ProcessEnv, name: string, dflt: number, unit: s
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min) throw new Error(`${name}: must be a whole number of ${unit} (at least ${min}), got ${JSON.stringify(raw)}`);
   return n;
+}
+
+/**
+ * How many `Idempotency-Key` responses each account keeps at most (docs/api.md):
+ * EDGEPLANE_IDEMPOTENCY_KEYS, beyond which the oldest go first.
+ */
+export function idempotencyFromEnv(env = process.env): IdempotencyOptions {
+  return { maxKeysPerAccount: wholeNumber(env, 'EDGEPLANE_IDEMPOTENCY_KEYS', DEFAULT_MAX_KEYS_PER_ACCOUNT, 'keys per account') };
 }
 
 /** `serve`'s connection limits and drain time (README, Operations), from the environment. */

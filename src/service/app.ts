@@ -6,6 +6,7 @@ import { newId } from '../util/ids.js';
 import { BODY_LIMIT } from '../contract/limits.js';
 import { serviceValidator } from './precompiled.js';
 import type { RateLimitOptions } from './rate-limit.js';
+import type { IdempotencyOptions } from './idempotency.js';
 import { acceptedVersionHeaders, resolveVendorPrefix, type VendorOptions } from '../contract/vendor.js';
 import { abuseProcessingPlugin, type JobWorkerSettings } from './plugins/abuse-processing.js';
 import { apiPlugin } from './plugins/api.js';
@@ -29,6 +30,8 @@ export interface AppOptions extends VendorOptions {
   authCacheMs?: number;
   /** Requests per minute per API key (`rate-limit.ts`); none without it (tests, the embedded CLI). */
   rateLimit?: RateLimitOptions;
+  /** How many `Idempotency-Key` responses an account keeps (`idempotency.ts`); 10,000 without it. */
+  idempotency?: IdempotencyOptions;
   /** Connection limits and TLS of `serve` (README, Operations); Node's defaults without it. */
   server?: ServerOptions;
   /**
@@ -142,6 +145,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     publicUrl: opts.publicUrl,
     authCacheMs: opts.authCacheMs,
     rateLimit: opts.rateLimit,
+    idempotency: opts.idempotency,
   });
   return app;
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { savepointDb, type Db } from '../store/db.js';
-import { claimKey, keepResponse, keptResponse, sweepKeys } from '../store/idempotency.js';
+import { claimKey, keepResponse, keptResponse, sweepKeys, trimKeys } from '../store/idempotency.js';
 import { canonicalJson } from '../util/canonical-json.js';
 import { ApiError } from '../contract/errors.js';
 import { etagOfBody } from './serialize.js';
@@ -11,6 +11,22 @@ export const IDEMPOTENCY_HOURS = 24;
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 /** One keyed request in this many also deletes a batch of expired keys. */
 const SWEEP_EVERY = 200;
+/** One new key in this many trims its account's keys to the cap, unless told otherwise (`IdempotencyOptions`). */
+const TRIM_EVERY = 100;
+/** Keys kept per account at most when not configured (`EDGEPLANE_IDEMPOTENCY_KEYS`; docs/api.md says why this many). */
+export const DEFAULT_MAX_KEYS_PER_ACCOUNT = 10_000;
+
+/** How many responses an account keeps at most, and how often that is checked. */
+export interface IdempotencyOptions {
+  /** Keys kept per account: beyond it the oldest go first (default `DEFAULT_MAX_KEYS_PER_ACCOUNT`). */
+  maxKeysPerAccount?: number;
+  /**
+   * One new key in this many (at random; default 100) has its account's keys counted and trimmed
+   * after its response is kept: counting scans up to the cap's index entries, too much for every
+   * create. An account may pass its cap by about this many keys between two trims.
+   */
+  trimEvery?: number;
+}
 
 /** What a route answers: kept whole for a key, and sent again as it was. */
 export interface RouteResult {
@@ -45,14 +61,16 @@ function requestHash(req: FastifyRequest): string {
  * request's transaction (another request with the key meanwhile: 409, on any replica), and the
  * write and the kept response commit together: a service killed between the two keeps neither, so
  * a retry after a lost response finds either the first response or nothing done. Only successful
- * responses are kept; a refused request may be sent again with the same key.
+ * responses are kept; a refused request may be sent again with the same key. An account keeps its
+ * newest `maxKeysPerAccount` keys at most (`opts`): beyond them, the oldest go first.
  */
-export async function runIdempotent(db: Db, req: FastifyRequest, accountId: string, run: (db: Db) => Promise<RouteResult>): Promise<RouteResult> {
+export async function runIdempotent(db: Db, req: FastifyRequest, accountId: string, run: (db: Db) => Promise<RouteResult>, opts: IdempotencyOptions = {}): Promise<RouteResult> {
   const key = idempotencyKey(req);
   if (key === undefined) return run(db);
   const hash = requestHash(req);
   if (Math.random() * SWEEP_EVERY < 1) void sweepKeys(db).catch((err: unknown) => req.log.warn({ err }, 'expired idempotency keys not swept'));
-  return db.tx(async (q) => {
+  let stored = false;
+  const result = await db.tx(async (q) => {
     if (!(await claimKey(q, accountId, key))) {
       throw new ApiError('ERR_IDEMPOTENCY_IN_PROGRESS', 'a request with this Idempotency-Key is still in progress; retry it once that one is answered', {}, { 'retry-after': '1' });
     }
@@ -70,7 +88,13 @@ export async function runIdempotent(db: Db, req: FastifyRequest, accountId: stri
       const etag = etagOfBody(result.body);
       if (etag) headers.etag = etag;
       await keepResponse(q, accountId, key, { request_hash: hash, status: result.status, headers, body: result.body }, IDEMPOTENCY_HOURS);
+      stored = true;
     }
     return result;
   });
+  // The write is done and answered whatever happens here: a failed trim is tried by a later key.
+  if (stored && Math.random() * (opts.trimEvery ?? TRIM_EVERY) < 1) {
+    await trimKeys(db, accountId, opts.maxKeysPerAccount ?? DEFAULT_MAX_KEYS_PER_ACCOUNT).catch((err: unknown) => req.log.warn({ err }, 'idempotency keys beyond the account\'s cap not trimmed'));
+  }
+  return result;
 }

@@ -10,7 +10,7 @@ import { schemaError } from '../contract/validation.js';
 import type { Caller, Resources } from './resources.js';
 import { collectionPath } from '../contract/paths.js';
 import { etagOfBody } from './serialize.js';
-import { runIdempotent, type RouteResult } from './idempotency.js';
+import { runIdempotent, type IdempotencyOptions, type RouteResult } from './idempotency.js';
 import type { Db } from '../store/db.js';
 import { idPattern } from '../util/ids.js';
 import { isStorableText } from '../util/text.js';
@@ -129,7 +129,7 @@ function withEtags(schema: JSONSchema): JSONSchema {
  * not name is never sent. Creates and module PUTs take an `Idempotency-Key` (`idempotency.ts`);
  * writes to an object take `If-Match`.
  */
-export function registerKindRoutes(app: FastifyInstance, resources: Resources, callerOf: (req: FastifyRequest) => Caller, db: Db) {
+export function registerKindRoutes(app: FastifyInstance, resources: Resources, callerOf: (req: FastifyRequest) => Caller, db: Db, idempotency: IdempotencyOptions = {}) {
   const allowed = new Map<string, Set<HTTPMethods>>();
   let requires: AccountFlag | undefined;
   let tag = '';
@@ -161,7 +161,7 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
       handler: async (req, reply) => {
         const p = req.params as Params;
         const result = opts.idempotent
-          ? await runIdempotent(db, req, callerOf(req).accountId, (d) => handler(req, p, resources.withDb(d)))
+          ? await runIdempotent(db, req, callerOf(req).accountId, (d) => handler(req, p, resources.withDb(d)), idempotency)
           : await handler(req, p, resources);
         reply.code(result.status);
         if (result.location) reply.header('Location', result.location);

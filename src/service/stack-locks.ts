@@ -5,7 +5,7 @@ import { idPattern, newId } from '../util/ids.js';
 import { isStorableText } from '../util/text.js';
 import { rfc3339 } from '../util/time.js';
 import { ApiError } from '../contract/errors.js';
-import { runIdempotent } from './idempotency.js';
+import { runIdempotent, type IdempotencyOptions } from './idempotency.js';
 import { registerMethodNotAllowed, type OperationDoc } from './kind-routes.js';
 import type { Caller } from './resources.js';
 
@@ -89,7 +89,7 @@ function text(field: string, v: string): string {
  * (account, stack), held by whoever applies the stack, renewed while it works and released at the
  * end. An expired lock no longer counts; the database decides between replicas.
  */
-export function registerStackLocks(app: FastifyInstance, db: Db, callerOf: (req: FastifyRequest) => Caller): void {
+export function registerStackLocks(app: FastifyInstance, db: Db, callerOf: (req: FastifyRequest) => Caller, idempotency: IdempotencyOptions = {}): void {
   const item = `${STACK_LOCKS_PATH}/:id`;
   app.post(STACK_LOCKS_PATH, op('createStackLock', 'Take the lock of a stack (409 ERR_STACK_LOCKED while another holds it)', 201, LOCK_SCHEMA, { body: CREATE_SCHEMA }), async (req, reply) => {
     const caller = callerOf(req);
@@ -107,7 +107,7 @@ export function registerStackLocks(app: FastifyInstance, db: Db, callerOf: (req:
       }
       const body = lockResponse(out.taken, caller.baseUrl);
       return { status: 201, body, location: body.uri };
-    });
+    }, idempotency);
     reply.code(result.status);
     if (result.location) reply.header('Location', result.location);
     for (const [k, v] of Object.entries(result.headers ?? {})) reply.header(k, v);

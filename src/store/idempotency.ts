@@ -46,3 +46,17 @@ export async function sweepKeys(db: Db, limit = 500): Promise<number> {
   );
   return rowCount ?? 0;
 }
+
+/**
+ * Deletes the account's keys beyond its `keep` newest (the oldest go first, expired or not), so
+ * what one account sends within a day keeps a bounded number of responses. Returns how many went.
+ */
+export async function trimKeys(db: Db, accountId: string, keep: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM idempotency_keys WHERE account_id = $1 AND (created_at, key) < (
+       SELECT created_at, key FROM idempotency_keys WHERE account_id = $1
+       ORDER BY created_at DESC, key DESC OFFSET $2 LIMIT 1)`,
+    [accountId, keep - 1],
+  );
+  return rowCount ?? 0;
+}

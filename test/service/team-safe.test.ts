@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fakeId, hostport, newEdge, newFailover, newRoute } from '../helpers/edges.js';
 import { ENGINES, startTestService, type TestClient, type TestService } from '../helpers/service.js';
+import { idempotencyFromEnv } from '../../src/cli/service-config.js';
 
 /**
  * The service's extensions for team-safe applies (docs/api.md): stack locks, Idempotency-Key on
@@ -167,6 +168,40 @@ describe.each(ENGINES)('team-safe service extensions (%s)', (engine) => {
     });
   });
 
+  describe('Idempotency-Key: the cap per account', () => {
+    let capped: TestService;
+    beforeAll(async () => {
+      capped = await startTestService(engine, { idempotency: { maxKeysPerAccount: 3, trimEvery: 1 } });
+    });
+    afterAll(() => capped?.close());
+    const keys = async (accountId: string) => (await capped.db.query<{ key: string }>('SELECT key FROM idempotency_keys WHERE account_id = $1 ORDER BY key', [accountId])).rows.map((r) => r.key);
+
+    it('beyond the cap the oldest keys go first: their requests count as new; the newest are answered as before; other accounts keep theirs', async () => {
+      const a = await capped.account();
+      const b = await capped.account();
+      const backend = fakeId('bkdhr');
+      const create = (cl: TestClient, key: string) => cl.request('POST', '/backends/failover', { backends: [backend], description: key }, { 'idempotency-key': key });
+      const made: Record<string, string> = {};
+      expect((await create(b, 'b1')).status).toBe(201);
+      for (const key of ['k1', 'k2', 'k3', 'k4', 'k5']) {
+        const res = await create(a, key);
+        expect(res.status, res.text).toBe(201);
+        made[key] = res.body.id;
+      }
+      expect(await keys(a.accountId)).toEqual(['k3', 'k4', 'k5']);
+      expect(await keys(b.accountId)).toEqual(['b1']);
+      const newest = await create(a, 'k5');
+      expect(newest.headers.get('idempotent-replayed'), newest.text).toBe('true');
+      expect(newest.body.id).toBe(made.k5);
+      // The oldest key is forgotten: its request is a new one (a second object), as after 24 hours.
+      const oldest = await create(a, 'k1');
+      expect(oldest.status).toBe(201);
+      expect(oldest.headers.get('idempotent-replayed')).toBeNull();
+      expect(oldest.body.id).not.toBe(made.k1);
+      expect(await keys(a.accountId)).toEqual(['k1', 'k4', 'k5']);
+    });
+  });
+
   describe('ETag and If-Match', () => {
     it('every object response has an ETag that changes with each write, module writes included', async () => {
       const fo = await c.post('/backends/failover', { backends: [fakeId('bkdhr')] });
@@ -237,5 +272,13 @@ describe.each(ENGINES)('team-safe service extensions (%s)', (engine) => {
       });
       expect(withTags.headers.get('preference-applied')).toBe('etags');
     });
+  });
+});
+
+describe('EDGEPLANE_IDEMPOTENCY_KEYS (serve)', () => {
+  it('is the keys each account keeps: 10,000 unless set; a bad value is refused by name', () => {
+    expect(idempotencyFromEnv({})).toEqual({ maxKeysPerAccount: 10_000 });
+    expect(idempotencyFromEnv({ EDGEPLANE_IDEMPOTENCY_KEYS: '500' })).toEqual({ maxKeysPerAccount: 500 });
+    for (const bad of ['0', '-1', '1.5', 'lots']) expect(() => idempotencyFromEnv({ EDGEPLANE_IDEMPOTENCY_KEYS: bad })).toThrow(/^EDGEPLANE_IDEMPOTENCY_KEYS: must be a whole number of keys per account \(at least 1\)/);
   });
 });

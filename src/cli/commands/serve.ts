@@ -9,7 +9,7 @@ import { ensureCredentials } from '../../embedded/embedded-credentials.js';
 import { openEngine } from '../../embedded/engine.js';
 import { stateDirOf } from '../../embedded/state-dir.js';
 import { stateDirFor, stdio } from '../output.js';
-import { rateLimitFromEnv, serverOptionsFromEnv, serviceOptionsFromEnv, workerOptionsFromEnv } from '../service-config.js';
+import { idempotencyFromEnv, rateLimitFromEnv, serverOptionsFromEnv, serviceOptionsFromEnv, workerOptionsFromEnv } from '../service-config.js';
 
 export interface ServeFlags { port: string; host: string; state?: string; logLevel?: string; tlsCert?: string; tlsKey?: string; metrics?: string; metricsPort?: string }
 
@@ -50,6 +50,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
   const { enabled: runJobs, ...workerOptions } = workerOptionsFromEnv();
   const { shutdownTimeoutMs, ...limits } = serverOptionsFromEnv();
   const rateLimit = rateLimitFromEnv();
+  const idempotency = idempotencyFromEnv();
   const tls = readTls(flags);
   const port = portNumber('--port', flags.port);
   const metricsOff = flags.metrics === 'off';
@@ -65,7 +66,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
     // key, even on a directory no command has opened yet (no `admin` can run while this holds it).
     if (db.engine === 'pglite') await ensureCredentials(db, stateDirOf({ stateDir: flags.state }));
     app = await buildApp({
-      db, ...serviceOptionsFromEnv(), rateLimit, server: { ...limits, tls },
+      db, ...serviceOptionsFromEnv(), rateLimit, idempotency, server: { ...limits, tls },
       logLevel: flags.logLevel ?? process.env.EDGEPLANE_LOG_LEVEL ?? 'info',
       // Every process runs a worker: the queue is in the database, so N replicas share the work.
       jobWorker: runJobs ? workerOptions : false,

@@ -2,6 +2,7 @@ import fp from 'fastify-plugin';
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../../contract/errors.js';
 import rateLimitPlugin, { type RateLimitOptions } from '../rate-limit.js';
+import type { IdempotencyOptions } from '../idempotency.js';
 import { authPlugin } from './authenticate.js';
 import { kindRoutesPlugin } from './kind-routes.js';
 import { versionHeaderPlugin } from './version-header.js';
@@ -19,6 +20,7 @@ export interface ApiScopeOptions {
   authCacheMs?: number;
   /** Requests per minute per API key (`rate-limit.ts`); none without it (tests, the embedded CLI). */
   rateLimit?: RateLimitOptions;
+  idempotency?: IdempotencyOptions;
 }
 
 /**
@@ -36,7 +38,7 @@ export const apiPlugin = fp<ApiScopeOptions>(async (api, opts) => {
   await api.register(authPlugin, { authCacheMs: opts.authCacheMs });
   // Needs the caller (it counts per key), before the routes (its hooks attach to those after it).
   if (opts.rateLimit) await api.register(rateLimitPlugin, opts.rateLimit);
-  await api.register(kindRoutesPlugin, { vendorPrefix: opts.vendorPrefix });
+  await api.register(kindRoutesPlugin, { vendorPrefix: opts.vendorPrefix, idempotency: opts.idempotency });
   // Set here, not at the root: a path no route has goes through this scope's checks (a caller
   // without a key learns nothing about which paths exist beyond the OpenAPI document).
   api.setNotFoundHandler(async (req) => {
