@@ -184,8 +184,9 @@ async function seedClient(db: Db, baseUrl: string): Promise<{ api: SeedClient; h
   };
 }
 
-function targetOf(baseUrl: string, spec: LoadSpec, headers: Record<string, string>): LoadTarget {
+function targetOf(baseUrl: string, spec: LoadSpec, account: Record<string, string>): LoadTarget {
   const body = spec.body === undefined ? undefined : JSON.stringify(spec.body);
+  const headers = { ...account, ...spec.headers };
   return {
     url: baseUrl + spec.path,
     method: spec.method,

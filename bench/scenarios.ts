@@ -13,6 +13,8 @@ export interface LoadSpec {
   status: number;
   /** Each request gets a fresh value for every `[<id>]` in the body (autocannon `-I`): for unique fields. */
   uniqueIds?: boolean;
+  /** Headers besides the account's key and version (`If-Match`, `Prefer`). */
+  headers?: Record<string, string>;
 }
 
 /**
@@ -33,7 +35,8 @@ export interface Scenario {
   targetPct?: { pglite?: number; postgres?: number };
   /**
    * Rows with the same `pair` are compared: req/s of the `small` one over the `large` one's, held
-   * to at most `maxRatio` (the same request in a larger account must not be slower).
+   * to at most `maxRatio`: the same request in a larger account, or with an extension that costs
+   * something (`If-Match`, `Prefer: etags`), must not be slower by more than that.
    */
   pair?: { name: string; role: 'small' | 'large'; maxRatio: number };
   /** Seeds what the request needs through the API, in an account of its own; returns the request. */
@@ -180,6 +183,58 @@ export const SCENARIOS: Scenario[] = [
     async setup(api) {
       await seedMany(20, () => newEdgeWithRoutes(api));
       return { method: 'GET', path: '/edges/https?limit=100', status: 200 };
+    },
+  },
+  // The team-safe extensions' cost (docs/api.md), each against the same request without it.
+  {
+    name: 'team-safe: list HTTPS edges (20 × 5 routes), no ETags',
+    op: 'list',
+    pair: { name: 'list HTTPS edges, Prefer: etags vs none', role: 'small', maxRatio: 1.25 },
+    async setup(api) {
+      await seedMany(20, () => newEdgeWithRoutes(api));
+      return { method: 'GET', path: '/edges/https?limit=100', status: 200 };
+    },
+  },
+  {
+    name: 'team-safe: list HTTPS edges (20 × 5 routes), Prefer: etags (120 ETags)',
+    op: 'list',
+    pair: { name: 'list HTTPS edges, Prefer: etags vs none', role: 'large', maxRatio: 1.25 },
+    async setup(api) {
+      await seedMany(20, () => newEdgeWithRoutes(api));
+      return { method: 'GET', path: '/edges/https?limit=100', status: 200, headers: { prefer: 'etags' } };
+    },
+  },
+  {
+    // What a route's PATCH below is read against (a write's cost in reads).
+    name: 'team-safe: GET route',
+    op: 'get',
+    heldToTarget: false,
+    async setup(api) {
+      const edge = await newEdgeWithRoutes(api);
+      const { routes } = await api.get(`/edges/https/${edge.id}`);
+      return { method: 'GET', path: `/edges/https/${edge.id}/routes/${routes[0].id}`, status: 200 };
+    },
+  },
+  {
+    name: 'team-safe: PATCH route (raises its edge\'s version), no If-Match',
+    op: 'update',
+    pair: { name: 'PATCH route, If-Match vs none', role: 'small', maxRatio: 1.25 },
+    async setup(api) {
+      const edge = await newEdgeWithRoutes(api);
+      const { routes } = await api.get(`/edges/https/${edge.id}`);
+      return { method: 'PATCH', path: `/edges/https/${edge.id}/routes/${routes[0].id}`, status: 200, body: { description: 'patched' } };
+    },
+  },
+  {
+    // `*`: any current version (a fixed tag would be stale after the first write); the version is
+    // read and compared under the row lock all the same.
+    name: 'team-safe: PATCH route (raises its edge\'s version), If-Match',
+    op: 'update',
+    pair: { name: 'PATCH route, If-Match vs none', role: 'large', maxRatio: 1.25 },
+    async setup(api) {
+      const edge = await newEdgeWithRoutes(api);
+      const { routes } = await api.get(`/edges/https/${edge.id}`);
+      return { method: 'PATCH', path: `/edges/https/${edge.id}/routes/${routes[0].id}`, status: 200, body: { description: 'patched' }, headers: { 'if-match': '*' } };
     },
   },
   {
