@@ -62,7 +62,7 @@ export async function openTarget(flags: TargetFlags, how: TargetOptions = {}): P
     return new ApiClient(await embeddedTransport(dir, serviceOptionsFromEnv(), { empty: true }));
   }
   if (how.readOnly === undefined || process.env.DATABASE_URL) await stateDirFor(dir, out);
-  return new ApiClient(await stateDirTransport(dir, serviceOptionsFromEnv(), how));
+  return new ApiClient(await stateDirTransport(dir, serviceOptionsFromEnv(), { ...how, timeoutMs: timeoutOf(flags) }));
 }
 
 /** The target flags as a user would repeat them in a command (no key: it stays in the environment; nor the URL's credentials). */

@@ -10,6 +10,8 @@ export interface StateDirOptions {
   serveOthers?: boolean;
   /** Told when requests move to another service of the directory: the holder they went through stopped. */
   onRetarget?(from: string, to: string): void;
+  /** Each request's deadline through a holder (`--timeout`, `EDGEPLANE_TIMEOUT`); the HTTP transport's default without it. */
+  timeoutMs?: number;
 }
 
 /** The directory's service as it is now: this process's own (it took the lock), or the holder's (`holder`), over HTTP at the URL its lock records. */
@@ -20,7 +22,7 @@ async function currentService(dir: string, appOptions: Partial<AppOptions>, how:
     return { transport: await embeddedTransport(dir, appOptions, { serveOthers: how.serveOthers }) };
   } catch (err) {
     const creds = readCredentials(dir);
-    if (err instanceof LockHeldError && err.holder.url && creds) return { transport: httpTransport(err.holder.url, creds.api_key), holder: err.holder };
+    if (err instanceof LockHeldError && err.holder.url && creds) return { transport: httpTransport(err.holder.url, creds.api_key, { timeoutMs: how.timeoutMs }), holder: err.holder };
     throw err;
   }
 }

@@ -156,3 +156,22 @@ describe('a command that went through the holder of its state directory, when th
     }
   });
 });
+
+describe('a command that goes through the holder of its state directory', { timeout: 60_000 }, () => {
+  it('gives up at its own --timeout, not the default, when the holder accepts and never answers', async () => {
+    const state = mkdtempSync(join(tmpdir(), 'edgeplane-holder-'));
+    await (await openTarget({ state })).close(); // the directory's account and key
+    const silent = createServer(() => {}); // accepts, never answers (a holder stopped with SIGSTOP)
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(silent.address() as { port: number }).port}`;
+    writeFileSync(join(state, 'lock'), JSON.stringify({ pid: process.ppid, host: hostname(), started_at: 'earlier', url }));
+    const client = await openTarget({ state, timeout: '0.3' });
+    try {
+      expect(client.target).toBe(url);
+      await expect(client.send('GET', '/certificate_authorities')).rejects.toMatchObject({ code: 'EP_TIMEOUT', message: expect.stringContaining('no answer within 0.3 s') });
+    } finally {
+      await client.close();
+      silent.close();
+    }
+  });
+});
