@@ -21,6 +21,9 @@ export function timeoutError(url: string, timeoutMs: number): Error & { code: st
   return Object.assign(new Error(`${u.origin}${u.pathname}: no answer within ${timeoutMs / 1000} s (the request timeout: --timeout or EDGEPLANE_TIMEOUT)`), { code: 'EP_TIMEOUT' });
 }
 
+/** OpenSSL's codes for a certificate whose chain ends at no CA Node trusts. */
+const UNTRUSTED = new Set(['DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY']);
+
 /** undici's own deadlines (`connectionPool`): the request timeout as well. */
 const UNDICI_TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
 
@@ -49,7 +52,10 @@ export async function exchange(url: string, { method, pool, headers, timeoutMs }
     // A network error says which API it was (its origin, never a header): `connect ECONNREFUSED`
     // alone does not. Its code stays, for the retries that read it. https:// to a port that speaks
     // plain HTTP: OpenSSL's "wrong version number" says only that.
-    const hint = /wrong version number/.test(err.message) ? ' (the server there does not speak TLS: is it http://?)' : '';
+    // A certificate no CA Node trusts signed (a deployment's private CA, `serve --tls-cert` with a
+    // self-signed one): how to trust it (README).
+    const hint = /wrong version number/.test(err.message) ? ' (the server there does not speak TLS: is it http://?)'
+      : err.code !== undefined && UNTRUSTED.has(err.code) ? ' (not signed by a CA Node trusts: a private CA goes in NODE_EXTRA_CA_CERTS=/path/ca.pem)' : '';
     throw Object.assign(err, { message: `${u.origin}: ${err.message.trimEnd()}${hint}` });
   } finally {
     clearTimeout(timer);

@@ -163,6 +163,22 @@ describe('the HTTP transport', () => {
     }
   });
 
+  it('an https:// API whose certificate no CA Node trusts signed: the error says how to trust its CA', async () => {
+    const { createServer: createHttps } = await import('node:https');
+    const { readFileSync } = await import('node:fs');
+    const fixture = (f: string) => readFileSync(new URL(`../fixtures/certs/${f}`, import.meta.url));
+    const srv = createHttps({ cert: fixture('leaf.pem'), key: fixture('leaf.key.pem') }, (_req, res) => res.end('{}'));
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    servers.push(srv as unknown as Server);
+    const url = `https://127.0.0.1:${(srv.address() as AddressInfo).port}`;
+    const t = httpTransport(url, 'k');
+    try {
+      await expect(t.request('GET', '/x')).rejects.toThrow(`${url}: self-signed certificate (not signed by a CA Node trusts: a private CA goes in NODE_EXTRA_CA_CERTS=/path/ca.pem)`);
+    } finally {
+      await t.close();
+    }
+  });
+
   it('an error answer that is not the API\'s (a web server\'s HTML page) is named as such, and cut short', async () => {
     const page = `<!DOCTYPE html>\n<html><body>${'<p>Not here.</p>\n'.repeat(100)}</body></html>`;
     const s = await server(() => ({ status: 404, body: page, type: 'text/html' }));
