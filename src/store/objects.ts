@@ -170,6 +170,7 @@ export async function updateBody(q: Queryable, id: string, body: Record<string, 
  * new route changes its edge's response). False when the account has no such object.
  */
 export async function lockParentForChild(q: Queryable, accountId: string, kind: string, id: string): Promise<boolean> {
+  if (!isStorableText(id)) return false; // an id from a URL no row can hold (`%00`), as in `getObject`
   const { rows } = await q.query('UPDATE objects SET version = version + 1 WHERE id = $1 AND account_id = $2 AND kind = $3 RETURNING id', [id, accountId, kind]);
   return rows.length > 0;
 }
