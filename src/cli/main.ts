@@ -276,6 +276,13 @@ addHelpEpilogues(program);
 
 /** Runs the command line (bin/edgeplane.js); the table above is importable without running anything. */
 export async function run(argv: string[]): Promise<void> {
+  // A reader that stopped reading (`edgeplane plan | head`): the rest of the output is dropped and
+  // the command carries on to its end and its exit code (an apply is not cut short halfway).
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') throw err;
+    });
+  }
   try {
     await program.parseAsync(argv);
   } catch (err) {
