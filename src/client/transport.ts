@@ -75,8 +75,14 @@ export function httpTransport(baseUrl: string, apiKey: string, opts: HttpTranspo
    * another host: a saved plan is a file anyone may edit); a link the API gave is an absolute URL
    * on the same origin.
    */
+  const basePath = new URL(base).pathname.replace(/\/+$/, '');
   const onOrigin = (path: string): string | undefined => {
-    if (/^https?:\/\//i.test(path)) return new URL(path).origin === origin ? path : undefined;
+    if (/^https?:\/\//i.test(path)) {
+      const link = new URL(path);
+      if (link.origin !== origin) return undefined;
+      // Behind a proxy that strips the base's path prefix, the API's links leave the prefix out.
+      return basePath && link.pathname !== basePath && !link.pathname.startsWith(basePath + '/') ? base + link.pathname + link.search : path;
+    }
     if (!path.startsWith('/') || path.startsWith('//')) return undefined;
     const url = base + path;
     return new URL(url).origin === origin ? url : undefined;
@@ -85,7 +91,10 @@ export function httpTransport(baseUrl: string, apiKey: string, opts: HttpTranspo
     target: withoutCredentials(base).replace(/\/+$/, ''),
     request(method, path, body, extra) {
       const url = onOrigin(path);
-      if (url === undefined) return Promise.reject(new Error(`refusing to send a request to ${path}: not a path of the API at ${withoutCredentials(base)}`));
+      if (url === undefined) {
+        const hint = /^https?:\/\//i.test(path) ? ' (a link the API gave names another origin: set EDGEPLANE_PUBLIC_URL on the service to the URL clients use)' : '';
+        return Promise.reject(new Error(`refusing to send a request to ${path}: not a path of the API at ${withoutCredentials(base)}${hint}`));
+      }
       if (closed) return Promise.reject(new Error(`${method} ${path}: the connection to ${withoutCredentials(base)} was closed`));
       const payload = body === undefined ? undefined : JSON.stringify(body);
       const h = headers(apiKey, body, extra);

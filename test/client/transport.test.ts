@@ -76,6 +76,20 @@ describe('the HTTP transport', () => {
     }
   });
 
+  it('keeps the base URL\'s path prefix on the API\'s links (a proxy that strips it), and names EDGEPLANE_PUBLIC_URL when a link leaves the origin', async () => {
+    const api = await server(() => ({ status: 200, body: '{}' }));
+    const t = httpTransport(`${api.url}/edge-api/`, 'key_123');
+    try {
+      await t.request('GET', '/certificate_authorities');
+      await t.request('GET', `${api.url}/certificate_authorities?before_id=x`);
+      await t.request('GET', `${api.url}/edge-api/certificate_authorities?before_id=y`);
+      expect(api.seen.map((r) => r.url)).toEqual(['/edge-api/certificate_authorities', '/edge-api/certificate_authorities?before_id=x', '/edge-api/certificate_authorities?before_id=y']);
+      await expect(t.request('GET', 'http://10.0.0.1:8080/certificate_authorities?before_id=z')).rejects.toThrow(/another origin: set EDGEPLANE_PUBLIC_URL/);
+    } finally {
+      await t.close();
+    }
+  });
+
   it('keeps its connections alive for the next requests, and closing the transport closes them (a CLI process can exit)', async () => {
     const s = await server(() => ({ status: 200, body: '{"ok":true}' }));
     const t = httpTransport(s.url, 'k');
