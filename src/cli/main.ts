@@ -283,6 +283,9 @@ export async function run(argv: string[]): Promise<void> {
       if (err.code !== 'EPIPE') throw err;
     });
   }
+  // `help lock status` as `lock status --help`: commander's help command reads one level only.
+  const words = argv.slice(2);
+  if (words[0] === 'help' && words.length > 2 && words.slice(1).every((w) => !w.startsWith('-'))) argv = [...argv.slice(0, 2), ...words.slice(1), '--help'];
   try {
     await program.parseAsync(argv);
   } catch (err) {

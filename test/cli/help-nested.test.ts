@@ -1,0 +1,16 @@
+import { spawnSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { CLI, ROOT, cliEnv } from '../helpers/cli.js';
+
+const edgeplane = (...args: string[]) => spawnSync(process.execPath, [...CLI, ...args], { cwd: ROOT, env: cliEnv(), encoding: 'utf8' });
+
+describe('edgeplane help COMMAND SUBCOMMAND', { timeout: 60_000 }, () => {
+  it('shows the subcommand in full, as `COMMAND SUBCOMMAND --help` does', () => {
+    for (const words of [['lock', 'status'], ['admin', 'keys', 'create']]) {
+      const r = edgeplane('help', ...words);
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(new RegExp(`^Usage: edgeplane ${words.join(' ')} `));
+      expect(r.stdout).toBe(edgeplane(...words, '--help').stdout);
+    }
+  });
+});
