@@ -54,7 +54,9 @@ export async function exchange(url: string, { method, pool, headers, timeoutMs }
     // plain HTTP: OpenSSL's "wrong version number" says only that.
     // A certificate no CA Node trusts signed (a deployment's private CA, `serve --tls-cert` with a
     // self-signed one): how to trust it (README).
+    // http:// to a port that speaks TLS: the server closes the connection without a word.
     const hint = /wrong version number/.test(err.message) ? ' (the server there does not speak TLS: is it http://?)'
+      : u.protocol === 'http:' && /other side closed|socket hang up/i.test(err.message) ? ` (if the server there speaks HTTPS, the URL is https://${u.host})`
       : err.code !== undefined && UNTRUSTED.has(err.code) ? ' (not signed by a CA Node trusts: a private CA goes in NODE_EXTRA_CA_CERTS=/path/ca.pem)' : '';
     throw Object.assign(err, { message: `${u.origin}: ${err.message.trimEnd()}${hint}` });
   } finally {

@@ -193,6 +193,22 @@ describe('the HTTP transport', () => {
     }
   });
 
+  it('an http:// URL to a port that speaks TLS: the error suggests https://', async () => {
+    const { createServer: createHttps } = await import('node:https');
+    const { readFileSync } = await import('node:fs');
+    const fixture = (f: string) => readFileSync(new URL(`../fixtures/certs/${f}`, import.meta.url));
+    const srv = createHttps({ cert: fixture('leaf.pem'), key: fixture('leaf.key.pem') }, (_req, res) => res.end('{}'));
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    servers.push(srv as unknown as Server);
+    const host = `127.0.0.1:${(srv.address() as AddressInfo).port}`;
+    const t = httpTransport(`http://${host}`, 'k');
+    try {
+      await expect(t.request('GET', '/x')).rejects.toThrow(`(if the server there speaks HTTPS, the URL is https://${host})`);
+    } finally {
+      await t.close();
+    }
+  });
+
   it('an error answer that is not the API\'s (a web server\'s HTML page) is named as such, and cut short', async () => {
     const page = `<!DOCTYPE html>\n<html><body>${'<p>Not here.</p>\n'.repeat(100)}</body></html>`;
     const s = await server(() => ({ status: 404, body: page, type: 'text/html' }));
