@@ -64,6 +64,12 @@ async function seedMany(n: number, make: (i: number) => Promise<unknown>): Promi
   for (let i = 0; i < n; i++) await make(i);
 }
 
+/** 20 edges of 5 routes each, listed in one page (with `headers` beside the key and version). */
+async function twentyEdges(api: SeedClient, headers?: Record<string, string>): Promise<LoadSpec> {
+  await seedMany(20, () => newEdgeWithRoutes(api));
+  return { method: 'GET', path: '/edges/https?limit=100', status: 200, ...(headers ? { headers } : {}) };
+}
+
 export const newCa = (api: SeedClient, i = 0) =>
   api.post('/certificate_authorities', { description: `bench CA ${i}`, metadata: '{"team":"bench"}', ca_pem: i % 2 ? EC_CA : RSA_CA });
 
@@ -180,29 +186,20 @@ export const SCENARIOS: Scenario[] = [
   {
     name: 'list HTTPS edges (20 × 5 routes)',
     op: 'list',
-    async setup(api) {
-      await seedMany(20, () => newEdgeWithRoutes(api));
-      return { method: 'GET', path: '/edges/https?limit=100', status: 200 };
-    },
+    setup: (api) => twentyEdges(api),
   },
   // The team-safe extensions' cost (docs/api.md), each against the same request without it.
   {
     name: 'team-safe: list HTTPS edges (20 × 5 routes), no ETags',
     op: 'list',
     pair: { name: 'list HTTPS edges, Prefer: etags vs none', role: 'small', maxRatio: 1.25 },
-    async setup(api) {
-      await seedMany(20, () => newEdgeWithRoutes(api));
-      return { method: 'GET', path: '/edges/https?limit=100', status: 200 };
-    },
+    setup: (api) => twentyEdges(api),
   },
   {
     name: 'team-safe: list HTTPS edges (20 × 5 routes), Prefer: etags (120 ETags)',
     op: 'list',
     pair: { name: 'list HTTPS edges, Prefer: etags vs none', role: 'large', maxRatio: 1.25 },
-    async setup(api) {
-      await seedMany(20, () => newEdgeWithRoutes(api));
-      return { method: 'GET', path: '/edges/https?limit=100', status: 200, headers: { prefer: 'etags' } };
-    },
+    setup: (api) => twentyEdges(api, { prefer: 'etags' }),
   },
   {
     // What a route's PATCH below is read against (a write's cost in reads).

@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer as createHttps } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/client/api-client.js';
@@ -38,6 +40,15 @@ afterEach(async () => {
     await new Promise((r) => s.close(r));
   }
 });
+
+/** An HTTPS server with a self-signed certificate (test/fixtures/certs); its host:port. */
+async function selfSignedServer(): Promise<string> {
+  const fixture = (f: string) => readFileSync(new URL(`../fixtures/certs/${f}`, import.meta.url));
+  const srv = createHttps({ cert: fixture('leaf.pem'), key: fixture('leaf.key.pem') }, (_req, res) => res.end('{}'));
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  servers.push(srv as unknown as Server);
+  return `127.0.0.1:${(srv.address() as AddressInfo).port}`;
+}
 
 describe('the HTTP transport', () => {
   it('sends the key, the API version and JSON with its length; reads JSON, text, status and headers', async () => {
@@ -178,13 +189,7 @@ describe('the HTTP transport', () => {
   });
 
   it('an https:// API whose certificate no CA Node trusts signed: the error says how to trust its CA', async () => {
-    const { createServer: createHttps } = await import('node:https');
-    const { readFileSync } = await import('node:fs');
-    const fixture = (f: string) => readFileSync(new URL(`../fixtures/certs/${f}`, import.meta.url));
-    const srv = createHttps({ cert: fixture('leaf.pem'), key: fixture('leaf.key.pem') }, (_req, res) => res.end('{}'));
-    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-    servers.push(srv as unknown as Server);
-    const url = `https://127.0.0.1:${(srv.address() as AddressInfo).port}`;
+    const url = `https://${await selfSignedServer()}`;
     const t = httpTransport(url, 'k');
     try {
       await expect(t.request('GET', '/x')).rejects.toThrow(`${url}: self-signed certificate (not signed by a CA Node trusts: a private CA goes in NODE_EXTRA_CA_CERTS=/path/ca.pem)`);
@@ -194,13 +199,7 @@ describe('the HTTP transport', () => {
   });
 
   it('an http:// URL to a port that speaks TLS: the error suggests https://', async () => {
-    const { createServer: createHttps } = await import('node:https');
-    const { readFileSync } = await import('node:fs');
-    const fixture = (f: string) => readFileSync(new URL(`../fixtures/certs/${f}`, import.meta.url));
-    const srv = createHttps({ cert: fixture('leaf.pem'), key: fixture('leaf.key.pem') }, (_req, res) => res.end('{}'));
-    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-    servers.push(srv as unknown as Server);
-    const host = `127.0.0.1:${(srv.address() as AddressInfo).port}`;
+    const host = await selfSignedServer();
     const t = httpTransport(`http://${host}`, 'k');
     try {
       await expect(t.request('GET', '/x')).rejects.toThrow(`(if the server there speaks HTTPS, the URL is https://${host})`);
