@@ -61,7 +61,9 @@ export class IncrementalPlanner {
   private readonly desiredMemo: DesiredMemo = new WeakMap();
   private lists: ObservedLists | undefined;
   private readonly observedOf = new WeakMap<Body, ObservedObject[]>();
-  private desiredBefore = new Map<string, DesiredObject>();
+  private readonly desiredBefore = new Map<string, DesiredObject>();
+  /** The identities of the desired objects (read only: a new set when they change). */
+  private identities: Set<string> | undefined;
   /** Who refers to whom and children by parent, among the desired objects: updated per object that changed. */
   private readonly refIndex = new RefIndex();
   /** Identities the last plan that looked at them did not find unchanged (steps, conflicts, warnings, new). */
@@ -96,7 +98,7 @@ export class IncrementalPlanner {
 
     const desired = buildDesired(v.objects, s.secrets, this.desiredMemo);
     const changed = this.reuseUnchanged(desired);
-    const identities = new Set(desired.map((d) => d.identity));
+    const identities = this.identities!;
 
     let read = await this.readLive(opts.full === true, changed);
     let observed = this.observeAll();
@@ -144,30 +146,40 @@ export class IncrementalPlanner {
 
   /**
    * Swaps in last run's desired body for every object whose desired state is unchanged, and names
-   * the identities that changed (new, edited, or gone).
+   * the identities that changed (new, edited, or gone). An object the memos handed back as it was
+   * (its document unchanged) is last run's very object: one lookup, nothing compared or rebuilt.
+   * Names are unique (validation refuses two objects of one identity), so the identities are the
+   * same as last run's when no object is new and there are as many as before.
    */
   private reuseUnchanged(desired: DesiredObject[]): string[] {
     const changed: string[] = [];
-    const now = new Map<string, DesiredObject>();
+    const before = this.desiredBefore;
+    let added = false;
     for (const d of desired) {
-      now.set(d.identity, d);
-      const before = this.desiredBefore.get(d.identity);
-      if (before && before.kind === d.kind && before.protect === d.protect && before.userMetadata === d.userMetadata &&
-        before.parentIdentity === d.parentIdentity && identical(before.fp, d.fp) && identical(before.body, d.body) &&
-        identical(before.previousIdentities, d.previousIdentities)) {
-        d.body = before.body;
+      const b = before.get(d.identity);
+      if (b === d) continue;
+      if (b && b.kind === d.kind && b.protect === d.protect && b.userMetadata === d.userMetadata &&
+        b.parentIdentity === d.parentIdentity && identical(b.fp, d.fp) && identical(b.body, d.body) &&
+        identical(b.previousIdentities, d.previousIdentities)) {
+        d.body = b.body;
       } else changed.push(d.identity);
-      if (before !== d) {
-        if (before) this.refIndex.remove(before);
-        this.refIndex.add(d);
+      if (b) this.refIndex.remove(b);
+      else added = true;
+      this.refIndex.add(d);
+      before.set(d.identity, d);
+    }
+    if (before.size !== desired.length) {
+      const now = new Set(desired.map((d) => d.identity));
+      for (const [identity, b] of before) {
+        if (now.has(identity)) continue;
+        changed.push(identity);
+        this.refIndex.remove(b);
+        before.delete(identity);
       }
+      this.identities = now;
+    } else if (added || !this.identities) {
+      this.identities = new Set(desired.map((d) => d.identity));
     }
-    for (const [identity, before] of this.desiredBefore) {
-      if (now.has(identity)) continue;
-      changed.push(identity);
-      this.refIndex.remove(before);
-    }
-    this.desiredBefore = now;
     return changed;
   }
 
@@ -245,9 +257,19 @@ export class IncrementalPlanner {
    */
   applied(plan: Plan, result: ApplyResult, observed: ObservedObject[]): void {
     if (result.failed.length || result.skipped.length) return this.invalidate();
-    const parentOf = new Map(observed.map((o) => [o.id, o.parentId]));
+    // One pass over the live objects, looking only for those the steps name.
+    const stepIds = new Set<string>();
+    const tops = new Set<string>();
+    for (const step of plan.steps) {
+      if (step.object.id) stepIds.add(step.object.id);
+      tops.add(topIdentity(step.object.identity));
+    }
+    const parentOf = new Map<string, string | undefined>();
     const topIds = new Map<string, string>();
-    for (const o of observed) if (!o.parentId && o.marker) topIds.set(o.marker.id, o.id);
+    for (const o of observed) {
+      if (stepIds.has(o.id)) parentOf.set(o.id, o.parentId);
+      if (!o.parentId && o.marker && tops.has(o.marker.id)) topIds.set(o.marker.id, o.id);
+    }
     for (const [identity, id] of Object.entries(result.created)) if (topIdentity(identity) === identity) topIds.set(identity, id);
     for (const step of plan.steps) {
       const id = step.object.id;
@@ -256,4 +278,5 @@ export class IncrementalPlanner {
       if (top) this.dirty.add(top);
     }
   }
+
 }

@@ -117,8 +117,8 @@ export function planSubset(
       continue;
     }
     const identity = o.marker.id;
-    if (seen.has(identity)) dups.push(identity); // the plan deletes all but one
-    else seen.add(identity);
+    const n = seen.size;
+    if (seen.add(identity).size === n) dups.push(identity); // the plan deletes all but one
     if (!byIdentity.has(identity)) gone.push(o);
     else if (planned.has(identity)) mine.push(o);
   }
@@ -162,6 +162,6 @@ export function planSubset(
   return {
     planned,
     desired: desired.filter((d) => wanted(d.identity)),
-    observed: observed.filter((o) => extra.has(o) || (o.owner.type === 'this' && o.marker !== undefined && wanted(o.marker.id))),
+    observed: observed.filter((o) => (extra.size > 0 && extra.has(o)) || (o.owner.type === 'this' && o.marker !== undefined && wanted(o.marker.id))),
   };
 }
