@@ -6,19 +6,25 @@ import type { Db, Queryable } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
 import { ENGINES, openTestDb, TestClient } from '../helpers/service.js';
 
-/** The database as the service sees it, counting the statements it is sent. */
+/**
+ * The database as the service sees it, counting the statements it is sent for the reads
+ * themselves: the API key's look-up is left out (cached for 5 s, a loaded machine sees it again).
+ */
 function counting(db: Db): Db & { statements: number } {
+  const count = (sql: string) => {
+    if (!/\bapi_keys\b/.test(sql)) wrapped.statements++;
+  };
   const wrapped = {
     statements: 0,
     engine: db.engine,
     describe: db.describe,
     query: (sql: string, params?: unknown[]) => {
-      wrapped.statements++;
+      count(sql);
       return db.query(sql, params);
     },
     tx: <T>(fn: (q: Queryable) => Promise<T>) => db.tx((q) => fn({
       query: (sql: string, params?: unknown[]) => {
-        wrapped.statements++;
+        count(sql);
         return q.query(sql, params);
       },
     } as Queryable)),
@@ -71,7 +77,6 @@ describe.each(ENGINES)('reads in one round trip (%s)', (engine) => {
         expect(route.status, route.text).toBe(201);
       }
     }
-    await client.get('/edges/https?limit=1'); // the API key is looked up once, then cached
 
     const one = await statementsOf(`/edges/https/${edges[4]}`);
     expect(one.body.routes.map((r: { match: string }) => r.match)).toEqual(['/r0', '/r1', '/r2', '/r3', '/r4']);
