@@ -71,12 +71,12 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
   const live = streamLiveState(client, (kind, items) => {
     let list = observedByKind.get(kind);
     if (!list) observedByKind.set(kind, (list = []));
-    for (const resp of items) {
-      for (const o of observeItem(kind, resp, input.stack)) {
-        list.push(o);
-        ahead.push(o);
-        if (o.owner.type === 'this' && o.marker) owned.set(o.id, o.marker.id);
-      }
+    const from = list.length;
+    for (let i = 0; i < items.length; i++) observeItem(kind, items[i], input.stack, list);
+    for (let i = from; i < list.length; i++) {
+      const o = list[i];
+      ahead.push(o);
+      if (o.owner.type === 'this' && o.marker) owned.set(o.id, o.marker.id);
     }
     pageArrived();
     nextPage = new Promise<void>((r) => (pageArrived = r));

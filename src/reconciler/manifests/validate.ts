@@ -93,19 +93,24 @@ function localPasses(doc: SourceDoc, opts: ValidateOptions): Local {
   textPass(doc, add);
   const errorPaths: (string | number)[][] = [];
   const object = shapePass(doc, add, errorPaths);
-  for (const o of object ? [object, ...object.children] : []) {
-    // These read the body defensively, so they also run on objects with schema errors.
-    exclusivePass(o, add);
-    secretPass(o, add, !!opts.strict);
-    if (o.valid) metadataPass(o, add, opts.stack);
-    // What the passes across documents read of each object, found here (per document, kept with it).
-    refsOf(o);
-    uniqueValuesOf(o);
-    // The service's checks run on every part the schema found no fault in: a schema error in
-    // one route (or one module) does not hide a broken rule in another.
-    checkPass(o, add, errorPaths);
+  if (object) {
+    objectPasses(object, add, opts, errorPaths);
+    for (let i = 0; i < object.children.length; i++) objectPasses(object.children[i], add, opts, errorPaths);
   }
   return { object, problems };
+}
+
+function objectPasses(o: ManifestObject, add: Add, opts: ValidateOptions, errorPaths: (string | number)[][]) {
+  // These read the body defensively, so they also run on objects with schema errors.
+  exclusivePass(o, add);
+  secretPass(o, add, !!opts.strict);
+  if (o.valid) metadataPass(o, add, opts.stack);
+  // What the passes across documents read of each object, found here (per document, kept with it).
+  refsOf(o);
+  uniqueValuesOf(o);
+  // The service's checks run on every part the schema found no fault in: a schema error in
+  // one route (or one module) does not hide a broken rule in another.
+  checkPass(o, add, errorPaths);
 }
 
 /**
@@ -373,7 +378,13 @@ export function refValues(o: { kind: KindDef; body: Body }): RefValue[] {
   const out = refScratch;
   out.length = 0;
   if (o.kind.refs) takeRefs(out, o.kind.refs, o.body, undefined);
-  for (const m of o.kind.modules ?? []) if (m.refs && o.body[m.name]) takeRefs(out, m.refs, o.body[m.name], m.name);
+  const modules = o.kind.modules;
+  if (modules) {
+    for (let i = 0; i < modules.length; i++) {
+      const m = modules[i];
+      if (m.refs && o.body[m.name]) takeRefs(out, m.refs, o.body[m.name], m.name);
+    }
+  }
   return exact(out);
 }
 
@@ -416,7 +427,9 @@ export function isName(def: RefDef, value: string): boolean {
 
 /** Pass 4: every name a reference uses exists among the manifests. */
 function referencePass(o: ManifestObject, byKind: Map<string, Map<string, ManifestObject>>, add: Add) {
-  for (const r of refsOf(o)) {
+  const refs = refsOf(o);
+  for (let i = 0; i < refs.length; i++) {
+    const r = refs[i];
     if (!isName(r.def, r.value)) continue;
     const target = namedTarget(r.def)!;
     if (!byKind.get(target.name)?.has(r.value)) {
@@ -463,7 +476,9 @@ function uniquePass(all: ManifestObject[], add: Add) {
       const scope = u.perParent ? o.parent : undefined;
       let values = scopes.get(scope);
       if (!values) scopes.set(scope, (values = new Map()));
-      for (const value of valuesOf[i]) {
+      const vs = valuesOf[i];
+      for (let j = 0; j < vs.length; j++) {
+        const value = vs[j];
         const first = values.get(value);
         if (!first) { values.set(value, o); continue; }
         const p = positionOf(first, fieldHolding(first, value));
@@ -514,7 +529,10 @@ function cyclePass(all: ManifestObject[], byKind: Map<string, Map<string, Manife
 /** Pass 7: at most one module of an exclusive group (oauth / oidc / saml) per object. */
 function exclusivePass(o: ManifestObject, add: Add) {
   let groups: Map<string, string[]> | undefined; // made only for an object with such a module
-  for (const m of o.kind.modules ?? []) {
+  const modules = o.kind.modules;
+  if (!modules) return;
+  for (let i = 0; i < modules.length; i++) {
+    const m = modules[i];
     if (m.exclusiveGroup && o.body[m.name]) (groups ??= new Map()).set(m.exclusiveGroup, [...(groups.get(m.exclusiveGroup) ?? []), m.name]);
   }
   if (!groups) return;
@@ -546,7 +564,9 @@ export function secretValues(o: ManifestObject): Hit[] {
 
 /** Pass 8: secrets come from the environment or a file, not from the manifest. */
 function secretPass(o: ManifestObject, add: Add, strict: boolean) {
-  for (const s of secretValues(o)) {
+  const secrets = secretValues(o);
+  for (let i = 0; i < secrets.length; i++) {
+    const s = secrets[i];
     if (isSecretRef(s.value)) continue;
     add(o, s.path, 'literal-secret', 'a secret is written in the manifest; use {env: NAME} (or {file: path}) so it stays out of Git', { severity: strict ? 'error' : 'warning' });
   }
@@ -579,16 +599,32 @@ function metadataPass(o: ManifestObject, add: Add, stack: string) {
 function checkPass(o: ManifestObject, add: Add, errorPaths: (string | number)[][]) {
   let ctx: CheckContext | undefined; // made only for an object something checks (most have no module to check)
   // Checks are written for bodies the schema accepts: each runs only where no schema error is.
-  // A module's check reads the module alone; the kind's reads the plain fields.
-  const mine = errorPaths.filter((p) => startsWith(p, o.at));
-  const faultIn = (field: string) => mine.some((p) => p[o.at.length] === field);
-  const modules = new Set((o.kind.modules ?? []).map((m) => m.name));
-  const plainFault = mine.some((p) => p.length === o.at.length || !(modules.has(String(p[o.at.length])) || (o.kind.embeds && String(p[o.at.length]) in o.kind.embeds)));
-  if (o.kind.hooks?.check && !plainFault) o.kind.hooks.check(o.body, (ctx ??= new ReportTo(o, add)));
-  for (const m of o.kind.modules ?? []) {
+  // A module's check reads the module alone; the kind's reads the plain fields. (Most documents
+  // have no schema error: then nothing is listed per object.)
+  const depth = o.at.length;
+  const mine = errorPaths.length ? errorPaths.filter((p) => startsWith(p, o.at)) : NONE;
+  const modules = o.kind.modules;
+  if (o.kind.hooks?.check && !(mine.length && plainFault(o.kind, mine, depth))) o.kind.hooks.check(o.body, (ctx ??= new ReportTo(o, add)));
+  if (!modules) return;
+  for (let i = 0; i < modules.length; i++) {
+    const m = modules[i];
     const given = o.body[m.name];
-    if (m.check && given && typeof given === 'object' && !faultIn(m.name)) m.check(moduleCheckForm(m, given as Body), (ctx ??= new ReportTo(o, add)));
+    if (m.check && given && typeof given === 'object' && !(mine.length && faultIn(mine, depth, m.name))) m.check(moduleCheckForm(m, given as Body), (ctx ??= new ReportTo(o, add)));
   }
+}
+
+/** Whether a schema error of an object (`mine`, paths into the document) is in `field`, at `depth` of the paths. */
+function faultIn(mine: (string | number)[][], depth: number, field: string): boolean {
+  return mine.some((p) => p[depth] === field);
+}
+
+/** Whether a schema error of an object is in its plain fields (not in a module or an embedded child). */
+function plainFault(kind: KindDef, mine: (string | number)[][], depth: number): boolean {
+  return mine.some((p) => {
+    if (p.length === depth) return true;
+    const field = String(p[depth]);
+    return !(kind.modules?.some((m) => m.name === field) || (kind.embeds && field in kind.embeds));
+  });
 }
 
 function startsWith(path: (string | number)[], prefix: (string | number)[]): boolean {

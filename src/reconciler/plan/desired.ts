@@ -69,7 +69,7 @@ export function buildDesired(objects: ManifestObject[], secrets: Map<string, Res
     const known = memo?.get(o);
     if (known && secretValues(o).every((s) => secrets.get(`${o.identity}#${s.path.join('.')}`)?.fingerprint === known.fp[s.path.join('.')])) {
       out.push(known);
-      o.children.forEach(one);
+      for (let i = 0; i < o.children.length; i++) one(o.children[i]);
       return;
     }
     // Copied without metadata (built, not deleted from: a delete turns an object into a slow hash map).
@@ -78,13 +78,17 @@ export function buildDesired(objects: ManifestObject[], secrets: Map<string, Res
     const copied = copiedScratch;
     copied.length = 0; // the containers copied for this object only
     const userMetadata = typeof o.body.metadata === 'string' ? o.body.metadata : undefined;
-    for (const r of refsOf(o)) {
+    const refs = refsOf(o);
+    for (let i = 0; i < refs.length; i++) {
+      const r = refs[i];
       if (!isName(r.def, r.value)) continue;
       setAt(body, r.path, tokenFor(namedTarget(r.def)!, r.value), copied);
     }
     let fp: Record<string, string> = NO_SECRETS;
     let formerFp: Record<string, Record<string, string>> | undefined;
-    for (const s of secretValues(o)) {
+    const secretsOf = secretValues(o);
+    for (let i = 0; i < secretsOf.length; i++) {
+      const s = secretsOf[i];
       if (fp === NO_SECRETS) fp = {};
       const path = s.path.join('.');
       const resolved = secrets.get(`${o.identity}#${path}`);
@@ -100,8 +104,8 @@ export function buildDesired(objects: ManifestObject[], secrets: Map<string, Res
     if (formerFp) d.formerFp = formerFp;
     memo?.set(o, d);
     out.push(d);
-    o.children.forEach(one);
+    for (let i = 0; i < o.children.length; i++) one(o.children[i]);
   };
-  objects.forEach(one);
+  for (let i = 0; i < objects.length; i++) one(objects[i]);
   return out;
 }

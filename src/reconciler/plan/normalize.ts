@@ -276,12 +276,25 @@ export function normalizeModule(m: ModuleDef, given: Body, sym: Symbolize, confi
 
 export function normalize(kind: KindDef, body: Body, sym: Symbolize, config: KindRuntimeConfig = DEFAULT_CONFIG): Normal {
   const fields = normalizeFields(kind, body, sym);
-  const modules: Record<string, Body> = {};
-  for (const m of kind.modules ?? []) {
+  return { fields, modules: normalizeModules(kind, body, sym, config) };
+}
+
+/** No modules configured: shared (frozen), as most bodies of most kinds have none. */
+const NO_MODULES: Record<string, Body> = Object.freeze({}) as Record<string, Body>;
+
+function normalizeModules(kind: KindDef, body: Body, sym: Symbolize, config: KindRuntimeConfig): Record<string, Body> {
+  let modules = NO_MODULES;
+  const defs = kind.modules;
+  if (!defs) return modules;
+  for (let i = 0; i < defs.length; i++) {
+    const m = defs[i];
     const v = body[m.name];
-    if (v && typeof v === 'object') modules[m.name] = normalizeModule(m, v as Body, sym, config);
+    if (v && typeof v === 'object') {
+      if (modules === NO_MODULES) modules = {};
+      modules[m.name] = normalizeModule(m, v as Body, sym, config);
+    }
   }
-  return { fields, modules };
+  return modules;
 }
 
 /** A kind's plain fields as normal forms take them: metadata and derived fields left out (worked out once per kind). */

@@ -16,18 +16,22 @@ function refBack(r: RefDef, out: unknown): unknown {
   return out && typeof out === 'object' ? (out as { id: string }).id : undefined;
 }
 
-/** Request fields of a kind or module, each with the ref whose response field it is read back from (found once per definition). */
-const requestFieldsCache = new WeakMap<object, [string, RefDef | undefined][]>();
-function requestFields(def: KindDef | ModuleDef, names: () => string[]): [string, RefDef | undefined][] {
-  let out = requestFieldsCache.get(def);
-  if (!out) requestFieldsCache.set(def, (out = names().map((f) => [f, def.refs?.find((x) => x.field === f && x.outField)])));
+/** A request field of a kind or module, with the ref whose response field it is read back from (metadata is kept apart: not listed). */
+interface RequestField { name: string; ref: RefDef | undefined }
+
+/** Request fields of each kind and module, found once per definition. */
+const requestFieldsCache = new WeakMap<object, RequestField[]>();
+function requestFields(def: KindDef | ModuleDef, names: string[]): RequestField[] {
+  const out: RequestField[] = [];
+  for (const f of names) if (f !== 'metadata') out.push({ name: f, ref: def.refs?.find((x) => x.field === f && x.outField) });
+  requestFieldsCache.set(def, out);
   return out;
 }
 
-function toRequest(fields: [string, RefDef | undefined][], resp: Body): Body {
+function toRequest(fields: RequestField[], resp: Body): Body {
   const out: Body = {};
-  for (const [f, r] of fields) {
-    if (f === 'metadata') continue; // kept apart (marker and user metadata)
+  for (let i = 0; i < fields.length; i++) {
+    const { name: f, ref: r } = fields[i];
     if (r) {
       const v = refBack(r, resp[r.outField!]);
       if (v !== undefined) out[f] = v;
@@ -38,15 +42,19 @@ function toRequest(fields: [string, RefDef | undefined][], resp: Body): Body {
 
 /** A response's module back in request form: Refs → ids, derived and unknown fields dropped. */
 function moduleToRequest(m: ModuleDef, resp: Body): Body {
-  return toRequest(requestFields(m, () => Object.keys((m.request.properties as object) ?? {})), resp);
+  return toRequest(requestFieldsCache.get(m) ?? requestFields(m, Object.keys((m.request.properties as object) ?? {})), resp);
 }
 
 /** A response in request form: the shape the manifests are written in, so both sides compare (metadata apart). */
 export function responseToRequest(kind: KindDef, resp: Body): Body {
-  const out = toRequest(requestFields(kind, () => Object.keys(kind.fields)), resp);
-  for (const m of kind.modules ?? []) {
-    const v = resp[m.name];
-    if (v && typeof v === 'object') out[m.name] = moduleToRequest(m, v as Body);
+  const out = toRequest(requestFieldsCache.get(kind) ?? requestFields(kind, Object.keys(kind.fields)), resp);
+  const modules = kind.modules;
+  if (modules) {
+    for (let i = 0; i < modules.length; i++) {
+      const m = modules[i];
+      const v = resp[m.name];
+      if (v && typeof v === 'object') out[m.name] = moduleToRequest(m, v as Body);
+    }
   }
   return out;
 }
@@ -109,12 +117,17 @@ export function observeOne(kind: KindDef, resp: Body, stack: string, parentId?: 
 
 const THIS: Owner = Object.freeze({ type: 'this' });
 
-/** One listed object and the children listed inside it (routes inside an edge), parent first. */
-export function observeItem(kind: KindDef, resp: Body, stack: string): ObservedObject[] {
-  const out = [observeOne(kind, resp, stack)];
+/**
+ * One listed object and the children listed inside it (routes inside an edge), parent first,
+ * appended to `out` (a new list by default).
+ */
+export function observeItem(kind: KindDef, resp: Body, stack: string, out: ObservedObject[] = []): ObservedObject[] {
+  out.push(observeOne(kind, resp, stack));
   for (const field in kind.embeds) {
+    const children = resp[field] as Body[] | undefined;
+    if (!children) continue;
     const childKind = kindByName(kind.embeds[field]);
-    for (const child of (resp[field] as Body[] | undefined) ?? []) out.push(observeOne(childKind, child, stack, resp.id as string));
+    for (let i = 0; i < children.length; i++) out.push(observeOne(childKind, children[i], stack, resp.id as string));
   }
   return out;
 }
@@ -123,7 +136,7 @@ export function observeItem(kind: KindDef, resp: Body, stack: string): ObservedO
 export function observeLists(lists: ObservedLists, stack: string): ObservedObject[] {
   const out: ObservedObject[] = [];
   for (const kind of manifestKinds()) {
-    for (const resp of lists[kind.listKey!] ?? []) out.push(...observeItem(kind, resp, stack));
+    for (const resp of lists[kind.listKey!] ?? []) observeItem(kind, resp, stack, out);
   }
   return out;
 }
