@@ -4,7 +4,7 @@ import { hasErrors, sortProblems, type Problem } from '../manifests/problems.js'
 import { resolveSecrets, type ResolvedSecret } from '../manifests/secrets.js';
 import { validateManifests, ValidationMemo } from '../manifests/validate.js';
 import type { PlanInput } from '../pipeline.js';
-import { buildDesired } from '../plan/desired.js';
+import { DesiredBuilder } from '../plan/desired.js';
 import { diff } from '../plan/diff.js';
 import { observeItem } from '../plan/observed.js';
 import { DEFAULT_CONFIG, NormMemo, tokenReader } from '../plan/normalize.js';
@@ -95,14 +95,14 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
   const cwd = input.cwd ?? process.cwd();
   for (const path of files) {
     const parsed = readManifest(path, cwd);
-    docs.push(...parsed.docs);
+    for (let i = 0; i < parsed.docs.length; i++) docs.push(parsed.docs[i]);
     loadProblems.push(...parsed.problems);
     await turn();
   }
   const opts = { stack: input.stack, strict: input.strict };
   const validation = new ValidationMemo();
-  for (const doc of docs) {
-    validation.local(doc, opts);
+  for (let i = 0; i < docs.length; i++) {
+    validation.local(docs[i], opts);
     if (slicer.due()) await slicer.turn();
   }
   const v = validateManifests(docs, opts, validation);
@@ -115,9 +115,12 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
   if (hasErrors(problems)) return { problems, ...none };
   await turn();
   const desired: DesiredObject[] = [];
-  for (const o of v.objects) {
-    for (const d of buildDesired([o], s.secrets)) {
-      desired.push(d);
+  const builder = new DesiredBuilder(s.secrets);
+  for (let i = 0; i < v.objects.length; i++) {
+    const from = desired.length;
+    builder.add(v.objects[i], desired);
+    for (let j = from; j < desired.length; j++) {
+      const d = desired[j];
       byIdentity.set(d.identity, d);
       memo.normalForm(d.kind, d.body, provisional, config);
     }

@@ -49,9 +49,10 @@ export function identityOf(kind: KindDef, name: string, parent?: { identity: str
 /** The objects and, after each, its children (an edge's routes), in one list made once. */
 export function withChildren(objects: ManifestObject[]): ManifestObject[] {
   const out: ManifestObject[] = [];
-  for (const o of objects) {
+  for (let i = 0; i < objects.length; i++) {
+    const o = objects[i];
     out.push(o);
-    for (const c of o.children) out.push(c);
+    for (let j = 0; j < o.children.length; j++) out.push(o.children[j]);
   }
   return out;
 }

@@ -5,7 +5,7 @@ import { secret as SECRET } from '../../kinds/fields.js';
 import { utf8Bytes } from '../../util/bytes.js';
 import { isStorableText } from '../../util/text.js';
 import { fingerprintSecret } from '../ownership/marker.js';
-import { isSecretRef, positionOf, withChildren, type ManifestObject, type SecretRef } from './model.js';
+import { isSecretRef, positionOf, type ManifestObject, type SecretRef } from './model.js';
 import { formatPath, type Problem } from './problems.js';
 import { secretValues } from './validate.js';
 
@@ -71,54 +71,64 @@ export function ownSetting(name: string): boolean {
 export function resolveSecrets(objects: ManifestObject[], stack: string, src: SecretEnv): { secrets: Map<string, ResolvedSecret>; problems: Problem[] } {
   const secrets = new Map<string, ResolvedSecret>();
   const problems: Problem[] = [];
-  for (const o of withChildren(objects)) {
-    for (const s of secretValues(o)) {
-      const path = s.path.join('.');
-      // Positions are found only when needed (a problem, a literal's place): they may mean parsing the file again.
-      const pos = () => positionOf(o, s.path);
-      let value: string | undefined;
-      let source: SecretSource;
-      if (isSecretRef(s.value)) {
-        source = s.value;
-        const name = s.value.env ?? s.value.fromEnv;
-        if (name !== undefined && ownSetting(name)) {
-          problems.push({ ...pos(), severity: 'error', path: formatPath([...o.at, ...s.path]), rule: 'secret-invalid', message: `${name} holds edgeplane's own setting, not a secret of the manifests: it is never sent to the service (name another variable)` });
-          continue;
-        } else if (name !== undefined) {
-          value = src.env[name];
-          if (value === undefined || value === '') {
-            problems.push({ ...pos(), severity: 'error', path: formatPath([...o.at, ...s.path]), rule: 'secret-missing', message: `environment variable ${name} is ${value === '' ? 'empty (a secret must have a value)' : 'not set'}` });
-            value = undefined;
-          }
-        } else {
-          const file = resolve(src.cwd, dirname(o.doc.file), s.value.file!);
-          // The plan records the file relative to the working directory, where apply reads it.
-          source = { file: relative(src.cwd, file) || file };
-          try {
-            value = readSecretFile(file);
-          } catch (err) {
-            const why = err instanceof NotTextError ? err.message : (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-            problems.push({ ...pos(), severity: 'error', path: formatPath([...o.at, ...s.path]), rule: 'secret-missing', message: `cannot read secret file ${s.value.file}: ${why}` });
-          }
-        }
-      } else {
-        const p = pos();
-        source = { literal: `${p.file}:${p.line}:${p.col}` };
-        value = typeof s.value === 'string' ? s.value : JSON.stringify(s.value);
-      }
-      if (value === undefined) continue;
-      const bad = valueProblem(value);
-      if (bad) {
-        problems.push({ ...pos(), severity: 'error', path: formatPath([...o.at, ...s.path]), rule: 'secret-invalid', message: `the secret's value ${bad} (the service would refuse it at apply)` });
-        continue;
-      }
-      const resolved: ResolvedSecret = { source, value, fingerprint: fingerprintSecret(stack, o.identity, path, value) };
-      if (o.previousIdentities.length) {
-        resolved.formerly = {};
-        for (const id of o.previousIdentities) resolved.formerly[id] = fingerprintSecret(stack, id, path, value);
-      }
-      secrets.set(`${o.identity}#${path}`, resolved);
-    }
+  // Each object, then its children (as withChildren lists them, with no list made).
+  for (let i = 0; i < objects.length; i++) {
+    const o = objects[i];
+    resolveOf(o, stack, src, secrets, problems);
+    for (let j = 0; j < o.children.length; j++) resolveOf(o.children[j], stack, src, secrets, problems);
   }
   return { secrets, problems };
+}
+
+/** One object's secrets, read and fingerprinted into `secrets` (or a problem each). */
+function resolveOf(o: ManifestObject, stack: string, src: SecretEnv, secrets: Map<string, ResolvedSecret>, problems: Problem[]) {
+  const secretsOf = secretValues(o);
+  for (let k = 0; k < secretsOf.length; k++) {
+    const s = secretsOf[k];
+    const path = s.path.join('.');
+    // Positions are found only when needed (a problem, a literal's place): they may mean parsing the file again.
+    const pos = () => positionOf(o, s.path);
+    let value: string | undefined;
+    let source: SecretSource;
+    if (isSecretRef(s.value)) {
+      source = s.value;
+      const name = s.value.env ?? s.value.fromEnv;
+      if (name !== undefined && ownSetting(name)) {
+        problems.push({ ...pos(), severity: 'error', path: formatPath([...o.at, ...s.path]), rule: 'secret-invalid', message: `${name} holds edgeplane's own setting, not a secret of the manifests: it is never sent to the service (name another variable)` });
+        continue;
+      } else if (name !== undefined) {
+        value = src.env[name];
+        if (value === undefined || value === '') {
+          problems.push({ ...pos(), severity: 'error', path: formatPath([...o.at, ...s.path]), rule: 'secret-missing', message: `environment variable ${name} is ${value === '' ? 'empty (a secret must have a value)' : 'not set'}` });
+          value = undefined;
+        }
+      } else {
+        const file = resolve(src.cwd, dirname(o.doc.file), s.value.file!);
+        // The plan records the file relative to the working directory, where apply reads it.
+        source = { file: relative(src.cwd, file) || file };
+        try {
+          value = readSecretFile(file);
+        } catch (err) {
+          const why = err instanceof NotTextError ? err.message : (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+          problems.push({ ...pos(), severity: 'error', path: formatPath([...o.at, ...s.path]), rule: 'secret-missing', message: `cannot read secret file ${s.value.file}: ${why}` });
+        }
+      }
+    } else {
+      const p = pos();
+      source = { literal: `${p.file}:${p.line}:${p.col}` };
+      value = typeof s.value === 'string' ? s.value : JSON.stringify(s.value);
+    }
+    if (value === undefined) continue;
+    const bad = valueProblem(value);
+    if (bad) {
+      problems.push({ ...pos(), severity: 'error', path: formatPath([...o.at, ...s.path]), rule: 'secret-invalid', message: `the secret's value ${bad} (the service would refuse it at apply)` });
+      continue;
+    }
+    const resolved: ResolvedSecret = { source, value, fingerprint: fingerprintSecret(stack, o.identity, path, value) };
+    if (o.previousIdentities.length) {
+      resolved.formerly = {};
+      for (const id of o.previousIdentities) resolved.formerly[id] = fingerprintSecret(stack, id, path, value);
+    }
+    secrets.set(`${o.identity}#${path}`, resolved);
+  }
 }

@@ -450,16 +450,21 @@ function uniqueValuesOf(o: ManifestObject): string[][] {
     let fields: Body | undefined;
     // Unique values are read from plain fields (hostports, a route's match), in normal form.
     try { fields = normalizeFields(o.kind, o.body, idsAsTheyAre); } catch { /* a body with schema errors */ }
-    v = uniques.map((u) => {
-      // A body with schema errors (`hostports: 7`) may give anything: only strings count.
-      try {
-        const got: unknown = fields ? u.values(fields) : NONE;
-        return Array.isArray(got) && got.every((x) => typeof x === 'string') ? got : NONE;
-      } catch { return NONE; }
-    });
+    v = new Array<string[]>(uniques.length);
+    for (let i = 0; i < uniques.length; i++) v[i] = fields ? uniqueStrings(uniques[i], fields) : NONE;
     o.found.uniques = v;
   }
   return v;
+}
+
+/** A unique's values of an object's plain fields: a body with schema errors (`hostports: 7`) may give anything, and only strings count. */
+function uniqueStrings(u: UniqueDef, fields: Body): string[] {
+  try {
+    const got: unknown = u.values(fields);
+    if (!Array.isArray(got)) return NONE;
+    for (let i = 0; i < got.length; i++) if (typeof got[i] !== 'string') return NONE;
+    return got as string[];
+  } catch { return NONE; }
 }
 
 function uniquePass(all: ManifestObject[], add: Add) {
@@ -548,18 +553,23 @@ export function secretValues(o: ManifestObject): Hit[] {
   // Manifest objects are asked four times (validation, secrets, desired state): found once each.
   let out = o.found.secrets;
   if (out) return out;
-  out = [];
+  out = NONE; // a list is made for an object with a secret only
   const own = o.kind.writeOnly;
-  if (own) for (let i = 0; i < own.length; i++) out.push(...matchPaths(o.body, own[i]));
+  if (own) {
+    for (let i = 0; i < own.length; i++) {
+      const hits = matchPaths(o.body, own[i]);
+      if (hits.length) (out === NONE ? (out = []) : out).push(...hits);
+    }
+  }
   const modules = o.kind.modules;
   if (modules) {
     for (let i = 0; i < modules.length; i++) {
       const m = modules[i];
       if (!m.writeOnly || !o.body[m.name]) continue;
-      for (const w of m.writeOnly) for (const h of matchPaths(o.body[m.name], w)) out.push({ path: [m.name, ...h.path], value: h.value });
+      for (const w of m.writeOnly) for (const h of matchPaths(o.body[m.name], w)) (out === NONE ? (out = []) : out).push({ path: [m.name, ...h.path], value: h.value });
     }
   }
-  return (o.found.secrets = out.length ? out : NONE);
+  return (o.found.secrets = out);
 }
 
 /** Pass 8: secrets come from the environment or a file, not from the manifest. */

@@ -55,21 +55,36 @@ const NO_SECRETS: Record<string, string> = Object.freeze({}) as Record<string, s
  */
 export function buildDesired(objects: ManifestObject[], secrets: Map<string, ResolvedSecret>, memo?: DesiredMemo): DesiredObject[] {
   const out: DesiredObject[] = [];
-  // One token per named target (tokens are values: never modified), so thousands of references
-  // to the same few objects share them.
-  const tokens = new Map<KindDef, Map<string, RefToken>>();
-  const tokenFor = (target: KindDef, name: string): RefToken => {
-    let byName = tokens.get(target);
-    if (!byName) tokens.set(target, (byName = new Map()));
+  const builder = new DesiredBuilder(secrets, memo);
+  for (let i = 0; i < objects.length; i++) builder.add(objects[i], out);
+  return out;
+}
+
+/** `buildDesired` an object at a time (planning builds them between turns of the event loop). */
+export class DesiredBuilder {
+  /**
+   * One token per named target (tokens are values: never modified), so thousands of references
+   * to the same few objects share them.
+   */
+  private readonly tokens = new Map<KindDef, Map<string, RefToken>>();
+
+  constructor(private readonly secrets: Map<string, ResolvedSecret>, private readonly memo?: DesiredMemo) {}
+
+  private tokenFor(target: KindDef, name: string): RefToken {
+    let byName = this.tokens.get(target);
+    if (!byName) this.tokens.set(target, (byName = new Map()));
     let t = byName.get(name);
     if (!t) byName.set(name, (t = { $ref: `${target.manifestKind}/${name}` }));
     return t;
-  };
-  const one = (o: ManifestObject) => {
+  }
+
+  /** A valid manifest object's desired object, then its children's, appended to `out`. */
+  add(o: ManifestObject, out: DesiredObject[]): void {
+    const { secrets, memo } = this;
     const known = memo?.get(o);
     if (known && secretValues(o).every((s) => secrets.get(`${o.identity}#${s.path.join('.')}`)?.fingerprint === known.fp[s.path.join('.')])) {
       out.push(known);
-      for (let i = 0; i < o.children.length; i++) one(o.children[i]);
+      for (let i = 0; i < o.children.length; i++) this.add(o.children[i], out);
       return;
     }
     // Copied without metadata (built, not deleted from: a delete turns an object into a slow hash map).
@@ -82,7 +97,7 @@ export function buildDesired(objects: ManifestObject[], secrets: Map<string, Res
     for (let i = 0; i < refs.length; i++) {
       const r = refs[i];
       if (!isName(r.def, r.value)) continue;
-      setAt(body, r.path, tokenFor(namedTarget(r.def)!, r.value), copied);
+      setAt(body, r.path, this.tokenFor(namedTarget(r.def)!, r.value), copied);
     }
     let fp: Record<string, string> = NO_SECRETS;
     let formerFp: Record<string, Record<string, string>> | undefined;
@@ -104,8 +119,6 @@ export function buildDesired(objects: ManifestObject[], secrets: Map<string, Res
     if (formerFp) d.formerFp = formerFp;
     memo?.set(o, d);
     out.push(d);
-    for (let i = 0; i < o.children.length; i++) one(o.children[i]);
-  };
-  for (let i = 0; i < objects.length; i++) one(objects[i]);
-  return out;
+    for (let i = 0; i < o.children.length; i++) this.add(o.children[i], out);
+  }
 }
