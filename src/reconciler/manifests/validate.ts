@@ -8,6 +8,7 @@ import { encodeMetadata, METADATA_LIMIT, TOOL, MARKER_VERSION } from '../ownersh
 import { matchPaths, plainPath, type Hit } from '../paths.js';
 import { utf8Bytes } from '../../util/bytes.js';
 import { unstorableText } from '../../util/text.js';
+import { Scratch } from '../../util/scratch.js';
 import { didYouMean } from '../../util/suggest.js';
 import { normalizeFields } from '../plan/normalize.js';
 import type { SourceDoc } from './load.js';
@@ -361,22 +362,16 @@ function indexByKind(all: ManifestObject[]): Map<string, Map<string, ManifestObj
 
 /**
  * A shared empty list, for the many objects that have none of a thing (frozen: never added to).
- * Lists kept with thousands of objects are made at their exact length (`exact`): an array grown
- * by `push` keeps room for 16 more, which a plan of thousands of objects carries to the end.
+ * Lists kept with thousands of objects are made at their exact length (`Scratch.take`): an array
+ * grown by `push` keeps room for 16 more, which a plan of thousands of objects carries to the end.
  */
 const NONE: never[] = Object.freeze([]) as unknown as never[];
-function exact<T>(scratch: T[]): T[] {
-  if (!scratch.length) return NONE;
-  const out = scratch.slice();
-  scratch.length = 0;
-  return out;
-}
-const refScratch: RefValue[] = [];
+const refScratch = new Scratch<RefValue>();
 
 /** Every reference value of an object: its own fields' and its modules', with where it sits. */
 export function refValues(o: { kind: KindDef; body: Body }): RefValue[] {
   const out = refScratch;
-  out.length = 0;
+  out.clear(); // empty unless a walk before was cut short
   if (o.kind.refs) takeRefs(out, o.kind.refs, o.body, undefined);
   const modules = o.kind.modules;
   if (modules) {
@@ -385,11 +380,11 @@ export function refValues(o: { kind: KindDef; body: Body }): RefValue[] {
       if (m.refs && o.body[m.name]) takeRefs(out, m.refs, o.body[m.name], m.name);
     }
   }
-  return exact(out);
+  return out.take(NONE);
 }
 
 // Module-level, not a closure per object: it runs for every object of every plan.
-function takeRefs(out: RefValue[], defs: RefDef[], holder: unknown, module: string | undefined) {
+function takeRefs(out: Scratch<RefValue>, defs: RefDef[], holder: unknown, module: string | undefined) {
   for (let d = 0; d < defs.length; d++) {
     const def = defs[d];
     const hits = matchPaths(holder, def.field);

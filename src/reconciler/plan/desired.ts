@@ -7,6 +7,7 @@ import { isName, refsOf, secretValues } from '../manifests/validate.js';
 import type { DesiredObject } from './state.js';
 import type { RefToken, SecretToken } from './tokens.js';
 import { setAt } from './normalize.js';
+import { Scratch } from '../../util/scratch.js';
 
 /** A desired object; its source position is found on first read (it may need the file parsed again). */
 class Desired implements DesiredObject {
@@ -44,7 +45,7 @@ class Desired implements DesiredObject {
 export type DesiredMemo = WeakMap<ManifestObject, DesiredObject>;
 
 /** The containers `setAt` copied for the object being built (one list, emptied for each). */
-const copiedScratch: object[] = [];
+const copiedScratch = new Scratch<object>();
 
 /** The fingerprints of an object without secrets (shared; frozen: never added to). */
 const NO_SECRETS: Record<string, string> = Object.freeze({}) as Record<string, string>;
@@ -91,7 +92,7 @@ export class DesiredBuilder {
     const body: Body = {};
     for (const k in o.body) if (k !== 'metadata') body[k] = o.body[k];
     const copied = copiedScratch;
-    copied.length = 0; // the containers copied for this object only
+    copied.clear(); // the containers copied for this object only
     const userMetadata = typeof o.body.metadata === 'string' ? o.body.metadata : undefined;
     const refs = refsOf(o);
     for (let i = 0; i < refs.length; i++) {

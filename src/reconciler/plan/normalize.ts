@@ -2,6 +2,7 @@ import { NORMALIZERS } from '../../kinds/normalizers.js';
 import type { Body, KindDef, KindRuntimeConfig, ModuleDef, RefDef, ReconcileRules } from '../../kinds/types.js';
 import { canonicalJson } from '../../util/canonical-json.js';
 import { setOwn } from '../../util/own.js';
+import { Scratch } from '../../util/scratch.js';
 import { matchPaths, plainPath } from '../paths.js';
 import { isRefToken, isSecretToken, type RefToken } from './tokens.js';
 
@@ -41,9 +42,29 @@ export interface Normal { fields: Body; modules: Record<string, Body> }
  * thousands of bodies that are already in normal form allocates almost nothing.
  */
 class Rewrite {
+  v: unknown;
+  private ownedRoot = false;
   /** The copies made so far (few: one per container a rule changes). */
-  private owned: object[] | undefined;
-  constructor(public v: unknown, private readonly ownedRoot = false) {}
+  private readonly owned = new Scratch<object>();
+
+  /**
+   * One rewrite, of `v` (already a copy of its own when `ownedRoot`). Rewrites do not nest (no
+   * rule normalises a body), so one instance serves them all: `done` ends each.
+   */
+  static of(v: unknown, ownedRoot: boolean): Rewrite {
+    const r = REWRITE;
+    r.v = v;
+    r.ownedRoot = ownedRoot;
+    return r;
+  }
+
+  /** The rewritten value; the instance lets go of it and of its copies. */
+  done(): unknown {
+    const v = this.v;
+    this.v = undefined;
+    this.owned.clear();
+    return v;
+  }
 
   map(pattern: string, fn: (v: unknown) => unknown) {
     const plain = plainPath(pattern);
@@ -80,9 +101,9 @@ class Rewrite {
 
   private own<T extends object>(c: T): T {
     if (this.ownedRoot && c === this.v) return c;
-    if (this.owned?.includes(c)) return c;
+    if (this.owned.includes(c)) return c;
     const copy = copyOf(c);
-    (this.owned ??= []).push(copy);
+    this.owned.push(copy);
     return copy;
   }
 
@@ -98,6 +119,8 @@ class Rewrite {
     else holder[last] = value;
   }
 }
+
+const REWRITE = new Rewrite();
 
 /**
  * Copies `from`'s keys into `to` (as a spread would; `skip` left out), one assignment at a time.
@@ -121,12 +144,15 @@ export function copyOf<T extends object>(c: T): T {
   return (Array.isArray(c) ? c.slice() : assign({}, c)) as T;
 }
 
+/** The containers copied so far for one body (an array, or a `Scratch` reused for body after body). */
+export interface Copies { includes(c: object): boolean; push(c: object): unknown }
+
 /**
  * Sets a value at a path of `body` (a copy of a body's top level), copying each container on the
  * way the first time it is written into (`copied` lists those copies): the body it was copied from
  * is never modified, and what no write reaches stays shared with it.
  */
-export function setAt(body: Body, path: (string | number)[], value: unknown, copied: object[]) {
+export function setAt(body: Body, path: (string | number)[], value: unknown, copied: Copies) {
   let holder = body as Record<string | number, unknown>;
   for (let i = 0; i < path.length - 1; i++) {
     let child = holder[path[i]] as Record<string | number, unknown>;
@@ -268,10 +294,10 @@ export function normalizeModule(m: ModuleDef, given: Body, sym: Symbolize, confi
     assign(v, cd);
     assign(v, own, m.derived);
   }
-  const r = new Rewrite(v, !complete);
+  const r = Rewrite.of(v, !complete);
   symbolizeRefs(r, m.refs, sym);
   applyRules(r, m.reconcile);
-  return r.v as Body;
+  return r.done() as Body;
 }
 
 export function normalize(kind: KindDef, body: Body, sym: Symbolize, config: KindRuntimeConfig = DEFAULT_CONFIG): Normal {
@@ -323,10 +349,10 @@ export function normalizeFields(kind: KindDef, body: Body, sym: Symbolize): Body
     if (v === undefined || v === null || (v === '' && p.clearable)) continue;
     fields[p.name] = v;
   }
-  const r = new Rewrite(fields, true);
+  const r = Rewrite.of(fields, true);
   symbolizeRefs(r, kind.refs, sym);
   applyRules(r, kind.reconcile);
-  return r.v as Body;
+  return r.done() as Body;
 }
 
 /** Whether two normal values are the same (secrets by fingerprint only). */
@@ -423,32 +449,36 @@ export class NormMemo {
     const hit = this.normal.get(body);
     if (hit && hit.config === config && stillReads(hit.lookups, sym)) return hit;
     this.reading = sym;
-    const n = normalize(kind, body, this.recorder, config);
+    this.lookups.clear();
+    const fields = normalizeFields(kind, body, this.recorder);
+    const modules = normalizeModules(kind, body, this.recorder, config);
     // Kept at their exact length (most bodies look up one id or none); the scratch list is reused.
-    const lookups = this.lookups.length ? this.lookups.slice() : undefined;
-    this.lookups.length = 0;
+    const lookups = this.lookups.take(undefined);
     // One object per body: the normal form and what it was made with (thousands are kept).
-    const entry: Entry = { fields: n.fields, modules: n.modules, config, lookups, sameAs: undefined, sameEntry: undefined };
+    const entry: Entry = { fields, modules, config, lookups, sameAs: undefined, sameEntry: undefined };
     this.normal.set(body, entry);
     return entry;
   }
 
   private reading: Symbolize = (x) => x;
-  private readonly lookups: Lookups = [];
+  private readonly lookups = new Scratch<string | RefToken>();
   /** Reads ids through the current symbolizer and notes each look-up (one function for every call). */
   private readonly recorder: Symbolize = (id) => {
     const r = this.reading(id);
-    this.lookups.push(id, r);
+    this.lookups.push(id);
+    this.lookups.push(r);
     return r;
   };
 
   /** The plain fields with ids as they are (no look-ups: always valid). */
   rawFields(kind: KindDef, body: Body): Body {
     let f = this.raw.get(body);
-    if (!f) this.raw.set(body, (f = normalizeFields(kind, body, (x) => x)));
+    if (!f) this.raw.set(body, (f = normalizeFields(kind, body, asItIs)));
     return f;
   }
 }
+
+const asItIs: Symbolize = (id) => id;
 
 /** Look-ups a normal form made: id, what it read as, id, what it read as, … */
 type Lookups = (string | RefToken)[];
