@@ -387,16 +387,38 @@ export function refValues(o: { kind: KindDef; body: Body }): RefValue[] {
 function takeRefs(out: Scratch<RefValue>, defs: RefDef[], holder: unknown, module: string | undefined) {
   for (let d = 0; d < defs.length; d++) {
     const def = defs[d];
+    const plain = plainPath(def.field);
+    if (plain) {
+      // Most refs name one field: found by walking (as `matchPaths` would), with no hit made. The
+      // path is the pattern's own, or the module field's (shared, never modified): a ref's path may be it.
+      let v = holder;
+      for (let i = 0; i < plain.length && v !== undefined; i++) {
+        v = v && typeof v === 'object' && !Array.isArray(v) && plain[i] in v ? (v as Record<string, unknown>)[plain[i]] : undefined;
+      }
+      if (v !== undefined) takeRef(out, def, v, module === undefined ? plain : inModule(module, def.field), true);
+      continue;
+    }
     const hits = matchPaths(holder, def.field);
     for (let h = 0; h < hits.length; h++) {
       const hit = hits[h];
-      // A hit's path is the pattern's own (shared, never modified): a ref's path may be it.
-      const at: (string | number)[] = module === undefined ? hit.path : plainPath(def.field) ? inModule(module, def.field) : [module, ...hit.path];
-      if (def.many && Array.isArray(hit.value)) {
-        for (let i = 0; i < hit.value.length; i++) if (typeof hit.value[i] === 'string') out.push({ def, value: hit.value[i], path: [...at, i] });
-      } else if (typeof hit.value === 'string') out.push({ def, value: hit.value, path: at });
+      takeRef(out, def, hit.value, module === undefined ? hit.path : [module, ...hit.path], false);
     }
   }
+}
+
+/** The reference (or, for a `many` ref, references) of one value found at `at`; `shared`: `at` is a path kept for the pattern. */
+function takeRef(out: Scratch<RefValue>, def: RefDef, value: unknown, at: (string | number)[], shared: boolean) {
+  if (def.many && Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (typeof value[i] === 'string') out.push({ def, value: value[i], path: shared ? indexed(at, i) : [...at, i] });
+  } else if (typeof value === 'string') out.push({ def, value, path: at });
+}
+
+/** `[...at, i]` for a shared path `at`: one array per path and index (shared, never modified). */
+const indexedPaths = new Map<(string | number)[], (string | number)[][]>();
+function indexed(at: (string | number)[], i: number): (string | number)[] {
+  let byIndex = indexedPaths.get(at);
+  if (!byIndex) indexedPaths.set(at, (byIndex = []));
+  return (byIndex[i] ??= [...at, i]);
 }
 
 /** A module field's path (`backend.backend_id`), one array per module and field (shared, never modified). */
