@@ -58,7 +58,8 @@ export function validateManifests(docs: SourceDoc[], opts: ValidateOptions, memo
   const problems: Problem[] = [];
   const add = adder(problems);
   const objects: ManifestObject[] = [];
-  for (const doc of docs) {
+  for (let i = 0; i < docs.length; i++) {
+    const doc = docs[i];
     const local = memo?.local(doc, opts) ?? localPasses(doc, opts);
     if (local.object) objects.push(local.object);
     problems.push(...local.problems);
@@ -71,7 +72,7 @@ export function validateManifests(docs: SourceDoc[], opts: ValidateOptions, memo
   namePass(objects, add);
   renamePass(all, add);
   const byKind = indexByKind(all);
-  for (const o of all) referencePass(o, byKind, add);
+  for (let i = 0; i < all.length; i++) referencePass(all[i], byKind, add);
   uniquePass(all, add);
   cyclePass(all, byKind, add);
   memo?.crossChecked(docs, problems.length === before);
@@ -121,14 +122,16 @@ function objectPasses(o: ManifestObject, add: Add, opts: ValidateOptions, errorP
  */
 export class ValidationMemo {
   private docs = new WeakMap<SourceDoc, Local>();
-  private key = '';
+  /** The options the kept results were found with. */
+  private stack: string | undefined;
+  private strict = false;
   /** The documents of the last run whose passes across documents found nothing. */
   private clean: SourceDoc[] | undefined;
 
   local(doc: SourceDoc, opts: ValidateOptions): Local {
-    const key = `${opts.stack}\0${!!opts.strict}`;
-    if (key !== this.key) {
-      this.key = key;
+    if (opts.stack !== this.stack || !!opts.strict !== this.strict) {
+      this.stack = opts.stack;
+      this.strict = !!opts.strict;
       this.docs = new WeakMap();
       this.clean = undefined;
     }
@@ -203,7 +206,7 @@ function shapePass(doc: SourceDoc, add: Add, errorPaths: (string | number)[][]):
       errorPaths.push(instancePath(e));
     }
   }
-  return toObject(kind, v, doc, [], valid);
+  return toObject(kind, v, doc, ROOT, valid);
 }
 
 function toObject(kind: KindDef, v: Record<string, unknown>, doc: SourceDoc, at: (string | number)[], valid: boolean, parent?: ManifestObject, field?: string): ManifestObject | undefined {
@@ -241,11 +244,22 @@ function toObject(kind: KindDef, v: Record<string, unknown>, doc: SourceDoc, at:
     for (let i = 0; i < list.length; i++) {
       const c = list[i];
       if (!c || typeof c !== 'object') continue;
-      const child = toObject(childKind, c as Record<string, unknown>, doc, [...at, f, i], valid, o, f);
+      const child = toObject(childKind, c as Record<string, unknown>, doc, at === ROOT ? childAt(f, i) : [...at, f, i], valid, o, f);
       if (child) o.children.push(child);
     }
   }
   return o;
+}
+
+/** Where a document's own object sits in it (shared: never modified). */
+const ROOT: (string | number)[] = Object.freeze([]) as unknown as (string | number)[];
+
+/** Where a document's child sits (`['routes', 0]`): one array per field and index, shared like `ROOT`. */
+const childPaths = new Map<string, (string | number)[][]>();
+function childAt(field: string, i: number): (string | number)[] {
+  let byIndex = childPaths.get(field);
+  if (!byIndex) childPaths.set(field, (byIndex = []));
+  return (byIndex[i] ??= [field, i]);
 }
 
 /** `if/then` secret fields add a wrapper error; the inner error says what is wrong. */
@@ -297,7 +311,8 @@ function namePass(objects: ManifestObject[], add: Add) {
     add(o, ['name'], 'duplicate-name', `${o.kind.manifestKind ?? o.kind.title} name "${o.name}" is already used at ${p.file}:${p.line}:${p.col}`);
   };
   const seen = new Map<string, ManifestObject>();
-  for (const o of objects) {
+  for (let n = 0; n < objects.length; n++) {
+    const o = objects[n];
     const first = seen.get(o.identity);
     if (first) duplicate(o, first);
     else seen.set(o.identity, o);
@@ -321,7 +336,8 @@ function namePass(objects: ManifestObject[], add: Add) {
 function renamePass(all: ManifestObject[], add: Add) {
   let current: Map<string, ManifestObject> | undefined;
   const claimed = new Map<string, ManifestObject>();
-  for (const o of all) {
+  for (let i = 0; i < all.length; i++) {
+    const o = all[i];
     if (o.renamedFrom === undefined) continue;
     if (o.renamedFrom === o.name) {
       add(o, ['renamed_from'], 'renamed-from', 'is the object\'s own name: give the name it had before');
@@ -351,7 +367,8 @@ function renamePass(all: ManifestObject[], add: Add) {
 
 function indexByKind(all: ManifestObject[]): Map<string, Map<string, ManifestObject>> {
   const out = new Map<string, Map<string, ManifestObject>>();
-  for (const o of all) {
+  for (let i = 0; i < all.length; i++) {
+    const o = all[i];
     if (o.parent) continue;
     const m = out.get(o.kind.name) ?? new Map<string, ManifestObject>();
     if (!m.has(o.name)) m.set(o.name, o);
@@ -487,7 +504,8 @@ function uniqueStrings(u: UniqueDef, fields: Body): string[] {
 function uniquePass(all: ManifestObject[], add: Add) {
   // Unique → scope (the parent, for per-parent uniques) → value → the first object holding it.
   const seen = new Map<UniqueDef, Map<ManifestObject | undefined, Map<string, ManifestObject>>>();
-  for (const o of all) {
+  for (let n = 0; n < all.length; n++) {
+    const o = all[n];
     const uniques = o.kind.uniques;
     if (!uniques?.length) continue;
     const valuesOf = uniqueValuesOf(o);
@@ -524,7 +542,7 @@ function fieldHolding(o: ManifestObject, value: string): (string | number)[] {
 
 /** Pass 6: references declared acyclic (failover children) form no cycle among the manifests. */
 function cyclePass(all: ManifestObject[], byKind: Map<string, Map<string, ManifestObject>>, add: Add) {
-  const edges = (o: ManifestObject) => !refsOf(o).some((r) => r.def.acyclic) ? NONE :
+  const edges = (o: ManifestObject) => !hasAcyclic(refsOf(o)) ? NONE :
     refsOf(o).filter((r) => r.def.acyclic && isName(r.def, r.value))
       .map((r) => ({ to: byKind.get(namedTarget(r.def)!.name)?.get(r.value), path: r.path }))
       .filter((e): e is { to: ManifestObject; path: (string | number)[] } => !!e.to);
@@ -545,7 +563,15 @@ function cyclePass(all: ManifestObject[], byKind: Map<string, Map<string, Manife
     }
     state.set(o, 'done');
   };
-  for (const o of all) if (!state.has(o) && edges(o).length) visit(o, []);
+  for (let i = 0; i < all.length; i++) {
+    const o = all[i];
+    if (hasAcyclic(refsOf(o)) && !state.has(o) && edges(o).length) visit(o, []);
+  }
+}
+
+function hasAcyclic(refs: RefValue[]): boolean {
+  for (let i = 0; i < refs.length; i++) if (refs[i].def.acyclic) return true;
+  return false;
 }
 
 /** Pass 7: at most one module of an exclusive group (oauth / oidc / saml) per object. */
@@ -607,7 +633,8 @@ function metadataPass(o: ManifestObject, add: Add, stack: string) {
   // A JSON string takes at most 6 bytes per UTF-16 unit (\u escapes); the rest of the encoding is
   // under 200 bytes plus 30 per secret fingerprint. Most objects are far below the limit: only
   // those that might not be are encoded to be measured exactly.
-  const chars = stack.length + o.identity.length + (typeof user === 'string' ? user.length : 0) + secrets.reduce((n, s) => n + s.path.join('.').length, 0);
+  let chars = stack.length + o.identity.length + (typeof user === 'string' ? user.length : 0);
+  for (let i = 0; i < secrets.length; i++) chars += secrets[i].path.join('.').length;
   if (6 * chars + 200 + 30 * secrets.length < METADATA_LIMIT) return;
   const fp = Object.fromEntries(secrets.map((s) => [s.path.join('.'), 'x'.repeat(22)]));
   const size = utf8Bytes(encodeMetadata({ tool: TOOL, v: MARKER_VERSION, stack, id: o.identity, fp, protect: o.protect }, typeof user === 'string' ? user : undefined));
