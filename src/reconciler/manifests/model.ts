@@ -31,12 +31,10 @@ export interface ManifestObject {
    * What validation reads of the object, found once and kept with it (`refsOf`, `uniqueValuesOf`,
    * `secretValues`): objects are shared between watch runs and never modified once built.
    */
-  found: {
-    refs?: RefValue[];
-    uniques?: string[][];
-    /** Secret fields: concrete paths (`oidc.client_secret`) and values as written. */
-    secrets?: Hit[];
-  };
+  refs: RefValue[] | undefined;
+  uniques: string[][] | undefined;
+  /** Secret fields: concrete paths (`oidc.client_secret`) and values as written. */
+  secrets: Hit[] | undefined;
 }
 
 /** A reference an object makes: the ref it fills, the value written, and where it sits in the object. */

@@ -79,7 +79,7 @@ export function validateManifests(docs: SourceDoc[], opts: ValidateOptions, memo
   return { objects, problems: sortProblems(problems) };
 }
 
-function adder(problems: Problem[]): Add {
+function adder(problems: { push(p: Problem): unknown }): Add {
   return (o, path, rule, message, x = {}) => {
     const full = [...o.at, ...path];
     problems.push({ ...o.doc.locate(full, { key: x.key }), severity: x.severity ?? 'error', path: formatPath(full), rule, message });
@@ -90,17 +90,26 @@ interface Local { object?: ManifestObject; problems: Problem[] }
 
 /** The passes that read one document alone: shape and schema, exclusive modules, secrets, metadata size, the service's checks. */
 function localPasses(doc: SourceDoc, opts: ValidateOptions): Local {
-  const problems: Problem[] = [];
-  const add = adder(problems);
+  localProblems.clear(); // empty unless a document before failed
+  if (localErrors.length) localErrors.length = 0;
+  const add = addLocal;
+  const errorPaths = localErrors;
   textPass(doc, add);
-  const errorPaths: (string | number)[][] = [];
   const object = shapePass(doc, add, errorPaths);
   if (object) {
     objectPasses(object, add, opts, errorPaths);
     for (let i = 0; i < object.children.length; i++) objectPasses(object.children[i], add, opts, errorPaths);
   }
-  return { object, problems };
+  return { object, problems: localProblems.take(NONE) };
 }
+
+/**
+ * What one document's passes find: problems, and the paths of its schema errors. One list each,
+ * reused for document after document (the passes do not nest; most documents have neither).
+ */
+const localProblems = new Scratch<Problem>();
+const addLocal = adder(localProblems);
+const localErrors: (string | number)[][] = [];
 
 function objectPasses(o: ManifestObject, add: Add, opts: ValidateOptions, errorPaths: (string | number)[][]) {
   // These read the body defensively, so they also run on objects with schema errors.
@@ -185,24 +194,23 @@ function textPass(doc: SourceDoc, add: Add) {
 
 /** Pass 1 and 2: the document is an object of a known kind, and matches that kind's schema. */
 function shapePass(doc: SourceDoc, add: Add, errorPaths: (string | number)[][]): ManifestObject | undefined {
-  const here = { doc, at: [] as (string | number)[] };
   const v = doc.value as Record<string, unknown>;
   if (!v || typeof v !== 'object' || Array.isArray(v)) {
-    add(here, [], 'shape', 'a manifest document must be a mapping with kind and name');
+    add({ doc, at: ROOT }, [], 'shape', 'a manifest document must be a mapping with kind and name');
     return undefined;
   }
-  const kind = manifestKinds().find((k) => k.manifestKind === v.kind);
+  const kind = kindOfManifest(v.kind);
   if (!kind) {
     const known = manifestKinds().map((k) => k.manifestKind!);
     const hint = typeof v.kind === 'string' ? didYouMean(v.kind, known) : '';
-    add(here, v.kind === undefined ? [] : ['kind'], 'schema', v.kind === undefined ? `kind is required (one of ${known.join(', ')})` : `must be one of ${known.join(', ')}${hint}`);
+    add({ doc, at: ROOT }, v.kind === undefined ? [] : ['kind'], 'schema', v.kind === undefined ? `kind is required (one of ${known.join(', ')})` : `must be one of ${known.join(', ')}${hint}`);
     return undefined;
   }
   const validate = validatorFor(kind.manifestKind!);
   const valid = validate(v);
   if (!valid) {
     for (const e of relevantErrors(validate.errors ?? [])) {
-      schemaProblem(here, e, add);
+      schemaProblem({ doc, at: ROOT }, e, add);
       errorPaths.push(instancePath(e));
     }
   }
@@ -221,7 +229,8 @@ function toObject(kind: KindDef, v: Record<string, unknown>, doc: SourceDoc, at:
   const o: ManifestObject = {
     kind, name: v.name, identity: identityOf(kind, v.name, parent && field ? { identity: parent.identity, field } : undefined),
     parent, doc, at, body, protect: v.protect === true, previousIdentities: NONE,
-    renamedFrom: typeof v.renamed_from === 'string' ? v.renamed_from : undefined, children: kind.embeds ? [] : NONE, valid, found: {},
+    renamedFrom: typeof v.renamed_from === 'string' ? v.renamed_from : undefined, children: NONE, valid,
+    refs: undefined, uniques: undefined, secrets: undefined,
   };
   // Renamed, or inside a renamed parent: where the object may still be found. A child renamed with
   // its parent may have either rename applied already (watch applies each save on its own).
@@ -237,6 +246,15 @@ function toObject(kind: KindDef, v: Record<string, unknown>, doc: SourceDoc, at:
     }
     o.previousIdentities = out;
   }
+  if (!kind.embeds) return o;
+  // The children, in a list of their exact length (kept with the object for the whole plan).
+  let room = 0;
+  for (const f in kind.embeds) {
+    const list = v[f];
+    if (Array.isArray(list)) room += list.length;
+  }
+  const children = (o.children = new Array<ManifestObject>(room));
+  let n = 0;
   for (const f in kind.embeds) {
     const list = v[f];
     if (!Array.isArray(list)) continue;
@@ -245,10 +263,18 @@ function toObject(kind: KindDef, v: Record<string, unknown>, doc: SourceDoc, at:
       const c = list[i];
       if (!c || typeof c !== 'object') continue;
       const child = toObject(childKind, c as Record<string, unknown>, doc, at === ROOT ? childAt(f, i) : [...at, f, i], valid, o, f);
-      if (child) o.children.push(child);
+      if (child) children[n++] = child;
     }
   }
+  children.length = n;
   return o;
+}
+
+/** The manifest kind a document names (`kind: HTTPSEdge`), if it is one. */
+let manifestKindsByName: Map<unknown, KindDef> | undefined;
+function kindOfManifest(name: unknown): KindDef | undefined {
+  manifestKindsByName ??= new Map(manifestKinds().map((k) => [k.manifestKind, k]));
+  return manifestKindsByName.get(name);
 }
 
 /** Where a document's own object sits in it (shared: never modified). */
@@ -450,7 +476,7 @@ function inModule(module: string, field: string): string[] {
 
 /** `refValues` of a manifest object, computed once per object (objects are shared between watch runs). */
 export function refsOf(o: ManifestObject): RefValue[] {
-  return (o.found.refs ??= refValues(o));
+  return (o.refs ??= refValues(o));
 }
 
 /** A ref value that is a manifest name (not a raw id) of a kind the manifests manage. */
@@ -477,16 +503,16 @@ function referencePass(o: ManifestObject, byKind: Map<string, Map<string, Manife
 /** Each unique's values of an object (per `kind.uniques`), computed once per object. */
 const idsAsTheyAre = (id: string) => id;
 function uniqueValuesOf(o: ManifestObject): string[][] {
-  let v = o.found.uniques;
+  let v = o.uniques;
   if (!v) {
     const uniques = o.kind.uniques;
-    if (!uniques?.length) return (o.found.uniques = NONE);
+    if (!uniques?.length) return (o.uniques = NONE);
     let fields: Body | undefined;
     // Unique values are read from plain fields (hostports, a route's match), in normal form.
     try { fields = normalizeFields(o.kind, o.body, idsAsTheyAre); } catch { /* a body with schema errors */ }
     v = new Array<string[]>(uniques.length);
     for (let i = 0; i < uniques.length; i++) v[i] = fields ? uniqueStrings(uniques[i], fields) : NONE;
-    o.found.uniques = v;
+    o.uniques = v;
   }
   return v;
 }
@@ -594,7 +620,7 @@ function exclusivePass(o: ManifestObject, add: Add) {
 /** Secret fields of an object: concrete paths (`oidc.client_secret`) and values as written. */
 export function secretValues(o: ManifestObject): Hit[] {
   // Manifest objects are asked four times (validation, secrets, desired state): found once each.
-  let out = o.found.secrets;
+  let out = o.secrets;
   if (out) return out;
   out = NONE; // a list is made for an object with a secret only
   const own = o.kind.writeOnly;
@@ -612,7 +638,7 @@ export function secretValues(o: ManifestObject): Hit[] {
       for (const w of m.writeOnly) for (const h of matchPaths(o.body[m.name], w)) (out === NONE ? (out = []) : out).push({ path: [m.name, ...h.path], value: h.value });
     }
   }
-  return (o.found.secrets = out);
+  return (o.secrets = out);
 }
 
 /** Pass 8: secrets come from the environment or a file, not from the manifest. */
