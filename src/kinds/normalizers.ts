@@ -44,11 +44,26 @@ export const NORMALIZERS: Record<NormalizerName, (v: unknown) => unknown> = {
   pem,
   lowercase: (v) => (typeof v === 'string' ? v.toLowerCase() : v),
   // A value already in normal form comes back as the same value: the differ then copies nothing.
-  'lowercase-items': (v) => (Array.isArray(v) && v.some((x) => typeof x === 'string' && x !== x.toLowerCase())
+  'lowercase-items': (v) => (Array.isArray(v) && hasUpperItem(v)
     ? v.map((x) => (typeof x === 'string' ? x.toLowerCase() : x))
     : v),
   'lowercase-keys': (v) =>
-    v && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).some((k) => k !== k.toLowerCase())
+    v && typeof v === 'object' && !Array.isArray(v) && hasUpperKey(v)
       ? Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k.toLowerCase(), x]))
       : v,
 };
+
+// Asked of every body a plan normalises, and most values are lower case already: loops, with no
+// closure or key list made per value.
+function hasUpperItem(v: unknown[]): boolean {
+  for (let i = 0; i < v.length; i++) {
+    const x = v[i];
+    if (typeof x === 'string' && x !== x.toLowerCase()) return true;
+  }
+  return false;
+}
+
+function hasUpperKey(v: object): boolean {
+  for (const k in v) if (Object.hasOwn(v, k) && k !== k.toLowerCase()) return true; // Object.keys' keys, with no list
+  return false;
+}

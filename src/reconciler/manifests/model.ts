@@ -41,7 +41,15 @@ export interface ManifestObject {
 export interface RefValue { def: RefDef; value: string; path: (string | number)[] }
 
 export function identityOf(kind: KindDef, name: string, parent?: { identity: string; field: string }): string {
-  return parent ? `${parent.identity}/${parent.field}/${name}` : `${kind.manifestKind}/${name}`;
+  return parent ? childPrefix(parent.identity, parent.field) + name : `${kind.manifestKind}/${name}`;
+}
+
+/**
+ * The identity of a parent's children in `field` up to their name (`HTTPSEdge/web/routes/`): a
+ * child's identity is it and the child's name. Made once for all the children of a parent.
+ */
+export function childPrefix(parentIdentity: string, field: string): string {
+  return `${parentIdentity}/${field}/`;
 }
 
 /** The objects and, after each, its children (an edge's routes), in one list made once. */

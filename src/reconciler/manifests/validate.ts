@@ -12,7 +12,7 @@ import { Scratch } from '../../util/scratch.js';
 import { didYouMean } from '../../util/suggest.js';
 import { normalizeFields } from '../plan/normalize.js';
 import type { SourceDoc } from './load.js';
-import { identityOf, isSecretRef, positionOf, withChildren, type ManifestObject, type RefValue } from './model.js';
+import { childPrefix, identityOf, isSecretRef, positionOf, withChildren, type ManifestObject, type RefValue } from './model.js';
 import { formatPath, sortProblems, type Problem } from './problems.js';
 import { buildManifestSchema, manifestKinds, MANIFEST_SCHEMA_ID, NAME_PATTERN, namedTarget } from './schema.js';
 
@@ -217,7 +217,8 @@ function shapePass(doc: SourceDoc, add: Add, errorPaths: (string | number)[][]):
   return toObject(kind, v, doc, ROOT, valid);
 }
 
-function toObject(kind: KindDef, v: Record<string, unknown>, doc: SourceDoc, at: (string | number)[], valid: boolean, parent?: ManifestObject, field?: string): ManifestObject | undefined {
+/** `parent`, `field`, `prefix`: of a child, its parent, the field it is listed in and `childPrefix` of both. */
+function toObject(kind: KindDef, v: Record<string, unknown>, doc: SourceDoc, at: (string | number)[], valid: boolean, parent?: ManifestObject, field?: string, prefix?: string): ManifestObject | undefined {
   if (typeof v.name !== 'string') return undefined;
   const body: Body = {};
   for (const k in v) {
@@ -227,7 +228,7 @@ function toObject(kind: KindDef, v: Record<string, unknown>, doc: SourceDoc, at:
     body[k] = x;
   }
   const o: ManifestObject = {
-    kind, name: v.name, identity: identityOf(kind, v.name, parent && field ? { identity: parent.identity, field } : undefined),
+    kind, name: v.name, identity: prefix !== undefined ? prefix + v.name : identityOf(kind, v.name),
     parent, doc, at, body, protect: v.protect === true, previousIdentities: NONE,
     renamedFrom: typeof v.renamed_from === 'string' ? v.renamed_from : undefined, children: NONE, valid,
     refs: undefined, uniques: undefined, secrets: undefined,
@@ -259,10 +260,11 @@ function toObject(kind: KindDef, v: Record<string, unknown>, doc: SourceDoc, at:
     const list = v[f];
     if (!Array.isArray(list)) continue;
     const childKind = kindByName(kind.embeds[f]);
+    const prefix = childPrefix(o.identity, f);
     for (let i = 0; i < list.length; i++) {
       const c = list[i];
       if (!c || typeof c !== 'object') continue;
-      const child = toObject(childKind, c as Record<string, unknown>, doc, at === ROOT ? childAt(f, i) : [...at, f, i], valid, o, f);
+      const child = toObject(childKind, c as Record<string, unknown>, doc, at === ROOT ? childAt(f, i) : [...at, f, i], valid, o, f, prefix);
       if (child) children[n++] = child;
     }
   }

@@ -110,7 +110,8 @@ for (const c of '-?:,[]{}#&*!|>\'"%@`') INDICATOR[c.charCodeAt(0)] = 1;
 const PLAIN_RUN = /(?:[^:\n ]|:(?=[^ \n])| (?!#))*/y;
 
 class Parser {
-  private readonly starts: number[] = [0];
+  /** Where each line starts, and after the last the text's length + 1 (line i ends at starts[i + 1] - 1). */
+  private readonly starts: Int32Array;
   /** Collections open around the one being read (`MAX_DEPTH` at most). */
   private depth = 0;
   private readonly lines: number;
@@ -125,9 +126,14 @@ class Parser {
   private readonly values = new ScalarCache(resolvePlain);
 
   constructor(private readonly t: string) {
-    for (let i = t.indexOf('\n'); i !== -1; i = t.indexOf('\n', i + 1)) this.starts.push(i + 1);
-    this.lines = this.starts.length;
-    this.starts.push(t.length + 1); // so that line i always ends at starts[i + 1] - 1
+    // Counted first, so the list is made once at its length (a manifest directory has many lines).
+    let lines = 1;
+    for (let i = t.indexOf('\n'); i !== -1; i = t.indexOf('\n', i + 1)) lines++;
+    const starts = (this.starts = new Int32Array(lines + 1));
+    let k = 1;
+    for (let i = t.indexOf('\n'); i !== -1; i = t.indexOf('\n', i + 1)) starts[k++] = i + 1;
+    starts[lines] = t.length + 1;
+    this.lines = lines;
     if (t.includes('\t')) {
       this.tabs = new Uint8Array(this.lines);
       let line = 0;
