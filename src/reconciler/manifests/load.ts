@@ -146,20 +146,35 @@ export function parseSource(file: string, text: string): { docs: SourceDoc[]; pr
   if (!values) return parseWithLibrary(file, text);
   const plainText = !/[\\\0]/.test(text);
   const docs: SourceDoc[] = [];
-  let byIndex: Map<number, SourceDoc> | undefined;
-  values.forEach((value, index) => {
-    if (value === null) return; // an empty document (a trailing `---`)
-    docs.push({
-      file, index, value, plainText,
-      locate: (path, opts) => {
-        // Same documents, same indexes: the fast parser only accepts texts the library parses without errors.
-        byIndex ??= new Map(parseWithLibrary(file, text).docs.map((d) => [d.index, d]));
-        // The library should read every document this parser read; if one is beyond it, the file's start.
-        return byIndex.get(index)?.locate(path, opts) ?? { file, line: 1, col: 1 };
-      },
-    });
-  });
+  const source = new FastSource(file, text);
+  for (let index = 0; index < values.length; index++) {
+    const value = values[index];
+    if (value === null) continue; // an empty document (a trailing `---`)
+    docs.push(new FastDoc(file, index, value, plainText, source));
+  }
   return { docs, problems: [] };
+}
+
+/** Positions in a file the fast parser read, found by parsing it again with the library when first asked for. */
+class FastSource {
+  private byIndex: Map<number, SourceDoc> | undefined;
+  constructor(private readonly file: string, private readonly text: string) {}
+
+  locate(index: number, path: (string | number)[], opts?: { key?: boolean }): Position {
+    // Same documents, same indexes: the fast parser only accepts texts the library parses without errors.
+    this.byIndex ??= new Map(parseWithLibrary(this.file, this.text).docs.map((d) => [d.index, d]));
+    // The library should read every document this parser read; if one is beyond it, the file's start.
+    return this.byIndex.get(index)?.locate(path, opts) ?? { file: this.file, line: 1, col: 1 };
+  }
+}
+
+/** A document the fast parser read (a class: no closure per document, and a directory has thousands). */
+class FastDoc implements SourceDoc {
+  constructor(readonly file: string, readonly index: number, readonly value: unknown, readonly plainText: boolean, private readonly source: FastSource) {}
+
+  locate(path: (string | number)[], opts?: { key?: boolean }): Position {
+    return this.source.locate(this.index, path, opts);
+  }
 }
 
 let yamlLib: typeof import('yaml') | undefined;

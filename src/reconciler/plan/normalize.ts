@@ -453,7 +453,7 @@ export class NormMemo {
     const fields = normalizeFields(kind, body, this.recorder);
     const modules = normalizeModules(kind, body, this.recorder, config);
     // Kept at their exact length (most bodies look up one id or none); the scratch list is reused.
-    const lookups = this.lookups.take(undefined);
+    const lookups = this.lookups.length === 2 ? this.oneLookup() : this.lookups.take(undefined);
     // One object per body: the normal form and what it was made with (thousands are kept).
     const entry: Entry = { fields, modules, config, lookups, sameAs: undefined, sameEntry: undefined };
     this.normal.set(body, entry);
@@ -462,6 +462,18 @@ export class NormMemo {
 
   private reading: Symbolize = (x) => x;
   private readonly lookups = new Scratch<string | RefToken>();
+  /** Look-up lists of one id (most bodies that look up any), shared by every body that made the same look-up. */
+  private readonly single = new Map<string, Lookups>();
+
+  /** The one look-up in `lookups` as a shared list (lists are never modified). */
+  private oneLookup(): Lookups {
+    const id = this.lookups.get(0) as string;
+    const r = this.lookups.get(1);
+    this.lookups.clear();
+    let known = this.single.get(id);
+    if (!known || known[1] !== r) this.single.set(id, (known = [id, r]));
+    return known;
+  }
   /** Reads ids through the current symbolizer and notes each look-up (one function for every call). */
   private readonly recorder: Symbolize = (id) => {
     const r = this.reading(id);
