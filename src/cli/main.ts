@@ -24,8 +24,7 @@ export const program = new Command('edgeplane')
 /**
  * Commands that run once and exit keep the embedded engine's WASM on V8's baseline compiler
  * (Liftoff) and never tier it up: optimising compiles much of PGlite's 9 MB module a second time
- * in the background, about 80 MB of peak memory and CPU that a run of seconds does not earn back
- * (`apply` of 6,200 objects takes the same CPU time either way). The processes that stay up,
+ * in the background: peak memory and CPU that a run of seconds does not earn back. The processes that stay up,
  * `serve` and `watch`, keep the optimising tier. Process-wide; set before the first PGlite opens.
  */
 const LONG_RUNNING = new Set(['serve', 'watch']);

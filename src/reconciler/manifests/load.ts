@@ -181,7 +181,7 @@ let yamlLib: typeof import('yaml') | undefined;
 /**
  * The `yaml` library, loaded the first time it is needed: for text outside the fast parser's
  * subset, for positions in messages, for `edgeplane.yaml` files the fast parser declines. A
- * command whose manifests all parse fast and have no problem does not load it (about 45 ms).
+ * command whose manifests all parse fast and have no problem does not load it.
  */
 export function yamlLibrary(): typeof import('yaml') {
   return (yamlLib ??= createRequire(import.meta.url)('yaml') as typeof import('yaml'));
