@@ -2,9 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { cpSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runCli, startCli, startServe } from '../helpers/cli.js';
-import { cleanupDirs, copyExample, EXAMPLE_ENV, manifestDir, tempDir } from '../helpers/reconcile.js';
-import { ownSchema } from '../helpers/service.js';
+import { runCli, startCli } from '../helpers/cli.js';
+import { cleanupDirs, copyExample, manifestDir, tempDir } from '../helpers/reconcile.js';
 
 /**
  * The reconciler as a user runs it: `edgeplane` processes against the embedded default
@@ -19,90 +18,6 @@ const edit = (file: string, from: string | RegExp, to: string) => {
   writeFileSync(file, after);
 };
 
-describe('bad manifests on the embedded default', { timeout: 120_000 }, () => {
-  it('plan and apply print every problem with its position and exit 1, and the state is still usable', async () => {
-    const state = tempDir('ep-state-');
-    const dir = tempDir('ep-bad-');
-    writeFileSync(join(dir, 'edge.yaml'), 'kind: HTTPSEdge\nname: Bad_Name\n');
-    for (const args of [['plan', dir, '--state', state], ['apply', dir, '--state', state, '--auto-approve']]) {
-      const res = await runCli(args);
-      expect(res.code, `${args[0]}: ${res.stdout}${res.stderr}`).toBe(1);
-      expect(res.stderr).toMatch(/edge\.yaml:2:7: error: name: must be lower-case/);
-    }
-    const fine = await runCli(['plan', manifestDir({ 'none.yaml': '' }), '--state', state]);
-    expect(fine.code, fine.stderr).toBe(0);
-  });
-
-  it('plan --json, plan --markdown and apply --json give the problems on stdout too, for machines and pull-request comments', async () => {
-    const state = tempDir('ep-state-');
-    const bad = manifestDir({ 'edge.yaml': 'kind: FailoverBackend\nname: x\ndescripton: typo\nbackends: []\n' });
-    const json = await runCli(['plan', bad, '--state', state, '--json']);
-    expect(json.code).toBe(1);
-    expect(JSON.parse(json.stdout)).toEqual({ valid: false, problems: [expect.objectContaining({ file: expect.stringContaining('edge.yaml'), line: 3, col: 1, rule: 'schema', path: 'descripton' })] });
-    const md = await runCli(['plan', bad, '--state', state, '--markdown']);
-    expect(md.code).toBe(1);
-    expect(md.stdout).toContain('the manifests are not valid (1 error)');
-    expect(md.stdout).toMatch(/edge\.yaml:3:1: error: descripton: is not a known field \(did you mean "description"\?\) \[schema\]/);
-    const applied = await runCli(['apply', bad, '--state', state, '--json', '--auto-approve']);
-    expect(applied.code).toBe(1);
-    expect(JSON.parse(applied.stdout.trim().split('\n').pop()!)).toMatchObject({ event: 'problems', problems: [expect.objectContaining({ rule: 'schema' })] });
-    // An API that cannot be reached: an error event, not an empty stdout.
-    const good = manifestDir({ 'pool.yaml': 'kind: FailoverBackend\nname: x\nbackends: []\n' });
-    const down = await runCli(['apply', good, '--json', '--auto-approve'], { env: { EDGEPLANE_API_URL: 'http://127.0.0.1:1', EDGEPLANE_API_KEY: 'ep_x' } });
-    expect(down.code).toBe(1);
-    expect(JSON.parse(down.stdout.trim().split('\n').pop()!)).toMatchObject({ event: 'error', error: expect.stringContaining('ECONNREFUSED') });
-    // Refused before any step (no terminal to confirm on): the stream ends with why, not the plan alone.
-    const unconfirmed = await runCli(['apply', good, '--state', state, '--json']);
-    expect(unconfirmed.code).toBe(1);
-    const events = unconfirmed.stdout.trim().split('\n').map((l) => JSON.parse(l) as { event: string });
-    expect(events.map((e) => e.event)).toEqual(['plan', 'error']);
-    expect(events[1]).toMatchObject({ error: expect.stringContaining('no terminal to ask for confirmation'), exit_code: 1 });
-  });
-
-  it('plan, apply and watch --prune refuse a directory with no manifest file: it would delete the whole stack', async () => {
-    const state = tempDir('ep-state-');
-    const dir = manifestDir({ 'pools.yaml': 'kind: FailoverBackend\nname: keep-me\nbackends: []\n', 'edgeplane.yaml': 'stack: s\n' });
-    expect((await runCli(['apply', dir, '--state', state, '--auto-approve'])).code).toBe(0);
-    const empty = manifestDir({ 'edgeplane.yaml': 'stack: s\n' });
-    for (const args of [['validate', empty], ['plan', empty], ['apply', empty, '--auto-approve'], ['watch', empty, '--prune']]) {
-      const res = await runCli([...args, ...(args[0] === 'validate' ? [] : ['--state', state])]);
-      expect(res.code, `${args[0]}: ${res.stdout}${res.stderr}`).toBe(1);
-      expect(res.stderr).toContain(`${empty}: no manifest files (.yaml or .yml) here`);
-    }
-    expect((await runCli(['plan', dir, '--state', state, '--detailed-exitcode'])).code, 'nothing was deleted').toBe(0);
-    // On purpose: an empty manifest file.
-    const none = manifestDir({ 'edgeplane.yaml': 'stack: s\n', 'none.yaml': '' });
-    const deleting = await runCli(['plan', none, '--state', state]);
-    expect(deleting.code, deleting.stderr).toBe(0);
-    expect(deleting.stdout).toContain('- delete FailoverBackend/keep-me');
-  });
-});
-
-describe('bad arguments fail before anything starts', { timeout: 120_000 }, () => {
-  it('a manifest directory that is not there: validate, plan, apply and watch each say so and exit 1, touching no state', async () => {
-    const state = tempDir('ep-state-');
-    const missing = join(tempDir('ep-missing-'), 'manifets');
-    for (const args of [['validate', missing], ['plan', missing, '--state', state], ['apply', missing, '--state', state, '--auto-approve'], ['watch', missing, '--state', state]]) {
-      const res = await runCli(args);
-      expect(res.code, `${args[0]}: ${res.stdout}${res.stderr}`).toBe(1);
-      expect(res.stderr).toContain(`${missing}: no such directory or file`);
-    }
-    expect(existsSync(join(state, 'pgdata')), 'the embedded database was not started').toBe(false);
-  });
-
-  it('watch refuses a --debounce or --interval that is not a duration, before starting', async () => {
-    const state = tempDir('ep-state-');
-    const dir = manifestDir({ 'a.yaml': 'kind: FailoverBackend\nname: a\nbackends: []\n' });
-    for (const [flag, value, says] of [['--debounce', 'abc', 'whole number of milliseconds'], ['--debounce', '-5', 'whole number of milliseconds'], ['--interval', '0', 'positive number of seconds']]) {
-      const res = await runCli(['watch', dir, '--state', state, flag, value]);
-      expect(res.code, `${flag} ${value}: ${res.stdout}${res.stderr}`).toBe(1);
-      expect(res.stderr).toContain(`${flag} must be a ${says}`);
-    }
-    expect(existsSync(join(state, 'pgdata'))).toBe(false);
-  });
-});
-
-// Each CLI process starts tsx and reopens PGlite (~2 s idle, far more on a loaded 2-core machine).
 describe('edgeplane apply / plan / export / watch on the embedded default', { timeout: 240_000 }, () => {
   const state = tempDir('ep-state-');
   const dir = copyExample('small');
@@ -330,100 +245,4 @@ describe('edgeplane apply / plan / export / watch on the embedded default', { ti
     const plan = await runCli(['plan', dir, ...at, '--detailed-exitcode']);
     expect(plan.code, plan.stdout).toBe(0);
   });
-});
-
-describe('a deployment with its own vendor prefix (session cookie default "acme.")', { timeout: 240_000 }, () => {
-  it('plan, apply and export all read defaults as that service fills them: a second apply has nothing to do', async () => {
-    const state = tempDir('ep-vendor-');
-    const dir = copyExample('full');
-    const env = { ...EXAMPLE_ENV, EDGEPLANE_VENDOR_PREFIX: 'acme' };
-    const first = await runCli(['apply', dir, '--state', state, '--auto-approve'], { env });
-    expect(first.code, first.stderr).toBe(0);
-    // The oauth, oidc and saml modules leave cookie_prefix out: the service filled in "acme.".
-    const again = await runCli(['apply', dir, '--state', state, '--auto-approve'], { env });
-    expect(again.code, again.stderr).toBe(0);
-    expect(again.stdout).toContain('No changes. The live state matches the manifests.');
-    const plan = await runCli(['plan', dir, '--state', state, '--detailed-exitcode'], { env });
-    expect(plan.code, plan.stdout + plan.stderr).toBe(0);
-    const exported = await runCli(['export', '--state', state, '--stack', 'full-example'], { env });
-    expect(exported.code, exported.stderr).toBe(0);
-    expect(exported.stdout).toContain('kind: HTTPSEdge');
-    expect(exported.stdout).not.toContain('cookie_prefix'); // the default is left out, as written
-  });
-});
-
-describe.skipIf(!process.env.DATABASE_URL)('edgeplane against a serve process on PostgreSQL', () => {
-  it('applies the full example, plans no changes, converges after edits, exports to no changes', async () => {
-    const { url, drop } = await ownSchema('ep_e2e_');
-    const env = { DATABASE_URL: url.toString() };
-    try {
-      const served = await startServe([], { env });
-      try {
-        const created = await runCli(['admin', 'accounts', 'create', '--name', 'e2e', '--json'], { env });
-        expect(created.code, created.stderr).toBe(0);
-        const key = JSON.parse(created.stdout).api_key as string;
-        const target = { EDGEPLANE_API_URL: served.url, EDGEPLANE_API_KEY: key, ...EXAMPLE_ENV };
-        const dir = copyExample('full');
-
-        const applied = await runCli(['apply', dir, '--auto-approve', '--parallelism', '4'], { env: target });
-        expect(applied.code, applied.stdout + applied.stderr).toBe(0);
-        expect(applied.stdout).toContain('Apply: 17 done, 0 failed, 0 skipped');
-        expect((await runCli(['plan', dir, '--detailed-exitcode'], { env: target })).code).toBe(0);
-
-        edit(join(dir, 'https-edge.yaml'), '    compression: {}\n', '');
-        edit(join(dir, 'https-edge.yaml'), 'min_version: "1.3"', 'min_version: "1.2"');
-        const second = await runCli(['apply', dir, '--auto-approve'], { env: target });
-        expect(second.code, second.stdout + second.stderr).toBe(0);
-        expect(second.stdout).toMatch(/module\.delete HTTPSEdge\/shop\/routes\/storefront compression/);
-        expect((await runCli(['plan', dir, '--detailed-exitcode'], { env: target })).code).toBe(0);
-
-        const out = tempDir('ep-export-pg-');
-        const exported = await runCli(['export', '--stack', 'full-example', '--out', out], { env: target });
-        expect(exported.code, exported.stderr).toBe(0);
-        // Exported secrets are environment references: give them the values applied.
-        const names = [...exported.stderr.matchAll(/^\s+(EDGEPLANE_SECRET_\w+)\s+\((\S+) (\S+)\)$/gm)];
-        expect(names).toHaveLength(3);
-        const bySuffix: Record<string, string> = { 'webhook_verification.secret': EXAMPLE_ENV.SHOP_STRIPE_WEBHOOK_SECRET, 'oauth.provider.github.client_secret': EXAMPLE_ENV.SHOP_GITHUB_CLIENT_SECRET, 'oidc.client_secret': EXAMPLE_ENV.SHOP_OIDC_CLIENT_SECRET };
-        const secretEnv = Object.fromEntries(names.map((m) => [m[1], bySuffix[m[3]]]));
-        const plan = await runCli(['plan', out, '--detailed-exitcode'], { env: { ...target, ...secretEnv } });
-        expect(plan.code, plan.stdout + plan.stderr).toBe(0);
-      } finally {
-        await served.stop();
-      }
-    } finally {
-      await drop();
-    }
-  }, 240_000);
-
-  it('with DATABASE_URL and no API URL, plan names the database, a plan saved there is refused on the state directory\'s own, and each keeps its key', async () => {
-    const { schema, admin, url, drop } = await ownSchema('ep_inproc_');
-    url.password = 'not-shown-anywhere';
-    try {
-      const state = tempDir('ep-inproc-state-');
-      const dir = copyExample('small');
-      const onPg = { DATABASE_URL: url.toString() };
-      const planned = join(tempDir('ep-inproc-plan-'), 'plan.json');
-      const plan = await runCli(['plan', dir, '--state', state, '--out', planned], { env: onPg });
-      expect(plan.code, plan.stderr).toBe(0);
-      const named = new URL(url.toString());
-      named.password = '';
-      expect(plan.stdout).toContain(`on in-process:${named.toString()}`);
-      expect(plan.stdout + plan.stderr + readFileSync(planned, 'utf8')).not.toContain('not-shown-anywhere');
-      // Applied on the state directory's PGlite instead, the saved plan is refused: another target.
-      const refused = await runCli(['apply', '--plan', planned, '--state', state]);
-      expect(refused.code).toBe(1);
-      expect(refused.stderr).toContain(`was planned for in-process:${named.toString()}, not embedded:`);
-      // Each database keeps its own key in the directory: going back and forth makes no new ones.
-      const keys = () => readdirSync(state).filter((f) => /^embedded.*\.json$/.test(f)).sort().map((f) => JSON.parse(readFileSync(join(state, f), 'utf8')).key_id as string);
-      const first = keys();
-      expect(first).toHaveLength(2);
-      expect((await runCli(['plan', dir, '--state', state], { env: onPg })).code).toBe(0);
-      expect((await runCli(['plan', dir, '--state', state])).code).toBe(0);
-      expect(keys()).toEqual(first);
-      const { rows } = await admin.query(`SELECT count(*)::int AS n FROM ${schema}.api_keys`);
-      expect(rows[0].n).toBe(1);
-    } finally {
-      await drop();
-    }
-  }, 120_000);
 });
