@@ -1,8 +1,8 @@
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli, startServe } from '../helpers/cli.js';
-import { cleanupDirs, copyExample, EXAMPLE_ENV, tempDir } from '../helpers/reconcile.js';
+import { cleanupDirs, editFile, copyExample, EXAMPLE_ENV, tempDir } from '../helpers/reconcile.js';
 import { ownSchema } from '../helpers/service.js';
 
 /**
@@ -10,13 +10,6 @@ import { ownSchema } from '../helpers/service.js';
  * `serve` process on PostgreSQL.
  */
 afterAll(() => cleanupDirs());
-
-const edit = (file: string, from: string | RegExp, to: string) => {
-  const before = readFileSync(file, 'utf8');
-  const after = before.replace(from, to);
-  expect(after, `edit of ${file}`).not.toBe(before);
-  writeFileSync(file, after);
-};
 
 describe('a deployment with its own vendor prefix (session cookie default "acme.")', { timeout: 240_000 }, () => {
   it('plan, apply and export all read defaults as that service fills them: a second apply has nothing to do', async () => {
@@ -56,8 +49,8 @@ describe.skipIf(!process.env.DATABASE_URL)('edgeplane against a serve process on
         expect(applied.stdout).toContain('Apply: 17 done, 0 failed, 0 skipped');
         expect((await runCli(['plan', dir, '--detailed-exitcode'], { env: target })).code).toBe(0);
 
-        edit(join(dir, 'https-edge.yaml'), '    compression: {}\n', '');
-        edit(join(dir, 'https-edge.yaml'), 'min_version: "1.3"', 'min_version: "1.2"');
+        editFile(join(dir, 'https-edge.yaml'), '    compression: {}\n', '');
+        editFile(join(dir, 'https-edge.yaml'), 'min_version: "1.3"', 'min_version: "1.2"');
         const second = await runCli(['apply', dir, '--auto-approve'], { env: target });
         expect(second.code, second.stdout + second.stderr).toBe(0);
         expect(second.stdout).toMatch(/module\.delete HTTPSEdge\/shop\/routes\/storefront compression/);

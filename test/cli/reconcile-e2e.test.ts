@@ -3,20 +3,13 @@ import { cpSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } 
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runCli, startCli } from '../helpers/cli.js';
-import { cleanupDirs, copyExample, manifestDir, tempDir } from '../helpers/reconcile.js';
+import { cleanupDirs, editFile, copyExample, manifestDir, tempDir } from '../helpers/reconcile.js';
 
 /**
  * The reconciler as a user runs it: `edgeplane` processes against the embedded default
  * (--state) and against a `serve` process on PostgreSQL.
  */
 afterAll(() => cleanupDirs());
-
-const edit = (file: string, from: string | RegExp, to: string) => {
-  const before = readFileSync(file, 'utf8');
-  const after = before.replace(from, to);
-  expect(after, `edit of ${file}`).not.toBe(before);
-  writeFileSync(file, after);
-};
 
 describe('edgeplane apply / plan / export / watch on the embedded default', { timeout: 240_000 }, () => {
   const state = tempDir('ep-state-');
@@ -44,7 +37,7 @@ describe('edgeplane apply / plan / export / watch on the embedded default', { ti
   });
 
   it('applies exactly a saved plan, and refuses a stale one with exit code 4', async () => {
-    edit(join(dir, 'https-edge.yaml'), 'Public site and partner API', 'Public site');
+    editFile(join(dir, 'https-edge.yaml'), 'Public site and partner API', 'Public site');
     const planFile = join(state, '..', `plan-${randomBytes(3).toString('hex')}.json`);
     const saved = await runCli(['plan', dir, ...at, '--out', planFile, '--detailed-exitcode']);
     expect(saved.code).toBe(2);
@@ -54,10 +47,10 @@ describe('edgeplane apply / plan / export / watch on the embedded default', { ti
     expect(events.map((e) => e.event)).toEqual(['start', 'done', 'summary']);
     expect(events[1]).toMatchObject({ step: 'HTTPSEdge/web:update', action: 'update', identity: 'HTTPSEdge/web' });
 
-    edit(join(dir, 'https-edge.yaml'), 'description: Public site', 'description: Public site v3');
+    editFile(join(dir, 'https-edge.yaml'), 'description: Public site', 'description: Public site v3');
     const stalePlan = planFile.replace('.json', '-2.json');
     expect((await runCli(['plan', dir, ...at, '--out', stalePlan])).code).toBe(0);
-    edit(join(dir, 'https-edge.yaml'), 'description: Public site v3', 'description: Public site v4');
+    editFile(join(dir, 'https-edge.yaml'), 'description: Public site v3', 'description: Public site v4');
     expect((await runCli(['apply', dir, ...at, '--auto-approve'])).code).toBe(0);
     const stale = await runCli(['apply', '--plan', stalePlan, ...at]);
     expect(stale.code).toBe(4);

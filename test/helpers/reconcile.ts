@@ -11,6 +11,7 @@ import { decodeMetadata } from '../../src/reconciler/ownership/marker.js';
 import { readLiveState } from '../../src/reconciler/state/read-state.js';
 import type { TestService } from './service.js';
 import { ROOT } from './cli.js';
+import { expect } from 'vitest';
 
 export const EXAMPLES = join(ROOT, 'examples');
 export const EXAMPLE_ENV = { SHOP_STRIPE_WEBHOOK_SECRET: 'whsec_test', SHOP_GITHUB_CLIENT_SECRET: 'gh-secret', SHOP_OIDC_CLIENT_SECRET: 'oidc-secret' };
@@ -96,4 +97,12 @@ export function duplicates(objects: { identity: string }[]): string[] {
   const seen = new Map<string, number>();
   for (const o of objects) seen.set(o.identity, (seen.get(o.identity) ?? 0) + 1);
   return [...seen].filter(([id, n]) => id !== 'unmanaged' && n > 1).map(([id]) => id);
+}
+
+/** Replaces `from` in a file, failing the test when the file does not contain it. */
+export function editFile(file: string, from: string | RegExp, to: string): void {
+  const before = readFileSync(file, 'utf8');
+  const after = before.replace(from, to);
+  expect(after, `edit of ${file}`).not.toBe(before);
+  writeFileSync(file, after);
 }
