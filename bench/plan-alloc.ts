@@ -23,25 +23,21 @@ import { secretsFromMap } from '../src/reconciler/apply/materialize.js';
 import { preparePlan } from '../src/reconciler/apply/prepare.js';
 import { readLiveState } from '../src/reconciler/state/read-state.js';
 import { caCertificates } from './ca-certs.js';
-import { FULL, objectCount, writeManifests, type BenchSize } from './reconcile-manifests.js';
+import { cpuBySelf, flag, frameLabel, scaledSize, type CallFrame, type CpuProfile } from './profile.js';
+import { objectCount, writeManifests } from './reconcile-manifests.js';
 
-function flag(name: string, dflt: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1]! : dflt;
-}
 const SCALE = Number(flag('scale', '1'));
 const RUNS = Number(flag('runs', '3'));
 const TOP = Number(flag('top', '20'));
 const CPU = process.argv.includes('--cpu');
-const SIZE: BenchSize = { ...FULL, edges: FULL.edges * SCALE, cas: FULL.cas * SCALE, backends: FULL.backends * SCALE };
+const SIZE = scaledSize(SCALE);
 const CACHE = join(fileURLToPath(new URL('./', import.meta.url)), '.cache');
 
-interface ProfileNode { callFrame: { functionName: string; url: string; lineNumber: number }; selfSize: number; children: ProfileNode[] }
+interface ProfileNode { callFrame: CallFrame; selfSize: number; children: ProfileNode[] }
 
 function bySelf(root: ProfileNode): Map<string, number> {
   const out = new Map<string, number>();
-  const label = (f: ProfileNode['callFrame']) =>
-    `${f.functionName || '(anonymous)'} ${f.url ? f.url.replace(/^.*\/(src|node_modules|bench)\//, '$1/') : '(native)'}`;
+  const label = frameLabel;
   // A built-in (Map#set, an iterator's next) is named with the function that called it.
   const walk = (n: ProfileNode, caller: string) => {
     const own = label(n.callFrame);
@@ -50,31 +46,6 @@ function bySelf(root: ProfileNode): Map<string, number> {
     for (const c of n.children) walk(c, n.callFrame.url ? own : caller);
   };
   walk(root, '(root)');
-  return out;
-}
-
-interface CpuNode { id: number; callFrame: ProfileNode['callFrame']; hitCount: number; children?: number[] }
-
-/** Self time per function of a CPU profile, in ms (built-ins named with their caller, as above). */
-function cpuBySelf(profile: { nodes: CpuNode[]; samples: number[]; timeDeltas: number[] }): Map<string, number> {
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-  const parent = new Map<number, number>();
-  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-  const label = (f: ProfileNode['callFrame']) =>
-    `${f.functionName || '(anonymous)'} ${f.url ? f.url.replace(/^.*\/(src|node_modules|bench)\//, '$1/') : '(native)'}`;
-  const nameOf = (id: number): string => {
-    const n = byId.get(id)!;
-    if (n.callFrame.url) return label(n.callFrame);
-    let p = parent.get(id);
-    while (p !== undefined && !byId.get(p)!.callFrame.url) p = parent.get(p);
-    return `${label(n.callFrame)} ← ${p === undefined ? '(root)' : label(byId.get(p)!.callFrame)}`;
-  };
-  const out = new Map<string, number>();
-  profile.samples.forEach((id, i) => {
-    const name = nameOf(id);
-    if (name.includes('node:inspector')) return; // the profiler's own calls around the plan
-    out.set(name, (out.get(name) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000);
-  });
   return out;
 }
 
@@ -126,11 +97,13 @@ async function main() {
         const t0 = performance.now();
         const p = await preparePlan({ root: manifests, stack: 'bench', env: {} }, replay);
         const wall = performance.now() - t0;
-        const { profile } = (await session.post('Profiler.stop')) as unknown as { profile: { nodes: CpuNode[]; samples: number[]; timeDeltas: number[] } };
+        const { profile } = (await session.post('Profiler.stop')) as unknown as { profile: CpuProfile };
         if (p.plan!.steps.length) throw new Error(`no-op plan has ${p.plan!.steps.length} steps`);
         if (i === 0) continue;
         walls.push(wall);
-        for (const [k, v] of cpuBySelf(profile)) merged.set(k, (merged.get(k) ?? 0) + v / RUNS);
+        const self = new Map<string, number>();
+        cpuBySelf(profile, self);
+        for (const [k, v] of self) merged.set(k, (merged.get(k) ?? 0) + v / RUNS);
       }
       session.disconnect();
       walls.sort((a, b) => a - b);

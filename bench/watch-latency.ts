@@ -35,17 +35,14 @@ import { IncrementalPlanner } from '../src/reconciler/watch/incremental.js';
 import { ManifestCache } from '../src/reconciler/watch/manifest-cache.js';
 import { WatchLoop } from '../src/reconciler/watch/loop.js';
 import { startWatchSession, type WatchReport } from '../src/reconciler/watch/session.js';
-import { FULL, objectCount, type BenchSize } from './reconcile-manifests.js';
+import { cpuBySelf, flag, scaledSize, type CpuProfile } from './profile.js';
+import { objectCount } from './reconcile-manifests.js';
 
-function flag(name: string, dflt: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? process.argv[i + 1]! : dflt;
-}
 const SCALE = Number(flag('scale', '1'));
 const RUNS = Number(flag('runs', '10'));
 const TOP = Number(flag('top', '25'));
 const CPU = process.argv.includes('--cpu');
-const SIZE: BenchSize = { ...FULL, edges: FULL.edges * SCALE, cas: FULL.cas * SCALE, backends: FULL.backends * SCALE };
+const SIZE = scaledSize(SCALE);
 const CACHE = join(fileURLToPath(new URL('./', import.meta.url)), '.cache');
 
 const now = () => performance.now();
@@ -112,27 +109,6 @@ function timedTransport(t: Transport): Transport {
   };
 }
 
-interface CpuNode { id: number; callFrame: { functionName: string; url: string }; children?: number[] }
-
-function cpuBySelf(profile: { nodes: CpuNode[]; samples: number[]; timeDeltas: number[] }, into: Map<string, number>): void {
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-  const parent = new Map<number, number>();
-  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-  const label = (f: CpuNode['callFrame']) => `${f.functionName || '(anonymous)'} ${f.url ? f.url.replace(/^.*\/(src|node_modules|bench)\//, '$1/') : '(native)'}`;
-  const nameOf = (id: number): string => {
-    const n = byId.get(id)!;
-    if (n.callFrame.url) return label(n.callFrame);
-    let p = parent.get(id);
-    while (p !== undefined && !byId.get(p)!.callFrame.url) p = parent.get(p);
-    return `${label(n.callFrame)} ← ${p === undefined ? '(root)' : label(byId.get(p)!.callFrame)}`;
-  };
-  profile.samples.forEach((id, i) => {
-    const name = nameOf(id);
-    if (name.includes('node:inspector') || name.startsWith('(idle)')) return;
-    into.set(name, (into.get(name) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000);
-  });
-}
-
 async function main() {
   const manifests = join(CACHE, `alloc-manifests-${SIZE.edges}-${SIZE.cas}`);
   const stateDir = join(CACHE, `alloc-state-${SIZE.edges}-${SIZE.cas}`);
@@ -187,7 +163,7 @@ async function main() {
       await until((r) => r.type === 'run-end', mark);
       await session.idle();
       if (profiler && i > 0) {
-        const { profile } = (await profiler.post('Profiler.stop')) as unknown as { profile: { nodes: CpuNode[]; samples: number[]; timeDeltas: number[] } };
+        const { profile } = (await profiler.post('Profiler.stop')) as unknown as { profile: CpuProfile };
         cpuBySelf(profile, self);
       }
       const at = (type: WatchReport['type']) => reports.slice(mark).find((x) => x.r.type === type)?.at ?? NaN;
