@@ -38,13 +38,15 @@ interface Options extends LoadOptions {
 
 interface Row {
   name: string;
-  op: ScenarioOp | 'baseline-constant' | 'baseline-select';
+  op: ScenarioOp | 'baseline-constant' | 'baseline-select' | 'baseline-prepared';
   heldToTarget: boolean;
   method: string;
   path: string;
   result: LoadResult;
   /** req/s as a percentage of the bare-select baseline on the same engine (median over rounds). */
   pctOfSelect: number | null;
+  /** The same against the prepared-select baseline. */
+  pctOfPrepared: number | null;
   rpsPerRound: number[];
   /** The % select target of a `get` row held to one, on this engine. */
   targetPct?: number;
@@ -56,7 +58,7 @@ interface EngineReport {
   engine: Engine;
   target: string;
   rows: Row[];
-  getVsSelect: { name: string; pct: number; target: number; meetsTarget: boolean }[];
+  getVsSelect: { name: string; pct: number; pctOfPrepared: number; target: number; meetsTarget: boolean }[];
   /** Paired rows (the same request in a small and a large account): small req/s over large, median over rounds. */
   pairs: { name: string; ratio: number; maxRatio: number; meetsTarget: boolean }[];
   /** Whether the objects table had planner statistics at the end (the rows assume it never had). */
@@ -230,6 +232,7 @@ async function benchEngine(engine: Engine, opts: Options, rss: RssSampler): Prom
     const planned: Planned[] = [
       { name: 'baseline: bare fastify, constant', op: 'baseline-constant', target: { url: baselines.url + baselines.constantPath, method: 'GET', headers: {} }, path: `GET ${baselines.constantPath}`, runs: [], rssPeakMiB: 0 },
       { name: 'baseline: bare fastify, 1 PK select', op: 'baseline-select', target: { url: baselines.url + baselines.selectPath, method: 'GET', headers: {} }, path: `GET ${baselines.selectPath}`, runs: [], rssPeakMiB: 0 },
+      { name: 'baseline: bare fastify, 1 PK select, prepared', op: 'baseline-prepared', target: { url: baselines.url + baselines.preparedPath, method: 'GET', headers: {} }, path: `GET ${baselines.preparedPath}`, runs: [], rssPeakMiB: 0 },
     ];
     for (const p of planned) await checkOnce(p.target, 200);
     for (const scenario of SCENARIOS) {
@@ -260,13 +263,19 @@ async function benchEngine(engine: Engine, opts: Options, rss: RssSampler): Prom
     }
 
     const select = planned.find((p) => p.op === 'baseline-select')!;
+    const prepared = planned.find((p) => p.op === 'baseline-prepared')!;
+    /** Median over rounds of the per-round ratio of req/s, in %. */
+    const pctOf = (p: Planned, base: Planned) => {
+      const pcts = p.runs.map((r, i) => (r.rps / base.runs[i].rps) * 100).sort((a, b) => a - b);
+      return round1(pcts[Math.floor((pcts.length - 1) / 2)]);
+    };
     const rows: Row[] = planned.map((p) => {
       const ranked = [...p.runs].sort((a, b) => a.rps - b.rps);
       const result = ranked[Math.floor((ranked.length - 1) / 2)];
-      const pcts = p.runs.map((r, i) => (r.rps / select.runs[i].rps) * 100).sort((a, b) => a - b);
       return {
         name: p.name, op: p.op, heldToTarget: p.op === 'get' && p.heldToTarget !== false, method: p.target.method, path: p.path, result,
-        pctOfSelect: round1(pcts[Math.floor((pcts.length - 1) / 2)]),
+        pctOfSelect: pctOf(p, select),
+        pctOfPrepared: pctOf(p, prepared),
         rpsPerRound: p.runs.map((r) => Math.round(r.rps)),
         targetPct: p.targetPct,
         rssPeakMiB: p.rssPeakMiB,
@@ -274,7 +283,7 @@ async function benchEngine(engine: Engine, opts: Options, rss: RssSampler): Prom
     });
     const getVsSelect = rows
       .filter((r) => r.heldToTarget)
-      .map((r) => ({ name: r.name, pct: r.pctOfSelect!, target: r.targetPct!, meetsTarget: r.pctOfSelect! >= r.targetPct! }));
+      .map((r) => ({ name: r.name, pct: r.pctOfSelect!, pctOfPrepared: r.pctOfPrepared!, target: r.targetPct!, meetsTarget: r.pctOfSelect! >= r.targetPct! }));
     const pairs: EngineReport['pairs'] = [];
     for (const small of planned.filter((p) => p.pair?.role === 'small')) {
       const large = planned.find((p) => p.pair?.role === 'large' && p.pair.name === small.pair!.name);
@@ -317,7 +326,7 @@ function printTable(report: EngineReport) {
   console.log(widths.map((w) => '─'.repeat(w)).join('  '));
   for (const b of body) console.log(line(b));
   for (const g of report.getVsSelect) {
-    console.log(`${g.meetsTarget ? 'OK   ' : 'BELOW'} ${g.name}: ${g.pct}% of the bare select (target ≥ ${g.target}%)`);
+    console.log(`${g.meetsTarget ? 'OK   ' : 'BELOW'} ${g.name}: ${g.pct}% of the bare select (target ≥ ${g.target}%); ${g.pctOfPrepared}% of it prepared`);
   }
   for (const p of report.pairs) {
     console.log(`${p.meetsTarget ? 'OK   ' : 'ABOVE'} ${p.name}: ${p.ratio}× (target ≤ ${p.maxRatio}×${report.analysed ? '; the table was analysed meanwhile' : ', never analysed'})`);

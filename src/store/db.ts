@@ -2,7 +2,12 @@ import type { QueryResultRow } from 'pg';
 
 /** What the service needs of a database: queries and transactions. Both engines speak `pg`. */
 export interface Queryable {
-  query<R extends QueryResultRow = QueryResultRow>(sql: string, params?: unknown[]): Promise<{ rows: R[]; rowCount: number | null }>;
+  /**
+   * `prepared`: the statement is prepared once per connection (a named statement, named after its
+   * text) and only bound and executed afterwards, so PostgreSQL does not parse and plan it again on
+   * every call. For the hot reads whose plan does not depend on the values.
+   */
+  query<R extends QueryResultRow = QueryResultRow>(sql: string, params?: unknown[], how?: { prepared?: boolean }): Promise<{ rows: R[]; rowCount: number | null }>;
 }
 
 export interface Db extends Queryable {
@@ -33,7 +38,7 @@ export function savepointDb(q: Queryable, outer: Db): Db {
   return {
     engine: outer.engine,
     describe: outer.describe,
-    query: <R extends QueryResultRow = QueryResultRow>(sql: string, params?: unknown[]) => q.query<R>(sql, params),
+    query: <R extends QueryResultRow = QueryResultRow>(sql: string, params?: unknown[], how?: { prepared?: boolean }) => q.query<R>(sql, params, how),
     async tx<T>(fn: (inner: Queryable) => Promise<T>): Promise<T> {
       const sp = `ep_sp_${++n}`;
       await q.query(`SAVEPOINT ${sp}`);

@@ -35,7 +35,7 @@ export async function getObject(
     sql += ` AND parent_id = $4`;
   }
   if (opts.forUpdate) sql += ' FOR UPDATE';
-  const { rows } = await q.query<ObjectRow>(sql, params);
+  const { rows } = await q.query<ObjectRow>(sql, params, { prepared: true });
   return rows[0] ?? null;
 }
 
@@ -79,7 +79,7 @@ export async function getWithChildren(
     params.push(childKind);
     sql += ` UNION ALL SELECT ${i + 1}, ${COLS} FROM objects WHERE account_id = $2 AND kind = $${params.length} AND parent_id = $1`;
   });
-  const { rows } = await q.query<PartRow>(`${sql} ORDER BY part, id`, params);
+  const { rows } = await q.query<PartRow>(`${sql} ORDER BY part, id`, params, { prepared: true });
   const { own, children } = splitParts(rows);
   return own[0] ? { row: own[0], children } : null;
 }

@@ -1,5 +1,20 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { Db, PoolStats, Queryable } from './db.js';
+
+/** Statement names by text: a name per distinct text, the same in every connection. */
+const names = new Map<string, string>();
+function statementName(sql: string): string {
+  let name = names.get(sql);
+  if (!name) names.set(sql, (name = 'ep_' + createHash('sha256').update(sql).digest('hex').slice(0, 24)));
+  return name;
+}
+
+/** A query on a pool or a client, prepared (named) when asked: see `Queryable.query`. */
+function run<R extends pg.QueryResultRow>(on: pg.Pool | pg.PoolClient, sql: string, params: unknown[] | undefined, how?: { prepared?: boolean }) {
+  if (how?.prepared) return on.query<R>({ name: statementName(sql), text: sql, values: params });
+  return on.query<R>(sql, params);
+}
 
 /** A `Db` over a `pg.Pool`: used for real PostgreSQL and, through PGlite's pg adapter, for PGlite. */
 export class PoolDb implements Db {
@@ -10,8 +25,8 @@ export class PoolDb implements Db {
     private readonly onClose: () => Promise<void> = async () => {},
   ) {}
 
-  query<R extends pg.QueryResultRow>(sql: string, params?: unknown[]) {
-    return this.pool.query<R>(sql, params as unknown[]);
+  query<R extends pg.QueryResultRow>(sql: string, params?: unknown[], how?: { prepared?: boolean }) {
+    return run<R>(this.pool, sql, params, how);
   }
 
   /**
@@ -27,7 +42,7 @@ export class PoolDb implements Db {
     client.on('error', onError);
     try {
       await client.query('BEGIN');
-      const result = await fn(client);
+      const result = await fn({ query: (sql, params, how) => run(client, sql, params, how) });
       await client.query('COMMIT');
       return result;
     } catch (err) {

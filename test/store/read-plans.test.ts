@@ -30,29 +30,50 @@ interface PlanNode {
   Plans?: PlanNode[];
 }
 
-interface Explained { sql: string; plan: PlanNode; returned: number }
+/** `generic`: for a prepared query, the plan PostgreSQL keeps for it once it stops planning per call. */
+interface Explained { sql: string; plan: PlanNode; generic?: PlanNode; returned: number }
 
 function nodes(plan: PlanNode): PlanNode[] {
   return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
 }
 
-/** Runs each query twice: under EXPLAIN ANALYZE (recorded), then for real (returned to the caller). */
+const planOf = (rows: Record<string, unknown>[]): PlanNode => {
+  const raw = Object.values(rows[0])[0];
+  return (typeof raw === 'string' ? JSON.parse(raw) : raw)[0].Plan as PlanNode;
+};
+
+/**
+ * Runs each query twice: under EXPLAIN ANALYZE (recorded), then for real (returned to the caller).
+ * A prepared query is also explained with the generic plan (the values unknown when planning):
+ * after a few calls PostgreSQL may keep that plan for every call.
+ */
 function explaining(db: Db, log: Explained[]): Queryable {
   return {
-    async query(sql: string, params?: unknown[]) {
-      const { rows } = await db.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params);
-      const raw = Object.values(rows[0])[0];
-      const plan = (typeof raw === 'string' ? JSON.parse(raw) : raw)[0].Plan as PlanNode;
-      const result = await db.query(sql, params);
-      log.push({ sql, plan, returned: result.rows.length });
+    async query(sql: string, params?: unknown[], how?: { prepared?: boolean }) {
+      const plan = planOf((await db.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`, params)).rows);
+      const generic = how?.prepared ? await db.tx(async (q) => {
+        await q.query('SET LOCAL plan_cache_mode = force_generic_plan');
+        await q.query(`PREPARE ep_explained AS ${sql}`);
+        const args = (params ?? []).map((v) => `'${String(v).replaceAll("'", "''")}'`).join(', ');
+        const out = planOf((await q.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE ep_explained(${args})`)).rows);
+        await q.query('DEALLOCATE ep_explained');
+        return out;
+      }) : undefined;
+      const result = await db.query(sql, params, how);
+      log.push({ sql, plan, generic, returned: result.rows.length });
       return result as never;
     },
   };
 }
 
-/** The scans of `objects`: by the indexes named, none filtering or rechecking rows away. */
+/** The scans of `objects`: by the indexes named, none filtering or rechecking rows away (in the generic plan too). */
 function expectIndexedReads(e: Explained, indexes: string[]): void {
-  const scans = nodes(e.plan).filter((n) => n['Relation Name'] === 'objects');
+  expectIndexedPlan(e, e.plan, indexes);
+  if (e.generic) expectIndexedPlan(e, e.generic, indexes);
+}
+
+function expectIndexedPlan(e: Explained, plan: PlanNode, indexes: string[]): void {
+  const scans = nodes(plan).filter((n) => n['Relation Name'] === 'objects');
   expect(scans.length, e.sql).toBeGreaterThan(0);
   for (const scan of scans) {
     expect(scan['Node Type'], e.sql).toMatch(/^Index (Only )?Scan$/);
@@ -110,6 +131,8 @@ describe.each(ENGINES)('reads on a never-analysed table (%s)', (engine) => {
     expect((await getObject(q, BIG, 'httpsEdgeRoute', routeId, { parentId: edgeId(BIG, 7) }))?.id).toBe(routeId);
     expect(await getObject(q, SMALL, 'httpsEdge', edgeId(BIG, 1234))).toBeNull();
     expect(log).toHaveLength(3);
+    // Prepared: planned once per connection, not on every GET.
+    expect(log.every((e) => e.generic)).toBe(true);
     for (const e of log) expectIndexedReads(e, ['objects_pkey', 'objects_account_id_id_key', 'objects_by_kind', 'objects_children', 'objects_by_parent']);
   });
 
@@ -120,6 +143,7 @@ describe.each(ENGINES)('reads on a never-analysed table (%s)', (engine) => {
       expect(found?.row.id).toBe(edgeId(account, 3));
       expect(found?.children.map((c) => c.id)).toEqual([1, 2, 3, 4, 5].map((r) => `edghtsrt_${account.slice(5)}${pad(3)}${r}`));
       expect(log).toHaveLength(1);
+      expect(log[0].generic).toBeDefined();
       expectIndexedReads(log[0], ['objects_pkey', 'objects_account_id_id_key', 'objects_children']);
     }
   });
