@@ -15,6 +15,7 @@
  *                           description, median of 9 each
  *
  * Flags: --engines pglite,postgres  --scale N (default 1: N × every count; 10 is about 62,000 objects)
+ *        --only noop (the apply and the no-op plan rows alone)
  *        --edges N (default 1000 × scale)  --watch-runs N (default 20)
  * Env: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test; a database of the bench's
  * own is created on that server for an `edgeplane serve` process, and dropped). Results: a table on stdout, JSON in bench/results/reconcile-<time>.json.
@@ -72,6 +73,14 @@ const SIZE: BenchSize = {
   backends: FULL.backends * SCALE,
 };
 const WATCH_RUNS = Number(flag('watch-runs', '20'));
+/**
+ * `--only noop`: apply once, then only the no-op plan rows (plan, list pages alone, replayed, CPU);
+ * the raw creates, Markdown, per-object refresh, CLI process and watch rows are skipped. At
+ * `--scale 10` that is the apply and a few minutes, instead of about an hour.
+ */
+const ONLY = flag('only', '');
+if (ONLY && ONLY !== 'noop') throw new Error(`--only takes noop, not ${ONLY}`);
+const NOOP_ONLY = ONLY === 'noop';
 const NOOP_RUNS = 9;
 /** Plan + fetch rounds run first and not counted: the process has just applied 6,200 objects, and
  *  the first plans still compile the planner's code (the steady state is what is compared). */
@@ -393,17 +402,18 @@ function describedAgain(manifests: string): string {
   return dir;
 }
 
-async function applyFromEmpty(eng: Engine, client: ApiClient, manifests: string, rawManifests: string): Promise<{ steps: number; applyMs: number; rawMs: number; markdown: RenderTimes }> {
+async function applyFromEmpty(eng: Engine, client: ApiClient, manifests: string, rawManifests: string): Promise<{ steps: number; applyMs: number; rawMs: number; markdown: RenderTimes | undefined }> {
   log('apply from empty…');
   const prepared = await preparePlan({ root: manifests, stack: 'bench', env: {} }, client);
   if (!prepared.plan) throw new Error(JSON.stringify(prepared.problems.slice(0, 5)));
   const plan = prepared.plan;
   log('Markdown of the plan from empty…');
-  const markdown = markdownTimes(plan);
+  const markdown = NOOP_ONLY ? undefined : markdownTimes(plan);
   const t0 = now();
   const applied = await applyPlan(plan, { client, secrets: secretsFromMap(prepared.secrets), parallelism: PARALLELISM });
   const applyMs = now() - t0;
   if (applied.failed.length) throw new Error(`apply failed: ${JSON.stringify(applied.failed.slice(0, 3))}`);
+  if (NOOP_ONLY) return { steps: plan.steps.length, applyMs, rawMs: NaN, markdown };
 
   log('raw creates (same requests, no executor)…');
   const rawAcct = await eng.account();
@@ -422,12 +432,15 @@ async function benchEngine(name: string, manifests: string, rawManifests: string
 
     const { steps, applyMs, rawMs, markdown: markdownCreates } = await applyFromEmpty(eng, client, manifests, rawManifests);
 
-    log('Markdown of a plan of description updates…');
-    const described = describedAgain(manifests);
-    const updates = await preparePlan({ root: described, stack: 'bench', env: {} }, client);
-    rmSync(described, { recursive: true, force: true });
-    if (!updates.plan?.steps.length) throw new Error('the plan of description updates has no steps');
-    const markdownUpdates = markdownTimes(updates.plan);
+    let markdownUpdates: RenderTimes | undefined;
+    if (!NOOP_ONLY) {
+      log('Markdown of a plan of description updates…');
+      const described = describedAgain(manifests);
+      const updates = await preparePlan({ root: described, stack: 'bench', env: {} }, client);
+      rmSync(described, { recursive: true, force: true });
+      if (!updates.plan?.steps.length) throw new Error('the plan of description updates has no steps');
+      markdownUpdates = markdownTimes(updates.plan);
+    }
 
     log('no-op plan…');
     // Plans and page fetches alternate, NOOP_RUNS of each after NOOP_WARMUP of each: the medians are compared.
@@ -494,28 +507,8 @@ async function benchEngine(name: string, manifests: string, rawManifests: string
     }
     const planMs = median(plans);
     const fetchMs = median(fetches);
-    const replayed = await replayedPlans(client, manifests, NOOP_RUNS);
-    const refresh = await perObjectRefresh(client);
-
-    log(`watch latency (${WATCH_RUNS} edits)…`);
-    const watchDir = mkdtempSync(join(tmpdir(), 'ep-bench-watch-'));
-    cpSync(manifests, watchDir, { recursive: true });
-    const watchMs = await watchLatency(client, watchDir, WATCH_RUNS);
-    rmSync(watchDir, { recursive: true, force: true });
-    // Put edge-0 back as the manifests say, for the CLI plan below.
-    await preparePlan({ root: manifests, stack: 'bench', env: {} }, client).then((p) => applyPlan(p.plan!, { client, secrets: secretsFromMap(p.secrets) }));
-
-    log('edgeplane plan as a process…');
-    const cli = await cliPlan(manifests, await eng.cli(acct));
-
     const kinds = manifestKinds().map((k) => ({ kind: k.name, objects: k.name === 'httpsEdge' ? SIZE.edges : k.name === 'certificateAuthority' ? SIZE.cas : SIZE.backends }));
-    return {
-      engine: eng.name,
-      objects: objectCount(SIZE),
-      steps,
-      apply_ms: Math.round(applyMs),
-      raw_create_ms: Math.round(rawMs),
-      apply_vs_raw: +(rawMs / applyMs).toFixed(2),
+    const noop = {
       plan_requests: planRequests,
       expected_list_requests: kinds.reduce((n, k) => n + Math.ceil(k.objects / PAGE_SIZE), 0),
       noop_plan_ms: Math.round(planMs),
@@ -529,6 +522,30 @@ async function benchEngine(name: string, manifests: string, rawManifests: string
       noop_plan_server_cpu_ms: servers ? { serve: Math.round(share.plan.serve / NOOP_RUNS), postgres: Math.round(share.plan.postgres / NOOP_RUNS) } : null,
       page_fetch_server_cpu_ms: servers ? { serve: Math.round(share.fetch.serve / NOOP_RUNS), postgres: Math.round(share.fetch.postgres / NOOP_RUNS) } : null,
       plan_vs_fetch: +(planMs / fetchMs).toFixed(2),
+    };
+    const replayed = await replayedPlans(client, manifests, NOOP_RUNS);
+    if (NOOP_ONLY) return { engine: eng.name, objects: objectCount(SIZE), steps, apply_ms: Math.round(applyMs), ...noop, noop_plan_replayed_ms: Math.round(median(replayed)), noop_plan_replayed_runs_ms: replayed.map(Math.round), skipped: 'raw creates, Markdown, per-object refresh, CLI process, watch (--only noop)' };
+    const refresh = await perObjectRefresh(client);
+
+    log(`watch latency (${WATCH_RUNS} edits)…`);
+    const watchDir = mkdtempSync(join(tmpdir(), 'ep-bench-watch-'));
+    cpSync(manifests, watchDir, { recursive: true });
+    const watchMs = await watchLatency(client, watchDir, WATCH_RUNS);
+    rmSync(watchDir, { recursive: true, force: true });
+    // Put edge-0 back as the manifests say, for the CLI plan below.
+    await preparePlan({ root: manifests, stack: 'bench', env: {} }, client).then((p) => applyPlan(p.plan!, { client, secrets: secretsFromMap(p.secrets) }));
+
+    log('edgeplane plan as a process…');
+    const cli = await cliPlan(manifests, await eng.cli(acct));
+
+    return {
+      engine: eng.name,
+      objects: objectCount(SIZE),
+      steps,
+      apply_ms: Math.round(applyMs),
+      raw_create_ms: Math.round(rawMs),
+      apply_vs_raw: +(rawMs / applyMs).toFixed(2),
+      ...noop,
       noop_plan_replayed_ms: Math.round(median(replayed)),
       noop_plan_replayed_runs_ms: replayed.map(Math.round),
       per_object_refresh_ms: Math.round(refresh.ms),
@@ -550,36 +567,40 @@ async function benchEngine(name: string, manifests: string, rawManifests: string
 }
 
 function table(rows: Row[]): string {
-  const lines = [
-    ['', ...rows.map((r) => r.engine)],
-    ['objects (steps of apply from empty)', ...rows.map((r) => `${r.objects} (${r.steps})`)],
-    ['apply from empty, parallelism 8', ...rows.map((r) => `${(Number(r.apply_ms) / 1000).toFixed(1)} s`)],
-    ['same creates replayed raw, concurrency 8', ...rows.map((r) => `${(Number(r.raw_create_ms) / 1000).toFixed(1)} s`)],
-    ['apply throughput / raw (target ≥ 0.80)', ...rows.map((r) => String(r.apply_vs_raw))],
-    ['no-op plan: requests (target: Σ ceil(N/100))', ...rows.map((r) => `${JSON.stringify(r.plan_requests)} (${r.expected_list_requests})`)],
-    [`no-op plan, in-process, median of ${NOOP_RUNS} (after ${NOOP_WARMUP})`, ...rows.map((r) => `${r.noop_plan_ms} ms (${(r.noop_plan_runs_ms as number[]).join(', ')})`)],
-    [`list pages alone, median of ${NOOP_RUNS}`, ...rows.map((r) => `${r.page_fetch_ms} ms (${(r.page_fetch_runs_ms as number[]).join(', ')})`)],
-    [`plan / page fetch (target ≤ ${SCALE > 1 ? '1.3' : '1.5'})`, ...rows.map((r) => String(r.plan_vs_fetch))],
-    [`no-op plan against the same pages replayed from memory (no server), median of ${NOOP_RUNS}`, ...rows.map((r) => `${r.noop_plan_replayed_ms} ms (${(r.noop_plan_replayed_runs_ms as number[]).join(', ')})`)],
-    [`CPU of the bench process: no-op plan / list pages alone, medians of ${NOOP_RUNS}`, ...rows.map((r) => `${r.noop_plan_cpu_ms} / ${r.page_fetch_cpu_ms} ms`)],
-    [`no-op plan's planning thread: on a core / runnable, waiting for one, medians of ${NOOP_RUNS}`, ...rows.map((r) => r.noop_plan_thread_run_ms === null ? 'n/a' : `${r.noop_plan_thread_run_ms} / ${r.noop_plan_thread_wait_ms} ms`)],
-    [`server's CPU (serve + PostgreSQL): per no-op plan / per list pages alone, mean of ${NOOP_RUNS}`, ...rows.map((r) => {
+  /** Each row of the table: its label, and its cell for one engine's results. */
+  let cells: [string, (r: Row) => string][] = [
+    ['', (r) => String(r.engine)],
+    ['objects (steps of apply from empty)', (r: Row) => `${r.objects} (${r.steps})`],
+    ['apply from empty, parallelism 8', (r: Row) => `${(Number(r.apply_ms) / 1000).toFixed(1)} s`],
+    ['same creates replayed raw, concurrency 8', (r: Row) => `${(Number(r.raw_create_ms) / 1000).toFixed(1)} s`],
+    ['apply throughput / raw (target ≥ 0.80)', (r: Row) => String(r.apply_vs_raw)],
+    ['no-op plan: requests (target: Σ ceil(N/100))', (r: Row) => `${JSON.stringify(r.plan_requests)} (${r.expected_list_requests})`],
+    [`no-op plan, in-process, median of ${NOOP_RUNS} (after ${NOOP_WARMUP})`, (r: Row) => `${r.noop_plan_ms} ms (${(r.noop_plan_runs_ms as number[]).join(', ')})`],
+    [`list pages alone, median of ${NOOP_RUNS}`, (r: Row) => `${r.page_fetch_ms} ms (${(r.page_fetch_runs_ms as number[]).join(', ')})`],
+    [`plan / page fetch (target ≤ ${SCALE > 1 ? '1.3' : '1.5'})`, (r: Row) => String(r.plan_vs_fetch)],
+    [`no-op plan against the same pages replayed from memory (no server), median of ${NOOP_RUNS}`, (r: Row) => `${r.noop_plan_replayed_ms} ms (${(r.noop_plan_replayed_runs_ms as number[]).join(', ')})`],
+    [`CPU of the bench process: no-op plan / list pages alone, medians of ${NOOP_RUNS}`, (r: Row) => `${r.noop_plan_cpu_ms} / ${r.page_fetch_cpu_ms} ms`],
+    [`no-op plan's planning thread: on a core / runnable, waiting for one, medians of ${NOOP_RUNS}`, (r: Row) => r.noop_plan_thread_run_ms === null ? 'n/a' : `${r.noop_plan_thread_run_ms} / ${r.noop_plan_thread_wait_ms} ms`],
+    [`server's CPU (serve + PostgreSQL): per no-op plan / per list pages alone, mean of ${NOOP_RUNS}`, (r: Row) => {
       const p = r.noop_plan_server_cpu_ms as { serve: number; postgres: number } | null;
       const f = r.page_fetch_server_cpu_ms as { serve: number; postgres: number } | null;
       return p && f ? `${p.serve} + ${p.postgres} / ${f.serve} + ${f.postgres} ms` : 'in the bench process';
-    })],
-    ['one GET per object', ...rows.map((r) => `${r.per_object_refresh_ms} ms (${r.per_object_refresh_requests} requests${r.per_object_refresh_timed === r.per_object_refresh_requests ? '' : `; ${r.per_object_refresh_timed} timed, scaled`})`)],
-    [`\`edgeplane plan\` process: wall, median of ${CLI_RUNS}`, ...rows.map((r) => `${r.cli_plan_ms} ms (exit ${r.cli_plan_exit})`)],
-    [`\`edgeplane plan\` process: peak RSS, median of ${CLI_RUNS} (target ≤ 400 MB)`, ...rows.map((r) => `${r.cli_plan_peak_rss_mb} MB (${(r.cli_plan_peak_rss_range_mb as number[]).join('–')})`)],
+    }],
+    ['one GET per object', (r: Row) => `${r.per_object_refresh_ms} ms (${r.per_object_refresh_requests} requests${r.per_object_refresh_timed === r.per_object_refresh_requests ? '' : `; ${r.per_object_refresh_timed} timed, scaled`})`],
+    [`\`edgeplane plan\` process: wall, median of ${CLI_RUNS}`, (r: Row) => `${r.cli_plan_ms} ms (exit ${r.cli_plan_exit})`],
+    [`\`edgeplane plan\` process: peak RSS, median of ${CLI_RUNS} (target ≤ 400 MB)`, (r: Row) => `${r.cli_plan_peak_rss_mb} MB (${(r.cli_plan_peak_rss_range_mb as number[]).join('–')})`],
     ...(['creates', 'updates'] as const).map((k) => [
       `Markdown render at ${objectCount(SIZE).toLocaleString('en-US')} objects, plan of ${k === 'creates' ? 'every create' : 'edge and CA description updates'}: comment / whole, wall (CPU), median of ${RENDER_RUNS}`,
-      ...rows.map((r) => {
+      (r: Row) => {
         const m = r[`markdown_${k}`] as RenderTimes;
         return `${m.comment_ms} (${m.comment_cpu_ms}) / ${m.whole_ms} (${m.whole_cpu_ms}) ms (${m.steps} steps; ${m.comment_chars.toLocaleString('en-US')} / ${m.whole_chars.toLocaleString('en-US')} characters)`;
-      }),
-    ]),
-    [`watch save → applied, median of ${WATCH_RUNS} (target ≤ 300 ms)`, ...rows.map((r) => `${r.watch_median_ms} ms (min ${r.watch_min_ms}, max ${r.watch_max_ms})`)],
+      },
+    ] as [string, (r: Row) => string]),
+    [`watch save → applied, median of ${WATCH_RUNS} (target ≤ 300 ms)`, (r: Row) => `${r.watch_median_ms} ms (min ${r.watch_min_ms}, max ${r.watch_max_ms})`],
   ];
+  // `--only noop`: the rows it measured (the others' fields are absent).
+  if (NOOP_ONLY) cells = cells.filter(([label], i) => i < 3 || /no-op plan|list pages|plan \/ page fetch|server's CPU/.test(label));
+  const lines = cells.map(([label, cell]) => [label, ...rows.map(cell)]);
   const widths = lines[0].map((_, i) => Math.max(...lines.map((l) => l[i].length)));
   const fmt = (l: string[]) => `| ${l.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
   return [fmt(lines[0]), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...lines.slice(1).map(fmt)].join('\n');
