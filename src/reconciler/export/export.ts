@@ -3,7 +3,7 @@ import { stringify } from 'yaml';
 import { moduleCheckForm } from '../../kinds/check.js';
 import type { Body, KindRuntimeConfig, ModuleDef } from '../../kinds/types.js';
 import { manifestKinds, namedTarget } from '../manifests/schema.js';
-import { refValues } from '../manifests/validate.js';
+import { refValues } from '../manifests/object-values.js';
 import { DEFAULT_CONFIG, normalize, normalizeModule, same } from '../plan/normalize.js';
 import { observeLists, type ObservedLists } from '../plan/observed.js';
 import { isSecretToken } from '../plan/tokens.js';

@@ -1,6 +1,6 @@
 import { withChildren, type ManifestObject } from '../manifests/model.js';
 import { namedTarget } from '../manifests/schema.js';
-import { isName, refsOf } from '../manifests/validate.js';
+import { isName, refsOf } from '../manifests/object-values.js';
 import { mermaidText } from '../render/mermaid.js';
 
 export interface GraphNode {

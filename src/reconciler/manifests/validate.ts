@@ -13,6 +13,7 @@ import { didYouMean } from '../../util/suggest.js';
 import { normalizeFields } from '../plan/normalize.js';
 import type { SourceDoc } from './load.js';
 import { childPrefix, identityOf, isSecretRef, positionOf, withChildren, type ManifestObject, type RefValue } from './model.js';
+import { isName, refsOf, uniqueValuesOf } from './object-values.js';
 import { formatPath, sortProblems, type Problem } from './problems.js';
 import { buildManifestSchema, manifestKinds, MANIFEST_SCHEMA_ID, NAME_PATTERN, namedTarget } from './schema.js';
 
@@ -405,87 +406,9 @@ function indexByKind(all: ManifestObject[]): Map<string, Map<string, ManifestObj
   return out;
 }
 
-/**
- * A shared empty list, for the many objects that have none of a thing (frozen: never added to).
- * Lists kept with thousands of objects are made at their exact length (`Scratch.take`): an array
- * grown by `push` keeps room for 16 more, which a plan of thousands of objects carries to the end.
- */
+/** A shared empty list (frozen: never added to). */
 const NONE: never[] = Object.freeze([]) as unknown as never[];
-const refScratch = new Scratch<RefValue>();
 
-/** Every reference value of an object: its own fields' and its modules', with where it sits. */
-export function refValues(o: { kind: KindDef; body: Body }): RefValue[] {
-  const out = refScratch;
-  out.clear(); // empty unless a walk before was cut short
-  if (o.kind.refs) takeRefs(out, o.kind.refs, o.body, undefined);
-  const modules = o.kind.modules;
-  if (modules) {
-    for (let i = 0; i < modules.length; i++) {
-      const m = modules[i];
-      if (m.refs && o.body[m.name]) takeRefs(out, m.refs, o.body[m.name], m.name);
-    }
-  }
-  return out.take(NONE);
-}
-
-// Module-level, not a closure per object: it runs for every object of every plan.
-function takeRefs(out: Scratch<RefValue>, defs: RefDef[], holder: unknown, module: string | undefined) {
-  for (let d = 0; d < defs.length; d++) {
-    const def = defs[d];
-    const plain = plainPath(def.field);
-    if (plain) {
-      // Most refs name one field: found by walking (as `matchPaths` would), with no hit made. The
-      // path is the pattern's own, or the module field's (shared, never modified): a ref's path may be it.
-      let v = holder;
-      for (let i = 0; i < plain.length && v !== undefined; i++) {
-        v = v && typeof v === 'object' && !Array.isArray(v) && plain[i] in v ? (v as Record<string, unknown>)[plain[i]] : undefined;
-      }
-      if (v !== undefined) takeRef(out, def, v, module === undefined ? plain : inModule(module, def.field), true);
-      continue;
-    }
-    const hits = matchPaths(holder, def.field);
-    for (let h = 0; h < hits.length; h++) {
-      const hit = hits[h];
-      takeRef(out, def, hit.value, module === undefined ? hit.path : [module, ...hit.path], false);
-    }
-  }
-}
-
-/** The reference (or, for a `many` ref, references) of one value found at `at`; `shared`: `at` is a path kept for the pattern. */
-function takeRef(out: Scratch<RefValue>, def: RefDef, value: unknown, at: (string | number)[], shared: boolean) {
-  if (def.many && Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) if (typeof value[i] === 'string') out.push({ def, value: value[i], path: shared ? indexed(at, i) : [...at, i] });
-  } else if (typeof value === 'string') out.push({ def, value, path: at });
-}
-
-/** `[...at, i]` for a shared path `at`: one array per path and index (shared, never modified). */
-const indexedPaths = new Map<(string | number)[], (string | number)[][]>();
-function indexed(at: (string | number)[], i: number): (string | number)[] {
-  let byIndex = indexedPaths.get(at);
-  if (!byIndex) indexedPaths.set(at, (byIndex = []));
-  return (byIndex[i] ??= [...at, i]);
-}
-
-/** A module field's path (`backend.backend_id`), one array per module and field (shared, never modified). */
-const modulePaths = new Map<string, Map<string, string[]>>();
-function inModule(module: string, field: string): string[] {
-  let byField = modulePaths.get(module);
-  if (!byField) modulePaths.set(module, (byField = new Map()));
-  let path = byField.get(field);
-  if (!path) byField.set(field, (path = [module, ...field.split('.')]));
-  return path;
-}
-
-/** `refValues` of a manifest object, computed once per object (objects are shared between watch runs). */
-export function refsOf(o: ManifestObject): RefValue[] {
-  return (o.refs ??= refValues(o));
-}
-
-/** A ref value that is a manifest name (not a raw id) of a kind the manifests manage. */
-const NAME_RE = new RegExp(`^${NAME_PATTERN}$`);
-export function isName(def: RefDef, value: string): boolean {
-  return !!namedTarget(def) && NAME_RE.test(value);
-}
 
 /** Pass 4: every name a reference uses exists among the manifests. */
 function referencePass(o: ManifestObject, byKind: Map<string, Map<string, ManifestObject>>, add: Add) {
@@ -502,32 +425,6 @@ function referencePass(o: ManifestObject, byKind: Map<string, Map<string, Manife
 }
 
 /** Pass 5: values the service keeps unique (hostports, route matches) are unique across the manifests. */
-/** Each unique's values of an object (per `kind.uniques`), computed once per object. */
-const idsAsTheyAre = (id: string) => id;
-function uniqueValuesOf(o: ManifestObject): string[][] {
-  let v = o.uniques;
-  if (!v) {
-    const uniques = o.kind.uniques;
-    if (!uniques?.length) return (o.uniques = NONE);
-    let fields: Body | undefined;
-    // Unique values are read from plain fields (hostports, a route's match), in normal form.
-    try { fields = normalizeFields(o.kind, o.body, idsAsTheyAre); } catch { /* a body with schema errors */ }
-    v = new Array<string[]>(uniques.length);
-    for (let i = 0; i < uniques.length; i++) v[i] = fields ? uniqueStrings(uniques[i], fields) : NONE;
-    o.uniques = v;
-  }
-  return v;
-}
-
-/** A unique's values of an object's plain fields: a body with schema errors (`hostports: 7`) may give anything, and only strings count. */
-function uniqueStrings(u: UniqueDef, fields: Body): string[] {
-  try {
-    const got: unknown = u.values(fields);
-    if (!Array.isArray(got)) return NONE;
-    for (let i = 0; i < got.length; i++) if (typeof got[i] !== 'string') return NONE;
-    return got as string[];
-  } catch { return NONE; }
-}
 
 function uniquePass(all: ManifestObject[], add: Add) {
   // Unique → scope (the parent, for per-parent uniques) → value → the first object holding it.

@@ -1,4 +1,4 @@
-import { refValues } from '../manifests/validate.js';
+import { refValues } from '../manifests/object-values.js';
 import type { ObservedObject } from './state.js';
 
 /** Ids some live object refers to (other than itself): what a duplicate's keeper is chosen by. */

@@ -1,4 +1,4 @@
-import { refValues } from '../manifests/validate.js';
+import { refValues } from '../manifests/object-values.js';
 import type { DesiredObject, ObservedObject } from '../plan/state.js';
 import { isRefToken } from '../plan/tokens.js';
 

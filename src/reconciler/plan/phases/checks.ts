@@ -1,7 +1,7 @@
 import { BODY_LIMIT } from '../../../contract/limits.js';
 import { formatPath } from '../../manifests/problems.js';
 import { namedTarget } from '../../manifests/schema.js';
-import { refValues } from '../../manifests/validate.js';
+import { refValues } from '../../manifests/object-values.js';
 import { everyObserved, type PlanContext } from './context.js';
 import type { Matched } from './match.js';
 import type { Planned } from './steps.js';

@@ -1,4 +1,4 @@
-import { refValues } from '../../manifests/validate.js';
+import { refValues } from '../../manifests/object-values.js';
 import type { ObservedObject } from '../state.js';
 import type { ProtectedChange, Step } from '../types.js';
 import type { PlanContext } from './context.js';
