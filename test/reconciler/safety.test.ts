@@ -1,14 +1,15 @@
 import { describe, expect, it } from 'vitest';
+import { liveView } from '../../src/reconciler/plan/live-view.js';
 import { DEFAULT_THRESHOLD, safetyBlocks } from '../../src/reconciler/plan/safety.js';
 import type { ObservedObject } from '../../src/reconciler/plan/state.js';
 import { MARKER_CHANGE, type Action, type Change, type Step } from '../../src/reconciler/plan/types.js';
 
 /** Ten owned routes (the threshold applies from ten) and four steps on four of them: 40 % > 30 %. */
-const observed = Array.from({ length: 10 }, (_, i) => ({ id: `r${i}`, kind: { name: 'httpsEdgeRoute' }, owner: { type: 'this' } })) as unknown as ObservedObject[];
+const observed = Array.from({ length: 10 }, (_, i) => ({ id: `r${i}`, kind: { name: 'httpsEdgeRoute' }, owner: { type: 'this' }, marker: { id: `E/routes/r${i}` } })) as unknown as ObservedObject[];
 function onFour(action: Action, changes: Change[]): Step[] {
   return [0, 1, 2, 3].map((i) => ({ id: `s${i}`, action, object: { kind: 'httpsEdgeRoute', identity: `E/routes/r${i}`, name: `r${i}`, id: `r${i}` }, changes, dependsOn: [] }) as unknown as Step);
 }
-const blocked = (steps: Step[]) => safetyBlocks(steps, observed, DEFAULT_THRESHOLD).map((b) => `${b.kind} ${b.changed}/${b.owned}`);
+const blocked = (steps: Step[]) => safetyBlocks(steps, liveView(observed), DEFAULT_THRESHOLD).map((b) => `${b.kind} ${b.changed}/${b.owned}`);
 
 describe('the safety threshold counts what would be removed or changed', () => {
   it('blocks deletes, module deletes and changed values on more than 30 % of a kind', () => {
@@ -34,7 +35,7 @@ describe('the safety threshold counts identities, not live copies (duplicates fr
   const obs = (xs: O[]) => xs.map((x) => ({ id: x.id, kind: { name: x.kind }, parentId: x.parentId, owner: { type: 'this' }, marker: { id: x.marker } })) as unknown as ObservedObject[];
   const del = (kind: string, id: string, identity: string) => ({ id: `${identity}:delete:${id}`, action: 'delete', object: { kind, identity, name: identity, id }, changes: [], dependsOn: [] }) as unknown as Step;
   const backends = (n: number, copies: number) => Array.from({ length: n }, (_, i) => Array.from({ length: copies }, (_, c) => ({ id: `fo${i}-${c}`, kind: 'failoverBackend', marker: `FailoverBackend/b${i}` }))).flat();
-  const check = (steps: Step[], observed: ObservedObject[]) => safetyBlocks(steps, observed, DEFAULT_THRESHOLD).map((b) => `${b.kind} ${b.changed}/${b.owned} (${b.deletes} deleted)`);
+  const check = (steps: Step[], observed: ObservedObject[]) => safetyBlocks(steps, liveView(observed), DEFAULT_THRESHOLD).map((b) => `${b.kind} ${b.changed}/${b.owned} (${b.deletes} deleted)`);
 
   it('deleting a duplicate while a copy of it stays does not count; the copies are one owned object', () => {
     // Ten identities, each made twice: deleting every second copy removes nothing the stack manages.

@@ -275,7 +275,7 @@ function duplicatesLeftOut(observed: ObservedObject[], stack: string, warnings: 
   let referenced: Set<string> | undefined;
   for (const same of byIdentity.values()) {
     if (same.length < 2) continue;
-    const kept = keptCopy(same, () => (referenced ??= referencedIds(observed)))!;
+    const kept = keptCopy(same, (id) => (referenced ??= referencedIds(observed)).has(id))!;
     const others = same.filter((o) => o !== kept);
     for (const o of others) out.add(o.id);
     warnings.push(`${kept.marker!.id}: ${same.length} live objects of stack "${stack}" carry this identity; exported ${kept.id}, the one plan keeps (the next apply deletes ${others.map((o) => o.id).join(', ')})`);

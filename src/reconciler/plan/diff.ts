@@ -2,7 +2,7 @@ import { kindByName } from '../../kinds/registry.js';
 import { NormMemo } from './normalize.js';
 import { orderSteps } from './order.js';
 import { checks } from './phases/checks.js';
-import { everyObserved, planContext, type DiffOptions, type PlanContext } from './phases/context.js';
+import { planContext, type DiffOptions, type PlanContext } from './phases/context.js';
 import { planDeletes, type Deleted } from './phases/deletes.js';
 import { match, type Matched } from './phases/match.js';
 import { planSteps, type Planned } from './phases/steps.js';
@@ -29,7 +29,7 @@ export function diff(desired: DesiredObject[], observed: ObservedObject[], opts:
   let plan = assemble(ctx, matched, planned, deleted, warnings);
   // Destroying is the stack's whole point here: the share of objects deleted is not a surprise to stop.
   if (opts.destroy) plan = { ...plan, blocked: [], destroy: true };
-  if (opts.targets?.length) plan = scopePlan(plan, opts.targets, desired, observed, opts.destroy ? undefined : opts.threshold ?? DEFAULT_THRESHOLD);
+  if (opts.targets?.length) plan = scopePlan(plan, opts.targets, desired, observed, ctx.live, opts.destroy ? undefined : opts.threshold ?? DEFAULT_THRESHOLD);
   return plan;
 }
 
@@ -52,7 +52,7 @@ function assemble(ctx: PlanContext, matched: Matched, planned: Planned, deleted:
     summary: summary(matched, planned, steps),
     warnings,
     conflicts: [...matched.conflicts],
-    blocked: safetyBlocks(steps, everyObserved(ctx), ctx.opts.threshold ?? DEFAULT_THRESHOLD),
+    blocked: safetyBlocks(steps, ctx.live, ctx.opts.threshold ?? DEFAULT_THRESHOLD),
     ...(protectedChanges.length ? { protectedChanges } : {}),
   };
 }

@@ -13,6 +13,6 @@ export function referencedIds(observed: readonly ObservedObject[]): Set<string> 
  * refers to, so that nothing working is re-pointed, else the first listed. The planner and export
  * choose by this one rule, so an export of duplicates plans to no change of the kept copy.
  */
-export function keptCopy(copies: ObservedObject[], referenced: () => Set<string>): ObservedObject | undefined {
-  return copies.find((o) => referenced().has(o.id)) ?? copies[0];
+export function keptCopy(copies: readonly ObservedObject[], referenced: (id: string) => boolean): ObservedObject | undefined {
+  return copies.find((o) => referenced(o.id)) ?? copies[0];
 }

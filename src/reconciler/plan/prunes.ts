@@ -1,5 +1,6 @@
 import { DEFAULT_THRESHOLD, safetyBlocks, type Threshold } from './safety.js';
-import type { Identities, ObservedObject } from './state.js';
+import type { LiveView } from './live-view.js';
+import type { Identities } from './state.js';
 import type { Plan } from './types.js';
 
 /**
@@ -7,7 +8,7 @@ import type { Plan } from './types.js';
  * them. Deletes of replaced objects and of duplicates an interrupted apply left behind are kept:
  * their identity is still in the manifests. `dropped`: the steps left out.
  */
-export function withoutPrunes(plan: Plan, identities: Identities, observed: ObservedObject[], threshold: Threshold = DEFAULT_THRESHOLD): { plan: Plan; dropped: number } {
+export function withoutPrunes(plan: Plan, identities: Identities, live: LiveView, threshold: Threshold = DEFAULT_THRESHOLD): { plan: Plan; dropped: number } {
   const drop = new Set(plan.steps.filter((s) => s.action === 'delete' && !identities.has(s.object.identity)).map((s) => s.id));
   if (!drop.size) return { plan, dropped: 0 };
   let grew = true;
@@ -17,7 +18,7 @@ export function withoutPrunes(plan: Plan, identities: Identities, observed: Obse
   }
   const steps = plan.steps.filter((s) => !drop.has(s.id));
   const prunes = plan.steps.filter((s) => drop.has(s.id) && s.action === 'delete').length;
-  const blocked = safetyBlocks(steps, observed, threshold);
+  const blocked = safetyBlocks(steps, live, threshold);
   const protectedChanges = plan.protectedChanges?.filter((c) => !drop.has(c.step));
   const rest: Plan = { ...plan };
   delete rest.protectedChanges;

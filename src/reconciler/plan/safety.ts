@@ -1,3 +1,4 @@
+import type { LiveView } from './live-view.js';
 import type { ObservedObject } from './state.js';
 import { MARKER_CHANGE, type SafetyBlock, type Step } from './types.js';
 
@@ -32,31 +33,13 @@ function alters(s: Step): boolean {
  * identity counts as deleted when a copy is replaced, or when every copy goes (its own delete, or
  * its parent's). Objects without this stack's marker (adopted ones) count by id.
  */
-export function safetyBlocks(steps: Step[], observed: readonly ObservedObject[], t: Threshold): SafetyBlock[] {
+export function safetyBlocks(steps: Step[], live: LiveView, t: Threshold): SafetyBlock[] {
   // Most plans (a no-op, a few updates that only add) alter nothing: no counting over every object.
   if (!steps.some((s) => s.object.id && alters(s))) return [];
   // Only the kinds that steps alter are counted, and only the objects steps act on are looked up:
   // a save that edits one edge must not walk every object of every kind.
   const kinds = new Set<string>();
-  const stepIds = new Set<string>();
-  for (const s of steps) {
-    if (!s.object.id) continue;
-    stepIds.add(s.object.id);
-    if (alters(s)) kinds.add(s.object.kind);
-  }
-  const byId = new Map<string, ObservedObject>();
-  /** Owned identities by kind, each with its live copies. */
-  const owned = new Map<string, Map<string, ObservedObject[]>>();
-  for (const o of observed) {
-    if (stepIds.has(o.id)) byId.set(o.id, o);
-    if (o.owner.type !== 'this' || !kinds.has(o.kind.name)) continue;
-    let ids = owned.get(o.kind.name);
-    if (!ids) owned.set(o.kind.name, (ids = new Map()));
-    const key = identityOf(o);
-    const copies = ids.get(key);
-    if (copies) copies.push(o);
-    else ids.set(key, [o]);
-  }
+  for (const s of steps) if (s.object.id && alters(s)) kinds.add(s.object.kind);
   const deleted = new Set<string>();
   for (const s of steps) if (s.action === 'delete' && s.object.id) deleted.add(s.object.id);
   const gone = (o: ObservedObject) => deleted.has(o.id) || (o.parentId !== undefined && deleted.has(o.parentId));
@@ -65,16 +48,17 @@ export function safetyBlocks(steps: Step[], observed: readonly ObservedObject[],
   const updates = new Map<string, Set<string>>();
   for (const s of steps) {
     if (!s.object.id || !alters(s)) continue;
-    const o = byId.get(s.object.id);
+    const o = live.get(s.object.id);
     const key = o ? identityOf(o) : `id:${s.object.id}`;
     // A duplicate deleted while a copy of the same identity stays: nothing the stack manages goes.
-    if (s.action === 'delete' && owned.get(s.object.kind)?.get(key)?.some((c) => !gone(c))) continue;
+    if (s.action === 'delete' && o?.owner.type === 'this' && o.marker && live.ownedOf(s.object.kind).get(o.marker.id)?.some((c) => !gone(c))) continue;
     const target = s.action === 'delete' || s.action === 'replace' ? deletes : updates;
     target.set(s.object.kind, (target.get(s.object.kind) ?? new Set()).add(key));
   }
   const out: SafetyBlock[] = [];
-  for (const [kind, ids] of owned) {
-    const n = ids.size;
+  for (const kind of kinds) {
+    const n = live.ownedOf(kind).size;
+    if (!n) continue;
     const del = deletes.get(kind) ?? new Set<string>();
     const upd = [...(updates.get(kind) ?? [])].filter((id) => !del.has(id));
     const changed = del.size + upd.length;

@@ -1,3 +1,4 @@
+import type { LiveView } from './live-view.js';
 import { safetyBlocks, type Threshold } from './safety.js';
 import { checkSelectors, selector, selectsWithin } from './selectors.js';
 import type { DesiredObject, ObservedObject } from './state.js';
@@ -17,7 +18,7 @@ const IDENTITY = /\b[A-Z][A-Za-z]+\/[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?(?:\/[a-z_]+
  * the steps kept are in the whole plan's order, and their dependencies are all kept.
  * Selectors that name no object of the manifests or of the stack's live objects are an error.
  */
-export function scopePlan(plan: Plan, targets: readonly string[], desired: DesiredObject[], observed: ObservedObject[], threshold: Threshold | undefined): Plan {
+export function scopePlan(plan: Plan, targets: readonly string[], desired: DesiredObject[], observed: readonly ObservedObject[], live: LiveView, threshold: Threshold | undefined): Plan {
   const selectors = targets.map(selector);
   const known = new Set<string>(desired.map((d) => d.identity));
   for (const o of observed) if (o.owner.type === 'this' && o.marker) known.add(o.marker.id);
@@ -78,7 +79,7 @@ export function scopePlan(plan: Plan, targets: readonly string[], desired: Desir
     summary: summarize(steps),
     warnings: [...plan.warnings.filter(about), ...warnings],
     conflicts: plan.conflicts.filter((c) => concerns(c.identity)),
-    blocked: threshold ? safetyBlocks(steps, observed, threshold) : [],
+    blocked: threshold ? safetyBlocks(steps, live, threshold) : [],
     ...(protectedChanges.length ? { protectedChanges } : {}),
     partial: { targets: selectors.map((s) => s.text), created: [...created].sort(), omitted: plan.steps.length - steps.length },
   };

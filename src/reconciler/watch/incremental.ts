@@ -12,6 +12,7 @@ import { validateManifests, ValidationMemo } from '../manifests/validate.js';
 import type { PlanInput } from '../pipeline.js';
 import { buildDesired, type DesiredMemo } from '../plan/desired.js';
 import { diff } from '../plan/diff.js';
+import { liveView } from '../plan/live-view.js';
 import { identical, NormMemo } from '../plan/normalize.js';
 import { observeItem, observeOne, type ObservedLists } from '../plan/observed.js';
 import type { DesiredObject, ObservedObject } from '../plan/state.js';
@@ -134,7 +135,7 @@ export class IncrementalPlanner {
       return plan;
     }
     const sub = planSubset(desired, this.desiredBefore, observed, [...changed, ...this.unsettled], this.refIndex);
-    const plan = diff(sub.desired, sub.observed, { ...opts, only: sub.planned, everyObserved: observed }, this.memo);
+    const plan = diff(sub.desired, sub.observed, { ...opts, only: sub.planned, live: liveView(observed) }, this.memo);
     this.planned = 0;
     for (const id of sub.planned) if (this.desiredBefore.has(id)) this.planned++;
     for (const id of sub.planned) {

@@ -4,6 +4,7 @@ import { applyPlan, type ApplyResult } from '../apply/execute.js';
 import { secretsFromMap } from '../apply/materialize.js';
 import { hasErrors, type Problem } from '../manifests/problems.js';
 import type { PlanInput } from '../pipeline.js';
+import { liveView } from '../plan/live-view.js';
 import { withoutPrunes } from '../plan/prunes.js';
 import type { Plan, Step } from '../plan/types.js';
 import { watchManifestFiles, type FileWatch } from './files.js';
@@ -117,7 +118,7 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
     }
     const interval = ctx.trigger === 'interval';
     const mode = opts.planOnly ? 'preview' : interval ? (opts.repair ? 'repair' : 'drift') : 'apply';
-    const { plan, dropped } = opts.prune ? { plan: prepared.plan, dropped: 0 } : withoutPrunes(prepared.plan, prepared.identities, prepared.observed, opts.input.threshold);
+    const { plan, dropped } = opts.prune ? { plan: prepared.plan, dropped: 0 } : withoutPrunes(prepared.plan, prepared.identities, liveView(prepared.observed), opts.input.threshold);
     opts.report({ type: 'plan', runId: ctx.runId, plan, mode, skippedPrunes: dropped, read: prepared.read });
     // Nothing is applied while a manifest object collides with an object this stack does not own.
     const applying = mode === 'apply' || mode === 'repair';

@@ -2,7 +2,7 @@ import { BODY_LIMIT } from '../../../contract/limits.js';
 import { formatPath } from '../../manifests/problems.js';
 import { namedTarget } from '../../manifests/schema.js';
 import { refValues } from '../../manifests/object-values.js';
-import { everyObserved, type PlanContext } from './context.js';
+import type { PlanContext } from './context.js';
 import type { Matched } from './match.js';
 import type { Planned } from './steps.js';
 
@@ -22,14 +22,12 @@ export function checks(ctx: PlanContext, matched: Matched, planned: Planned): st
  */
 export function missingRawRefs(ctx: PlanContext, matched: Matched, planned: Planned): string[] {
   const out: string[] = [];
-  let ids: Set<string> | undefined;
   for (const dec of matched.matches.values()) {
     if (!planned.stepsOf.has(dec.d.identity)) continue;
     for (const r of refValues(dec.d)) {
       const target = namedTarget(r.def);
       if (!target || !r.value.startsWith(`${r.def.onlyPrefix ?? target.idPrefix}_`)) continue;
-      ids ??= new Set(everyObserved(ctx).map((o) => o.id));
-      if (ids.has(r.value)) continue;
+      if (ctx.live.get(r.value)) continue;
       out.push(`${dec.d.identity}: ${formatPath(r.path)} names ${target.title} ${r.value}, which this account does not have: its step will fail (400) unless it is created first`);
     }
   }

@@ -1,4 +1,5 @@
 import type { KindRuntimeConfig } from '../../../kinds/types.js';
+import { liveView, type LiveView } from '../live-view.js';
 import { NormMemo } from '../normalize.js';
 import { Protection } from '../protect.js';
 import type { Threshold } from '../safety.js';
@@ -21,8 +22,8 @@ export interface DiffOptions {
    * found unchanged before and have not changed since.
    */
   only?: Identities;
-  /** When `observed` is a part of what was read (with `only`): every object read, for the ids that exist and the safety threshold's counts. */
-  everyObserved?: ObservedObject[];
+  /** When `observed` is a part of what was read (with `only`): every object read (the ids that exist, the safety threshold's counts), answered from indexes the caller keeps. */
+  live?: LiveView;
   /** Filled with the identities of the planned objects found unchanged (no step, no warning). */
   settled?: Set<string>;
   /** Selectors of protected objects (the stack file's `safety.protect`), besides `protect: true` in manifests. */
@@ -43,6 +44,8 @@ export interface DiffOptions {
 export interface PlanContext {
   readonly desired: readonly DesiredObject[];
   readonly observed: readonly ObservedObject[];
+  /** Every object read (`observed` is a part of it in watch's incremental plans). */
+  readonly live: LiveView;
   readonly opts: Readonly<DiffOptions>;
   readonly protection: Protection;
   readonly memo: NormMemo;
@@ -51,10 +54,5 @@ export interface PlanContext {
 /** The context of one plan: with `destroy`, the manifests only say what is protected (nothing is planned from them). */
 export function planContext(desired: readonly DesiredObject[], observed: readonly ObservedObject[], opts: Readonly<DiffOptions>, memo = new NormMemo('plan')): PlanContext {
   const protection = new Protection(opts.protect, desired, opts.allowProtected);
-  return { desired: opts.destroy ? [] : desired, observed, opts, protection, memo };
-}
-
-/** Every object read: `observed` is only a part of it in watch's incremental plans. */
-export function everyObserved(ctx: PlanContext): readonly ObservedObject[] {
-  return ctx.opts.everyObserved ?? ctx.observed;
+  return { desired: opts.destroy ? [] : desired, observed, live: opts.live ?? liveView(observed), opts, protection, memo };
 }

@@ -1,11 +1,11 @@
 import type { Body, KindDef } from '../../../kinds/types.js';
 import { canonicalJson } from '../../../util/canonical-json.js';
-import { keptCopy, referencedIds } from '../duplicates.js';
+import { keptCopy } from '../duplicates.js';
 import { normalizeFields, same } from '../normalize.js';
 import type { DesiredObject, ObservedObject } from '../state.js';
 import { isRefToken } from '../tokens.js';
 import type { Conflict } from '../types.js';
-import { everyObserved, type PlanContext } from './context.js';
+import type { PlanContext } from './context.js';
 import { identifyingKeys } from './keys.js';
 
 /** What matching found for one manifest object. */
@@ -59,8 +59,6 @@ class Matching {
   readonly matches = new Map<string, Mutable<Match>>();
   readonly claimed = new Set<string>();
   readonly conflicts: Conflict[] = [];
-  /** Ids some observed object refers to (read only when the manifests' objects have duplicates). */
-  private referenced?: Set<string>;
   private readonly keyCache = new Map<string, string[]>();
 
   constructor(private readonly ctx: PlanContext) {}
@@ -96,8 +94,8 @@ class Matching {
         // Duplicates (an interrupted apply, or two at once): keep one that fits the manifest,
         // preferring one that something refers to, so that nothing working is re-pointed.
         const fit = candidates.filter((o) => !this.immutableChanged(d, o));
-        const referenced = () => (this.referenced ??= referencedIds(everyObserved(this.ctx)));
-        const best = keptCopy(fit, referenced) ?? candidates.find((o) => referenced().has(o.id)) ?? candidates.reduce((a, b) => (a.id > b.id ? a : b));
+        const referenced = (id: string) => this.ctx.live.referenced(id);
+        const best = keptCopy(fit, referenced) ?? candidates.find((o) => referenced(o.id)) ?? candidates.reduce((a, b) => (a.id > b.id ? a : b));
         this.take(dec, best, via);
         continue;
       }
