@@ -10,7 +10,8 @@
  *   load        reading and parsing the manifest files (`ManifestCache.load`)
  *   validate    validation, secrets and desired state (the rest of `prepare` before the live read)
  *   reuse       matching desired objects with the previous run's (`reuseUnchanged`)
- *   live read   GETs of what the save or the last apply touched (`readLive`), and `observeAll`
+ *   live read   GETs of what the save or the last apply touched (`readLive`), and the live
+ *               state's indexes updated from their responses
  *   plan        the diff over the affected subset
  *   check       the files read again before applying (`changedSinceLoad`)
  *   apply       the apply's requests
@@ -78,7 +79,6 @@ const P = IncrementalPlanner.prototype;
 time(P, 'prepare', 'prepare');
 time(P, 'reuseUnchanged', 'reuse');
 time(P, 'readLive', 'live read');
-time(P, 'observeAll', 'observe');
 time(P, 'plan', 'plan');
 time(P, 'applied', 'bookkeeping');
 time(ManifestCache.prototype, 'load', 'load');
@@ -190,7 +190,7 @@ async function main() {
     console.log(`  median ${median(totals).toFixed(0)} ms wall (min ${Math.min(...totals).toFixed(0)}, max ${Math.max(...totals).toFixed(0)}), ${median(saves.map((s) => s.cpu)).toFixed(0)} ms CPU of this process`);
     console.log(`  runs: ${totals.map((t) => t.toFixed(0)).join(', ')} ms`);
     console.log(`\n  phase (median per save)      wall ms    CPU ms`);
-    const order = ['file wait', 'debounce', 'start → plan report', 'prepare', 'load', 'reuse', 'live read', 'GET requests', 'GET count', 'observe', 'plan', 'plan report → applied', 'check', 'write requests', 'write count', 'after', 'bookkeeping'];
+    const order = ['file wait', 'debounce', 'start → plan report', 'prepare', 'load', 'reuse', 'live read', 'GET requests', 'GET count', 'plan', 'plan report → applied', 'check', 'write requests', 'write count', 'after', 'bookkeeping'];
     for (const name of order) {
       const vals = saves.map((s) => s.phases.get(name) ?? { wall: 0, cpu: 0 });
       const prep = name === 'prepare';
@@ -199,7 +199,7 @@ async function main() {
         // What prepare spent outside the parts timed on their own: validation, secrets, desired state.
         const rest = saves.map((s) => {
           const g = (n: string) => s.phases.get(n) ?? { wall: 0, cpu: 0 };
-          const parts = ['load', 'reuse', 'live read', 'observe', 'plan'].map(g);
+          const parts = ['load', 'reuse', 'live read', 'plan'].map(g);
           return { wall: g('prepare').wall - parts.reduce((a, p) => a + p.wall, 0), cpu: g('prepare').cpu - parts.reduce((a, p) => a + p.cpu, 0) };
         });
         console.log(`  ${'  validate+desired (rest)'.padEnd(26)}${m(rest.map((v) => v.wall))}  ${m(rest.map((v) => v.cpu))}`);

@@ -6,18 +6,17 @@ import type { ApplyResult } from '../apply/execute.js';
 import type { Prepared } from '../apply/prepare.js';
 import type { Loaded } from '../manifests/load.js';
 import { hasErrors, sortProblems } from '../manifests/problems.js';
-import { manifestKinds } from '../manifests/schema.js';
 import { resolveSecrets } from '../manifests/secrets.js';
 import { validateManifests, ValidationMemo } from '../manifests/validate.js';
 import type { PlanInput } from '../pipeline.js';
 import { buildDesired, type DesiredMemo } from '../plan/desired.js';
 import { diff } from '../plan/diff.js';
-import { liveView } from '../plan/live-view.js';
+import type { LiveView } from '../plan/live-view.js';
 import { identical, NormMemo } from '../plan/normalize.js';
-import { observeItem, observeOne, type ObservedLists } from '../plan/observed.js';
-import type { DesiredObject, ObservedObject } from '../plan/state.js';
+import type { DesiredObject } from '../plan/state.js';
 import type { Plan } from '../plan/types.js';
 import { readLiveState } from '../state/read-state.js';
+import { LiveIndex, listedKinds } from './live-index.js';
 import { planSubset, RefIndex } from './subset.js';
 
 /** `HTTPSEdge/web` for `HTTPSEdge/web/routes/api`: the object a list page (or a GET) returns whole. */
@@ -31,7 +30,9 @@ const REREAD_PARALLELISM = 8;
 /** How a run read the live state: every list page, or a GET per object a save or apply touched. */
 export interface LiveRead { full: boolean; requests: number }
 
-export interface IncrementalPrepared extends Prepared {
+export interface IncrementalPrepared extends Omit<Prepared, 'observed'> {
+  /** Every live object read, with the indexes the plan read (kept between runs). */
+  live: LiveView;
   read: LiveRead;
   /** Identities whose desired state differs from the previous run's. */
   changed: string[];
@@ -60,9 +61,8 @@ export class IncrementalPlanner {
   private readonly memo = new NormMemo();
   private readonly validation = new ValidationMemo();
   private readonly desiredMemo: DesiredMemo = new WeakMap();
-  private lists: ObservedLists | undefined;
-  private readonly observedOf = new WeakMap<Body, ObservedObject[]>();
   private readonly desiredBefore = new Map<string, DesiredObject>();
+  private readonly live: LiveIndex;
   /** The identities of the desired objects (read only: a new set when they change). */
   private identities: Set<string> | undefined;
   /** Who refers to whom and children by parent, among the desired objects: updated per object that changed. */
@@ -75,18 +75,20 @@ export class IncrementalPlanner {
   /** Top-level ids the last apply wrote: read again before the next plan. */
   private readonly dirty = new Set<string>();
 
-  constructor(private readonly input: PlanInput, private readonly client: ApiClient, private readonly load: (root: string) => Loaded) {}
+  constructor(private readonly input: PlanInput, private readonly client: ApiClient, private readonly load: (root: string) => Loaded) {
+    this.live = new LiveIndex(input.stack, this.desiredBefore);
+  }
 
   /** The next plan reads everything (after a failure, or for a drift check). */
   invalidate(): void {
-    this.lists = undefined;
+    this.live.loaded = false;
     this.dirty.clear();
     this.fullPlanNext = true;
   }
 
   async prepare(opts: { full?: boolean } = {}): Promise<IncrementalPrepared> {
     const input = this.input;
-    const none = { secrets: new Map(), identities: new Set<string>(), observed: [], read: { full: false, requests: 0 }, changed: [], planned: 0 };
+    const none = { secrets: new Map(), identities: new Set<string>(), live: this.live, read: { full: false, requests: 0 }, changed: [], planned: 0 };
     const loaded = this.load(input.root);
     if (loaded.files.length !== this.files.length || loaded.files.some((f, i) => f !== this.files[i])) this.fullPlanNext = true;
     this.files = loaded.files;
@@ -102,8 +104,7 @@ export class IncrementalPlanner {
     const identities = this.identities!;
 
     let read = await this.readLive(opts.full === true, changed);
-    let observed = this.observeAll();
-    let plan = this.plan(desired, observed, changed, read.full);
+    let plan = this.plan(desired, changed, read.full);
     if (!read.full && plan.steps.some((st) => st.action === 'create' && topIdentity(st.object.identity) === st.object.identity)) {
       // A new object is only looked for among the objects read before: another process (an apply
       // in another terminal, through this watch) may have made it since. Read everything before
@@ -111,10 +112,9 @@ export class IncrementalPlanner {
       const before = read.requests;
       read = await this.readLive(true, changed);
       read = { full: true, requests: before + read.requests };
-      observed = this.observeAll();
-      plan = this.plan(desired, observed, changed, true);
+      plan = this.plan(desired, changed, true);
     }
-    return { problems, plan, secrets: s.secrets, identities, observed, read, changed, planned: this.planned };
+    return { problems, plan, secrets: s.secrets, identities, live: this.live, read, changed, planned: this.planned };
   }
 
   /**
@@ -123,19 +123,19 @@ export class IncrementalPlanner {
    */
   private planned: number | 'all' = 'all';
 
-  private plan(desired: DesiredObject[], observed: ObservedObject[], changed: string[], full: boolean): Plan {
+  private plan(desired: DesiredObject[], changed: string[], full: boolean): Plan {
     const settled = new Set<string>();
     const opts = { ...this.input, target: this.client.target, settled };
     if (full || this.fullPlanNext) {
-      const plan = diff(desired, observed, opts, this.memo);
+      const plan = diff(desired, this.live.all(), { ...opts, live: this.live }, this.memo);
       this.unsettled = new Set();
       for (const d of desired) if (!settled.has(d.identity)) this.unsettled.add(d.identity);
       this.fullPlanNext = false;
       this.planned = 'all';
       return plan;
     }
-    const sub = planSubset(desired, this.desiredBefore, observed, [...changed, ...this.unsettled], this.refIndex);
-    const plan = diff(sub.desired, sub.observed, { ...opts, only: sub.planned, live: liveView(observed) }, this.memo);
+    const sub = planSubset(desired, this.desiredBefore, this.live, [...changed, ...this.unsettled], this.refIndex);
+    const plan = diff(sub.desired, sub.observed, { ...opts, only: sub.planned, live: this.live }, this.memo);
     this.planned = 0;
     for (const id of sub.planned) if (this.desiredBefore.has(id)) this.planned++;
     for (const id of sub.planned) {
@@ -181,32 +181,27 @@ export class IncrementalPlanner {
     } else if (added || !this.identities) {
       this.identities = new Set(desired.map((d) => d.identity));
     }
+    this.live.redeclared(changed);
     return changed;
   }
 
   private async readLive(full: boolean, changed: string[]): Promise<LiveRead> {
-    if (full || !this.lists) {
+    if (full || !this.live.loaded) {
       const before = this.requestCount();
-      this.lists = await readLiveState(this.client);
+      this.live.load(await readLiveState(this.client));
       this.dirty.clear();
       return { full: true, requests: this.requestCount() - before };
     }
-    const tops = new Set(changed.map(topIdentity));
     const ids = new Map<string, KindDef>();
-    for (const kind of manifestKinds()) {
-      for (const resp of this.lists[kind.listKey!] ?? []) {
-        const id = resp.id as string;
-        const marker = this.observedOf.get(resp)?.[0]?.marker ?? observeOne(kind, resp, this.input.stack).marker;
-        if (this.dirty.has(id) || (marker && marker.stack === this.input.stack && tops.has(marker.id))) ids.set(id, kind);
-      }
+    for (const top of new Set(changed.map(topIdentity))) {
+      for (const o of this.live.copies(top)) if (!o.parentId) ids.set(o.id, o.kind);
     }
     for (const id of this.dirty) {
-      if (ids.has(id)) continue;
-      const kind = this.kindOfNewId(id);
+      const kind = this.live.get(id)?.kind ?? this.kindOfNewId(id);
       if (kind) ids.set(id, kind);
     }
     // Never more requests than reading everything (a save that touches most objects).
-    const pages = manifestKinds().reduce((n, k) => n + Math.max(1, Math.ceil((this.lists![k.listKey!]?.length ?? 0) / PAGE_SIZE)), 0);
+    const pages = listedKinds().reduce((n, k) => n + Math.max(1, Math.ceil(this.live.count(k) / PAGE_SIZE)), 0);
     if (ids.size > pages) return this.readLive(true, changed);
     this.dirty.clear();
     const queue = [...ids];
@@ -218,37 +213,21 @@ export class IncrementalPlanner {
 
   /** A created object's kind, from its id prefix (it is not in the lists yet). */
   private kindOfNewId(id: string): KindDef | undefined {
-    return manifestKinds().find((k) => k.listKey && id.startsWith(`${k.idPrefix}_`));
+    return listedKinds().find((k) => id.startsWith(`${k.idPrefix}_`));
   }
 
   private async reread(kind: KindDef, id: string): Promise<void> {
-    const list = (this.lists![kind.listKey!] ??= []);
-    const at = list.findIndex((x) => x.id === id);
+    let resp: Body | undefined;
     try {
-      const resp = await this.client.getObject(`${collectionPath(kind, null)}/${id}`);
-      if (at >= 0) list[at] = resp;
-      else list.push(resp);
+      resp = await this.client.getObject(`${collectionPath(kind, null)}/${id}`);
     } catch (err) {
       if (!(err instanceof ApiRequestError && err.status === 404)) throw err;
-      if (at >= 0) list.splice(at, 1);
     }
+    this.live.put(kind, id, resp);
   }
 
   private requestCount(): number {
     return Object.values(this.client.counts).reduce((a, b) => a + b, 0);
-  }
-
-  /** Observed objects in list order, children after their parent; unchanged responses are not observed again. */
-  private observeAll(): ObservedObject[] {
-    const out: ObservedObject[] = [];
-    for (const kind of manifestKinds()) {
-      for (const resp of this.lists![kind.listKey!] ?? []) {
-        let objs = this.observedOf.get(resp);
-        if (!objs) this.observedOf.set(resp, (objs = observeItem(kind, resp, this.input.stack)));
-        out.push(...objs);
-      }
-    }
-    return out;
   }
 
   /**
@@ -256,28 +235,16 @@ export class IncrementalPlanner {
    * responses carry what the service made of the writes). A failed or skipped step means the
    * live state is not known well enough: the next plan reads everything.
    */
-  applied(plan: Plan, result: ApplyResult, observed: ObservedObject[]): void {
+  applied(plan: Plan, result: ApplyResult): void {
     if (result.failed.length || result.skipped.length) return this.invalidate();
-    // One pass over the live objects, looking only for those the steps name.
-    const stepIds = new Set<string>();
-    const tops = new Set<string>();
-    for (const step of plan.steps) {
-      if (step.object.id) stepIds.add(step.object.id);
-      tops.add(topIdentity(step.object.identity));
-    }
-    const parentOf = new Map<string, string | undefined>();
-    const topIds = new Map<string, string>();
-    for (const o of observed) {
-      if (stepIds.has(o.id)) parentOf.set(o.id, o.parentId);
-      if (!o.parentId && o.marker && tops.has(o.marker.id)) topIds.set(o.marker.id, o.id);
-    }
-    for (const [identity, id] of Object.entries(result.created)) if (topIdentity(identity) === identity) topIds.set(identity, id);
     for (const step of plan.steps) {
       const id = step.object.id;
-      if (id && parentOf.has(id)) this.dirty.add(parentOf.get(id) ?? id);
-      const top = topIds.get(topIdentity(step.object.identity));
-      if (top) this.dirty.add(top);
+      const o = id ? this.live.get(id) : undefined;
+      if (o) this.dirty.add(o.parentId ?? o.id);
+      const top = topIdentity(step.object.identity);
+      for (const c of this.live.copies(top)) if (!c.parentId) this.dirty.add(c.id);
+      const made = result.created[top];
+      if (made) this.dirty.add(made);
     }
   }
-
 }

@@ -4,7 +4,6 @@ import { applyPlan, type ApplyResult } from '../apply/execute.js';
 import { secretsFromMap } from '../apply/materialize.js';
 import { hasErrors, type Problem } from '../manifests/problems.js';
 import type { PlanInput } from '../pipeline.js';
-import { liveView } from '../plan/live-view.js';
 import { withoutPrunes } from '../plan/prunes.js';
 import type { Plan, Step } from '../plan/types.js';
 import { watchManifestFiles, type FileWatch } from './files.js';
@@ -118,7 +117,7 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
     }
     const interval = ctx.trigger === 'interval';
     const mode = opts.planOnly ? 'preview' : interval ? (opts.repair ? 'repair' : 'drift') : 'apply';
-    const { plan, dropped } = opts.prune ? { plan: prepared.plan, dropped: 0 } : withoutPrunes(prepared.plan, prepared.identities, liveView(prepared.observed), opts.input.threshold);
+    const { plan, dropped } = opts.prune ? { plan: prepared.plan, dropped: 0 } : withoutPrunes(prepared.plan, prepared.identities, prepared.live, opts.input.threshold);
     opts.report({ type: 'plan', runId: ctx.runId, plan, mode, skippedPrunes: dropped, read: prepared.read });
     // Nothing is applied while a manifest object collides with an object this stack does not own.
     const applying = mode === 'apply' || mode === 'repair';
@@ -143,7 +142,7 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
       onEvent: (event) => opts.report({ type: 'step', runId: ctx.runId, event }),
     });
     opts.report({ type: 'applied', runId: ctx.runId, result });
-    planner.applied(plan, result, prepared.observed);
+    planner.applied(plan, result);
     if (!result.failed.length && !result.skipped.length) return { status: 'ok' };
     // Stopped mid-apply (Ctrl-C): what was not started is for the next session, not a failure to retry.
     if (ctx.signal.aborted && !result.failed.length) return { status: 'ok' };

@@ -1,5 +1,5 @@
-import { refValues } from '../manifests/object-values.js';
 import type { DesiredObject, ObservedObject } from '../plan/state.js';
+import { refsOf, type LiveIndex } from './live-index.js';
 import { isRefToken } from '../plan/tokens.js';
 
 /**
@@ -14,10 +14,11 @@ import { isRefToken } from '../plan/tokens.js';
  *
  * Matched but not planned (context): the parents of planned objects, what planned objects refer
  * to on either side, and this stack's objects that live objects of the plan refer to. Read from
- * every live object at each run (a scan, no comparing): this stack's objects the manifests no
- * longer declare (deletes), duplicates of one identity, and every object this stack does not own
- * (collisions, children of ours). Objects that refer to something the plan may delete come along
- * as context, so a delete still in use is refused as a full plan refuses it.
+ * the live state's indexes (`LiveIndex`, kept per response read, so no run walks every object):
+ * this stack's objects the manifests no longer declare (deletes), duplicates of one identity, and
+ * every object this stack does not own (collisions, children of ours). Objects that refer to
+ * something the plan may delete come along as context, so a delete still in use is refused as a
+ * full plan refuses it.
  */
 export interface Subset {
   /** Identities planned (the diff's `only`). */
@@ -80,18 +81,10 @@ function setOf(m: Map<string, Set<string>>, k: string): Set<string> {
   return s;
 }
 
-/** Ids a live object refers to, found once per object (live objects not read again are the same objects run after run). */
-const observedRefs = new WeakMap<ObservedObject, string[]>();
-function refsOfObserved(o: ObservedObject): string[] {
-  let out = observedRefs.get(o);
-  if (!out) observedRefs.set(o, (out = refValues(o).map((r) => r.value)));
-  return out;
-}
-
 export function planSubset(
   desired: DesiredObject[],
   byIdentity: Map<string, DesiredObject>,
-  observed: ObservedObject[],
+  live: LiveIndex,
   affected: Iterable<string>,
   index: RefIndex,
 ): Subset {
@@ -103,48 +96,35 @@ export function planSubset(
     for (const c of index.childrenOf(queue[i])) if (!planned.has(c)) { planned.add(c); queue.push(c); }
   }
   for (const id of [...planned]) for (const r of index.referrersOf(id)) planned.add(r);
+  // Duplicates of one identity: the plan deletes all but one.
+  for (const id of live.duplicated) planned.add(id);
 
-  // The live side, scanned once: this stack's objects of planned identities, duplicates, what the
-  // manifests no longer declare, and what this stack does not own.
-  const seen = new Set<string>();
-  const dups: string[] = [];
+  // The live side, from the live state's indexes: this stack's objects of planned identities,
+  // what the manifests no longer declare, and what this stack does not own.
+  const mine: ObservedObject[] = [];
+  for (const id of planned) for (const o of live.copies(id)) mine.push(o);
   const gone: ObservedObject[] = [];
-  const foreign: ObservedObject[] = [];
-  let mine: ObservedObject[] = [];
-  for (const o of observed) {
-    if (o.owner.type !== 'this' || !o.marker) {
-      foreign.push(o);
-      continue;
-    }
-    const identity = o.marker.id;
-    const n = seen.size;
-    if (seen.add(identity).size === n) dups.push(identity); // the plan deletes all but one
-    if (!byIdentity.has(identity)) gone.push(o);
-    else if (planned.has(identity)) mine.push(o);
-  }
-  if (dups.length) {
-    for (const id of dups) planned.add(id);
-    mine = observed.filter((o) => o.owner.type === 'this' && o.marker && planned.has(o.marker.id));
-  }
+  for (const id of live.gone) for (const o of live.copies(id)) gone.push(o);
   // Ids whose identity the plan must know: parents of what we do not own (the plan warns about
   // them, and never deletes such a parent) and of what is gone (children are deleted one by one
   // only while their parent is kept), and what the planned live objects refer to.
   const wantedIds = new Set<string>();
-  for (const o of foreign) if (o.parentId) wantedIds.add(o.parentId);
+  for (const o of live.foreign) if (o.parentId) wantedIds.add(o.parentId);
   for (const o of gone) if (o.parentId) wantedIds.add(o.parentId);
-  for (const o of mine) for (const ref of refsOfObserved(o)) wantedIds.add(ref);
+  for (const o of mine) for (const ref of refsOf(o)) wantedIds.add(ref);
+  for (const id of wantedIds) {
+    const o = live.get(id);
+    if (o?.owner.type === 'this' && o.marker) context.add(o.marker.id);
+  }
   // What the plan may delete (gone, or replaced: an immutable field changed) is refused while
   // something still refers to it: every live referrer is looked at, as in a full plan.
   const mayGo = new Set(gone.map((o) => o.id));
   for (const o of mine) if (o.kind.immutable?.length) mayGo.add(o.id);
-  const liveReferrers: ObservedObject[] = [];
-  if (wantedIds.size || mayGo.size) {
-    for (const o of observed) {
-      if (o.owner.type === 'this' && o.marker && wantedIds.has(o.id)) context.add(o.marker.id);
-      if (mayGo.size && refsOfObserved(o).some((id) => mayGo.has(id))) {
-        liveReferrers.push(o);
-        if (o.owner.type === 'this' && o.marker) context.add(o.marker.id);
-      }
+  const extra = new Set<ObservedObject>([...gone, ...live.foreign]);
+  for (const id of mayGo) {
+    for (const o of live.referrersOf(id)) {
+      extra.add(o);
+      if (o.owner.type === 'this' && o.marker) context.add(o.marker.id);
     }
   }
 
@@ -158,10 +138,10 @@ export function planSubset(
   }
 
   const wanted = (id: string) => planned.has(id) || context.has(id);
-  const extra = new Set<ObservedObject>([...gone, ...foreign, ...liveReferrers]);
+  for (const id of [...planned, ...context]) for (const o of live.copies(id)) extra.add(o);
   return {
     planned,
     desired: desired.filter((d) => wanted(d.identity)),
-    observed: observed.filter((o) => (extra.size > 0 && extra.has(o)) || (o.owner.type === 'this' && o.marker !== undefined && wanted(o.marker.id))),
+    observed: live.sorted(extra),
   };
 }
