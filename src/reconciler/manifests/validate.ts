@@ -2,20 +2,20 @@ import type { ErrorObject } from 'ajv';
 import * as generated from '../../generated/manifest-validators.js';
 import { moduleCheckForm } from '../../kinds/check.js';
 import { kindByName } from '../../kinds/registry.js';
-import type { Body, CheckContext, KindDef, RefDef, UniqueDef } from '../../kinds/types.js';
+import type { Body, CheckContext, KindDef } from '../../kinds/types.js';
 import { collectingAjv, describeAjvError, schemaKey, type Validator } from '../../contract/validation.js';
 import { encodeMetadata, METADATA_LIMIT, TOOL, MARKER_VERSION } from '../ownership/marker.js';
-import { matchPaths, plainPath, type Hit } from '../paths.js';
+import { matchPaths, type Hit } from '../paths.js';
 import { utf8Bytes } from '../../util/bytes.js';
 import { unstorableText } from '../../util/text.js';
 import { Scratch } from '../../util/scratch.js';
 import { didYouMean } from '../../util/suggest.js';
-import { normalizeFields } from '../plan/normalize.js';
 import type { SourceDoc } from './load.js';
-import { childPrefix, identityOf, isSecretRef, positionOf, withChildren, type ManifestObject, type RefValue } from './model.js';
-import { isName, refsOf, uniqueValuesOf } from './object-values.js';
-import { formatPath, sortProblems, type Problem } from './problems.js';
-import { buildManifestSchema, manifestKinds, MANIFEST_SCHEMA_ID, NAME_PATTERN, namedTarget } from './schema.js';
+import { childPrefix, identityOf, isSecretRef, type ManifestObject } from './model.js';
+import { refsOf, uniqueValuesOf } from './object-values.js';
+import { adder, CrossChecks, type Add } from './cross-checks.js';
+import { sortProblems, type Problem } from './problems.js';
+import { buildManifestSchema, manifestKinds, MANIFEST_SCHEMA_ID } from './schema.js';
 
 export interface ValidateOptions {
   /** Literal secrets are errors instead of warnings. */
@@ -47,8 +47,6 @@ function validatorFor(manifestKind: string): Validator {
   return validators.get(manifestKind)!;
 }
 
-type Add = (o: ManifestObject | { doc: SourceDoc; at: (string | number)[] }, path: (string | number)[], rule: string, message: string, opts?: { key?: boolean; severity?: Problem['severity'] }) => void;
-
 /**
  * Validates parsed manifests in passes — shape, schema, names, references, uniqueness, cycles,
  * exclusive modules, secrets, metadata size, the service's checks — and returns every problem
@@ -57,34 +55,19 @@ type Add = (o: ManifestObject | { doc: SourceDoc; at: (string | number)[] }, pat
  */
 export function validateManifests(docs: SourceDoc[], opts: ValidateOptions, memo?: ValidationMemo): Validated {
   const problems: Problem[] = [];
-  const add = adder(problems);
   const objects: ManifestObject[] = [];
+  const files = new Map<string, number>();
   for (let i = 0; i < docs.length; i++) {
     const doc = docs[i];
+    if (!files.has(doc.file)) files.set(doc.file, files.size);
     const local = memo?.local(doc, opts) ?? localPasses(doc, opts);
     if (local.object) objects.push(local.object);
     problems.push(...local.problems);
   }
-  // The passes across documents read only what `crossKey` says of each object: after a save that
-  // changed none of that (a description edited), they would find what they found last time.
-  if (memo?.crossUnchanged(docs)) return { objects, problems: sortProblems(problems) };
-  const before = problems.length;
-  const all = withChildren(objects);
-  namePass(objects, add);
-  renamePass(all, add);
-  const byKind = indexByKind(all);
-  for (let i = 0; i < all.length; i++) referencePass(all[i], byKind, add);
-  uniquePass(all, add);
-  cyclePass(all, byKind, add);
-  memo?.crossChecked(docs, problems.length === before);
+  const cross = new CrossChecks((file) => files.get(file)!);
+  cross.add(objects);
+  problems.push(...cross.problems());
   return { objects, problems: sortProblems(problems) };
-}
-
-function adder(problems: { push(p: Problem): unknown }): Add {
-  return (o, path, rule, message, x = {}) => {
-    const full = [...o.at, ...path];
-    problems.push({ ...o.doc.locate(full, { key: x.key }), severity: x.severity ?? 'error', path: formatPath(full), rule, message });
-  };
 }
 
 interface Local { object?: ManifestObject; problems: Problem[] }
@@ -127,59 +110,26 @@ function objectPasses(o: ManifestObject, add: Add, opts: ValidateOptions, errorP
 
 /**
  * What validation found in each document on its own, kept while the document is (a watch session
- * re-validates only the files a save changed; the passes across documents run every time). The
- * objects it returns are shared between runs: nothing may modify them.
+ * validates again only the documents of the files a save changed; the checks across documents
+ * keep their own indexes, `CrossChecks`). The objects it returns are shared between runs: nothing
+ * may modify them.
  */
 export class ValidationMemo {
   private docs = new WeakMap<SourceDoc, Local>();
   /** The options the kept results were found with. */
   private stack: string | undefined;
   private strict = false;
-  /** The documents of the last run whose passes across documents found nothing. */
-  private clean: SourceDoc[] | undefined;
 
   local(doc: SourceDoc, opts: ValidateOptions): Local {
     if (opts.stack !== this.stack || !!opts.strict !== this.strict) {
       this.stack = opts.stack;
       this.strict = !!opts.strict;
       this.docs = new WeakMap();
-      this.clean = undefined;
     }
     let hit = this.docs.get(doc);
     if (!hit) this.docs.set(doc, (hit = localPasses(doc, opts)));
     return hit;
   }
-
-  /**
-   * The last run's passes across documents found nothing, and every document is that run's (the
-   * same object: its file did not change) or reads the same to those passes, in the same order.
-   */
-  crossUnchanged(docs: SourceDoc[]): boolean {
-    const clean = this.clean;
-    if (!clean || clean.length !== docs.length) return false;
-    for (let i = 0; i < docs.length; i++) {
-      if (docs[i] === clean[i]) continue;
-      const a = this.docs.get(docs[i])?.object;
-      const b = this.docs.get(clean[i])?.object;
-      if (!a || !b || crossKey(a) !== crossKey(b)) return false;
-    }
-    return true;
-  }
-
-  crossChecked(docs: SourceDoc[], clean: boolean): void {
-    this.clean = clean ? docs : undefined;
-  }
-}
-
-/**
- * What the passes across documents read of an object and its children: kind, identity, name,
- * renames, references (field, value, where) and unique values. Positions are not in it: they only
- * place a problem, and a key is compared only when the last run found none.
- */
-function crossKey(o: ManifestObject): string {
-  return JSON.stringify([o.kind.name, o.identity, o.name, o.renamedFrom ?? null, o.previousIdentities, o.valid,
-    refsOf(o).map((r) => [r.def.field, r.def.acyclic ?? false, r.value, r.path]), uniqueValuesOf(o),
-    o.children.map(crossKey)]);
 }
 
 /**
@@ -333,171 +283,9 @@ function schemaProblem(here: { doc: SourceDoc; at: (string | number)[] }, e: Err
   }
 }
 
-/** Pass 3: names are unique per kind, children's per parent. */
-function namePass(objects: ManifestObject[], add: Add) {
-  const duplicate = (o: ManifestObject, first: ManifestObject) => {
-    const p = positionOf(first, ['name']);
-    add(o, ['name'], 'duplicate-name', `${o.kind.manifestKind ?? o.kind.title} name "${o.name}" is already used at ${p.file}:${p.line}:${p.col}`);
-  };
-  const seen = new Map<string, ManifestObject>();
-  for (let n = 0; n < objects.length; n++) {
-    const o = objects[n];
-    const first = seen.get(o.identity);
-    if (first) duplicate(o, first);
-    else seen.set(o.identity, o);
-    // Children (an edge's routes) are few: compared pairwise, with no map per parent.
-    const kids = o.children;
-    for (let i = 1; i < kids.length; i++) {
-      for (let j = 0; j < i; j++) {
-        if (kids[j].identity === kids[i].identity) {
-          duplicate(kids[i], kids[j]); // the first child of that name
-          break;
-        }
-      }
-    }
-  }
-}
-
-/**
- * Renames: `renamed_from` names an object that is no longer in the manifests (else both would
- * claim the live object), differs from the new name, and is claimed by one object only.
- */
-function renamePass(all: ManifestObject[], add: Add) {
-  let current: Map<string, ManifestObject> | undefined;
-  const claimed = new Map<string, ManifestObject>();
-  for (let i = 0; i < all.length; i++) {
-    const o = all[i];
-    if (o.renamedFrom === undefined) continue;
-    if (o.renamedFrom === o.name) {
-      add(o, ['renamed_from'], 'renamed-from', 'is the object\'s own name: give the name it had before');
-      continue;
-    }
-    if (!current) {
-      current = new Map();
-      for (const x of all) if (!current.has(x.identity)) current.set(x.identity, x);
-    }
-    // Its former identities under its own old name (with its parent's names, old and new).
-    const olds = o.previousIdentities.filter((id) => id.endsWith(`/${o.renamedFrom}`));
-    const still = olds.map((id) => current!.get(id)).find((x) => x !== undefined);
-    if (still) {
-      const p = positionOf(still, ['name']);
-      add(o, ['renamed_from'], 'renamed-from', `${still.identity} is still in the manifests (${p.file}:${p.line}:${p.col}): remove it, or rename this object from another name`);
-      continue;
-    }
-    const taken = olds.find((id) => claimed.has(id));
-    if (taken) {
-      const p = positionOf(claimed.get(taken)!, ['renamed_from']);
-      add(o, ['renamed_from'], 'renamed-from', `${taken} is already renamed at ${p.file}:${p.line}:${p.col}: one object can take it`);
-      continue;
-    }
-    for (const id of olds) claimed.set(id, o);
-  }
-}
-
-function indexByKind(all: ManifestObject[]): Map<string, Map<string, ManifestObject>> {
-  const out = new Map<string, Map<string, ManifestObject>>();
-  for (let i = 0; i < all.length; i++) {
-    const o = all[i];
-    if (o.parent) continue;
-    const m = out.get(o.kind.name) ?? new Map<string, ManifestObject>();
-    if (!m.has(o.name)) m.set(o.name, o);
-    out.set(o.kind.name, m);
-  }
-  return out;
-}
-
 /** A shared empty list (frozen: never added to). */
 const NONE: never[] = Object.freeze([]) as unknown as never[];
 
-
-/** Pass 4: every name a reference uses exists among the manifests. */
-function referencePass(o: ManifestObject, byKind: Map<string, Map<string, ManifestObject>>, add: Add) {
-  const refs = refsOf(o);
-  for (let i = 0; i < refs.length; i++) {
-    const r = refs[i];
-    if (!isName(r.def, r.value)) continue;
-    const target = namedTarget(r.def)!;
-    if (!byKind.get(target.name)?.has(r.value)) {
-      const hint = didYouMean(r.value, byKind.get(target.name)?.keys() ?? []);
-      add(o, r.path, 'unknown-reference', `no ${target.manifestKind} named "${r.value}" in the manifests${hint || ' (use its id to point at an object the manifests do not manage)'}`);
-    }
-  }
-}
-
-/** Pass 5: values the service keeps unique (hostports, route matches) are unique across the manifests. */
-
-function uniquePass(all: ManifestObject[], add: Add) {
-  // Unique → scope (the parent, for per-parent uniques) → value → the first object holding it.
-  const seen = new Map<UniqueDef, Map<ManifestObject | undefined, Map<string, ManifestObject>>>();
-  for (let n = 0; n < all.length; n++) {
-    const o = all[n];
-    const uniques = o.kind.uniques;
-    if (!uniques?.length) continue;
-    const valuesOf = uniqueValuesOf(o);
-    for (let i = 0; i < uniques.length; i++) {
-      const u = uniques[i];
-      let scopes = seen.get(u);
-      if (!scopes) seen.set(u, (scopes = new Map()));
-      const scope = u.perParent ? o.parent : undefined;
-      let values = scopes.get(scope);
-      if (!values) scopes.set(scope, (values = new Map()));
-      const vs = valuesOf[i];
-      for (let j = 0; j < vs.length; j++) {
-        const value = vs[j];
-        const first = values.get(value);
-        if (!first) { values.set(value, o); continue; }
-        const p = positionOf(first, fieldHolding(first, value));
-        add(o, fieldHolding(o, value), `duplicate-${u.scope}`, `${u.conflict(value).replace(/^[a-z_]+: /, '')} (also in ${first.identity} at ${p.file}:${p.line}:${p.col})`);
-      }
-    }
-  }
-}
-
-/** Which field of an object holds a value (for the position of a unique-key clash). */
-function fieldHolding(o: ManifestObject, value: string): (string | number)[] {
-  for (const [k, v] of Object.entries(o.body)) {
-    if (typeof v === 'string' && v.toLowerCase() === value.toLowerCase()) return [k];
-    if (Array.isArray(v)) {
-      const i = v.findIndex((x) => typeof x === 'string' && x.toLowerCase() === value.toLowerCase());
-      if (i >= 0) return [k, i];
-    }
-  }
-  return ['name'];
-}
-
-/** Pass 6: references declared acyclic (failover children) form no cycle among the manifests. */
-function cyclePass(all: ManifestObject[], byKind: Map<string, Map<string, ManifestObject>>, add: Add) {
-  const edges = (o: ManifestObject) => !hasAcyclic(refsOf(o)) ? NONE :
-    refsOf(o).filter((r) => r.def.acyclic && isName(r.def, r.value))
-      .map((r) => ({ to: byKind.get(namedTarget(r.def)!.name)?.get(r.value), path: r.path }))
-      .filter((e): e is { to: ManifestObject; path: (string | number)[] } => !!e.to);
-  const state = new Map<ManifestObject, 'open' | 'done'>();
-  const reported = new Set<string>();
-  const visit = (o: ManifestObject, stack: ManifestObject[]) => {
-    state.set(o, 'open');
-    for (const e of edges(o)) {
-      if (state.get(e.to) === 'open') {
-        const trail = [...stack, o];
-        const cycle = [...trail.slice(trail.indexOf(e.to)), e.to];
-        const key = cycle.slice(0, -1).map((x) => x.identity).sort().join(',');
-        if (!reported.has(key)) {
-          reported.add(key);
-          add(o, e.path, 'reference-cycle', `references form a cycle: ${cycle.map((x) => x.name).join(' → ')}`);
-        }
-      } else if (!state.has(e.to)) visit(e.to, [...stack, o]);
-    }
-    state.set(o, 'done');
-  };
-  for (let i = 0; i < all.length; i++) {
-    const o = all[i];
-    if (hasAcyclic(refsOf(o)) && !state.has(o) && edges(o).length) visit(o, []);
-  }
-}
-
-function hasAcyclic(refs: RefValue[]): boolean {
-  for (let i = 0; i < refs.length; i++) if (refs[i].def.acyclic) return true;
-  return false;
-}
 
 /** Pass 7: at most one module of an exclusive group (oauth / oidc / saml) per object. */
 function exclusivePass(o: ManifestObject, add: Add) {
