@@ -8,8 +8,8 @@
  *   file wait   write → the watcher's event (chokidar's awaitWriteFinish)
  *   debounce    event → run start
  *   load        reading and parsing the manifest files (`ManifestCache.load`)
- *   validate    validation, secrets and desired state (the rest of `prepare` before the live read)
- *   reuse       matching desired objects with the previous run's (`reuseUnchanged`)
+ *   manifests   the saved files validated, checked against the others, their secrets read and
+ *               desired objects built and compared with the previous run's (`DesiredState.update`)
  *   live read   GETs of what the save or the last apply touched (`readLive`), and the live
  *               state's indexes updated from their responses
  *   plan        the diff over the affected subset
@@ -32,6 +32,7 @@ import { fileURLToPath } from 'node:url';
 import { ApiClient } from '../src/client/api-client.js';
 import type { Transport } from '../src/client/transport.js';
 import { embeddedTransport } from '../src/embedded/embedded.js';
+import { DesiredState } from '../src/reconciler/watch/desired-state.js';
 import { IncrementalPlanner } from '../src/reconciler/watch/incremental.js';
 import { ManifestCache } from '../src/reconciler/watch/manifest-cache.js';
 import { WatchLoop } from '../src/reconciler/watch/loop.js';
@@ -77,11 +78,11 @@ function time(proto: object, method: string, name: string): void {
 // Instrumented from the outside: the session's code runs unchanged.
 const P = IncrementalPlanner.prototype;
 time(P, 'prepare', 'prepare');
-time(P, 'reuseUnchanged', 'reuse');
+time(DesiredState.prototype, 'update', 'manifests');
 time(P, 'readLive', 'live read');
 time(P, 'plan', 'plan');
 time(P, 'applied', 'bookkeeping');
-time(ManifestCache.prototype, 'load', 'load');
+time(ManifestCache.prototype, 'loadFiles', 'load');
 time(ManifestCache.prototype, 'changedSinceLoad', 'check');
 let eventAt: number | undefined;
 const notify = WatchLoop.prototype.notify;
@@ -190,19 +191,19 @@ async function main() {
     console.log(`  median ${median(totals).toFixed(0)} ms wall (min ${Math.min(...totals).toFixed(0)}, max ${Math.max(...totals).toFixed(0)}), ${median(saves.map((s) => s.cpu)).toFixed(0)} ms CPU of this process`);
     console.log(`  runs: ${totals.map((t) => t.toFixed(0)).join(', ')} ms`);
     console.log(`\n  phase (median per save)      wall ms    CPU ms`);
-    const order = ['file wait', 'debounce', 'start → plan report', 'prepare', 'load', 'reuse', 'live read', 'GET requests', 'GET count', 'plan', 'plan report → applied', 'check', 'write requests', 'write count', 'after', 'bookkeeping'];
+    const order = ['file wait', 'debounce', 'start → plan report', 'prepare', 'load', 'manifests', 'live read', 'GET requests', 'GET count', 'plan', 'plan report → applied', 'check', 'write requests', 'write count', 'after', 'bookkeeping'];
     for (const name of order) {
       const vals = saves.map((s) => s.phases.get(name) ?? { wall: 0, cpu: 0 });
       const prep = name === 'prepare';
       console.log(`  ${(prep ? 'prepare (all of it)' : name).padEnd(26)}${m(vals.map((v) => v.wall))}  ${m(vals.map((v) => v.cpu))}`);
       if (prep) {
-        // What prepare spent outside the parts timed on their own: validation, secrets, desired state.
+        // What prepare spent outside the parts timed on their own.
         const rest = saves.map((s) => {
           const g = (n: string) => s.phases.get(n) ?? { wall: 0, cpu: 0 };
-          const parts = ['load', 'reuse', 'live read', 'plan'].map(g);
+          const parts = ['load', 'manifests', 'live read', 'plan'].map(g);
           return { wall: g('prepare').wall - parts.reduce((a, p) => a + p.wall, 0), cpu: g('prepare').cpu - parts.reduce((a, p) => a + p.cpu, 0) };
         });
-        console.log(`  ${'  validate+desired (rest)'.padEnd(26)}${m(rest.map((v) => v.wall))}  ${m(rest.map((v) => v.cpu))}`);
+        console.log(`  ${'  rest'.padEnd(26)}${m(rest.map((v) => v.wall))}  ${m(rest.map((v) => v.cpu))}`);
       }
     }
     if (profiler) {

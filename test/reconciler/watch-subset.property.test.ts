@@ -116,7 +116,7 @@ describe('watch: a save planned over what it may have changed', () => {
       try {
         const input = { root: dir, stack: 'subset', env: {} };
         const cache = new ManifestCache();
-        const planner = new IncrementalPlanner(input, client, (r) => cache.load(r));
+        const planner = new IncrementalPlanner(input, client, (r) => cache.loadFiles(r));
         const first = await planner.prepare();
         expect(first.plan!.steps).toEqual([]);
         const tree = baseTree();
@@ -139,7 +139,7 @@ describe('watch: a save planned over what it may have changed', () => {
     const dir = manifestDir(files(baseTree(), hostTag));
     const input = { root: dir, stack: 'subset', env: {} };
     const cache = new ManifestCache();
-    const planner = new IncrementalPlanner(input, client, (r) => cache.load(r));
+    const planner = new IncrementalPlanner(input, client, (r) => cache.loadFiles(r));
     const first = await planner.prepare();
     expect(first.planned).toBe('all');
     const tree = baseTree();

@@ -4,20 +4,16 @@ import type { Body, KindDef } from '../../kinds/types.js';
 import { collectionPath } from '../../contract/paths.js';
 import type { ApplyResult } from '../apply/execute.js';
 import type { Prepared } from '../apply/prepare.js';
-import type { Loaded } from '../manifests/load.js';
-import { hasErrors, sortProblems } from '../manifests/problems.js';
-import { resolveSecrets } from '../manifests/secrets.js';
-import { validateManifests, ValidationMemo } from '../manifests/validate.js';
 import type { PlanInput } from '../pipeline.js';
-import { buildDesired, type DesiredMemo } from '../plan/desired.js';
 import { diff } from '../plan/diff.js';
 import type { LiveView } from '../plan/live-view.js';
-import { identical, NormMemo } from '../plan/normalize.js';
-import type { DesiredObject } from '../plan/state.js';
+import { NormMemo } from '../plan/normalize.js';
 import type { Plan } from '../plan/types.js';
 import { readLiveState } from '../state/read-state.js';
+import { DesiredState } from './desired-state.js';
 import { LiveIndex, listedKinds } from './live-index.js';
-import { planSubset, RefIndex } from './subset.js';
+import type { ManifestFile } from './manifest-cache.js';
+import { planSubset } from './subset.js';
 
 /** `HTTPSEdge/web` for `HTTPSEdge/web/routes/api`: the object a list page (or a GET) returns whole. */
 export function topIdentity(identity: string): string {
@@ -44,39 +40,30 @@ export interface IncrementalPrepared extends Omit<Prepared, 'observed'> {
  * The planning side of a watch session, kept warm between runs. A full plan reads every list page
  * and normalises every object; after a save only a few objects differ, so this keeps:
  *
- * - the live state as last read, re-reading by id only the top-level objects a save changed or
- *   the last apply wrote (an edge comes back with its routes). Everything is read again at start,
- *   on `--interval` runs, and after any run that failed, so drift made elsewhere shows there;
- * - the desired bodies of objects whose manifest did not change (same object, so the planner's
- *   memo of normal forms answers for them);
- * - the observed objects of responses not re-read.
- *
+ * - the manifests per file (`DesiredState`): a save's file is validated, checked against the
+ *   others and built into desired objects again, the other files not;
+ * - the live state as last read (`LiveIndex`), re-reading by id only the top-level objects a save
+ *   changed or the last apply wrote (an edge comes back with its routes). Everything is read again
+ *   at start, on `--interval` runs, and after any run that failed, so drift made elsewhere shows
+ *   there;
  * - which manifest objects the last plan found unchanged: after a save the plan is made over the
  *   objects that changed, those not found unchanged, and what refers to them (`planSubset`); the
  *   others are matched only. A full plan (every object compared) is made at start, after any
- *   full read of the live state, when a manifest file was added or removed (a rename), and after
- *   a failure.
+ *   full read of the live state, and after a failure.
  */
 export class IncrementalPlanner {
   private readonly memo = new NormMemo();
-  private readonly validation = new ValidationMemo();
-  private readonly desiredMemo: DesiredMemo = new WeakMap();
-  private readonly desiredBefore = new Map<string, DesiredObject>();
+  private readonly desired: DesiredState;
   private readonly live: LiveIndex;
-  /** The identities of the desired objects (read only: a new set when they change). */
-  private identities: Set<string> | undefined;
-  /** Who refers to whom and children by parent, among the desired objects: updated per object that changed. */
-  private readonly refIndex = new RefIndex();
   /** Identities the last plan that looked at them did not find unchanged (steps, conflicts, warnings, new). */
   private unsettled = new Set<string>();
-  /** The manifest files of the last run: a file added or removed (a rename too) makes the next plan a full one. */
-  private files: string[] = [];
   private fullPlanNext = true;
   /** Top-level ids the last apply wrote: read again before the next plan. */
   private readonly dirty = new Set<string>();
 
-  constructor(private readonly input: PlanInput, private readonly client: ApiClient, private readonly load: (root: string) => Loaded) {
-    this.live = new LiveIndex(input.stack, this.desiredBefore);
+  constructor(private readonly input: PlanInput, private readonly client: ApiClient, private readonly load: (root: string) => ManifestFile[]) {
+    this.desired = new DesiredState({ stack: input.stack, strict: input.strict, env: input.env, cwd: input.cwd ?? process.cwd() });
+    this.live = new LiveIndex(input.stack, this.desired.byIdentity);
   }
 
   /** The next plan reads everything (after a failure, or for a drift check). */
@@ -87,24 +74,12 @@ export class IncrementalPlanner {
   }
 
   async prepare(opts: { full?: boolean } = {}): Promise<IncrementalPrepared> {
-    const input = this.input;
-    const none = { secrets: new Map(), identities: new Set<string>(), live: this.live, read: { full: false, requests: 0 }, changed: [], planned: 0 };
-    const loaded = this.load(input.root);
-    if (loaded.files.length !== this.files.length || loaded.files.some((f, i) => f !== this.files[i])) this.fullPlanNext = true;
-    this.files = loaded.files;
-    const v = validateManifests(loaded.docs, { stack: input.stack, strict: input.strict }, this.validation);
-    const vProblems = sortProblems([...loaded.problems, ...v.problems]);
-    if (hasErrors(vProblems)) return { problems: vProblems, ...none };
-    const s = resolveSecrets(v.objects, input.stack, { env: input.env, cwd: input.cwd ?? process.cwd() });
-    const problems = sortProblems([...vProblems, ...s.problems]);
-    if (hasErrors(problems)) return { problems, ...none };
-
-    const desired = buildDesired(v.objects, s.secrets, this.desiredMemo);
-    const changed = this.reuseUnchanged(desired);
-    const identities = this.identities!;
+    const { problems, changed } = this.desired.update(this.load(this.input.root));
+    if (!changed) return { problems, secrets: new Map(), identities: new Set<string>(), live: this.live, read: { full: false, requests: 0 }, changed: [], planned: 0 };
+    this.live.redeclared(changed);
 
     let read = await this.readLive(opts.full === true, changed);
-    let plan = this.plan(desired, changed, read.full);
+    let plan = this.plan(changed, read.full);
     if (!read.full && plan.steps.some((st) => st.action === 'create' && topIdentity(st.object.identity) === st.object.identity)) {
       // A new object is only looked for among the objects read before: another process (an apply
       // in another terminal, through this watch) may have made it since. Read everything before
@@ -112,9 +87,9 @@ export class IncrementalPlanner {
       const before = read.requests;
       read = await this.readLive(true, changed);
       read = { full: true, requests: before + read.requests };
-      plan = this.plan(desired, changed, true);
+      plan = this.plan(changed, true);
     }
-    return { problems, plan, secrets: s.secrets, identities, live: this.live, read, changed, planned: this.planned };
+    return { problems, plan, secrets: this.desired.secrets, identities: this.desired.byIdentity, live: this.live, read, changed, planned: this.planned };
   }
 
   /**
@@ -123,66 +98,28 @@ export class IncrementalPlanner {
    */
   private planned: number | 'all' = 'all';
 
-  private plan(desired: DesiredObject[], changed: string[], full: boolean): Plan {
+  private plan(changed: string[], full: boolean): Plan {
     const settled = new Set<string>();
-    const opts = { ...this.input, target: this.client.target, settled };
+    const opts = { ...this.input, target: this.client.target, settled, live: this.live };
     if (full || this.fullPlanNext) {
-      const plan = diff(desired, this.live.all(), { ...opts, live: this.live }, this.memo);
+      const desired = this.desired.all();
+      const plan = diff(desired, this.live.all(), opts, this.memo);
       this.unsettled = new Set();
       for (const d of desired) if (!settled.has(d.identity)) this.unsettled.add(d.identity);
       this.fullPlanNext = false;
       this.planned = 'all';
       return plan;
     }
-    const sub = planSubset(desired, this.desiredBefore, this.live, [...changed, ...this.unsettled], this.refIndex);
-    const plan = diff(sub.desired, sub.observed, { ...opts, only: sub.planned, live: this.live }, this.memo);
+    const sub = planSubset(this.desired, this.live, [...changed, ...this.unsettled]);
+    const plan = diff(sub.desired, sub.observed, { ...opts, only: sub.planned }, this.memo);
+    const known = this.desired.byIdentity;
     this.planned = 0;
-    for (const id of sub.planned) if (this.desiredBefore.has(id)) this.planned++;
+    for (const id of sub.planned) if (known.has(id)) this.planned++;
     for (const id of sub.planned) {
-      if (settled.has(id) || !this.desiredBefore.has(id)) this.unsettled.delete(id);
+      if (settled.has(id) || !known.has(id)) this.unsettled.delete(id);
       else this.unsettled.add(id);
     }
     return plan;
-  }
-
-  /**
-   * Swaps in last run's desired body for every object whose desired state is unchanged, and names
-   * the identities that changed (new, edited, or gone). An object the memos handed back as it was
-   * (its document unchanged) is last run's very object: one lookup, nothing compared or rebuilt.
-   * Names are unique (validation refuses two objects of one identity), so the identities are the
-   * same as last run's when no object is new and there are as many as before.
-   */
-  private reuseUnchanged(desired: DesiredObject[]): string[] {
-    const changed: string[] = [];
-    const before = this.desiredBefore;
-    let added = false;
-    for (const d of desired) {
-      const b = before.get(d.identity);
-      if (b === d) continue;
-      if (b && b.kind === d.kind && b.protect === d.protect && b.userMetadata === d.userMetadata &&
-        b.parentIdentity === d.parentIdentity && identical(b.fp, d.fp) && identical(b.body, d.body) &&
-        identical(b.previousIdentities, d.previousIdentities)) {
-        d.body = b.body;
-      } else changed.push(d.identity);
-      if (b) this.refIndex.remove(b);
-      else added = true;
-      this.refIndex.add(d);
-      before.set(d.identity, d);
-    }
-    if (before.size !== desired.length) {
-      const now = new Set(desired.map((d) => d.identity));
-      for (const [identity, b] of before) {
-        if (now.has(identity)) continue;
-        changed.push(identity);
-        this.refIndex.remove(b);
-        before.delete(identity);
-      }
-      this.identities = now;
-    } else if (added || !this.identities) {
-      this.identities = new Set(desired.map((d) => d.identity));
-    }
-    this.live.redeclared(changed);
-    return changed;
   }
 
   private async readLive(full: boolean, changed: string[]): Promise<LiveRead> {

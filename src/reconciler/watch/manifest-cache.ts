@@ -7,28 +7,41 @@ import type { Problem } from '../manifests/problems.js';
  * never trusted); only a file whose text is unchanged skips YAML parsing, which is most of the
  * cost of loading a large tree when one file was saved.
  */
-export class ManifestCache {
-  private readonly files = new Map<string, { bytes: Buffer; docs: SourceDoc[]; problems: Problem[] }>();
+/** One manifest file as read: its documents and load problems, the same objects for as long as its bytes are. */
+export interface ManifestFile { path: string; docs: SourceDoc[]; problems: Problem[] }
 
-  load(root: string, cwd = process.cwd()): Loaded {
-    const files = manifestFiles(root);
-    const docs: SourceDoc[] = [];
-    const problems: Problem[] = [];
+export class ManifestCache {
+  private readonly files = new Map<string, ManifestFile & { bytes: Buffer }>();
+
+  /** Every manifest file, in the order the loader reads them. */
+  loadFiles(root: string, cwd = process.cwd()): ManifestFile[] {
+    const paths = manifestFiles(root);
+    const out: ManifestFile[] = [];
     const seen = new Set<string>();
-    for (const path of files) {
+    for (const path of paths) {
       seen.add(path);
       // Read every time, parsed again only when the bytes changed (a read is cheap; parsing is not).
       const bytes = readFileSync(path);
       let entry = this.files.get(path);
       if (!entry || !entry.bytes.equals(bytes)) {
         const { docs, problems } = readManifest(path, cwd, bytes);
-        this.files.set(path, (entry = { bytes, docs, problems }));
+        this.files.set(path, (entry = { path, bytes, docs, problems }));
       }
-      docs.push(...entry.docs);
-      problems.push(...entry.problems);
+      out.push(entry);
     }
     for (const path of this.files.keys()) if (!seen.has(path)) this.files.delete(path);
-    return { docs, problems, files };
+    return out;
+  }
+
+  load(root: string, cwd = process.cwd()): Loaded {
+    const files = this.loadFiles(root, cwd);
+    const docs: SourceDoc[] = [];
+    const problems: Problem[] = [];
+    for (const f of files) {
+      docs.push(...f.docs);
+      problems.push(...f.problems);
+    }
+    return { docs, problems, files: files.map((f) => f.path) };
   }
 
   /**

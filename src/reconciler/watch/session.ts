@@ -75,7 +75,7 @@ export interface WatchSession {
 export function startWatchSession(opts: WatchSessionOptions): WatchSession {
   const root = opts.input.root;
   const cache = new ManifestCache();
-  const planner = new IncrementalPlanner(opts.input, opts.client, (r) => cache.load(r, opts.input.cwd));
+  const planner = new IncrementalPlanner(opts.input, opts.client, (r) => cache.loadFiles(r, opts.input.cwd));
   /** The stack edgeplane.yaml named when the session started: a change there is not followed silently. */
   const fileStack = stackOf(root);
   const run = async (ctx: RunContext): Promise<RunOutcome> => {

@@ -1,6 +1,6 @@
 import type { DesiredObject, ObservedObject } from '../plan/state.js';
 import { refsOf, type LiveIndex } from './live-index.js';
-import { isRefToken } from '../plan/tokens.js';
+import { RefIndex, type DesiredState } from './desired-state.js';
 
 /**
  * Which objects a watch run plans after a save, and which it only matches. A full plan compares
@@ -27,67 +27,8 @@ export interface Subset {
   observed: ObservedObject[];
 }
 
-/** Reference indexes kept between runs, updated per desired object that changed. */
-export class RefIndex {
-  /** Identity → identities of the desired objects that refer to it by name. */
-  private readonly referrers = new Map<string, Set<string>>();
-  /** Parent identity → its children's identities. */
-  private readonly children = new Map<string, Set<string>>();
-  private static readonly refsOf = new WeakMap<DesiredObject, string[]>();
-
-  /** Names a desired object refers to (its body's reference tokens), found once per object. */
-  static refs(d: DesiredObject): string[] {
-    let out = RefIndex.refsOf.get(d);
-    if (!out) {
-      const found: string[] = [];
-      const visit = (v: unknown) => {
-        if (isRefToken(v)) found.push(v.$ref);
-        else if (Array.isArray(v)) for (const x of v) visit(x);
-        else if (v && typeof v === 'object') for (const k in v) visit((v as Record<string, unknown>)[k]);
-      };
-      visit(d.body);
-      RefIndex.refsOf.set(d, (out = found));
-    }
-    return out;
-  }
-
-  add(d: DesiredObject): void {
-    for (const target of RefIndex.refs(d)) setOf(this.referrers, target).add(d.identity);
-    if (d.parentIdentity) setOf(this.children, d.parentIdentity).add(d.identity);
-  }
-
-  remove(d: DesiredObject): void {
-    for (const target of RefIndex.refs(d)) this.referrers.get(target)?.delete(d.identity);
-    if (d.parentIdentity) this.children.get(d.parentIdentity)?.delete(d.identity);
-  }
-
-  referrersOf(identity: string): Iterable<string> {
-    return this.referrers.get(identity) ?? [];
-  }
-
-  childrenOf(identity: string): Iterable<string> {
-    return this.children.get(identity) ?? [];
-  }
-
-  clear(): void {
-    this.referrers.clear();
-    this.children.clear();
-  }
-}
-
-function setOf(m: Map<string, Set<string>>, k: string): Set<string> {
-  let s = m.get(k);
-  if (!s) m.set(k, (s = new Set()));
-  return s;
-}
-
-export function planSubset(
-  desired: DesiredObject[],
-  byIdentity: Map<string, DesiredObject>,
-  live: LiveIndex,
-  affected: Iterable<string>,
-  index: RefIndex,
-): Subset {
+export function planSubset(desired: DesiredState, live: LiveIndex, affected: Iterable<string>): Subset {
+  const { byIdentity, refs: index } = desired;
   const planned = new Set<string>();
   const context = new Set<string>();
   for (const id of affected) planned.add(id);
@@ -137,11 +78,10 @@ export function planSubset(
     for (let p = byIdentity.get(id)?.parentIdentity; p !== undefined; p = byIdentity.get(p)?.parentIdentity) context.add(p);
   }
 
-  const wanted = (id: string) => planned.has(id) || context.has(id);
   for (const id of [...planned, ...context]) for (const o of live.copies(id)) extra.add(o);
   return {
     planned,
-    desired: desired.filter((d) => wanted(d.identity)),
+    desired: desired.sorted(new Set([...planned, ...context])),
     observed: live.sorted(extra),
   };
 }

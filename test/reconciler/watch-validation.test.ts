@@ -2,16 +2,18 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { formatProblem } from '../../src/reconciler/manifests/problems.js';
-import { validateManifests, ValidationMemo } from '../../src/reconciler/manifests/validate.js';
+import { validateDir } from '../../src/reconciler/pipeline.js';
+import { DesiredState } from '../../src/reconciler/watch/desired-state.js';
 import { ManifestCache } from '../../src/reconciler/watch/manifest-cache.js';
 import { cleanupDirs, copyExample } from '../helpers/reconcile.js';
 
 afterAll(() => cleanupDirs());
 
 /**
- * Watch validates with a memo: after a save that changes nothing the checks across files read,
- * they are not run again. Whatever a save does, the problems must be those of a validation
- * without the memo.
+ * Watch keeps validation between runs: a saved file is validated again on its own, and the checks
+ * across files update their indexes for its objects only. Whatever a save does, the problems must
+ * be those of validating every file again (watch-desired.property.test.ts checks the same over
+ * random saves).
  */
 describe('validation kept between watch runs', () => {
   const saves: [string, string, string, RegExp | null][] = [
@@ -34,12 +36,10 @@ describe('validation kept between watch runs', () => {
   it('finds, save after save, what a validation without the memo finds', () => {
     const dir = copyExample('small');
     const cache = new ManifestCache();
-    const memo = new ValidationMemo();
-    const opts = { stack: 'memo' };
+    const state = new DesiredState({ stack: 'memo', env: {}, cwd: process.cwd() });
     const both = () => {
-      const loaded = cache.load(dir);
-      const kept = validateManifests(loaded.docs, opts, memo).problems.map(formatProblem);
-      const fresh = validateManifests(new ManifestCache().load(dir).docs, opts).problems.map(formatProblem);
+      const kept = state.update(cache.loadFiles(dir)).problems.map(formatProblem);
+      const fresh = validateDir({ root: dir, stack: 'memo' }).problems.map(formatProblem);
       expect(kept).toEqual(fresh);
       return kept;
     };
