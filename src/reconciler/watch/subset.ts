@@ -42,8 +42,15 @@ export function planSubset(desired: DesiredState, live: LiveIndex, affected: Ite
 
   // The live side, from the live state's indexes: this stack's objects of planned identities,
   // what the manifests no longer declare, and what this stack does not own.
+  // A renamed object's live object still carries an identity it had before (`renamed_from`).
   const mine: ObservedObject[] = [];
-  for (const id of planned) for (const o of live.copies(id)) mine.push(o);
+  for (const id of planned) {
+    for (const o of live.copies(id)) mine.push(o);
+    for (const before of byIdentity.get(id)?.previousIdentities ?? []) {
+      context.add(before);
+      for (const o of live.copies(before)) mine.push(o);
+    }
+  }
   const gone: ObservedObject[] = [];
   for (const id of live.gone) for (const o of live.copies(id)) gone.push(o);
   // Ids whose identity the plan must know: parents of what we do not own (the plan warns about
