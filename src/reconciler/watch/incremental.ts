@@ -75,6 +75,9 @@ export class IncrementalPlanner {
 
   async prepare(opts: { full?: boolean } = {}): Promise<IncrementalPrepared> {
     const { problems, changed } = this.desired.update(this.load(this.input.root));
+    // A run that was to read everything (a drift check, a retry) but stops at the manifests'
+    // problems leaves that read to the next run that plans.
+    if (!changed && opts.full) this.invalidate();
     if (!changed) return { problems, secrets: new Map(), identities: new Set<string>(), live: this.live, read: { full: false, requests: 0 }, changed: [], planned: 0 };
     this.live.redeclared(changed);
 
