@@ -1,4 +1,5 @@
 import type { UniqueDef } from '../../kinds/types.js';
+import { Scratch } from '../../util/scratch.js';
 import { didYouMean } from '../../util/suggest.js';
 import type { SourceDoc } from './load.js';
 import { positionOf, type ManifestObject, type RefValue } from './model.js';
@@ -50,8 +51,9 @@ export class CrossChecks {
   private readonly found = { names: new Map() as Found, refs: new Map() as Found, uniques: new Map() as Found };
   private renameProblems: Problem[] = [];
   private cycleProblems: Problem[] = [];
-  /** Before the first check: every top-level object added, in order (each is checked then). */
+  /** Before the first check: every top-level object added, in order (each is checked then), and those holding a unique value another holds too. */
   private unchecked: ManifestObject[] | undefined = [];
+  private readonly clashing = new Set<ManifestObject>();
   private readonly dirty = { names: new Set<ManifestObject>(), refs: new Set<ManifestObject>(), uniques: new Set<ManifestObject>() };
   private renamesDirty = false;
   private cyclesDirty = false;
@@ -138,6 +140,7 @@ export class CrossChecks {
         for (let j = 0; j < vs.length; j++) {
           const after = add ? this.insert(values, vs[j], x) : removeFrom(values, vs[j], x);
           if (tracking) for (const h of each(after)) this.dirty.uniques.add(h.parent ?? h);
+          else if (Array.isArray(after)) for (const h of after) this.clashing.add(h.parent ?? h);
         }
         if (!add && !values.size) scopes.delete(scope);
       }
@@ -204,7 +207,9 @@ export class CrossChecks {
       this.unchecked = undefined;
       for (let i = 0; i < first.length; i++) this.checkNames(first[i]);
       for (let i = 0; i < first.length; i++) this.checkRefs(first[i]);
-      for (let i = 0; i < first.length; i++) this.checkUniques(first[i]);
+      // Objects whose values no other object holds have no clash to find.
+      for (let i = 0; i < first.length; i++) if (this.clashing.has(first[i])) this.checkUniques(first[i]);
+      this.clashing.clear();
       this.renamesDirty = this.renamed.size > 0;
       this.cyclesDirty = this.acyclic.size > 0;
     } else {
@@ -226,32 +231,28 @@ export class CrossChecks {
     return [...found.keys()].sort(this.compare).flatMap((o) => found.get(o)!);
   }
 
-  private store(found: Found, o: ManifestObject, problems: Problem[]): void {
-    if (problems.length) found.set(o, problems);
-    else found.delete(o);
+  /** What a check of `o` found (in `found`), kept with `o`; nothing kept when it found nothing. */
+  private store(found: Found, o: ManifestObject): void {
+    const problems = scratch.take(undefined);
+    if (problems) found.set(o, problems);
+    else if (found.size) found.delete(o);
   }
 
   /** Names are unique per kind, children's per parent. */
   private checkNames(o: ManifestObject): void {
-    const out: Problem[] = [];
-    const add = adder(out);
-    const duplicate = (x: ManifestObject, first: ManifestObject) => {
-      const p = positionOf(first, ['name']);
-      add(x, ['name'], 'duplicate-name', `${x.kind.manifestKind ?? x.kind.title} name "${x.name}" is already used at ${p.file}:${p.line}:${p.col}`);
-    };
     const first = this.firstNamed(o.kind.name, o.name);
-    if (first && first !== o) duplicate(o, first);
+    if (first && first !== o) duplicateName(o, first);
     // Children (an edge's routes) are few: compared pairwise, with no map per parent.
     const kids = o.children;
     for (let i = 1; i < kids.length; i++) {
       for (let j = 0; j < i; j++) {
         if (kids[j].identity === kids[i].identity) {
-          duplicate(kids[i], kids[j]); // the first child of that name
+          duplicateName(kids[i], kids[j]); // the first child of that name
           break;
         }
       }
     }
-    this.store(this.found.names, o, out);
+    this.store(this.found.names, o);
   }
 
   private firstNamed(kind: string, name: string): ManifestObject | undefined {
@@ -260,10 +261,9 @@ export class CrossChecks {
 
   /** Every name a reference uses exists among the manifests. */
   private checkRefs(o: ManifestObject): void {
-    for (const held of this.unresolved.values()) held.delete(o);
-    const out: Problem[] = [];
-    const add = adder(out);
-    for (const x of [o, ...o.children]) {
+    if (this.found.refs.has(o)) for (const held of this.unresolved.values()) held.delete(o);
+    for (let c = -1; c < o.children.length; c++) {
+      const x = c < 0 ? o : o.children[c];
       const refs = refsOf(x);
       for (let i = 0; i < refs.length; i++) {
         const r = refs[i];
@@ -277,7 +277,7 @@ export class CrossChecks {
         add(x, r.path, 'unknown-reference', `no ${target.manifestKind} named "${r.value}" in the manifests${hint || ' (use its id to point at an object the manifests do not manage)'}`);
       }
     }
-    this.store(this.found.refs, o, out);
+    this.store(this.found.refs, o);
   }
 
   /** A kind's names, in the order their first holders come in the manifests. */
@@ -290,9 +290,8 @@ export class CrossChecks {
 
   /** Values the service keeps unique (hostports, route matches) are unique across the manifests. */
   private checkUniques(o: ManifestObject): void {
-    const out: Problem[] = [];
-    const add = adder(out);
-    for (const x of [o, ...o.children]) {
+    for (let c = -1; c < o.children.length; c++) {
+      const x = c < 0 ? o : o.children[c];
       const uniques = x.kind.uniques;
       if (!uniques?.length) continue;
       const valuesOf = uniqueValuesOf(x);
@@ -304,13 +303,13 @@ export class CrossChecks {
           const value = vs[j];
           const first = firstOf(values?.get(value));
           // The first holder's first time holding it is no clash; any other is.
-          if (!first || (first === x && vs.indexOf(value) === j)) continue;
+          if (!first || (first === x && (j === 0 || vs.indexOf(value) === j))) continue;
           const p = positionOf(first, fieldHolding(first, value));
           add(x, fieldHolding(x, value), `duplicate-${u.scope}`, `${u.conflict(value).replace(/^[a-z_]+: /, '')} (also in ${first.identity} at ${p.file}:${p.line}:${p.col})`);
         }
       }
     }
-    this.store(this.found.uniques, o, out);
+    this.store(this.found.uniques, o);
   }
 
   /**
@@ -389,6 +388,18 @@ export class CrossChecks {
     for (const o of [...this.acyclic].sort(this.compare)) if (!state.has(o) && edges(o).length) visit(o, []);
     return out;
   }
+}
+
+/**
+ * What the check of one object finds, emptied into a list of its own when it found something
+ * (most objects: nothing, and no list is made). The checks do not nest.
+ */
+const scratch = new Scratch<Problem>();
+const add = adder(scratch);
+
+function duplicateName(x: ManifestObject, first: ManifestObject): void {
+  const p = positionOf(first, ['name']);
+  add(x, ['name'], 'duplicate-name', `${x.kind.manifestKind ?? x.kind.title} name "${x.name}" is already used at ${p.file}:${p.line}:${p.col}`);
 }
 
 /** Where a child sits among its parent's children (-1: a top-level object, before them all). */
