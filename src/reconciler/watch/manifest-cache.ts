@@ -1,15 +1,16 @@
-import { readFileSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { manifestFiles, readManifest, type Loaded, type SourceDoc } from '../manifests/load.js';
 import type { Problem } from '../manifests/problems.js';
 
-/**
- * Parsed manifest files kept between watch runs. Every run still reads every file (the event is
- * never trusted); only a file whose text is unchanged skips YAML parsing, which is most of the
- * cost of loading a large tree when one file was saved.
- */
 /** One manifest file as read: its documents and load problems, the same objects for as long as its bytes are. */
 export interface ManifestFile { path: string; docs: SourceDoc[]; problems: Problem[] }
 
+/**
+ * Parsed manifest files kept between watch runs. Every run still reads every file (the event is
+ * never trusted), into one buffer kept for the purpose and compared with the bytes kept: only a
+ * file whose bytes changed is read into a buffer of its own and parsed again, which is most of the
+ * cost of loading a large tree when one file was saved.
+ */
 export class ManifestCache {
   private readonly files = new Map<string, ManifestFile & { bytes: Buffer }>();
 
@@ -21,9 +22,9 @@ export class ManifestCache {
     for (const path of paths) {
       seen.add(path);
       // Read every time, parsed again only when the bytes changed (a read is cheap; parsing is not).
-      const bytes = readFileSync(path);
       let entry = this.files.get(path);
-      if (!entry || !entry.bytes.equals(bytes)) {
+      if (!entry || !holds(path, entry.bytes)) {
+        const bytes = readFileSync(path);
         const { docs, problems } = readManifest(path, cwd, bytes);
         this.files.set(path, (entry = { path, bytes, docs, problems }));
       }
@@ -61,11 +62,32 @@ export class ManifestCache {
       const entry = this.files.get(path);
       if (!entry) return true;
       try {
-        if (!readFileSync(path).equals(entry.bytes)) return true;
+        if (!holds(path, entry.bytes)) return true;
       } catch {
         return true;
       }
     }
     return false;
+  }
+}
+
+/**
+ * The buffer files are read into to be compared (grown to the largest file compared): a run
+ * reads every manifest file, and most are as they were, so nothing is allocated for them.
+ */
+let readBuffer = Buffer.allocUnsafe(1 << 16);
+
+/** Whether the file holds exactly `bytes` now: read in full, in the shared buffer. */
+function holds(path: string, bytes: Buffer): boolean {
+  const fd = openSync(path, 'r');
+  try {
+    if (fstatSync(fd).size !== bytes.length) return false;
+    if (readBuffer.length < bytes.length + 1) readBuffer = Buffer.allocUnsafe(bytes.length + 1);
+    // One byte more than expected is asked for: a file grown since fstat reads longer.
+    let n = 0;
+    for (let got; n <= bytes.length && (got = readSync(fd, readBuffer, n, readBuffer.length - n, n)) > 0;) n += got;
+    return n === bytes.length && readBuffer.compare(bytes, 0, n, 0, n) === 0;
+  } finally {
+    closeSync(fd);
   }
 }
