@@ -48,6 +48,8 @@ export class CrossChecks {
   private readonly unresolved = new Map<string, Set<ManifestObject>>();
   private readonly renamed = new Set<ManifestObject>();
   private readonly acyclic = new Set<ManifestObject>();
+  /** The kinds acyclic references name (a name of these coming or going may make or break a cycle). */
+  private readonly acyclicTargets = new Set<string>();
   private readonly found = { names: new Map() as Found, refs: new Map() as Found, uniques: new Map() as Found };
   private renameProblems: Problem[] = [];
   private cycleProblems: Problem[] = [];
@@ -152,6 +154,7 @@ export class CrossChecks {
     if (hasAcyclic(refs)) {
       if (add) this.acyclic.add(x);
       else this.acyclic.delete(x);
+      for (let i = 0; i < refs.length; i++) if (refs[i].def.acyclic) this.acyclicTargets.add(namedTarget(refs[i].def)?.name ?? '');
       this.cyclesDirty = true;
     }
     // Any object that comes or goes may be what a rename names (or names no more).
@@ -167,7 +170,7 @@ export class CrossChecks {
     }
     for (const top of this.referrers.get(kind)?.get(name) ?? []) this.dirty.refs.add(top);
     for (const top of this.unresolved.get(kind) ?? []) this.dirty.refs.add(top);
-    if (this.acyclic.size) this.cyclesDirty = true;
+    if (this.acyclic.size && this.acyclicTargets.has(kind)) this.cyclesDirty = true;
   }
 
   /** The names an object and its children refer to, into `referrers`. */
