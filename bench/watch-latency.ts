@@ -7,7 +7,7 @@
  *
  *   file wait   write → the watcher's event (chokidar's awaitWriteFinish)
  *   debounce    event → run start
- *   load        reading and parsing the manifest files (`ManifestCache.load`)
+ *   load        reading every manifest file, parsing those that changed (`ManifestCache.loadFiles`)
  *   manifests   the saved files validated, checked against the others, their secrets read and
  *               desired objects built and compared with the previous run's (`DesiredState.update`)
  *   live read   GETs of what the save or the last apply touched (`readLive`), and the live
