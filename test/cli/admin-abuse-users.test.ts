@@ -39,7 +39,7 @@ async function withState<T>(state: string, fn: (db: Awaited<ReturnType<typeof op
 
 /**
  * The operator path as a user runs it: `serve` processes reports in its own worker, then the real
- * CLI lists and decides. Spawns are few (each pays tsx + PGlite start); the commands' error paths
+ * CLI lists and decides. Spawns are few (each pays a process and PGlite start); the commands' error paths
  * run in-process through the same command functions.
  */
 describe('edgeplane admin abuse / users on the embedded engine', () => {

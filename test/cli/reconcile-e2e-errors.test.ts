@@ -93,5 +93,3 @@ describe('bad arguments fail before anything starts', { timeout: 120_000 }, () =
     expect(existsSync(join(state, 'pgdata'))).toBe(false);
   });
 });
-
-// Each CLI process starts tsx and reopens PGlite (~2 s idle, far more on a loaded 2-core machine).

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { cpSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runCli, startCli } from '../helpers/cli.js';
+import { runCli, SOURCES_CLI, startCli } from '../helpers/cli.js';
 import { cleanupDirs, editFile, copyExample, manifestDir, tempDir } from '../helpers/reconcile.js';
 
 /**
@@ -181,6 +181,8 @@ describe('edgeplane apply / plan / export / watch on the embedded default', { ti
     expect(exported.stderr).toContain('nothing to export');
   });
 
+  // The sources through tsx (the dev loop), whatever EDGEPLANE_TEST_CLI says: the build has no
+  // loader that could read a tsconfig.
   it("a tsconfig.json beside the manifests (a pull request's) cannot map edgeplane's own imports to its code", async () => {
     const dir = tempDir('ep-tsconfig-');
     const edge = manifestDir({ 'pool.yaml': 'kind: FailoverBackend\nname: x\nbackends: []\n' }, join(dir, 'edge'));
@@ -189,7 +191,7 @@ describe('edgeplane apply / plan / export / watch on the embedded default', { ti
     const commander = join(import.meta.dirname, '..', '..', 'node_modules', 'commander', 'esm.mjs');
     writeFileSync(join(dir, 'pwn.mjs'), `import { writeFileSync } from 'node:fs';\nwriteFileSync(${JSON.stringify(marker)}, 'ran');\nexport * from ${JSON.stringify(commander)};\n`);
     for (const cwd of [dir, edge]) {
-      const r = await runCli(['validate', edge], { cwd });
+      const r = await runCli(['validate', edge], { cwd, cli: SOURCES_CLI });
       expect(r.code, r.stderr).toBe(0);
       expect(existsSync(marker)).toBe(false);
     }

@@ -5,17 +5,24 @@ import { tsxModuleUrl } from '../../src/util/worker.js';
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /**
  * The CLI from the sources, as the dev loop runs it: tsx with edgeplane's own tsconfig (see
- * `cliEnv`). The installed package (compiled, no loader) is test/package's to try.
+ * `cliEnv`).
  */
-export const CLI = ['--import', tsxModuleUrl('.'), ROOT + 'src/cli/main.ts'];
+export const SOURCES_CLI = ['--import', tsxModuleUrl('.'), ROOT + 'src/cli/main.ts'];
+/**
+ * The `edgeplane` the tests run as a process: bin/edgeplane.js on the build (dist/), which
+ * test/setup/build.ts brings up to date before any test runs; each process then starts without
+ * tsx compiling the sources. EDGEPLANE_TEST_CLI=sources runs them through tsx instead. The
+ * installed package (packed, then installed from the tarball) is test/package's to try.
+ */
+export const CLI = process.env.EDGEPLANE_TEST_CLI === 'sources' ? SOURCES_CLI : [ROOT + 'bin/edgeplane.js'];
 
 
 export interface CliResult { code: number | null; stdout: string; stderr: string }
 
-/** Runs `edgeplane ARGS` as a user would, as its own process. */
-export function runCli(args: string[], opts: { env?: Record<string, string | undefined>; cwd?: string; input?: string } = {}): Promise<CliResult> {
+/** Runs `edgeplane ARGS` as a user would, as its own process (`cli`: another way to start it, as SOURCES_CLI). */
+export function runCli(args: string[], opts: { env?: Record<string, string | undefined>; cwd?: string; input?: string; cli?: string[] } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...CLI, ...args], {
+    const child = spawn(process.execPath, [...(opts.cli ?? CLI), ...args], {
       cwd: opts.cwd ?? ROOT,
       env: cliEnv(opts.env),
       stdio: ['pipe', 'pipe', 'pipe'],
