@@ -1,19 +1,36 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 // EDGEPLANE_TEST_REPORT (set by .ci/run) adds a JSON report that .ci/run reads for its
 // `N passed, N failed` line.
 const report = process.env.EDGEPLANE_TEST_REPORT;
 
+/**
+ * Test files share their worker process (isolate: false): the modules each imports (fastify, the
+ * validators, PGlite's WebAssembly) are loaded and compiled once per worker, not once per file.
+ * A file that changes what other files would import or run with gets a process of its own: one
+ * that mocks a module, spies on or fakes something global, or adds a process handler.
+ */
+const NEEDS_OWN_PROCESS = /\bvi\.(mock|doMock|spyOn|stubEnv|stubGlobal|useFakeTimers)\(|\bprocess\.on\(/;
+const TEST_DIR = fileURLToPath(new URL('./test/', import.meta.url));
+const ownProcess = (readdirSync(TEST_DIR, { recursive: true }) as string[])
+  .filter((f) => f.endsWith('.test.ts') && NEEDS_OWN_PROCESS.test(readFileSync(TEST_DIR + f, 'utf8')))
+  .map((f) => `test/${f}`);
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     // The tests run `edgeplane` processes from dist/: built first when a source is newer.
     globalSetup: ['test/setup/build.ts'],
-    // PGlite is WASM PostgreSQL (~300-700 MB a instance): a fork per file, two at a time on 2 cores.
+    // PGlite is WASM PostgreSQL (~300-700 MB a instance): two worker processes on 2 cores.
     pool: 'forks',
     maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 120_000,
+    projects: [
+      { extends: true, test: { name: 'shared', include: ['test/**/*.test.ts'], exclude: ownProcess, isolate: false } },
+      { extends: true, test: { name: 'isolated', include: ownProcess, isolate: true } },
+    ],
     reporters: report ? ['default', 'json'] : ['default'],
     outputFile: report ? { json: report } : undefined,
   },
