@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { DurationsWriter, LongestFirst } from './test/setup/durations.js';
 
 // EDGEPLANE_TEST_REPORT (set by .ci/run) adds a JSON report that .ci/run reads for its
 // `N passed, N failed` line.
@@ -27,11 +28,13 @@ export default defineConfig({
     maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 120_000,
+    // Longest files first (test/setup/durations.ts).
+    sequence: { sequencer: LongestFirst },
     projects: [
       { extends: true, test: { name: 'shared', include: ['test/**/*.test.ts'], exclude: ownProcess, isolate: false } },
       { extends: true, test: { name: 'isolated', include: ownProcess, isolate: true } },
     ],
-    reporters: report ? ['default', 'json'] : ['default'],
+    reporters: [...(report ? ['default', 'json'] : ['default']), ...(process.env.EDGEPLANE_TEST_DURATIONS === 'write' ? [new DurationsWriter()] : [])],
     outputFile: report ? { json: report } : undefined,
   },
 });
