@@ -344,4 +344,24 @@ describe('ManifestCache.load', () => {
     expect(fixed.problems).toEqual([]);
     expect(fixed.docs.some((d) => (d.value as { kind?: string }).kind === 'FailoverBackend')).toBe(true);
   });
+
+  it('keeps the documents a save left as they were (the same text on the same line), and no other', () => {
+    const dir = tempDir();
+    const file = join(dir, 'pools.yaml');
+    const doc = (name: string, description: string) => `kind: FailoverBackend\nname: ${name}\ndescription: ${description}\nbackends: []\n`;
+    writeFileSync(file, [doc('a', 'one'), doc('b', 'one'), doc('c', 'one')].join('---\n'));
+    const cache = new ManifestCache();
+    const [a, b, c] = cache.load(dir).docs;
+    // b edited on its own line: a and c are what was read before.
+    writeFileSync(file, [doc('a', 'one'), doc('b', 'two'), doc('c', 'one')].join('---\n'));
+    const second = cache.load(dir).docs;
+    expect(second[0]).toBe(a);
+    expect(second[1]).not.toBe(b);
+    expect(second[2]).toBe(c);
+    // A line added in a: b and c read the same but stand a line lower (their positions moved).
+    writeFileSync(file, [doc('a', 'one\n# moved'), doc('b', 'two'), doc('c', 'one')].join('---\n'));
+    const third = cache.load(dir).docs;
+    expect(third.some((d) => second.includes(d))).toBe(false);
+    expect(third[2].locate(['name']).line).toBe(second[2].locate(['name']).line + 1);
+  });
 });

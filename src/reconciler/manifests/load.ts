@@ -5,7 +5,7 @@ import { displayPath } from '../../util/display-path.js';
 import { createRequire } from 'node:module';
 import type { Document, Node } from 'yaml';
 import type { Position, Problem } from './problems.js';
-import { parseYamlFast } from './yaml-fast.js';
+import { parseYamlFastSources, type DocSource } from './yaml-fast.js';
 
 /** The stack configuration file; it sits beside the manifests and is not a manifest. */
 export const CONFIG_FILES = ['edgeplane.yaml', 'edgeplane.yml'];
@@ -18,6 +18,12 @@ export interface SourceDoc {
   value: unknown;
   /** Position of the node at `path` (or of the nearest ancestor that exists); `key` for the key of a pair. */
   locate(path: (string | number)[], opts?: { key?: boolean }): Position;
+  /**
+   * `before` (this document as read from the same file before) when it is the same text at the
+   * same place, so the same value and positions: watch keeps what it found in a document that did
+   * not change. Else (and when absent) this document.
+   */
+  reuse?(before: SourceDoc): SourceDoc;
   /**
    * The file holds no backslash and no U+0000: no value in it can hold U+0000 or an unpaired
    * surrogate (UTF-8 text cannot encode one; only YAML escapes write them), so validation need not
@@ -142,15 +148,15 @@ export function readManifest(path: string, cwd: string, bytes: Buffer = readFile
  * text with a syntax error, is parsed by the library at once, as it reports the errors.
  */
 export function parseSource(file: string, text: string): { docs: SourceDoc[]; problems: Problem[] } {
-  const values = parseYamlFast(text);
-  if (!values) return parseWithLibrary(file, text);
+  const parsed = parseYamlFastSources(text);
+  if (!parsed) return parseWithLibrary(file, text);
   const plainText = !/[\\\0]/.test(text);
   const docs: SourceDoc[] = [];
   const source = new FastSource(file, text);
-  for (let index = 0; index < values.length; index++) {
-    const value = values[index];
+  for (let index = 0; index < parsed.docs.length; index++) {
+    const value = parsed.docs[index];
     if (value === null) continue; // an empty document (a trailing `---`)
-    docs.push(new FastDoc(file, index, value, plainText, source));
+    docs.push(new FastDoc(file, index, value, plainText, source, parsed.sources[index]));
   }
   return { docs, problems: [] };
 }
@@ -170,10 +176,18 @@ class FastSource {
 
 /** A document the fast parser read (a class: no closure per document, and a directory has thousands). */
 class FastDoc implements SourceDoc {
-  constructor(readonly file: string, readonly index: number, readonly value: unknown, readonly plainText: boolean, private readonly source: FastSource) {}
+  constructor(readonly file: string, readonly index: number, readonly value: unknown, readonly plainText: boolean, private source: FastSource, private readonly text: DocSource) {}
 
   locate(path: (string | number)[], opts?: { key?: boolean }): Position {
     return this.source.locate(this.index, path, opts);
+  }
+
+  reuse(before: SourceDoc): SourceDoc {
+    if (!(before instanceof FastDoc) || before.file !== this.file || before.index !== this.index || before.plainText !== this.plainText ||
+      before.text.line !== this.text.line || before.text.text !== this.text.text) return this;
+    // Its positions are now read from this read of the file (the same, where this document is): the old text can go.
+    before.source = this.source;
+    return before;
   }
 }
 

@@ -32,6 +32,24 @@ export function parseYamlFast(text: string): unknown[] | undefined {
   return 'docs' in r ? r.docs : undefined;
 }
 
+/**
+ * A document's source: its first line (0-based) and its text from there to the next document (a
+ * document with the same text on the same line has the same value and the same positions).
+ */
+export interface DocSource { line: number; text: string }
+
+/** As `parseYamlFast`, with each document's source (`null` documents have one too). */
+export function parseYamlFastSources(text: string): { docs: unknown[]; sources: DocSource[] } | undefined {
+  try {
+    const p = new Parser(prepare(text));
+    const docs = p.documents();
+    return { docs, sources: p.sources };
+  } catch (e) {
+    if (e instanceof Bail || e instanceof RangeError) return undefined;
+    throw e;
+  }
+}
+
 /** As `parseYamlFast`, with the reason of a bail-out (for tests and diagnostics). */
 export function parseYamlFastDetailed(text: string): FastResult {
   try {
@@ -121,6 +139,8 @@ class Parser {
   private next = 0;
   /** Indentation of the line `content()` found; -1 for a `---` line or the end. */
   private ind = -1;
+  /** Each document's source, in order (see `DocSource`). */
+  readonly sources: DocSource[] = [];
 
   private readonly keys = new ScalarCache((s) => keyString(resolvePlain(s)));
   private readonly values = new ScalarCache(resolvePlain);
@@ -178,6 +198,7 @@ class Parser {
     let i = this.content(0);
     if (i < this.lines && this.ind !== -1) {
       docs.push(this.document(i));
+      this.source(i);
       i = this.next;
     }
     while (i < this.lines) {
@@ -190,13 +211,21 @@ class Parser {
       const j = this.content(i + 1);
       if (j >= this.lines || this.ind === -1) {
         docs.push(null);
+        this.sources.push({ line: j, text: '' });
         i = j;
       } else {
         docs.push(this.document(j));
+        this.source(j);
         i = this.next;
       }
     }
     return docs;
+  }
+
+  /** The source of the document read last, which starts at line `i`. */
+  private source(i: number): void {
+    const end = Math.min(this.next, this.lines);
+    this.sources.push({ line: i, text: this.t.slice(this.starts[i], this.starts[end] - 1) });
   }
 
   private document(i: number): unknown {

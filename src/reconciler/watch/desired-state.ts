@@ -69,11 +69,17 @@ export class DesiredState {
    * objects are those of these files.
    */
   update(files: ManifestFile[]): { problems: Problem[]; changed?: string[] } {
-    // Files gone or changed are taken out first: an object moved from one file to another is
-    // out of the old one before it is in the new one.
+    // Files gone, and the documents gone from files changed, are taken out first: an object moved
+    // from one file to another is out of the old one before it is in the new one.
     const now = new Map(files.map((f) => [f.path, f]));
     for (const [path, st] of this.files) {
-      if (now.get(path)?.docs === st.docs) continue;
+      const f = now.get(path);
+      if (f?.docs === st.docs) continue;
+      if (f) {
+        const kept = new Set(f.docs);
+        this.cross.remove(st.objects.filter((o) => !kept.has(o.doc)));
+        continue;
+      }
       this.drop(st);
       this.files.delete(path);
     }
@@ -84,6 +90,7 @@ export class DesiredState {
       const f = files[i];
       let st = this.files.get(f.path);
       if (!st) this.files.set(f.path, (st = this.read(f)));
+      else if (st.docs !== f.docs) this.reread(st, f);
       else if (st.fileSecrets) this.resolve(st);
       st.rank = i;
       this.order.push(st);
@@ -110,23 +117,43 @@ export class DesiredState {
     return { problems: sorted, changed: this.build() };
   }
 
-  /** A file read (again): its documents validated, its objects into the checks across files, its secrets read. */
+  /** A file read: its documents validated, its objects into the checks across files, its secrets read. */
   private read(f: ManifestFile): FileState {
+    const st: FileState = {
+      docs: [], loadProblems: [], objects: [], localProblems: [], secretProblems: [], secrets: new Map(),
+      fileSecrets: false, desired: [], rank: 0,
+    };
+    this.reread(st, f);
+    return st;
+  }
+
+  /**
+   * A file read again: its documents validated (those it had before, the same objects, are not
+   * validated again), the objects of its new documents into the checks across files (those of
+   * documents it no longer has were taken out), its secrets read, its desired objects retired
+   * (those of documents it still has come back as the same objects when built).
+   */
+  private reread(st: FileState, f: ManifestFile): void {
+    const had = new Set(st.docs);
     const objects: ManifestObject[] = [];
+    const added: ManifestObject[] = [];
     const localProblems: Problem[] = [];
     for (const doc of f.docs) {
       const local = this.validation.local(doc, this.opts);
-      if (local.object) objects.push(local.object);
+      if (local.object) {
+        objects.push(local.object);
+        if (!had.has(doc)) added.push(local.object);
+      }
       for (const p of local.problems) localProblems.push(p);
     }
-    this.cross.add(objects);
-    const st: FileState = {
-      docs: f.docs, loadProblems: f.problems, objects, localProblems, secretProblems: [], secrets: new Map(),
-      fileSecrets: objects.some((o) => [o, ...o.children].some((x) => secretValues(x).some((s) => isSecretRef(s.value) && s.value.file !== undefined))),
-      desired: [], rank: 0,
-    };
+    this.cross.add(added);
+    for (const d of st.desired) this.retired.push(d);
+    st.docs = f.docs;
+    st.loadProblems = f.problems;
+    st.objects = objects;
+    st.localProblems = localProblems;
+    st.fileSecrets = objects.some((o) => [o, ...o.children].some((x) => secretValues(x).some((s) => isSecretRef(s.value) && s.value.file !== undefined)));
     this.resolve(st);
-    return st;
   }
 
   private resolve(st: FileState): void {
@@ -155,11 +182,13 @@ export class DesiredState {
     const changed: string[] = [];
     if (!this.stale.size && !this.retired.length) return changed;
     this.every = undefined;
+    const built = new Set<DesiredObject>();
     for (const st of this.order) {
       if (!this.stale.has(st)) continue;
       st.desired = buildDesired(st.objects, this.secrets, this.memo);
       for (let at = 0; at < st.desired.length; at++) {
         const d = st.desired[at];
+        built.add(d);
         this.placeOf.set(d, { file: st, at });
         const b = this.byIdentity.get(d.identity);
         if (b === d) continue;
@@ -170,9 +199,9 @@ export class DesiredState {
         this.byIdentity.set(d.identity, d);
       }
     }
-    // Retired objects still standing for their identity: nothing declares it any more.
+    // Retired objects not built again and still standing for their identity: nothing declares it any more.
     for (const r of this.retired) {
-      if (this.byIdentity.get(r.identity) !== r) continue;
+      if (built.has(r) || this.byIdentity.get(r.identity) !== r) continue;
       this.byIdentity.delete(r.identity);
       this.refs.remove(r);
       changed.push(r.identity);

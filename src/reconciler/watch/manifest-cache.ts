@@ -9,7 +9,8 @@ export interface ManifestFile { path: string; docs: SourceDoc[]; problems: Probl
  * Parsed manifest files kept between watch runs. Every run still reads every file (the event is
  * never trusted), into one buffer kept for the purpose and compared with the bytes kept: only a
  * file whose bytes changed is read into a buffer of its own and parsed again, which is most of the
- * cost of loading a large tree when one file was saved.
+ * cost of loading a large tree when one file was saved. Of a file parsed again, the documents
+ * whose text and place did not change are the objects read before.
  */
 export class ManifestCache {
   private readonly files = new Map<string, ManifestFile & { bytes: Buffer }>();
@@ -26,6 +27,13 @@ export class ManifestCache {
       if (!entry || !holds(path, entry.bytes)) {
         const bytes = readFileSync(path);
         const { docs, problems } = readManifest(path, cwd, bytes);
+        // A document the save left as it was (the same text on the same line) is the one read
+        // before: what was found in it is kept.
+        const before = new Map(entry?.docs.map((d) => [d.index, d]));
+        for (let i = 0; i < docs.length; i++) {
+          const old = before.get(docs[i].index);
+          if (old && docs[i].reuse) docs[i] = docs[i].reuse!(old);
+        }
         this.files.set(path, (entry = { path, bytes, docs, problems }));
       }
       out.push(entry);
