@@ -43,7 +43,11 @@ function ref(kindName: string, id: string, base: string) {
 }
 
 function refOut(r: RefDef, value: unknown, base: string): unknown {
-  if (r.many) return ((value as string[] | undefined) ?? []).map((id) => ref(r.kind, id, base));
+  if (r.many) {
+    const refs = [];
+    for (const id of (value as string[] | undefined) ?? []) refs.push(ref(r.kind, id, base));
+    return refs;
+  }
   return typeof value === 'string' ? ref(r.kind, value, base) : null;
 }
 
@@ -110,13 +114,14 @@ export function moduleToResponse(mod: ModuleDef, stored: Body, base: string): Bo
   const plan = modulePlan(mod);
   const visible = plan.writeOnly.length ? withoutPaths(stored, plan.writeOnly) : stored;
   const out: Body = {};
-  const put = (f: FieldPlan) => {
-    if (f.ref) out[f.ref.outField!] = refOut(f.ref, visible[f.key], base);
-    else if (f.key in visible) out[f.key] = f.nested ? inSchemaOrder(visible[f.key], f.nested) : visible[f.key];
-  };
-  if (plan.ordered) for (const f of plan.ordered) put(f);
-  else for (const key of Object.keys(visible)) put(plan.byKey.get(key) ?? { key });
+  if (plan.ordered) for (const f of plan.ordered) putField(out, f, visible, base);
+  else for (const key of Object.keys(visible)) putField(out, plan.byKey.get(key) ?? { key }, visible, base);
   return out;
+}
+
+function putField(out: Body, f: FieldPlan, visible: Body, base: string): void {
+  if (f.ref) out[f.ref.outField!] = refOut(f.ref, visible[f.key], base);
+  else if (f.key in visible) out[f.key] = f.nested ? inSchemaOrder(visible[f.key], f.nested) : visible[f.key];
 }
 
 /**
@@ -154,7 +159,9 @@ export function toResponse(kind: KindDef, row: ObjectRow, base: string, children
     out[m.name] = stored ? moduleToResponse(m, stored, base) : null;
   }
   for (const [field, childKind] of plan.embeds) {
-    out[field] = (children?.get(row.id) ?? []).map((c) => toResponse(childKind, c, base));
+    const shaped: Body[] = [];
+    for (const c of children?.get(row.id) ?? []) shaped.push(toResponse(childKind, c, base));
+    out[field] = shaped;
   }
   Object.defineProperty(out, ETAG, { value: etagOf(row) });
   return out;

@@ -98,8 +98,9 @@ export async function getWithChildren(
   params.push(...childKinds);
   const { rows } = await q.query<{ parts: string | null }>(withChildrenSql(childKinds.length, opts.parentId !== undefined), params, { prepared: true });
   if (rows[0]?.parts == null) return null;
-  const { own, children } = splitParts(JSON.parse(rows[0].parts) as PartRow[]);
-  return own[0] ? { row: own[0], children } : null;
+  const parts = JSON.parse(rows[0].parts) as PartRow[];
+  if (parts[0].part !== 0) return null;
+  return { row: parts[0], children: parts.slice(1) };
 }
 
 /**
