@@ -36,10 +36,18 @@ export class PoolDb implements Db {
    * did, is destroyed instead of going back to the pool.
    */
   async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
     let broken: Error | undefined;
     const onError = (err: Error) => { broken = err; };
-    client.on('error', onError);
+    // The listener goes on in the pool's callback, not after an `await`: a new connection hands
+    // its client over while reading the server's first messages, and a termination in the same
+    // read (`pg_terminate_backend` right after the connect) was emitted before a continuation ran.
+    const client = await new Promise<pg.PoolClient>((resolve, reject) => {
+      this.pool.connect((err, c) => {
+        if (err || !c) return reject(err ?? new Error('no client from the pool'));
+        c.on('error', onError);
+        resolve(c);
+      });
+    });
     try {
       await client.query('BEGIN');
       const result = await fn({ query: (sql, params, how) => run(client, sql, params, how) });
