@@ -3,6 +3,9 @@ import {
 } from '../kinds/abuse-states.js';
 import type { Db, Queryable } from '../store/db.js';
 import { updateBody, type ObjectRow } from '../store/objects.js';
+
+/** A report's row: its own queries read `created_at` as the driver's `Date`, `updateBody` as RFC 3339 text. */
+type ReportRow = Omit<ObjectRow, 'created_at' | 'version'> & { created_at: Date | string };
 import { rfc3339 } from '../util/time.js';
 import { ApiError } from '../contract/errors.js';
 import type { Job } from '../store/job-queue.js';
@@ -74,8 +77,8 @@ export async function bannedHostnames(q: Queryable, hostnames: string[]): Promis
 
 // ——— the processing job ———
 
-async function lockReport(q: Queryable, id: string): Promise<ObjectRow | null> {
-  const { rows } = await q.query<ObjectRow>(
+async function lockReport(q: Queryable, id: string): Promise<ReportRow | null> {
+  const { rows } = await q.query<ReportRow>(
     `SELECT id, account_id, kind, parent_id, created_at, body FROM objects WHERE id = $1 AND kind = $2 FOR UPDATE`,
     [id, KIND],
   );
@@ -115,7 +118,7 @@ export interface AbuseReportSummary {
   hostnames: ReportHostname[];
 }
 
-function summary(row: ObjectRow): AbuseReportSummary {
+function summary(row: ReportRow): AbuseReportSummary {
   const b = row.body;
   return {
     id: row.id,
@@ -131,7 +134,7 @@ function summary(row: ObjectRow): AbuseReportSummary {
 
 /** Reports of every account, oldest first, optionally of one status. */
 export async function listAbuseReports(db: Queryable, opts: { status?: ReportStatus; limit?: number; afterId?: string } = {}): Promise<AbuseReportSummary[]> {
-  const { rows } = await db.query<ObjectRow>(
+  const { rows } = await db.query<ReportRow>(
     `SELECT id, account_id, kind, parent_id, created_at, body FROM objects
      WHERE kind = $1 AND ($2::text IS NULL OR body ->> 'status' = $2) AND ($3::text IS NULL OR id > $3)
      ORDER BY id LIMIT $4`,

@@ -160,7 +160,8 @@ export function toResponse(kind: KindDef, row: ObjectRow, base: string, children
   }
   for (const [field, childKind] of plan.embeds) {
     const shaped: Body[] = [];
-    for (const c of children?.get(row.id) ?? []) shaped.push(toResponse(childKind, c, base));
+    // The children of every embedded kind come in one list per parent: each field takes its kind's.
+    for (const c of children?.get(row.id) ?? []) if (c.kind === childKind.name) shaped.push(toResponse(childKind, c, base));
     out[field] = shaped;
   }
   Object.defineProperty(out, ETAG, { value: etagOf(row) });

@@ -46,6 +46,8 @@ export async function openPglite(stateDir: string | null, opts: { locked?: boole
       throw new Error(`cannot open the embedded database in ${data ?? 'memory'}: ${err.message}`, { cause: err });
     });
     const pool = new pg.Pool({ ...createPgConfig(pglite), max: 1 } as pg.PoolConfig);
+    // As on PostgreSQL: an idle client's error must not crash the process (the next query reports it).
+    pool.on('error', () => {});
     const db = new PoolDb(pool, 'pglite', dir ? `embedded:${dir}` : 'embedded:memory', async () => {
       await pglite.close();
       lock?.release();

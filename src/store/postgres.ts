@@ -21,6 +21,8 @@ export async function openPostgres(url: string, opts: PostgresOptions = {}): Pro
   if (opts.schema && !/^[a-z_][a-z0-9_]*$/.test(opts.schema)) throw new Error(`invalid schema name ${opts.schema}`);
   if (opts.schema) {
     const setup = new pg.Client({ connectionString: url });
+    // A connection cut while it runs fails the query awaited; without a listener it was also an uncaught 'error'.
+    setup.on('error', () => {});
     await setup.connect();
     try {
       // CREATE SCHEMA IF NOT EXISTS is not safe against a concurrent twin (one of two processes
