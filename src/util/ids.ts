@@ -32,21 +32,28 @@ export function newId(prefix: string): string {
   return `${prefix}_${base62(last)}`;
 }
 
-/** Fixed-width base62 of a big-endian byte string, by repeated division. */
-function base62(bytes: Uint8Array): string {
-  const digits = Array.from(bytes);
+/**
+ * Fixed-width base62 of a big-endian byte string (a whole number of 32-bit words), by repeated
+ * division of its words: a quarter of the steps of dividing byte by byte (ids are made per request).
+ * A remainder times 2^32 plus a word stays below 2^38, exact in a double.
+ */
+export function base62(bytes: Uint8Array): string {
+  const words = WORDS;
+  const n = bytes.length >>> 2;
+  for (let w = 0; w < n; w++) words[w] = ((bytes[4 * w] << 24) | (bytes[4 * w + 1] << 16) | (bytes[4 * w + 2] << 8) | bytes[4 * w + 3]) >>> 0;
   let out = '';
-  for (let n = 0; n < ID_CHARS; n++) {
+  for (let d = 0; d < ID_CHARS; d++) {
     let rem = 0;
-    for (let i = 0; i < digits.length; i++) {
-      const acc = rem * 256 + digits[i];
-      digits[i] = Math.floor(acc / 62);
-      rem = acc % 62;
+    for (let w = 0; w < n; w++) {
+      const acc = rem * 4294967296 + words[w];
+      words[w] = Math.floor(acc / 62);
+      rem = acc - words[w] * 62;
     }
     out = ALPHABET[rem] + out;
   }
   return out;
 }
+const WORDS = new Array<number>(5).fill(0);
 
 export const ID_BODY = '[0-9A-Za-z]{27}';
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { newId } from '../../src/util/ids.js';
+import { randomBytes } from 'node:crypto';
+import { base62, newId } from '../../src/util/ids.js';
 import { rfc3339 } from '../../src/util/time.js';
 
 describe('ids', () => {
@@ -22,5 +23,22 @@ describe('ids', () => {
 describe('rfc3339', () => {
   it('is UTC with second precision', () => {
     expect(rfc3339(new Date('2026-11-22T01:54:48.987+02:00'))).toBe('2026-11-21T23:54:48Z');
+  });
+});
+
+describe('base62', () => {
+  it('is the 27-digit base62 of the 20 bytes as one big-endian number', () => {
+    const reference = (bytes: Uint8Array) => {
+      let n = BigInt('0x' + Buffer.from(bytes).toString('hex'));
+      let out = '';
+      for (let i = 0; i < 27; i++) {
+        out = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'[Number(n % 62n)] + out;
+        n /= 62n;
+      }
+      return out;
+    };
+    const cases = [new Uint8Array(20), new Uint8Array(20).fill(255), Uint8Array.from({ length: 20 }, (_, i) => i)];
+    for (let i = 0; i < 500; i++) cases.push(randomBytes(20));
+    for (const bytes of cases) expect(base62(bytes)).toBe(reference(bytes));
   });
 });
