@@ -307,24 +307,30 @@ describe('watch as files really change on a workstation', () => {
   });
 });
 
+/** Every file's documents and load problems, one list each, as a run reads them. */
+function loaded(cache: ManifestCache, dir: string) {
+  const files = cache.loadFiles(dir);
+  return { docs: files.flatMap((f) => f.docs), problems: files.flatMap((f) => f.problems) };
+}
+
 describe('ManifestCache.changedSinceLoad', () => {
   it('tells whether a file was edited, added or removed since it was read', () => {
     const dir = copyExample('small');
     const cache = new ManifestCache();
-    cache.load(dir);
+    loaded(cache, dir);
     expect(cache.changedSinceLoad(dir)).toBe(false);
     const file = join(dir, 'failover-backend.yaml');
     const text = readFileSync(file, 'utf8');
     writeFileSync(file, text + '\n# a comment\n');
     expect(cache.changedSinceLoad(dir)).toBe(true);
-    cache.load(dir);
+    loaded(cache, dir);
     expect(cache.changedSinceLoad(dir)).toBe(false);
     writeFileSync(join(dir, 'more.yaml'), 'kind: FailoverBackend\nname: more\nbackends: []\n');
     expect(cache.changedSinceLoad(dir)).toBe(true);
   });
 });
 
-describe('ManifestCache.load', () => {
+describe('ManifestCache.loadFiles', () => {
   it('parses a file again when its bytes change, even where the text read as UTF-8 would not (one invalid byte for another)', () => {
     const dir = copyExample('small');
     const cache = new ManifestCache();
@@ -333,14 +339,14 @@ describe('ManifestCache.load', () => {
     const at = text.indexOf('App servers');
     const withByte = (b: number) => Buffer.concat([Buffer.from(text.slice(0, at)), Buffer.from([b]), Buffer.from(text.slice(at))]);
     writeFileSync(file, withByte(0xe9)); // Latin-1 é
-    const first = cache.load(dir).problems.filter((p) => p.rule === 'encoding');
+    const first = loaded(cache, dir).problems.filter((p) => p.rule === 'encoding');
     expect(first).toHaveLength(1);
     writeFileSync(file, withByte(0xff)); // another byte that is not UTF-8: the same text once decoded
     expect(cache.changedSinceLoad(dir)).toBe(true);
-    expect(cache.load(dir).problems.filter((p) => p.rule === 'encoding')).toHaveLength(1);
+    expect(loaded(cache, dir).problems.filter((p) => p.rule === 'encoding')).toHaveLength(1);
     writeFileSync(file, text);
     expect(cache.changedSinceLoad(dir)).toBe(true);
-    const fixed = cache.load(dir);
+    const fixed = loaded(cache, dir);
     expect(fixed.problems).toEqual([]);
     expect(fixed.docs.some((d) => (d.value as { kind?: string }).kind === 'FailoverBackend')).toBe(true);
   });
@@ -351,16 +357,16 @@ describe('ManifestCache.load', () => {
     const doc = (name: string, description: string) => `kind: FailoverBackend\nname: ${name}\ndescription: ${description}\nbackends: []\n`;
     writeFileSync(file, [doc('a', 'one'), doc('b', 'one'), doc('c', 'one')].join('---\n'));
     const cache = new ManifestCache();
-    const [a, b, c] = cache.load(dir).docs;
+    const [a, b, c] = loaded(cache, dir).docs;
     // b edited on its own line: a and c are what was read before.
     writeFileSync(file, [doc('a', 'one'), doc('b', 'two'), doc('c', 'one')].join('---\n'));
-    const second = cache.load(dir).docs;
+    const second = loaded(cache, dir).docs;
     expect(second[0]).toBe(a);
     expect(second[1]).not.toBe(b);
     expect(second[2]).toBe(c);
     // A line added in a: b and c read the same but stand a line lower (their positions moved).
     writeFileSync(file, [doc('a', 'one\n# moved'), doc('b', 'two'), doc('c', 'one')].join('---\n'));
-    const third = cache.load(dir).docs;
+    const third = loaded(cache, dir).docs;
     expect(third.some((d) => second.includes(d))).toBe(false);
     expect(third[2].locate(['name']).line).toBe(second[2].locate(['name']).line + 1);
   });

@@ -12,6 +12,13 @@ export function isRefToken(v: unknown): v is RefToken {
   return !!v && typeof v === 'object' && typeof (v as RefToken).$ref === 'string' && Object.keys(v as object).length === 1;
 }
 
+/** Calls `fn` with the identity of every reference token in a value, depth first, in key order. */
+export function forEachRef(v: unknown, fn: (identity: string) => void): void {
+  if (isRefToken(v)) fn(v.$ref);
+  else if (Array.isArray(v)) for (const x of v) forEachRef(x, fn);
+  else if (v && typeof v === 'object') for (const k in v) forEachRef((v as Record<string, unknown>)[k], fn);
+}
+
 export function isSecretToken(v: unknown): v is SecretToken {
   return !!v && typeof v === 'object' && '$secret' in (v as object) && 'fingerprint' in (v as object);
 }

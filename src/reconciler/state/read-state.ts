@@ -18,6 +18,8 @@ export async function streamLiveState(client: ApiClient, onPage: (kind: KindDef,
   await Promise.all(listedKinds().map((k) => client.eachPage(k, undefined, (items) => onPage(k, items))));
 }
 
-function listedKinds(): KindDef[] {
-  return manifestKinds().filter((k) => k.operations.includes('list'));
+let listed: KindDef[] | undefined;
+/** The kinds whose lists a full read takes, in the order it takes them (children come inside). */
+export function listedKinds(): KindDef[] {
+  return (listed ??= manifestKinds().filter((k) => k.operations.includes('list')));
 }

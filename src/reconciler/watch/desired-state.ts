@@ -6,7 +6,7 @@ import { secretValues, ValidationMemo, type ValidateOptions } from '../manifests
 import { buildDesired, type DesiredMemo } from '../plan/desired.js';
 import { identical } from '../plan/normalize.js';
 import type { DesiredObject } from '../plan/state.js';
-import { isRefToken } from '../plan/tokens.js';
+import { forEachRef } from '../plan/tokens.js';
 import type { ManifestFile } from './manifest-cache.js';
 
 /** What a watch session keeps of one manifest file, from its documents to its desired objects. */
@@ -251,12 +251,7 @@ export class RefIndex {
     let out = RefIndex.refsOf.get(d);
     if (!out) {
       const found: string[] = [];
-      const visit = (v: unknown) => {
-        if (isRefToken(v)) found.push(v.$ref);
-        else if (Array.isArray(v)) for (const x of v) visit(x);
-        else if (v && typeof v === 'object') for (const k in v) visit((v as Record<string, unknown>)[k]);
-      };
-      visit(d.body);
+      forEachRef(d.body, (identity) => found.push(identity));
       RefIndex.refsOf.set(d, (out = found));
     }
     return out;

@@ -9,9 +9,9 @@ import { diff } from '../plan/diff.js';
 import type { LiveView } from '../plan/live-view.js';
 import { NormMemo } from '../plan/normalize.js';
 import type { Plan } from '../plan/types.js';
-import { readLiveState } from '../state/read-state.js';
+import { listedKinds, readLiveState } from '../state/read-state.js';
 import { DesiredState } from './desired-state.js';
-import { LiveIndex, listedKinds } from './live-index.js';
+import { LiveIndex } from './live-index.js';
 import type { ManifestFile } from './manifest-cache.js';
 import { planSubset } from './subset.js';
 

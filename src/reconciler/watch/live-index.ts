@@ -1,9 +1,9 @@
 import type { Body, KindDef } from '../../kinds/types.js';
-import { manifestKinds } from '../manifests/schema.js';
 import { refValues } from '../manifests/object-values.js';
 import type { LiveView } from '../plan/live-view.js';
 import { observeItem, type ObservedLists } from '../plan/observed.js';
 import type { Identities, ObservedObject } from '../plan/state.js';
+import { listedKinds } from '../state/read-state.js';
 
 /** One top-level object as read: its response, what the planner makes of it (it, then its children), and its place in its list. */
 interface Entry { resp: Body; objs: ObservedObject[]; seq: number }
@@ -175,12 +175,6 @@ export class LiveIndex implements LiveView {
 }
 
 const NO_OWNED: ReadonlyMap<string, readonly ObservedObject[]> = new Map();
-
-let listed: KindDef[] | undefined;
-/** The kinds whose lists a full read takes, in the order it takes them. */
-export function listedKinds(): KindDef[] {
-  return (listed ??= manifestKinds().filter((k) => k.listKey));
-}
 
 /** Ids a live object refers to, found once per object (objects not read again are the same run after run). */
 const refsCache = new WeakMap<ObservedObject, string[]>();

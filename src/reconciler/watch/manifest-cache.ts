@@ -1,5 +1,5 @@
 import { closeSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
-import { manifestFiles, readManifest, type Loaded, type SourceDoc } from '../manifests/load.js';
+import { manifestFiles, readManifest, type SourceDoc } from '../manifests/load.js';
 import type { Problem } from '../manifests/problems.js';
 
 /** One manifest file as read: its documents and load problems, the same objects for as long as its bytes are. */
@@ -42,19 +42,8 @@ export class ManifestCache {
     return out;
   }
 
-  load(root: string, cwd = process.cwd()): Loaded {
-    const files = this.loadFiles(root, cwd);
-    const docs: SourceDoc[] = [];
-    const problems: Problem[] = [];
-    for (const f of files) {
-      docs.push(...f.docs);
-      problems.push(...f.problems);
-    }
-    return { docs, problems, files: files.map((f) => f.path) };
-  }
-
   /**
-   * Whether any manifest file differs from what the last `load` read (edited, added or removed
+   * Whether any manifest file differs from what the last `loadFiles` read (edited, added or removed
    * since). Checked right before applying, so a file still being written when it was read is
    * never applied half-done: the save that finishes it starts the next run.
    */

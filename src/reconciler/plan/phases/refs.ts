@@ -1,7 +1,7 @@
 import { collectionPath } from '../../../contract/paths.js';
 import type { Body, KindDef } from '../../../kinds/types.js';
 import type { ObservedObject } from '../state.js';
-import { isRefToken, placeholder } from '../tokens.js';
+import { forEachRef, isRefToken, placeholder } from '../tokens.js';
 import type { Matched } from './match.js';
 
 /** The id to send for an identity: the existing object's, or a placeholder for one this plan creates. */
@@ -27,14 +27,11 @@ export function materialize(m: Matched, v: unknown): unknown {
 /** Steps creating the objects a body references (in the fields `only` names, or all) must come first. */
 export function refDeps(m: Matched, body: Body, only?: string[]): string[] {
   const deps: string[] = [];
-  const visit = (v: unknown) => {
-    if (isRefToken(v)) {
-      const c = creator(m, v.$ref);
-      if (c) deps.push(c);
-    } else if (Array.isArray(v)) v.forEach(visit);
-    else if (v && typeof v === 'object') Object.values(v).forEach(visit);
+  const visit = (identity: string) => {
+    const c = creator(m, identity);
+    if (c) deps.push(c);
   };
-  for (const [k, v] of Object.entries(body)) if (!only || only.includes(k)) visit(v);
+  for (const [k, v] of Object.entries(body)) if (!only || only.includes(k)) forEachRef(v, visit);
   return deps;
 }
 
