@@ -23,6 +23,12 @@ export class Authenticator {
   private readonly cache = new Map<string, { principal: Principal; until: number }>();
   constructor(private readonly db: Db, private readonly ttlMs = 5000) {}
 
+  /** The key's account when it was looked up less than the cache's lifetime ago (no query, no promise). */
+  cached(key: string): Principal | undefined {
+    const hit = this.cache.get(hashKey(key));
+    return hit && hit.until > Date.now() ? hit.principal : undefined;
+  }
+
   async resolve(key: string): Promise<Principal | null> {
     const hash = hashKey(key);
     const hit = this.cache.get(hash);

@@ -4,6 +4,9 @@ const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz
 const ID_CHARS = 27; // 62^27 > 2^160
 let lastMs = 0;
 const last = new Uint8Array(20); // 6 bytes of milliseconds, 14 random bytes
+/** Random bytes drawn 4 KiB at a time (one call into the CSPRNG per 292 ids, not per id). */
+const pool = new Uint8Array(4096);
+let poolAt = pool.length;
 
 /**
  * KSUID-like id: `<prefix>_` + 27 base62 characters encoding 48 bits of milliseconds and 112
@@ -21,7 +24,11 @@ export function newId(prefix: string): string {
       last[i] = t % 256;
       t = Math.floor(t / 256);
     }
-    randomFillSync(last, 6, 14);
+    if (poolAt + 14 > pool.length) {
+      randomFillSync(pool);
+      poolAt = 0;
+    }
+    last.set(pool.subarray(poolAt, (poolAt += 14)), 6);
     last[6] &= 0x7f; // headroom so increments never carry into the time
   } else {
     for (let i = 19; i >= 6; i--) {

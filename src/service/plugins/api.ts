@@ -31,8 +31,13 @@ export const apiPlugin = fp<ApiScopeOptions>(async (api, opts) => {
   const publicUrl = opts.publicUrl?.replace(/\/+$/, '');
   api.decorateRequest('baseUrl', undefined);
   // A Host no uri can be built on is refused before anything is done.
-  api.addHook('onRequest', async (req) => {
-    req.baseUrl = publicUrl ?? requestBase(req);
+  api.addHook('onRequest', (req, _reply, done) => {
+    try {
+      req.baseUrl = publicUrl ?? requestBase(req);
+    } catch (err) {
+      return done(err as Error);
+    }
+    done();
   });
   await api.register(versionHeaderPlugin, { versionHeaders: opts.versionHeaders });
   await api.register(authPlugin, { authCacheMs: opts.authCacheMs });

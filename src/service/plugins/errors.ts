@@ -12,8 +12,9 @@ import { schemaError } from '../../contract/validation.js';
  * (`api.ts`): an unknown path is answered only to a caller who passed its version and key checks.
  */
 export const errorsPlugin = fp(async (app) => {
-  app.addHook('onRequest', async (req, reply) => {
+  app.addHook('onRequest', (req, reply, done) => {
     reply.header('Operation-Id', req.id);
+    done();
   });
   app.setErrorHandler((err: FastifyError, req, reply) => sendError(err, req, reply));
 }, { name: 'edgeplane-errors' });

@@ -95,19 +95,32 @@ export const metricsPlugin = fp<{ enabled: boolean }>(async (app, opts) => {
 
   app.decorate('metrics', { registry, jobOutcomes });
   app.decorateRequest('inFlight', false);
-  app.addHook('onRequest', async (req) => {
+  // Callback-style hooks (they run on every request): no promise each.
+  app.addHook('onRequest', (req, _reply, next) => {
     inFlight.inc();
     req.inFlight = true;
+    next();
   });
-  const done = async (req: { inFlight: boolean }) => {
+  const finished = (req: { inFlight: boolean }) => {
     if (!req.inFlight) return;
     req.inFlight = false;
     inFlight.dec();
   };
-  app.addHook('onRequestAbort', done);
-  app.addHook('onResponse', async (req, reply) => {
-    void done(req);
-    duration.observe({ method: req.method, route: req.routeOptions.url ?? UNMATCHED_ROUTE, status_code: String(reply.statusCode) }, reply.elapsedTime / 1000);
+  app.addHook('onRequestAbort', (req, next) => {
+    finished(req);
+    next();
+  });
+  // One labelled child per method, route and status: prom-client hashes a labels object on every
+  // observe, the child skips it.
+  const byLabels = new Map<string, { observe(v: number): void }>();
+  app.addHook('onResponse', (req, reply, next) => {
+    finished(req);
+    const route = req.routeOptions.url ?? UNMATCHED_ROUTE;
+    const key = `${req.method} ${reply.statusCode} ${route}`;
+    let child = byLabels.get(key);
+    if (!child) byLabels.set(key, (child = duration.labels({ method: req.method, route, status_code: String(reply.statusCode) })));
+    child.observe(reply.elapsedTime / 1000);
+    next();
   });
 }, { name: 'edgeplane-metrics', dependencies: ['edgeplane-database'] });
 

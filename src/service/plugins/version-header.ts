@@ -11,7 +11,14 @@ export const SUPPORTED_VERSION = '2';
  */
 export const versionHeaderPlugin = fp<{ versionHeaders: string[] }>(async (app, opts) => {
   const names = opts.versionHeaders;
-  app.addHook('onRequest', async (req) => checkVersion(req, names));
+  app.addHook('onRequest', (req, _reply, done) => {
+    try {
+      checkVersion(req, names);
+    } catch (err) {
+      return done(err as Error);
+    }
+    done();
+  });
 }, { name: 'edgeplane-version-header' });
 
 function checkVersion(req: FastifyRequest, names: string[]) {
