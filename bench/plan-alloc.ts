@@ -10,7 +10,10 @@
  * With `--cpu`, the same plans run under V8's CPU profiler instead, and the functions that took the
  * most time (self) are listed.
  *
- * Flags: --scale N (default 1)  --runs N (default 3)  --top N (default 20)  --cpu
+ * With `--gc`, the plans run with no profiler, and each one's wall time, CPU time and GC pauses
+ * (by kind) are printed.
+ *
+ * Flags: --scale N (default 1)  --runs N (default 3)  --top N (default 20)  --cpu  --gc
  */
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
@@ -30,6 +33,7 @@ const SCALE = Number(flag('scale', '1'));
 const RUNS = Number(flag('runs', '3'));
 const TOP = Number(flag('top', '20'));
 const CPU = process.argv.includes('--cpu');
+const GC = process.argv.includes('--gc');
 const SIZE = scaledSize(SCALE);
 const CACHE = join(fileURLToPath(new URL('./', import.meta.url)), '.cache');
 
@@ -85,6 +89,34 @@ async function main() {
     });
     const pageBytes = [...pages.values()].reduce((s, p) => s + p.text.length, 0);
 
+    if (GC) {
+      // Wall time and the GC pauses inside it, by kind, per plan (no profiler running).
+      const { PerformanceObserver, constants } = await import('node:perf_hooks');
+      const KIND: Record<number, string> = { [constants.NODE_PERFORMANCE_GC_MINOR]: 'minor', [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major', [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental', [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weakcb' };
+      let pauses = new Map<string, { n: number; ms: number }>();
+      const obs = new PerformanceObserver((list) => {
+        for (const e of list.getEntries()) {
+          const k = KIND[(e as unknown as { detail: { kind: number } }).detail.kind] ?? 'other';
+          const p = pauses.get(k) ?? { n: 0, ms: 0 };
+          p.n++; p.ms += e.duration; pauses.set(k, p);
+        }
+      });
+      obs.observe({ entryTypes: ['gc'] });
+      for (let i = 0; i < RUNS + 1; i++) {
+        pauses = new Map();
+        const c0 = process.cpuUsage();
+        const t0 = performance.now();
+        const p = await preparePlan({ root: manifests, stack: 'bench', env: {} }, replay);
+        const wall = performance.now() - t0;
+        const c = process.cpuUsage(c0);
+        await new Promise((r) => setImmediate(r)); // the observer's entries of this plan
+        if (p.plan!.steps.length) throw new Error(`no-op plan has ${p.plan!.steps.length} steps`);
+        const gc = [...pauses].map(([k, v]) => `${k} ${v.n}× ${v.ms.toFixed(0)} ms`).join(', ');
+        console.log(`${i === 0 ? 'warm-up' : `run ${i}`}: wall ${wall.toFixed(0)} ms, CPU ${((c.user + c.system) / 1000).toFixed(0)} ms, GC ${gc}, heap after ${(process.memoryUsage().heapUsed / 1048576).toFixed(0)} MB`);
+      }
+      obs.disconnect();
+      return;
+    }
     const session = new Session();
     session.connect();
     if (CPU) {
