@@ -2,6 +2,7 @@ import { cpSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync }
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../src/client/api-client.js';
+import { stackSafety } from '../../src/reconciler/manifests/config.js';
 import { ManifestCache } from '../../src/reconciler/watch/manifest-cache.js';
 import { startWatchSession, type WatchReport } from '../../src/reconciler/watch/session.js';
 import { applyDir, cleanupDirs, clientFor, copyExample, duplicates, liveObjects, remaining, tempDir } from '../helpers/reconcile.js';
@@ -14,11 +15,14 @@ afterAll(async () => { await svc?.close(); cleanupDirs(); });
 type Plan = Extract<WatchReport, { type: 'plan' }>;
 
 /** A watch session on a copy of examples/small, with helpers to edit and wait. */
-async function session(stack: string, extra: { intervalMs?: number; repair?: boolean; prune?: boolean; confirmDestructiveMs?: number } = {}) {
+async function session(stack: string, extra: { intervalMs?: number; repair?: boolean; prune?: boolean; confirmDestructiveMs?: number; followSafety?: boolean } = {}) {
   const client = await clientFor(svc);
   const dir = copyExample('small');
   const reports: WatchReport[] = [];
-  const s = startWatchSession({ input: { root: dir, stack, env: {} }, client, debounceMs: 30, stableMs: 30, ...extra, report: (r) => reports.push(r) });
+  const { followSafety, ...rest } = extra;
+  // As the CLI runs it: the stack file's safety settings, read again before each run.
+  const readSafety = followSafety ? () => stackSafety(dir) : undefined;
+  const s = startWatchSession({ input: { root: dir, stack, env: {}, ...readSafety?.() }, client, debounceMs: 30, stableMs: 30, readSafety, ...rest, report: (r) => reports.push(r) });
   const waitFor = async <T extends WatchReport>(pred: (r: WatchReport) => r is T, from: number): Promise<T> => {
     for (let t = 0; t < 600; t++) {
       const hit = reports.slice(from).find(pred);
@@ -190,6 +194,34 @@ describe('watch keeps its state warm between runs', () => {
 });
 
 describe('watch --prune', () => {
+  it('follows edgeplane.yaml\'s safety settings: an edge protected while watch runs is not pruned', async () => {
+    const w = await session('watch-protect', { prune: true, followSafety: true });
+    try {
+      const edgeId = await routeId(w.client, 'watch-protect:HTTPSEdge/web');
+      let mark = w.reports.length;
+      writeFileSync(join(w.dir, 'edgeplane.yaml'), 'stack: small-example\nsafety:\n  protect: [HTTPSEdge/web]\n');
+      const reloaded = await w.waitFor((r): r is Extract<WatchReport, { type: 'safety-reloaded' }> => r.type === 'safety-reloaded', mark);
+      expect(reloaded.protect).toEqual(['HTTPSEdge/web']);
+      await w.waitFor((r): r is Extract<WatchReport, { type: 'run-end' }> => r.type === 'run-end', mark);
+      await w.s.idle();
+      mark = w.reports.length;
+      rmSync(join(w.dir, 'https-edge.yaml'));
+      const plan = await w.waitFor(w.isPlan, mark);
+      await w.waitFor((r): r is Extract<WatchReport, { type: 'run-end' }> => r.type === 'run-end', mark);
+      await w.s.idle();
+      expect(plan.plan.steps.filter((x) => x.object.identity.startsWith('HTTPSEdge/web') && x.action === 'delete')).toEqual([]);
+      expect((await liveObjects(w.client)).some((o) => o.id === edgeId)).toBe(true);
+      // A stack file that no longer reads applies nothing (read as the defaults, it would unprotect).
+      mark = w.reports.length;
+      writeFileSync(join(w.dir, 'edgeplane.yaml'), 'stack: small-example\nsafety:\n  protect: 12\n');
+      const broken = await w.waitFor((r): r is Extract<WatchReport, { type: 'run-end' }> => r.type === 'run-end', mark);
+      expect(broken.status).toBe('invalid');
+      expect(w.reports.slice(mark).some((r) => r.type === 'plan')).toBe(false);
+    } finally {
+      await w.s.stop();
+    }
+  });
+
   it('refuses a run once the directory holds no manifest file (files moved away, a checkout): nothing is deleted', async () => {
     const w = await session('watch-prune-empty', { prune: true });
     try {

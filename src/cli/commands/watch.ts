@@ -99,6 +99,8 @@ export function reporter(out: Output, color: boolean) {
         return out.line(tagged(tag, renderText(r.plan, { color })));
       case 'step': return progress?.event(r.event);
       case 'applied': progress?.finish(r.result); progress = undefined; return;
+      case 'safety-reloaded':
+        return out.line(`${tag}edgeplane.yaml: safety settings changed; planning with them from now on (protect: ${r.protect.length ? r.protect.join(', ') : 'none'}; threshold: ${Math.round(r.threshold.ratio * 100)} % of at least ${r.threshold.minOwned} owned)`);
       case 'superseded': return out.line(`${tag}the manifests changed while planning: nothing applied; the next run plans the newer save`);
       case 'blocked':
         if (r.plan.protectedChanges?.length) return out.line(`${tag}blocked: protected objects would be deleted or replaced: nothing applied; review the plan, then run \`edgeplane apply ${watched ?? 'DIR'} --allow-protected-changes\` (watch never applies over it)`);
@@ -135,6 +137,7 @@ export async function watch(out: Output, dir: string, flags: WatchFlags): Promis
     const session = startWatchSession({
       input: { root: dir, stack, strict: flags.strict, env: process.env, config: reconcilerConfig(), ...watchSafety(dir) },
       stackGiven: flags.stack !== undefined,
+      readSafety: () => watchSafety(dir),
       client, prune: flags.prune, planOnly: flags.planOnly, intervalMs, repair: flags.repair,
       parallelism: flags.parallelism ? Number(flags.parallelism) : undefined, debounceMs,
       report: reporter(out, useColor()),
@@ -168,7 +171,7 @@ export async function watch(out: Output, dir: string, flags: WatchFlags): Promis
   out.line('stopped');
 }
 
-/** The stack file's threshold and protected objects, read once at the start (as the stack is). */
+/** The stack file's threshold and protected objects (at the start, and again before every run). */
 function watchSafety(dir: string): { threshold: { ratio: number; minOwned: number }; protect: string[] } {
   const { threshold, protect } = stackSafety(dir);
   return { threshold, protect };

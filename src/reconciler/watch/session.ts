@@ -11,6 +11,7 @@ import { IncrementalPlanner, type LiveRead } from './incremental.js';
 import { ManifestCache } from './manifest-cache.js';
 import { manifestFiles } from '../manifests/load.js';
 import { DEFAULT_STACK, resolveStack } from '../manifests/config.js';
+import { DEFAULT_THRESHOLD, type Threshold } from '../plan/safety.js';
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { WatchLoop, type RunContext, type RunOutcome, type RunTrigger } from './loop.js';
@@ -31,6 +32,8 @@ export type WatchReport =
   | { type: 'blocked'; runId: string; plan: Plan }
   /** The files changed after they were read: nothing applied, the next run plans the newer save. */
   | { type: 'superseded'; runId: string }
+  /** `edgeplane.yaml`'s safety settings changed: this run and the next plan with the new ones. */
+  | { type: 'safety-reloaded'; runId: string; protect: string[]; threshold: Threshold }
   | { type: 'run-end'; runId: string; status: RunOutcome['status']; ms: number; error?: string }
   | { type: 'retry-scheduled'; runId: string; attempt: number; delayMs: number }
   | { type: 'watch-error'; error: string };
@@ -57,6 +60,12 @@ export interface WatchSessionOptions {
    * dropped instead of applied.
    */
   confirmDestructiveMs?: number;
+  /**
+   * The stack file's safety settings (`safety.protect`, `safety.threshold`), read again before
+   * every run: an object protected while watch runs is protected from its next run on. A stack
+   * file that no longer reads stops the run (nothing applied) until a save fixes it.
+   */
+  readSafety?: () => { threshold: Threshold; protect: string[] };
   report(r: WatchReport): void;
 }
 
@@ -92,6 +101,23 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
         return { status: 'invalid', error: `${(err as Error).message}\nnothing applied; waiting for a save` };
       }
       if (now !== fileStack) return { status: 'invalid', error: `${root}: edgeplane.yaml now names stack "${now}", and this watch plans stack "${opts.input.stack}": nothing applied; restart watch to use the new stack` };
+    }
+    if (opts.readSafety) {
+      let safety;
+      try {
+        safety = opts.readSafety();
+      } catch (err) {
+        // Read as the defaults, a broken file would unprotect every object it protects.
+        return { status: 'invalid', error: `${(err as Error).message}\nnothing applied; waiting for a save` };
+      }
+      const was = opts.input;
+      const t = was.threshold ?? DEFAULT_THRESHOLD;
+      if (safety.threshold.ratio !== t.ratio || safety.threshold.minOwned !== t.minOwned || safety.protect.join('\n') !== (was.protect ?? []).join('\n')) {
+        // The planner reads the input on every plan: the new settings hold from this run on.
+        was.protect = safety.protect;
+        was.threshold = safety.threshold;
+        opts.report({ type: 'safety-reloaded', runId: ctx.runId, protect: safety.protect, threshold: safety.threshold });
+      }
     }
     let prepared;
     try {
