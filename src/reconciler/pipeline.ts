@@ -35,7 +35,7 @@ export function planFromState(input: PlanInput, lists: ObservedLists, target: st
 
 /** The same, from already validated documents (tests and `watch` keep them in memory). */
 export function planDocs(v: { problems: Problem[]; objects: ManifestObject[] }, input: Omit<PlanInput, 'root'>, lists: ObservedLists, target: string): PlanResult {
-  if (hasErrors(v.problems)) return { problems: v.problems };
+  // Secrets are read even when the manifests have errors: every problem at once, as `validate` reports them.
   const s = resolveSecrets(v.objects, input.stack, { env: input.env, cwd: input.cwd ?? process.cwd() });
   const problems = sortProblems([...v.problems, ...(input.destroy ? [] : s.problems)]); // destroy sends no body
   if (hasErrors(problems)) return { problems };

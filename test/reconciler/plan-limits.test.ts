@@ -25,3 +25,18 @@ describe('requests over the service\'s 1 MiB body limit', () => {
     expect(over[0]).toMatch(/^HTTPSEdge\/web\/routes\/big:create: its request body is about 1\d{3} KiB/);
   });
 });
+
+describe('children per parent', () => {
+  it('an edge with more routes than the service holds is a validation error, not an apply that stops partway', () => {
+    const routes = (n: number) => Array.from({ length: n }, (_, i) => ({ name: `r${i}`, match_type: 'path_prefix', match: `/r${i}/` }));
+    const edge = (n: number) => stringify({ kind: 'HTTPSEdge', name: 'web', hostports: ['example.com:443'], routes: routes(n) }, { lineWidth: 0 });
+    const over = planFromState({ root: manifestDir({ 'edge.yaml': edge(1001) }), stack: 'limits', env: {} }, {}, 'https://api.example.test');
+    expect(over.plan).toBeUndefined();
+    expect(over.problems.filter((p) => p.severity === 'error').map((p) => [p.path, p.rule, p.message])).toEqual([
+      ['routes', 'limit', 'an HTTPS edge holds at most 1000 HTTPS edge routes; this one has 1001, and the service refuses every one past 1000'],
+    ]);
+    const at = planFromState({ root: manifestDir({ 'edge.yaml': edge(1000) }), stack: 'limits', env: {} }, {}, 'https://api.example.test');
+    expect(at.problems.filter((p) => p.severity === 'error')).toEqual([]);
+    expect(at.plan!.steps).toHaveLength(1001);
+  });
+});

@@ -86,3 +86,20 @@ describe('secret values the service would refuse', () => {
     ]);
   });
 });
+
+describe('plan with broken manifests and missing secrets', () => {
+  it('reports both at once, as validate does', async () => {
+    const { planFromState } = await import('../../src/reconciler/pipeline.js');
+    const { preparePlan } = await import('../../src/reconciler/apply/prepare.js');
+    const edge = route('nope.txt').replace('name: web\n', 'name: web\ndescription: 12\n');
+    const dir = manifestDir({ 'edge.yaml': edge });
+    const rules = (problems: { rule: string; severity: string }[]) => problems.filter((p) => p.severity === 'error').map((p) => p.rule).sort();
+    const r = planFromState({ root: dir, cwd: dir, stack: 'prod', env: {} }, {}, 'https://api.example.test');
+    expect(r.plan).toBeUndefined();
+    expect(rules(r.problems)).toEqual(['schema', 'secret-missing']);
+    // The path of plan and apply: its page reads fail here, and are not awaited once the manifests have errors.
+    const client = { target: 'https://api.example.test', counts: {}, listPage: () => { throw new Error('read the service'); } };
+    const p = await preparePlan({ root: dir, cwd: dir, stack: 'prod', env: {} }, client as never);
+    expect(rules(p.problems)).toEqual(['schema', 'secret-missing']);
+  });
+});

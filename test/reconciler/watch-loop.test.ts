@@ -108,7 +108,7 @@ describe('watchManifestFiles', () => {
     expect(ignoreNonManifest('/x', '/x/a.yaml', file)).toBe(false);
     expect(ignoreNonManifest('/x', '/x/sub/a.yml', file)).toBe(false);
     expect(ignoreNonManifest('/x', '/x/edgeplane.yaml', file)).toBe(false); // the stack: a change is reported
-    expect(ignoreNonManifest('/x', '/x/a.YML', file)).toBe(true); // the loader reads .yaml / .yml only
+    expect(ignoreNonManifest('/x', '/x/a.YML', file)).toBe(false); // as the loader reads it: .yaml / .yml in any case
     expect(ignoreNonManifest('/x', '/x/a.json', file)).toBe(true);
     expect(ignoreNonManifest('/x', '/x/sub', dirSt)).toBe(false);
     expect(ignoreNonManifest('/x', '/x/node_modules', dirSt)).toBe(true);

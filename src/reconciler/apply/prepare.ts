@@ -106,12 +106,12 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
     if (slicer.due()) await slicer.turn();
   }
   const v = validateManifests(docs, opts, validation);
-  const vProblems = sortProblems([...loadProblems, ...v.problems]);
-  if (hasErrors(vProblems)) return { problems: vProblems, ...none };
   await turn();
+  // Secrets are read even when the manifests have errors: every problem at once, as `validate`
+  // reports them (a fix-and-retry loop must not find a missing secret only once the rest is fixed).
   const s = resolveSecrets(v.objects, input.stack, { env: input.env, cwd });
   // Destroy sends no body: a secret it cannot read (a CI job without them) is no reason to stop.
-  const problems = sortProblems([...vProblems, ...(input.destroy ? [] : s.problems)]);
+  const problems = sortProblems([...loadProblems, ...v.problems, ...(input.destroy ? [] : s.problems)]);
   if (hasErrors(problems)) return { problems, ...none };
   await turn();
   const desired: DesiredObject[] = [];

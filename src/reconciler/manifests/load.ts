@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer';
-import { readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { displayPath } from '../../util/display-path.js';
 import { createRequire } from 'node:module';
@@ -9,6 +9,14 @@ import { parseYamlFastSources, type DocSource } from './yaml-fast.js';
 
 /** The stack configuration file; it sits beside the manifests and is not a manifest. */
 export const CONFIG_FILES = ['edgeplane.yaml', 'edgeplane.yml'];
+
+/**
+ * Whether a file name is a manifest's: `.yaml` or `.yml`, in any case (a `web.YAML` saved by a
+ * Windows editor was skipped, and every object in it planned for deletion). `watch` uses the same.
+ */
+export function isManifestName(name: string): boolean {
+  return /\.ya?ml$/i.test(name);
+}
 
 /** One YAML document of a manifest file, its value and a way back to source positions. */
 export interface SourceDoc {
@@ -56,11 +64,30 @@ export function manifestFiles(root: string): string[] {
       if (entry.name.startsWith('.') || entry.name === 'node_modules') continue;
       const p = join(dir, entry.name);
       if (entry.isDirectory() || (entry.isSymbolicLink() && isDirectory(p))) walk(p, false);
-      else if (/\.ya?ml$/.test(entry.name) && !(top && CONFIG_FILES.includes(entry.name))) out.push(p);
+      else if (isManifestName(entry.name) && !(top && CONFIG_FILES.includes(entry.name))) {
+        if (!entry.isFile()) readableFile(p);
+        out.push(p);
+      }
     }
   };
   walk(root, true);
   return out;
+}
+
+/**
+ * A manifest name that is not a plain file: a link is followed (to a file: read as one); a link to
+ * nothing, or a FIFO or a device, is refused by name. Skipped, its objects would be planned for
+ * deletion; read, a FIFO waits forever for a writer.
+ */
+function readableFile(p: string): void {
+  let st;
+  try {
+    st = statSync(p);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    throw Object.assign(new Error(`${p}: a symbolic link to ${readlinkSync(p)}, which is not there`), { code: 'ENOENT' });
+  }
+  if (!st.isFile()) throw Object.assign(new Error(`${p}: not a regular file (a FIFO, a socket or a device): a manifest must be a file`), { code: 'EFTYPE' });
 }
 
 /** Whether `p` leads to a directory (a dangling link does not). */

@@ -83,6 +83,7 @@ function localPasses(doc: SourceDoc, opts: ValidateOptions): Local {
   if (object) {
     objectPasses(object, add, opts, errorPaths);
     for (let i = 0; i < object.children.length; i++) objectPasses(object.children[i], add, opts, errorPaths);
+    perParentPass(object, add);
   }
   return { object, problems: localProblems.take(NONE) };
 }
@@ -106,6 +107,25 @@ function objectPasses(o: ManifestObject, add: Add, opts: ValidateOptions, errorP
   // The service's checks run on every part the schema found no fault in: a schema error in
   // one route (or one module) does not hide a broken rule in another.
   checkPass(o, add, errorPaths);
+}
+
+/**
+ * The number of children of a kind one parent may hold (`perParent.count`: routes per edge). The
+ * service refuses the child over it, so a plan of more would stop partway through its apply. The
+ * children's bytes together (`perParent.bytes`) are left to the service: their stored size is
+ * not the manifest's (references by name become ids).
+ */
+function perParentPass(o: ManifestObject, add: Add) {
+  const embeds = o.kind.embeds;
+  if (!embeds || !o.children.length) return;
+  for (const field in embeds) {
+    const childKind = kindByName(embeds[field]);
+    const max = childKind.perParent?.count;
+    if (max === undefined) continue;
+    let count = 0;
+    for (let i = 0; i < o.children.length; i++) if (o.children[i].kind === childKind) count++;
+    if (count > max) add(o, [field], 'limit', `an ${o.kind.title} holds at most ${max} ${childKind.title}s; this one has ${count}, and the service refuses every one past ${max}`);
+  }
 }
 
 /**

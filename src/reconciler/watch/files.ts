@@ -1,18 +1,18 @@
 import type { Stats } from 'node:fs';
 import { relative, sep } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
+import { isManifestName } from '../manifests/load.js';
 
 /**
  * What the loader reads (`manifestFiles`), and nothing else: below `root`, no name starting with
- * a dot (editor swap files, `.git`) or `node_modules`, and files ending `.yaml` / `.yml` exactly
- * (a `web.YAML` is not read, so its saves start no run). chokidar 5 has no globs: the filter is a
- * function of path and stats.
+ * a dot (editor swap files, `.git`) or `node_modules`, and files whose names are manifests'
+ * (`isManifestName`). chokidar 5 has no globs: the filter is a function of path and stats.
  */
 export function ignoreNonManifest(root: string, path: string, stats?: Stats): boolean {
   const rel = relative(root, path);
   if (rel === '' || rel.startsWith('..')) return false;
   if (rel.split(sep).some((seg) => seg.startsWith('.') || seg === 'node_modules')) return true;
-  return !!stats?.isFile() && !/\.ya?ml$/.test(path);
+  return !!stats?.isFile() && !isManifestName(path);
 }
 
 export interface FileWatch {

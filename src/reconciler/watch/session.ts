@@ -203,7 +203,7 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
 }
 
 /** Errors reading the manifests that are the files' problem (wait for a save), not the API's (retry). */
-const FILE_PROBLEMS = new Set(['ENOENT', 'EACCES', 'EPERM', 'EISDIR', 'ENOTDIR', 'ELOOP', 'ENAMETOOLONG', 'EMFILE', 'ENFILE']);
+const FILE_PROBLEMS = new Set(['EFTYPE', 'ENOENT', 'EACCES', 'EPERM', 'EISDIR', 'ENOTDIR', 'ELOOP', 'ENAMETOOLONG', 'EMFILE', 'ENFILE']);
 
 /** The stack `edgeplane.yaml` names now (the default when it names none, or cannot be read). */
 function stackOf(root: string): string {
