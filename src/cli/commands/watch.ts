@@ -6,6 +6,7 @@ import { MARKER_CHANGE, type Step } from '../../reconciler/plan/types.js';
 import { renderText } from '../../reconciler/render/text.js';
 import { summaryLine } from '../../reconciler/render/values.js';
 import { startWatchSession, type WatchReport } from '../../reconciler/watch/session.js';
+import { withinTimers } from '../duration.js';
 import { CliExit, EXIT } from '../exit.js';
 import { useColor, type Output } from '../output.js';
 import { stepLabel } from '../progress.js';
@@ -28,7 +29,7 @@ function seconds(v: string | undefined, flag: string): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
   if (!Number.isFinite(n) || n <= 0) throw new CliExit(EXIT.error, `${flag} must be a positive number of seconds, not ${v}`);
-  return n * 1000;
+  return withinTimers(n * 1000, flag, v);
 }
 
 /** Each line of `text` (a rendered plan) prefixed with the run's tag. */
@@ -121,6 +122,7 @@ export async function watch(out: Output, dir: string, flags: WatchFlags): Promis
   if (flags.repair && !intervalMs) throw new CliExit(EXIT.error, '--repair needs --interval');
   const debounceMs = flags.debounce === undefined ? undefined : Number(flags.debounce);
   if (debounceMs !== undefined && !(Number.isInteger(debounceMs) && debounceMs >= 0)) throw new CliExit(EXIT.error, `--debounce must be a whole number of milliseconds (0 or more), not ${flags.debounce}`);
+  if (debounceMs !== undefined) withinTimers(debounceMs, '--debounce', flags.debounce!);
   // A directory that is not there fails now, not in a run. One with no manifest yet is fine to
   // start writing in, unless --prune would delete the stack's objects at the first run.
   stackDirectory(dir);
