@@ -54,6 +54,19 @@ describe('planner phase: match', () => {
     expect(m.claimed.has(pool(1))).toBe(false);
   });
 
+  it('of duplicate edges, the copy holding the stack\'s routes is kept, not an empty one listed first (its routes would be made again)', () => {
+    const empty = live('httpsEdge', edge(1), {}, { identity: 'HTTPSEdge/web' });
+    const full = live('httpsEdge', edge(2), {}, { identity: 'HTTPSEdge/web' });
+    const r1 = live('httpsEdgeRoute', route(1), { match_type: 'path_prefix', match: '/r1/' }, { identity: 'HTTPSEdge/web/routes/r1', parentId: edge(2) });
+    const m = match(context([
+      want('httpsEdge', 'HTTPSEdge/web', {}),
+      want('httpsEdgeRoute', 'HTTPSEdge/web/routes/r1', { match_type: 'path_prefix', match: '/r1/' }),
+    ], [empty, full, r1]));
+    expect(m.matches.get('HTTPSEdge/web')?.o).toBe(full);
+    expect(m.matches.get('HTTPSEdge/web/routes/r1')?.o).toBe(r1);
+    expect(m.claimed.has(edge(1))).toBe(false);
+  });
+
   it('a collision with another stack\'s or an unmanaged object is reported as a conflict, with the command to adopt an unmanaged one', () => {
     const theirs = live('httpsEdge', edge(1), { hostports: ['a.example:443'] }, { identity: 'HTTPSEdge/web', stack: 'staging' });
     const nobody = live('httpsEdge', edge(2), { hostports: ['b.example:443'] });

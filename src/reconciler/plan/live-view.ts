@@ -12,7 +12,7 @@ export interface LiveView {
   get(id: string): ObservedObject | undefined;
   /** This stack's live objects of a kind, by marker identity: more than one where an interrupted apply left duplicates. */
   ownedOf(kind: string): ReadonlyMap<string, readonly ObservedObject[]>;
-  /** Whether a live object other than itself refers to this id. */
+  /** Whether a live object other than itself refers to this id, or it has children (`referencedIds`). */
   referenced(id: string): boolean;
 }
 

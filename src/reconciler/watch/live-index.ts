@@ -170,7 +170,9 @@ export class LiveIndex implements LiveView {
 
   referenced(id: string): boolean {
     for (const o of this.referrersOf(id)) if (o.id !== id) return true;
-    return false;
+    // A parent with children counts, as in `referencedIds`: its entry lists it, then them.
+    const o = this.byId.get(id);
+    return !!o && (this.lists.get(o.kind)?.get(id)?.objs.length ?? 0) > 1;
   }
 }
 
