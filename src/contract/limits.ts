@@ -7,3 +7,9 @@ export const BODY_LIMIT = 1024 * 1024;
  * more. One object's own children are bounded by its kind (`perParent`), so a page always holds one.
  */
 export const LIST_PAGE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * How deep a request body's arrays and objects may nest (32 levels): the API's deepest field is a
+ * few levels down, and a body of nothing but brackets must not cost more than its bytes.
+ */
+export const MAX_BODY_DEPTH = 32;

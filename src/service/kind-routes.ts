@@ -239,7 +239,8 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
       // Existing clients send `{"module": {…}}` (with the path ids beside it): unwrap it.
       const unwrap = (req: FastifyRequest) => {
         const b = req.body as Body | undefined;
-        if (b && typeof b === 'object' && !Array.isArray(b) && b.module && typeof b.module === 'object' && Object.keys(b).every((k) => k === 'module' || tolerated.includes(k))) {
+        // Only an object is unwrapped: `{"module": []}` spread into `{}` set the module to its defaults.
+        if (b && typeof b === 'object' && !Array.isArray(b) && b.module && typeof b.module === 'object' && !Array.isArray(b.module) && Object.keys(b).every((k) => k === 'module' || tolerated.includes(k))) {
           const { module, ...ids } = b;
           req.body = { ...(module as Body), ...ids };
         }

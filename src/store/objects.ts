@@ -176,6 +176,7 @@ export async function childTotals(q: Queryable, parentId: string, kind: string):
 
 /** Locks one object's row for the rest of the transaction (a parent whose children are written). */
 export async function lockObject(q: Queryable, accountId: string, id: string): Promise<void> {
+  if (!isStorableText(id)) return; // no row holds it (`%00` in a URL): what follows finds nothing, a 404
   await q.query('SELECT 1 FROM objects WHERE id = $1 AND account_id = $2 FOR UPDATE', [id, accountId]);
 }
 

@@ -109,6 +109,8 @@ describe.each(ENGINES)('service core on %s', (engine) => {
       ['GET', `/edges/https/${edge.body.id}/routes/%00`],
       ['POST', '/edges/https/%00/routes', { match_type: 'path_prefix', match: '/' }],
       ['PUT', '/edges/https/%00/tls_termination', {}],
+      ['PATCH', '/edges/https/%00/routes/edghtsrt_x', {}],
+      ['PUT', '/edges/https/x%00y/routes/edghtsrt_x/compression', {}],
       ['GET', '/app/users/%00'],
     ] as const) {
       const res = await c.request(method, path, body);
@@ -128,6 +130,16 @@ describe.each(ENGINES)('service core on %s', (engine) => {
     // The objects are still there, untouched.
     expect((await c.get(`/certificate_authorities/${ca.body.id}`)).status).toBe(200);
     expect((await c.get(`/edges/https/${edge.body.id}`)).status).toBe(200);
+  });
+
+  it('refuses a body nested deeper than any field of the API, at once (a body of brackets once held the event loop for seconds)', async () => {
+    const deep = (n: number) => `{"backends":[],"description":${'['.repeat(n)}${']'.repeat(n)}}`;
+    const res = await c.request('POST', '/backends/failover', deep(400_000));
+    expectError(res, 400, 'ERR_VALIDATION');
+    expect(res.body.msg).toBe('body: arrays and objects nest more than 32 levels deep (no field of the API is that deep)');
+    // The service answered the next request meanwhile, and within the limit the body's own checks run.
+    expect((await c.get('/backends/failover')).status).toBe(200);
+    expectError(await c.request('POST', '/backends/failover', deep(30)), 400, 'ERR_VALIDATION');
   });
 
   it('takes JSON only: 415 for other types, 400 for broken JSON, 413 over 1 MiB', async () => {
@@ -188,12 +200,16 @@ describe.each(ENGINES)('service core on %s', (engine) => {
       expect(r.status).toBe(200);
       expect(r.body.uri).toBe(`http://${host}/backends/failover`);
     }
-    for (const host of ['a b', 'evil.com/x?y=', 'x@evil.com', 'x:port']) {
+    for (const host of ['a b', 'evil.com/x?y=', 'x@evil.com', 'x:port', 'a.com:99999']) {
       const r = await raw(svc.url, `GET /backends/failover?limit=1 HTTP/1.1\r\nHost: ${host}\r\n${auth}\r\n`);
       expect(r.status).toBe(400);
       expect(r.body.error_code).toBe('ERR_BAD_REQUEST');
       expect(r.body.msg).toContain('Host header');
     }
+    expect((await raw(svc.url, `GET /backends/failover?limit=1 HTTP/1.1\r\nHost: a.com:65535\r\n${auth}\r\n`)).status).toBe(200);
+    // Two Host headers: Node keeps the first; the request is refused instead (RFC 9112).
+    const two = await raw(svc.url, `GET /backends/failover?limit=1 HTTP/1.1\r\nHost: a.example\r\nhost: b.example\r\n${auth}\r\n`);
+    expect([two.status, two.body.msg]).toEqual([400, 'the request has more than one Host header']);
     const old = await raw(svc.url, `GET /backends/failover?limit=1 HTTP/1.0\r\n${auth}\r\n`);
     expect(old.status).toBe(200);
     expect(old.body.uri).toBe(`${svc.url}/backends/failover`);

@@ -281,6 +281,10 @@ describe.each(ENGINES)('module contract (%s)', (engine) => {
       const put = await c.put(`${owner}/${m.name}`, { module: m.valid(f), ...ids });
       expect(put.status, put.text).toBe(200);
       expect(put.body).toEqual(m.expected(f));
+      // A wrapper holding no object is refused, and the module kept: `[]` once read as `{}` (the defaults).
+      const bad = await c.put(`${owner}/${m.name}`, { module: [] });
+      expect(bad.status, bad.text).toBe(400);
+      expect((await c.get(`${owner}/${m.name}`)).body).toEqual(m.expected(f));
     });
 
     it('is accepted inline when its owner is created', async () => {

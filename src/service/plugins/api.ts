@@ -52,7 +52,7 @@ export const apiPlugin = fp<ApiScopeOptions>(async (api, opts) => {
 }, { name: 'edgeplane-api', encapsulate: true, dependencies: ['edgeplane-database', 'edgeplane-errors', 'edgeplane-json-body'] });
 
 /** `host`, `host:port`, `[v6]`, `[v6]:port`: what may stand between `http://` and the path of a `uri`. */
-const AUTHORITY = /^(?:[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.?|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
+const AUTHORITY = /^(?:[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.?|\[[0-9A-Fa-f:.]+\])(?::([0-9]{1,5}))?$/;
 
 /**
  * The scheme and authority `uri`s are built on when no public URL is configured: the request's
@@ -66,8 +66,13 @@ function requestBase(req: FastifyRequest): string {
     const local = (req.socket.localAddress ?? '127.0.0.1').replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/, '$1');
     return `${req.protocol}://${local.includes(':') ? `[${local}]` : local}:${req.socket.localPort}`;
   }
-  if (!AUTHORITY.test(host)) {
+  const m = AUTHORITY.exec(host);
+  if (!m || (m[1] !== undefined && Number(m[1]) > 65535)) {
     throw new ApiError('ERR_BAD_REQUEST', `Host header ${JSON.stringify(host.slice(0, 100))} is not a host[:port]: the service builds each uri from it (or set EDGEPLANE_PUBLIC_URL)`);
   }
+  // Node keeps the first of two Host headers; RFC 9112 (3.2) has such a request refused.
+  let hosts = 0;
+  for (let i = 0; i < req.raw.rawHeaders.length; i += 2) if (req.raw.rawHeaders[i].length === 4 && req.raw.rawHeaders[i].toLowerCase() === 'host') hosts++;
+  if (hosts > 1) throw new ApiError('ERR_BAD_REQUEST', 'the request has more than one Host header');
   return `${req.protocol}://${host}`;
 }

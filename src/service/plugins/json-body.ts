@@ -1,7 +1,9 @@
 import { isUtf8 } from 'node:buffer';
 import fp from 'fastify-plugin';
 import { ApiError } from '../../contract/errors.js';
+import { MAX_BODY_DEPTH } from '../../contract/limits.js';
 import { findUnstorableText } from '../../contract/validation.js';
+import { nestsDeeperThan } from '../../util/text.js';
 
 /**
  * JSON only; a body-less request that still names a content type (GET, DELETE) is accepted. Any
@@ -22,6 +24,9 @@ export const jsonBodyPlugin = fp(async (app) => {
       // secret in the body would come back in the error, and go to logs. The message without it.
       const why = (err as Error).message.replace(/, (?:\.\.\.)?".*$/s, '');
       return done(new ApiError('ERR_INVALID_JSON', `body is not valid JSON: ${why}`), undefined);
+    }
+    if (nestsDeeperThan(body, MAX_BODY_DEPTH)) {
+      return done(new ApiError('ERR_VALIDATION', `body: arrays and objects nest more than ${MAX_BODY_DEPTH} levels deep (no field of the API is that deep)`), undefined);
     }
     const bad = findUnstorableText(body);
     if (bad !== null) {
