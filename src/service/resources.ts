@@ -107,13 +107,14 @@ export class Resources {
   }
 
   async update(kind: KindDef, caller: Caller, id: string, input: Body, parentId?: string, ifMatch?: string): Promise<Body> {
-    for (const f of kind.immutable ?? []) {
-      if (f in input) throw new ApiError('ERR_IMMUTABLE_FIELD', `${f}: cannot be changed after creation; create a new ${kind.title} instead`);
-    }
     const row = await this.tx(async (q) => {
       await this.lockParent(q, kind, caller, parentId);
       const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
       if (!current) throw notFound(kind, id);
+      // After the look-up: an object that is not there is a 404, whatever the body asks.
+      for (const f of kind.immutable ?? []) {
+        if (f in input) throw new ApiError('ERR_IMMUTABLE_FIELD', `${f}: cannot be changed after creation; create a new ${kind.title} instead`);
+      }
       checkIfMatch(kind, current, ifMatch);
       const body: Body = structuredClone(current.body);
       for (const [field, value] of Object.entries(input)) {

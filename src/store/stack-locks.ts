@@ -48,9 +48,10 @@ export async function renewStackLock(q: Queryable, accountId: string, id: string
 }
 
 /** Deletes the lock (live or expired); false when there was none. */
+/** Deletes the lock's row; false when there was none or it had expired (gone, as GET and PATCH have it). */
 export async function releaseStackLock(q: Queryable, accountId: string, id: string): Promise<boolean> {
-  const { rowCount } = await q.query('DELETE FROM stack_locks WHERE account_id = $1 AND id = $2', [accountId, id]);
-  return (rowCount ?? 0) > 0;
+  const { rows } = await q.query<{ live: boolean }>('DELETE FROM stack_locks WHERE account_id = $1 AND id = $2 RETURNING expires_at > now() AS live', [accountId, id]);
+  return rows[0]?.live === true;
 }
 
 export async function getStackLock(q: Queryable, accountId: string, id: string): Promise<StackLockRow | null> {

@@ -63,5 +63,8 @@ describe.each(ENGINES)('certificate authorities on %s', (engine) => {
     expect(res.body.error_code).toBe('ERR_IMMUTABLE_FIELD');
     expect(res.body.msg).toMatch(/^ca_pem: /);
     expect((await c.get(`/certificate_authorities/${body.id}`)).body).toEqual(body);
+    // A CA that is not there is a 404, whatever the body asks.
+    expect((await c.request('DELETE', `/certificate_authorities/${body.id}`)).status).toBe(204);
+    expect((await c.patch(`/certificate_authorities/${body.id}`, { ca_pem: certs.ecCa })).status).toBe(404);
   });
 });

@@ -144,6 +144,12 @@ describe.each(ENGINES)('service core on %s', (engine) => {
 
   it('takes JSON only: 415 for other types, 400 for broken JSON, 413 over 1 MiB', async () => {
     expectError(await c.request('POST', '/backends/failover', 'backends=', { 'content-type': 'application/x-www-form-urlencoded' }), 415, 'ERR_UNSUPPORTED_MEDIA_TYPE');
+    // JSON in another charset, or compressed, would be read as UTF-8 bytes: refused as such.
+    expectError(await c.request('POST', '/backends/failover', '{"backends":[]}', { 'content-type': 'application/json; charset=utf-16' }), 415, 'ERR_UNSUPPORTED_MEDIA_TYPE');
+    expectError(await c.request('POST', '/backends/failover', '{"backends":[]}', { 'content-type': 'application/json', 'content-encoding': 'gzip' }), 415, 'ERR_UNSUPPORTED_MEDIA_TYPE');
+    const declared = await c.request('POST', '/backends/failover', '{"backends":[]}', { 'content-type': 'application/json; charset=UTF-8' });
+    expect(declared.status).toBe(201);
+    expect((await c.request('DELETE', `/backends/failover/${declared.body.id}`)).status).toBe(204);
     expectError(await c.request('POST', '/backends/failover', '{"backends": [', { 'content-type': 'application/json' }), 400, 'ERR_INVALID_JSON');
     // The error says what is wrong without quoting the body back (a secret in it would be echoed).
     const broken = await c.request('POST', '/backends/failover', '{"backends": [], "description": SECRET_IN_BODY}', { 'content-type': 'application/json' });

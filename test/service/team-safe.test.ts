@@ -54,6 +54,7 @@ describe.each(ENGINES)('team-safe service extensions (%s)', (engine) => {
       expect((await a.get(`/stack_locks/${lock.id}`)).status).toBe(404);
       const renew = await a.patch(`/stack_locks/${lock.id}`, { ttl_seconds: 60 });
       expect(renew.status).toBe(404);
+      expect((await a.request('DELETE', `/stack_locks/${lock.id}`)).status).toBe(404); // gone, as GET and PATCH say
       const next = await a.post('/stack_locks', { stack: 's', holder: 'two' });
       expect(next.status, next.text).toBe(201);
       expect(next.body.holder).toBe('two');

@@ -11,8 +11,17 @@ import { nestsDeeperThan } from '../../util/text.js';
  */
 export const jsonBodyPlugin = fp(async (app) => {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, raw, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, raw, done) => {
     const bytes = raw as Buffer;
+    // A compressed body would be read as its compressed bytes, and another charset as UTF-8: refused.
+    const encoding = req.headers['content-encoding'];
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+      return done(new ApiError('ERR_UNSUPPORTED_MEDIA_TYPE', `Content-Encoding ${JSON.stringify(encoding.slice(0, 50))} is not supported: send the body uncompressed`), undefined);
+    }
+    const charset = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(req.headers['content-type'] ?? '')?.[1];
+    if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
+      return done(new ApiError('ERR_UNSUPPORTED_MEDIA_TYPE', `charset ${JSON.stringify(charset.slice(0, 50))} is not supported: JSON is sent as UTF-8`), undefined);
+    }
     if (bytes.length === 0) return done(null, undefined);
     // Decoding would turn bytes that are not UTF-8 into U+FFFD and store that: refused instead.
     if (!isUtf8(bytes)) return done(new ApiError('ERR_INVALID_JSON', 'body is not valid UTF-8 (JSON is sent as UTF-8)'), undefined);
