@@ -138,7 +138,11 @@ export function registerStackLocks(app: FastifyInstance, db: Db, callerOf: (req:
     if (!row) throw notFound(id);
     return lockResponse(row, caller.baseUrl);
   });
-  app.patch(item, op('renewStackLock', 'Renew a stack lock (a new time to live from now)', 200, LOCK_SCHEMA, { body: RENEW_SCHEMA, params: ITEM_PARAMS }), async (req) => {
+  app.patch(item, {
+    ...op('renewStackLock', 'Renew a stack lock (a new time to live from now; no body: the default)', 200, LOCK_SCHEMA, { body: RENEW_SCHEMA, params: ITEM_PARAMS }),
+    // Every field is optional: no body at all renews with the default time to live, as `{}` does.
+    preValidation: async (req) => { req.body ??= {}; },
+  }, async (req) => {
     const caller = callerOf(req);
     const { id } = req.params as { id: string };
     const input = (req.body ?? {}) as { ttl_seconds?: number };

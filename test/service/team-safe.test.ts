@@ -66,6 +66,10 @@ describe.each(ENGINES)('team-safe service extensions (%s)', (engine) => {
       const renewed = await a.patch(`/stack_locks/${lock.id}`, { ttl_seconds: 600 });
       expect(renewed.status, renewed.text).toBe(200);
       expect(Date.parse(renewed.body.expires_at) - Date.parse(lock.expires_at)).toBeGreaterThanOrEqual(598_000);
+      // No body renews with the default time to live, as {} does.
+      const bare = await a.request('PATCH', `/stack_locks/${lock.id}`);
+      expect(bare.status, bare.text).toBe(200);
+      expect(Date.parse(bare.body.expires_at) - Date.parse(bare.body.created_at)).toBeGreaterThan(0);
       expect((await a.request('DELETE', `/stack_locks/${lock.id}`)).status).toBe(204);
       expect((await a.request('DELETE', `/stack_locks/${lock.id}`)).status).toBe(404);
       expect((await a.post('/stack_locks', { stack: 's', holder: 'two' })).status).toBe(201);
