@@ -4,6 +4,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { ROOT } from '../helpers/cli.js';
 
 /**
@@ -75,4 +76,24 @@ describe('the packed package', () => {
     expect(plan.status, plan.stderr).toBe(1);
     expect(plan.stderr).toContain(`${url}: connect ECONNREFUSED`);
   });
+
+  it("the CI workflows' install step, run as written on a clone of the repository (no dist/), gives a CLI that starts", () => {
+    const steps = ['github-workflow.yml', 'drift-workflow.yml'].flatMap((f) => {
+      const jobs = (parse(readFileSync(join(ROOT, 'examples', 'ci', f), 'utf8')) as { jobs: Record<string, { steps: { run?: string }[] }> }).jobs;
+      return Object.values(jobs).flatMap((j) => j.steps.map((st) => st.run ?? '').filter((r) => r.includes('.edgeplane')));
+    });
+    expect(new Set(steps).size).toBe(1); // one install, the same in every job
+    const ci = join(work, 'ci');
+    const clone = spawnSync('git', ['clone', '--quiet', ROOT, join(ci, '.edgeplane')], { encoding: 'utf8' });
+    expect(clone.status, clone.stderr).toBe(0);
+    expect(existsSync(join(ci, '.edgeplane', 'dist'))).toBe(false);
+    const globalPrefix = join(ci, 'prefix');
+    const run = spawnSync('bash', ['-c', steps[0]], {
+      cwd: ci, encoding: 'utf8', timeout: 240_000,
+      env: { ...process.env, npm_config_prefix: globalPrefix, npm_config_prefer_offline: 'true', npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' },
+    });
+    expect(run.status, run.stderr).toBe(0);
+    const v = spawnSync(join(globalPrefix, 'bin', 'edgeplane'), ['--version'], { cwd: ci, encoding: 'utf8' });
+    expect(v.stdout.trim(), v.stderr).toBe(version);
+  }, 300_000);
 });
