@@ -59,3 +59,31 @@ describe('the safety threshold counts identities, not live copies (duplicates fr
     expect(check(steps, obs([...edges, ...routes]))).toEqual(['httpsEdgeRoute 4/10 (4 deleted)']);
   });
 });
+
+describe('children deleted with their parent', () => {
+  it('are counted by the threshold: deleting 3 of 20 edges that hold 150 of 167 routes is blocked for the routes', async () => {
+    const { planFromState } = await import('../../src/reconciler/pipeline.js');
+    const { stringify } = await import('yaml');
+    const { cleanupDirs, manifestDir } = await import('../helpers/reconcile.js');
+    const { encodeMetadata, MARKER_VERSION, TOOL } = await import('../../src/reconciler/ownership/marker.js');
+    const marker = (id: string) => encodeMetadata({ tool: TOOL, v: MARKER_VERSION, stack: 'big', id }, undefined);
+    // 20 edges; the first 3 hold 50 routes each, the others one each (167 routes).
+    const counts = Array.from({ length: 20 }, (_, i) => (i < 3 ? 50 : 1));
+    const live = counts.map((n, i) => ({
+      id: `edghts_${String(i).padStart(27, '0')}`, hostports: [`e${i}.example.com:443`], metadata: marker(`HTTPSEdge/e${i}`),
+      routes: Array.from({ length: n }, (_, j) => ({ id: `edghtsrt_${String(i * 100 + j).padStart(27, '0')}`, edge_id: `edghts_${String(i).padStart(27, '0')}`, match_type: 'path_prefix', match: `/r${j}/`, metadata: marker(`HTTPSEdge/e${i}/routes/r${j}`) })),
+    }));
+    // The manifests keep edges 3..19 (and their one route): edges 0..2 leave, with their 150 routes.
+    const docs = counts.map((n, i) => ({ kind: 'HTTPSEdge', name: `e${i}`, hostports: [`e${i}.example.com:443`], routes: Array.from({ length: n }, (_, j) => ({ name: `r${j}`, match_type: 'path_prefix', match: `/r${j}/` })) })).slice(3);
+    try {
+      const root = manifestDir({ 'edges.yaml': docs.map((d) => stringify(d)).join('---\n') });
+      const { plan, problems } = planFromState({ root, stack: 'big', env: {} }, { https_edges: live } as never, 'https://api.example.test');
+      expect(problems.filter((p) => p.severity === 'error')).toEqual([]);
+      const deletes = plan!.steps.filter((s) => s.action === 'delete');
+      expect(deletes.map((s) => [s.object.identity, s.cascade?.length])).toEqual([['HTTPSEdge/e0', 50], ['HTTPSEdge/e1', 50], ['HTTPSEdge/e2', 50]]);
+      expect(plan!.blocked.map((b) => `${b.kind} ${b.deletes}/${b.owned}`)).toEqual(['httpsEdgeRoute 150/167']);
+    } finally {
+      cleanupDirs();
+    }
+  });
+});

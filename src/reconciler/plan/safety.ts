@@ -40,6 +40,7 @@ export function safetyBlocks(steps: Step[], live: LiveView, t: Threshold): Safet
   // a save that edits one edge must not walk every object of every kind.
   const kinds = new Set<string>();
   for (const s of steps) if (s.object.id && alters(s)) kinds.add(s.object.kind);
+  for (const s of steps) for (const c of s.cascade ?? []) kinds.add(c.kind);
   const deleted = new Set<string>();
   for (const s of steps) if (s.action === 'delete' && s.object.id) deleted.add(s.object.id);
   const gone = (o: ObservedObject) => deleted.has(o.id) || (o.parentId !== undefined && deleted.has(o.parentId));
@@ -54,6 +55,15 @@ export function safetyBlocks(steps: Step[], live: LiveView, t: Threshold): Safet
     if (s.action === 'delete' && o?.owner.type === 'this' && o.marker && live.ownedOf(s.object.kind).get(o.marker.id)?.some((c) => !gone(c))) continue;
     const target = s.action === 'delete' || s.action === 'replace' ? deletes : updates;
     target.set(s.object.kind, (target.get(s.object.kind) ?? new Set()).add(key));
+  }
+  // Children deleted with their parent (an edge's routes) are deleted as surely as by steps of their own.
+  for (const s of steps) {
+    if (s.action !== 'delete' || !s.cascade) continue;
+    for (const c of s.cascade) {
+      const o = live.get(c.id!);
+      if (o?.owner.type === 'this' && o.marker && live.ownedOf(c.kind).get(o.marker.id)?.some((x) => !gone(x))) continue;
+      deletes.set(c.kind, (deletes.get(c.kind) ?? new Set()).add(o ? identityOf(o) : `id:${c.id}`));
+    }
   }
   const out: SafetyBlock[] = [];
   for (const kind of kinds) {

@@ -65,6 +65,12 @@ export interface Step {
   before?: Record<string, unknown>;
   /** Those fields as the step leaves them. */
   after?: Record<string, unknown>;
+  /**
+   * For a delete: this stack's children the service deletes with the object (an edge's routes),
+   * in list order. No request is sent for them; the plan names and counts each, and the safety
+   * threshold counts them as deleted.
+   */
+  cascade?: StepObject[];
 }
 
 /** One RFC 6902 operation, as fast-json-patch's `compare` makes them. */

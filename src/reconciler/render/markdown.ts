@@ -3,7 +3,7 @@ import { decodeMetadata, encodeMetadata } from '../ownership/marker.js';
 import { findKind, KINDS } from '../../kinds/registry.js';
 import type { Action, Change, Plan, Step } from '../plan/types.js';
 import { mermaidText } from './mermaid.js';
-import { blockLine, listChange, masked, protectedLine, scopeLines, short, shortPair, sliceChars, summaryLine, SYMBOL, visible } from './values.js';
+import { blockLine, cascadeCounts, countOf, listChange, masked, protectedLine, scopeLines, short, shortPair, sliceChars, summaryLine, SYMBOL, visible } from './values.js';
 
 /** GitHub refuses comments over 65,536 characters; stay clear of it. */
 export const MARKDOWN_LIMIT = 65_000;
@@ -118,6 +118,7 @@ function groups(plan: Plan): { destructive: Step[]; updates: Step[][]; creates: 
 function destructiveDetail(s: Step, max: number): string {
   const out = [`##### ${SYMBOL[s.action]} ${stepTitle(s)}`];
   if (s.reason) out.push(`_${text(s.reason)}_`);
+  if (s.cascade?.length) out.push('', `Deletes with it (${cascadeText(s)}): ${s.cascade.map((x) => code(x.identity)).join(', ')}`);
   if (s.changes.length) {
     out.push('', '| field | before | after |', '|---|---|---|');
     for (const c of s.changes) out.push(`| ${changeCells(c, max)} |`);
@@ -128,7 +129,12 @@ function destructiveDetail(s: Step, max: number): string {
 
 /** A destructive step on one line, when even the detail of every one does not fit. */
 function destructiveLine(s: Step): string {
-  return `- ${stepTitle(s)}${s.reason ? ` — ${text(s.reason)}` : ''}\n`;
+  return `- ${stepTitle(s)}${s.cascade?.length ? ` (and ${cascadeText(s)} with it)` : ''}${s.reason ? ` — ${text(s.reason)}` : ''}\n`;
+}
+
+/** `5 HTTPS edge routes`: what a delete takes with it, counted per kind. */
+function cascadeText(s: Step): string {
+  return [...cascadeCounts([s])].map(([kind, k]) => countOf(kind, k)).join(', ');
 }
 
 /** The rows of one updated object: object (and why) on its first row, then a row per changed field. */
@@ -196,10 +202,15 @@ export function orderChart(plan: Plan, max = 40): string {
 
 /** Per kind: objects created, updated, replaced and deleted (counted as `plan.summary` counts them). */
 function kindTable(plan: Plan): string[] {
-  const rows = new Map<string, { create: Set<string>; update: Set<string>; replace: Set<string>; delete: number }>();
+  const rows = new Map<string, { create: Set<string>; update: Set<string>; replace: Set<string>; delete: number; cascade: number }>();
+  const row = (kind: string) => {
+    let r = rows.get(kind);
+    if (!r) rows.set(kind, (r = { create: new Set(), update: new Set(), replace: new Set(), delete: 0, cascade: 0 }));
+    return r;
+  };
   for (const s of plan.steps) {
-    let r = rows.get(s.object.kind);
-    if (!r) rows.set(s.object.kind, (r = { create: new Set(), update: new Set(), replace: new Set(), delete: 0 }));
+    const r = row(s.object.kind);
+    for (const c of s.cascade ?? []) row(c.kind).cascade++;
     if (s.action === 'create') r.create.add(s.object.identity);
     else if (s.action === 'replace') r.replace.add(s.object.identity);
     else if (s.action === 'delete') { if (!s.id.endsWith(':delete-replaced')) r.delete++; }
@@ -211,7 +222,8 @@ function kindTable(plan: Plan): string[] {
   for (const k of names) {
     const r = rows.get(k)!;
     const update = [...r.update].filter((i) => !r.create.has(i) && !r.replace.has(i)).length;
-    out.push(`| ${text(findKind(k)?.title ?? k)} | ${r.create.size} | ${update} | ${r.replace.size} | ${r.delete} |`);
+    const del = r.cascade ? `${r.delete} + ${r.cascade} with their parent` : `${r.delete}`;
+    out.push(`| ${text(findKind(k)?.title ?? k)} | ${r.create.size} | ${update} | ${r.replace.size} | ${del} |`);
   }
   if (!names.length) out.push('| (none) | 0 | 0 | 0 | 0 |');
   return out;

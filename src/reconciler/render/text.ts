@@ -33,6 +33,8 @@ export function renderText(plan: Plan, opts: TextOptions = {}): string {
   for (const step of plan.steps) {
     out.push(paint(c, step, heading(step)));
     if (step.reason) out.push(c.dim(`    # ${step.reason}`));
+    // What the service deletes with it: each one named (no request of its own).
+    for (const x of step.cascade ?? []) out.push(c.red(`    - with it: ${x.identity} (${x.id})`));
     for (const ch of step.changes) {
       const list = ch.sensitive ? undefined : listChange(ch.before, ch.after);
       if (list) {

@@ -106,7 +106,22 @@ export function summaryLine(plan: Plan): string {
   // Counts are of objects; apply counts steps (a module written after its object is a step of its own).
   const objects = s.create + s.update + s.replace + s.delete;
   const steps = plan.steps.length;
-  return `Plan: ${s.create} to create, ${s.update} to update, ${s.replace ? `${s.replace} to replace, ` : ''}${s.delete} to delete${steps !== objects ? ` (${steps} step${steps === 1 ? '' : 's'})` : ''}`;
+  const cascaded = cascadeCounts(plan.steps);
+  const withThem = cascaded.size ? ` (and ${[...cascaded].map(([kind, k]) => countOf(kind, k)).join(', ')} with them)` : '';
+  return `Plan: ${s.create} to create, ${s.update} to update, ${s.replace ? `${s.replace} to replace, ` : ''}${s.delete} to delete${withThem}${steps !== objects ? ` (${steps} step${steps === 1 ? '' : 's'})` : ''}`;
+}
+
+/** Children deleted with their parents (`Step.cascade`), counted per kind. */
+export function cascadeCounts(steps: readonly { cascade?: { kind: string }[] }[]): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const s of steps) for (const c of s.cascade ?? []) out.set(c.kind, (out.get(c.kind) ?? 0) + 1);
+  return out;
+}
+
+/** `150 HTTPS edge routes`, `1 HTTPS edge route`. */
+export function countOf(kind: string, k: number): string {
+  const title = findKind(kind)?.title ?? kind;
+  return `${k.toLocaleString('en-US')} ${title}${k === 1 ? '' : 's'}`;
 }
 
 /**

@@ -189,7 +189,8 @@ function resolveDeletes(ctx: PlanContext, matched: Matched, planned: Planned, al
     }
     if (!blocked.size) {
       const parentOf = parentIdentities(ctx.observed);
-      for (const p of pending) steps.push(deleteStep(p, deps.get(p.id)!, parentOf));
+      const childrenOf = ownedChildren(ctx.observed);
+      for (const p of pending) steps.push(deleteStep(p, deps.get(p.id)!, parentOf, childrenOf.get(p.o.id)));
       break;
     }
     for (const [id, users] of blocked) refusals.set(id, users.join(', '));
@@ -203,14 +204,30 @@ function resolveDeletes(ctx: PlanContext, matched: Matched, planned: Planned, al
   return { steps, warnings };
 }
 
-function deleteStep(p: PendingDelete, deps: string[], parentOf: (id: string) => string): Step {
+function deleteStep(p: PendingDelete, deps: string[], parentOf: (id: string) => string, children: ObservedObject[] | undefined): Step {
   const { o } = p;
   return {
     id: p.id, action: 'delete',
     object: { kind: o.kind.name, identity: p.identity, name: p.identity.split('/').pop()!, id: o.id, ...(o.parentId ? { parent: parentOf(o.parentId) } : {}) },
     request: { method: 'DELETE', path: objectPath(o.kind, o.id, o.parentId) },
     changes: [], dependsOn: deps, reason: p.reason,
+    ...(children?.length ? { cascade: children.map((c) => ({ kind: c.kind.name, identity: c.marker!.id, name: c.marker!.id.split('/').pop()!, id: c.id, parent: p.identity })) } : {}),
   };
+}
+
+/**
+ * This stack's children of each live object, by parent id: what a delete of the parent takes with
+ * it. (A parent holding others' children is never deleted: `prunes` keeps it.)
+ */
+function ownedChildren(observed: readonly ObservedObject[]): Map<string, ObservedObject[]> {
+  const out = new Map<string, ObservedObject[]>();
+  for (const c of observed) {
+    if (c.parentId === undefined || c.owner.type !== 'this' || !c.marker) continue;
+    let list = out.get(c.parentId);
+    if (!list) out.set(c.parentId, (list = []));
+    list.push(c);
+  }
+  return out;
 }
 
 /** Whether a manifest object's request body still names `id` (its update does not drop the reference). */
