@@ -11,8 +11,12 @@ export interface Queryable {
 }
 
 export interface Db extends Queryable {
-  /** Runs `fn` in one transaction; rolls back when it throws. */
-  tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` in one transaction; rolls back when it throws. `unbounded`: its statements wait as
+   * long as they take (migrations: an index built on a large table, the lock another replica's
+   * migration holds); others are cut at the engine's statement timeout.
+   */
+  tx<T>(fn: (q: Queryable) => Promise<T>, how?: { unbounded?: boolean }): Promise<T>;
   readonly engine: 'postgres' | 'pglite';
   /** Human-readable target, e.g. the PGlite directory or the PostgreSQL host/db (no password). */
   readonly describe: string;

@@ -40,7 +40,8 @@ export async function migrate(db: Db): Promise<string[]> {
       applied.push(m.name);
     }
     return applied;
-  });
+    // Unbounded: a migration may build an index on a large table, or wait for another replica's.
+  }, { unbounded: true });
 }
 
 /**

@@ -22,8 +22,12 @@ class NamedQuery<R extends pg.QueryResultRow> extends pg.Query<R> {
   }
 }
 
+/** A wait longer than any statement: what `tx(fn, { unbounded: true })` gives its statements. */
+const UNBOUNDED_MS = 2 ** 31 - 1;
+
 /** A query on a pool or a client, prepared (named) when asked: see `Queryable.query`. */
-function run<R extends pg.QueryResultRow>(on: pg.Pool | pg.PoolClient, sql: string, params: unknown[] | undefined, how?: { prepared?: boolean }): Promise<pg.QueryResult<R>> {
+function run<R extends pg.QueryResultRow>(on: pg.Pool | pg.PoolClient, sql: string, params: unknown[] | undefined, how?: { prepared?: boolean; unbounded?: boolean }): Promise<pg.QueryResult<R>> {
+  if (how?.unbounded) return on.query<R>({ text: sql, values: params, query_timeout: UNBOUNDED_MS } as pg.QueryConfig);
   if (!how?.prepared) return on.query<R>(sql, params);
   return new Promise((resolve, reject) => {
     // A client sets `done` as the query's callback; the pool sets its own, which releases the
@@ -74,17 +78,19 @@ export class PoolDb implements Db {
   }
 
   /** One transaction on one pooled client (see `checkout`); a client whose ROLLBACK failed is not reused. */
-  async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
+  async tx<T>(fn: (q: Queryable) => Promise<T>, opts: { unbounded?: boolean } = {}): Promise<T> {
     const c = await this.checkout();
     const { client } = c;
+    const bound = opts.unbounded ? { unbounded: true } : undefined;
     try {
-      await client.query('BEGIN');
-      const result = await fn({ query: (sql, params, how) => run(client, sql, params, how) });
-      await client.query('COMMIT');
+      await run(client, 'BEGIN', undefined, bound);
+      const result = await fn({ query: (sql, params, how) => run(client, sql, params, bound ? { ...how, ...bound } : how) });
+      await run(client, 'COMMIT', undefined, bound);
       return result;
     } catch (err) {
       // What `fn` throws may be the service's own error: the connection is judged by its 'error'
-      // event and by the ROLLBACK.
+      // event and by the ROLLBACK. A statement that got no answer in time leaves it unusable.
+      if ((err as Error)?.message === 'Query read timeout') c.failed(err, true);
       if (!c.broken()) await client.query('ROLLBACK').catch((e: Error) => c.failed(e, true));
       throw err;
     } finally {

@@ -7,7 +7,20 @@ export interface PostgresOptions {
   /** Use (and create) this schema instead of `public`: lets tests share one database. */
   schema?: string;
   max?: number;
+  /** How long a request waits for a connection (a free one, or a new one to be made); default 5 s. */
+  connectTimeoutMs?: number;
+  /** How long a statement waits for its answer (transactions opened `unbounded` excepted); default 30 s. */
+  queryTimeoutMs?: number;
 }
+
+/**
+ * The waits on PostgreSQL are bounded: a database that stops answering (a network partition, a
+ * stalled host) held every pooled connection for good, and the replica never recovered once it
+ * was back. A request now fails (503, `ERR_UNAVAILABLE`) once no connection comes within 5 s, and
+ * a connection whose statement got no answer within 30 s is dropped, so the pool connects anew.
+ */
+export const CONNECT_TIMEOUT_MS = 5_000;
+export const QUERY_TIMEOUT_MS = 30_000;
 
 /** Any constant: the same in every process that may create schemas on one server. */
 const SCHEMA_LOCK = 4242_0002;
@@ -39,6 +52,9 @@ export async function openPostgres(url: string, opts: PostgresOptions = {}): Pro
     connectionString: url,
     max: opts.max ?? 10,
     options: opts.schema ? `-c search_path=${opts.schema}` : undefined,
+    connectionTimeoutMillis: opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
+    query_timeout: opts.queryTimeoutMs ?? QUERY_TIMEOUT_MS,
+    keepAlive: true,
   });
   // An idle client losing its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {});

@@ -1,0 +1,62 @@
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { openPostgres } from '../../src/store/postgres.js';
+import { ENGINES } from '../helpers/service.js';
+
+/**
+ * A TCP proxy to PostgreSQL that can fall silent: connections stay open, nothing goes through (a
+ * network partition, a stalled host), until it speaks again.
+ */
+async function silenceableProxy(target: { host: string; port: number }): Promise<{ port: number; silent: boolean; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const state = { port: 0, silent: false, close: async () => {} };
+  const server: Server = createServer((client) => {
+    sockets.add(client);
+    client.on('error', () => {});
+    client.on('close', () => sockets.delete(client));
+    if (state.silent) return; // accepted, never answered
+    const upstream = connect(target.port, target.host);
+    sockets.add(upstream);
+    upstream.on('error', () => client.destroy());
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+    // While silent, bytes either way are swallowed.
+    client.on('data', (d) => { if (!state.silent) upstream.write(d); });
+    upstream.on('data', (d) => { if (!state.silent) client.write(d); });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  state.port = (server.address() as { port: number }).port;
+  state.close = async () => {
+    for (const s of sockets) s.destroy();
+    await new Promise((r) => server.close(r));
+  };
+  return state;
+}
+
+describe.runIf(ENGINES.includes('postgres'))('a PostgreSQL that stops answering', () => {
+  it('fails statements and connections within their bounds, and the pool recovers once it answers again', async () => {
+    const url = new URL(process.env.DATABASE_URL!);
+    const proxy = await silenceableProxy({ host: url.hostname, port: Number(url.port || 5432) });
+    const via = new URL(url);
+    via.host = `127.0.0.1:${proxy.port}`;
+    const db = await openPostgres(via.toString(), { max: 2, connectTimeoutMs: 300, queryTimeoutMs: 500 });
+    try {
+      expect((await db.query<{ n: number }>('SELECT 1 AS n')).rows).toEqual([{ n: 1 }]);
+      proxy.silent = true;
+      // A statement on a pooled connection gets no answer: it fails, and its connection is dropped.
+      await expect(db.query('SELECT 2')).rejects.toThrow(/Query read timeout/);
+      // Every connection is taken by a statement that gets no answer, then a new one cannot be made.
+      const stuck = await Promise.allSettled([db.query('SELECT 3'), db.query('SELECT 4'), db.query('SELECT 5')]);
+      expect(stuck.every((r) => r.status === 'rejected')).toBe(true);
+      expect(stuck.map((r) => (r as PromiseRejectedResult).reason.message).join('\n')).toMatch(/Query read timeout|timeout exceeded when trying to connect/);
+      await expect(db.tx(async (q) => q.query('SELECT 6'))).rejects.toThrow(/timeout/);
+      proxy.silent = false;
+      // Back: the next statements are answered (new connections; the stalled ones were dropped).
+      for (let i = 0; i < 4; i++) expect((await db.query<{ n: number }>('SELECT $1::int AS n', [i])).rows).toEqual([{ n: i }]);
+      expect((await db.tx(async (q) => (await q.query<{ n: number }>('SELECT 7 AS n')).rows[0].n))).toBe(7);
+    } finally {
+      await db.close().catch(() => {});
+      await proxy.close();
+    }
+  }, 30_000);
+});
