@@ -1,5 +1,6 @@
 import { ApiClient } from '../client/api-client.js';
 import { httpTransport } from '../client/transport.js';
+import { databaseUrl } from '../util/database-url.js';
 import type { StateDirOptions } from '../embedded/state-dir-transport.js';
 import { info, stateDirFor, stdio, type Output } from './output.js';
 import { parseDuration } from './duration.js';
@@ -37,6 +38,24 @@ export interface TargetOptions extends StateDirOptions {
  * `serveOthers` (watch): while this command holds the directory, its service also answers other
  * commands that way. `onRetarget` hears of such a move.
  */
+/**
+ * The API key goes in every request's Authorization header: over plain `http://` to another host,
+ * anyone on the path reads it. Refused unless the host is this machine's (a local `serve`, a
+ * tunnel) or `EDGEPLANE_ALLOW_HTTP=1` says the network is trusted.
+ */
+function refuseCleartextKey(apiUrl: string): void {
+  let u: URL;
+  try {
+    u = new URL(apiUrl);
+  } catch {
+    throw new Error(`--api-url (EDGEPLANE_API_URL) is not a URL: ${JSON.stringify(withoutCredentials(apiUrl).slice(0, 200))}`);
+  }
+  if (u.protocol !== 'http:' || process.env.EDGEPLANE_ALLOW_HTTP === '1') return;
+  const host = u.hostname.replace(/^\[|\]$/g, '');
+  if (host === 'localhost' || host.endsWith('.localhost') || /^127\./.test(host) || host === '::1') return;
+  throw new Error(`${withoutCredentials(apiUrl)}: plain http:// to another host would send the API key in clear text; use https://, or set EDGEPLANE_ALLOW_HTTP=1 on a network you trust`);
+}
+
 export async function openTarget(flags: TargetFlags, how: TargetOptions = {}): Promise<ApiClient> {
   // Set but empty: a CI secret this job does not get (a pull request from a fork). Falling back to
   // the embedded service would plan against an empty database in the job's checkout.
@@ -45,6 +64,7 @@ export async function openTarget(flags: TargetFlags, how: TargetOptions = {}): P
   }
   if (flags.apiUrl) {
     if (!flags.apiKey) throw new Error('--api-url needs --api-key (or EDGEPLANE_API_KEY)');
+    refuseCleartextKey(flags.apiUrl);
     return new ApiClient(httpTransport(flags.apiUrl, flags.apiKey, { timeoutMs: timeoutOf(flags) }));
   }
   if (flags.apiKey) throw new Error('--api-key needs --api-url (or EDGEPLANE_API_URL); without both the embedded service is used');
@@ -55,13 +75,14 @@ export async function openTarget(flags: TargetFlags, how: TargetOptions = {}): P
   const out = how.out ?? stdio;
   const dir = stateDirOf({ stateDir: flags.state });
   // With DATABASE_URL the database is PostgreSQL's; the directory only keeps the CLI's key.
-  if (how.readOnly !== undefined && !process.env.DATABASE_URL && !hasEmbeddedState(dir)) {
+  const onPostgres = databaseUrl() !== undefined;
+  if (how.readOnly !== undefined && !onPostgres && !hasEmbeddedState(dir)) {
     // A read-only command in the wrong working directory made a new ./state and planned
     // everything as new: now it makes nothing, and says what it plans against.
     info(out, `no embedded state at ${displayDir(dir)}: ${how.readOnly}`);
     return new ApiClient(await embeddedTransport(dir, serviceOptionsFromEnv(), { empty: true }));
   }
-  if (how.readOnly === undefined || process.env.DATABASE_URL) await stateDirFor(dir, out);
+  if (how.readOnly === undefined || onPostgres) await stateDirFor(dir, out);
   return new ApiClient(await stateDirTransport(dir, serviceOptionsFromEnv(), { ...how, timeoutMs: timeoutOf(flags) }));
 }
 

@@ -3,7 +3,7 @@ import type { AppOptions } from '../service/app.js';
 import { DirLock } from '../store/dir-lock.js';
 import type { EmbeddedServiceInput } from './embedded-service.js';
 import type { Transport } from '../client/transport.js';
-import { redactDatabaseUrl } from '../util/database-url.js';
+import { databaseUrl, redactDatabaseUrl } from '../util/database-url.js';
 import { WorkerChannel } from '../client/worker-channel.js';
 import { siblingModule, startWorker } from '../util/worker.js';
 
@@ -31,8 +31,9 @@ export async function embeddedTransport(stateDir: string, appOptions: Partial<Ap
   // on an empty database in memory, made for this one command and gone with it: nothing is
   // written and no lock is needed. It is still named by the directory, whose database is just
   // as empty: a plan saved from it applies there (and is refused as stale if that has changed).
-  const empty = !!how.empty && !process.env.DATABASE_URL;
-  const lock = process.env.DATABASE_URL || empty ? null : DirLock.acquire(dir);
+  const database = databaseUrl();
+  const empty = !!how.empty && !database;
+  const lock = database || empty ? null : DirLock.acquire(dir);
   let channel: WorkerChannel;
   try {
     // A long-lived holder (watch) also serves the directory to other commands, on loopback: they
@@ -47,7 +48,6 @@ export async function embeddedTransport(stateDir: string, appOptions: Partial<Ap
   }
   let closing: Promise<void> | undefined;
   // Named by the database it runs on: a plan saved against one is refused on the other.
-  const database = process.env.DATABASE_URL;
   return {
     target: database ? `in-process:${redactDatabaseUrl(database)}` : `embedded:${dir}`,
     request: (method, path, body, headers) => channel.request(method, path, body, headers),

@@ -2,6 +2,7 @@ import type { Db } from '../store/db.js';
 import { migrate } from '../store/migrate.js';
 import { openPglite, type PgliteDb } from '../store/pglite.js';
 import { openPostgres } from '../store/postgres.js';
+import { databaseUrl } from '../util/database-url.js';
 import { stateDirOf } from './state-dir.js';
 
 export interface EngineChoice {
@@ -14,7 +15,7 @@ export interface EngineChoice {
 
 /** PostgreSQL when DATABASE_URL is set, else PGlite in the state directory; migrated either way. */
 export async function openEngine(opts: EngineChoice): Promise<Db & { lock?: PgliteDb['lock'] }> {
-  const url = process.env.DATABASE_URL;
+  const url = databaseUrl();
   const db = url ? await openPostgres(url) : await openPglite(opts.memory ? null : stateDirOf(opts), { locked: opts.locked });
   try {
     await migrate(db);

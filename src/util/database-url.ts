@@ -23,3 +23,15 @@ export function redactDatabaseUrl(url: string, mask?: string): string {
   }
   return u.toString();
 }
+
+/**
+ * `DATABASE_URL`, or undefined when it is not set. Set but empty (a secret that did not load) is
+ * refused: falling back to the embedded database, a replica would take writes into a throwaway
+ * database of its own, and `apply` would report success against it.
+ */
+export function databaseUrl(): string | undefined {
+  const url = process.env.DATABASE_URL;
+  if (url === undefined) return undefined;
+  if (url.trim() === '') throw new Error('DATABASE_URL is set but empty (a secret that did not load?): nothing done; unset it to use the embedded database in the state directory');
+  return url;
+}

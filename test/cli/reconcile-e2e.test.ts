@@ -165,6 +165,28 @@ describe('edgeplane apply / plan / export / watch on the embedded default', { ti
     expect(existsSync(state)).toBe(false);
   });
 
+  it('an API key is not sent in clear text: plain http:// to another host is refused, and an API URL that does not parse is named', async () => {
+    const dir = manifestDir({ 'pool.yaml': 'kind: FailoverBackend\nname: x\nbackends: []\n' });
+    const plain = await runCli(['plan', dir], { env: { EDGEPLANE_API_URL: 'http://user:pw@edge-api.example.com', EDGEPLANE_API_KEY: 'ep_k' } });
+    expect(plain.code).toBe(1);
+    expect(plain.stderr).toContain('http://edge-api.example.com/: plain http:// to another host would send the API key in clear text');
+    expect(plain.stderr).not.toContain('pw');
+    const garbled = await runCli(['plan', dir], { env: { EDGEPLANE_API_URL: 'edge api', EDGEPLANE_API_KEY: 'ep_k' } });
+    expect(garbled.code).toBe(1);
+    expect(garbled.stderr).toContain('--api-url (EDGEPLANE_API_URL) is not a URL');
+  });
+
+  it('DATABASE_URL set but empty (a secret that did not load) is refused by apply, admin and serve: no embedded database is made', async () => {
+    const work = tempDir('ep-empty-db-');
+    const dir = manifestDir({ 'pool.yaml': 'kind: FailoverBackend\nname: x\nbackends: []\n' });
+    for (const args of [['apply', dir, '--auto-approve'], ['admin', 'accounts', 'list'], ['serve', '--port', '0']]) {
+      const r = await runCli(args, { cwd: work, env: { DATABASE_URL: '' } });
+      expect([args[0], r.code]).toEqual([args[0], 1]);
+      expect(r.stderr).toContain('DATABASE_URL is set but empty');
+      expect(readdirSync(work)).toEqual([]);
+    }
+  });
+
   it('apply --plan refuses a saved plan edited to send an environment variable into an ordinary field', async () => {
     const state = tempDir('ep-tamper-');
     const dir = manifestDir({ 'pool.yaml': 'kind: FailoverBackend\nname: pool\ndescription: placeholder\nbackends: []\n' });

@@ -7,6 +7,7 @@ import { buildApp } from '../../service/app.js';
 import { metricsText } from '../../service/plugins/metrics.js';
 import { ensureCredentials } from '../../embedded/embedded-credentials.js';
 import { openEngine } from '../../embedded/engine.js';
+import { databaseUrl } from '../../util/database-url.js';
 import { stateDirOf } from '../../embedded/state-dir.js';
 import { stateDirFor, stdio } from '../output.js';
 import { idempotencyFromEnv, rateLimitFromEnv, serverOptionsFromEnv, serviceOptionsFromEnv, workerOptionsFromEnv } from '../service-config.js';
@@ -56,7 +57,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
   const metricsOff = flags.metrics === 'off';
   const metricsPort = flags.metricsPort !== undefined && flags.metricsPort !== '' ? portNumber('--metrics-port', flags.metricsPort) : undefined;
   if (metricsOff && metricsPort !== undefined) throw new Error('--metrics-port: metrics are off (--metrics off / EDGEPLANE_METRICS=off)');
-  if (!process.env.DATABASE_URL) await stateDirFor(stateDirOf({ stateDir: flags.state }), stdio);
+  if (!databaseUrl()) await stateDirFor(stateDirOf({ stateDir: flags.state }), stdio);
   const db = await openEngine({ stateDir: flags.state });
   let app: FastifyInstance | undefined;
   let metricsServer: Server | undefined;

@@ -1,5 +1,6 @@
 import { LockHeldError } from '../../store/dir-lock.js';
 import { openEngine, type EngineChoice } from '../../embedded/engine.js';
+import { databaseUrl } from '../../util/database-url.js';
 import { CliExit, EXIT } from '../exit.js';
 import { stateDirFor, stdio } from '../output.js';
 import { stateDirOf } from '../../embedded/state-dir.js';
@@ -12,7 +13,7 @@ import { stateDirOf } from '../../embedded/state-dir.js';
 export async function withDb<T>(opts: EngineChoice, fn: (db: Awaited<ReturnType<typeof openEngine>>) => Promise<T>): Promise<T> {
   let db;
   try {
-    if (!process.env.DATABASE_URL) await stateDirFor(stateDirOf(opts), stdio);
+    if (!databaseUrl()) await stateDirFor(stateDirOf(opts), stdio);
     db = await openEngine(opts);
   } catch (err) {
     if (!(err instanceof LockHeldError)) throw err;
