@@ -118,6 +118,18 @@ describe('edgeplane plan / validate', () => {
     expect(bad.errors.join('\n')).toMatch(/bad\.yaml:3:\d+: error: backends\[0\]: no FailoverBackend named "nowhere"/);
   });
 
+  it('a comment cut to its limit names the command of this very plan (its stack, targets and --destroy) to see the whole of it', async () => {
+    const own = await svc.account();
+    const f = { apiUrl: svc.url, apiKey: own.apiKey! };
+    const names = Array.from({ length: 40 }, (_, i) => `pool-${i}`);
+    const dir = manifestDir({ 'edgeplane.yaml': 'stack: cut\n', 'fo.yaml': names.map((n) => foYaml(n, [])).join('---\n') });
+    await applySequentially(new ApiClient(httpTransport(svc.url, own.apiKey!)), (await planWithClient({ root: dir, stack: 'cut', env: {} }, new ApiClient(httpTransport(svc.url, own.apiKey!)))).plan!);
+    const md = capture();
+    expect(await exitCode(() => plan(md, dir, { ...f, destroy: true, target: ['FailoverBackend/pool-*'], markdown: true, markdownLimit: '2000' }))).toBe(EXIT.ok);
+    expect(md.text()).toContain('Not shown here');
+    expect(md.text()).toContain(`\`edgeplane plan ${dir} --stack cut --api-url ${svc.url} --target 'FailoverBackend/pool-*' --destroy --out-markdown FILE\` writes the whole plan`);
+  });
+
   it('exit 3 when the safety threshold blocks the plan; exit 1 on a conflict, with the adopt command', async () => {
     const own = await svc.account();
     const f = { apiUrl: svc.url, apiKey: own.apiKey! };

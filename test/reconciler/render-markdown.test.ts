@@ -74,7 +74,8 @@ describe('Markdown plan within its budget', () => {
         expect(rows.length).toBeGreaterThan(300);
         // The rows shown are the first ones, and the note counts the others exactly.
         expect(rows.map((r) => cells(r)[0].trim())).toEqual(plan.steps.slice(0, rows.length).map((s) => `\`${s.object.identity}\``));
-        expect(md).toContain(`field values of ${fmt(n - rows.length)} updates (of ${fmt(n)})`);
+        expect(md).toContain(`**${fmt(n - rows.length)} updated objects** (of ${fmt(n)}), with what changes in them`);
+        expect(md).toContain(`**… and ${fmt(n - rows.length)} more updated objects not listed here.**`);
         expect(md).toContain('`edgeplane plan DIR --out-markdown FILE` writes the whole plan');
       }
       const whole = renderMarkdownFull(plan);
@@ -90,7 +91,7 @@ describe('Markdown plan within its budget', () => {
     for (let i = 0; i < 300; i++) expect(md).toContain(`##### - 🔴 delete \`FailoverBackend/old-${i}\` (\`bkdfo_${pad(i)}\`)\n_no longer in the manifests \\(prune\\)_`);
     expect(md).toContain('**300 deletions or replacements**');
     const rows = updateRows(md).length;
-    expect(md).toContain(`field values of ${fmt(2000 - rows)} updates (of 2,000)`);
+    expect(md).toContain(`**${fmt(2000 - rows)} updated objects** (of 2,000), with what changes in them`);
   });
 
   it('10,000 deletions still fit: one line each once their detail does not, and those past the budget counted exactly', () => {
@@ -116,7 +117,7 @@ describe('Markdown plan within its budget', () => {
     expect(bodies).toBeLessThan(40);
     expect(md).toContain(`<details><summary>Request bodies (${bodies} of 40)</summary>`);
     expect(md).toContain(`the request bodies of ${40 - bodies} creates listed`);
-    expect(md).not.toContain('field values of');
+    expect(md).not.toContain('updated object');
   });
 
   it('then cuts long values to the longest prefix that lets every row fit, before any update row goes', () => {
@@ -216,7 +217,7 @@ describe('Markdown plan within its budget', () => {
     const plan = planOf(steps);
     plan.warnings.push('HTTPSEdge/edge-1: a warning * with _markdown_');
     golden(join(GOLDEN, 'mixed.md'), renderMarkdown(plan));
-    golden(join(GOLDEN, 'mixed-budget-3000.md'), renderMarkdown(plan, { limit: 3_000, dir: 'edge' }));
+    golden(join(GOLDEN, 'mixed-budget-3000.md'), renderMarkdown(plan, { limit: 3_000, args: 'edge' }));
     expect(renderMarkdown(plan, { limit: 3_000 }).length).toBeLessThanOrEqual(3_000);
   });
 });

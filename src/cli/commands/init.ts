@@ -6,6 +6,7 @@ import { MANIFEST_SCHEMA_FILE, schemaModeline, STACK_FILE_SCHEMA_FILE } from '..
 import { displayPath } from '../../util/display-path.js';
 import { CliExit, EXIT } from '../exit.js';
 import { info, type Output } from '../output.js';
+import { shellWord } from '../shell.js';
 
 export interface InitFlags { stack?: string }
 
@@ -72,11 +73,6 @@ export async function init(out: Output, dir: string | undefined, flags: InitFlag
   if (writeEditorSettings(root)) written.push('.vscode/settings.json');
   info(out, `initialised stack "${stack}" in ${displayPath(root)}: ${written.join(', ')}`);
   out.line(`next: edgeplane validate ${shellWord(displayPath(root))} && edgeplane plan ${shellWord(displayPath(root))}`);
-}
-
-/** A path as one POSIX shell word, so the `next:` line can be pasted as it is (`My Stack`, `it's`). */
-function shellWord(path: string): string {
-  return /^[\w@%+=:,./-]+$/.test(path) ? path : `'${path.replace(/'/g, `'\\''`)}'`;
 }
 
 /**

@@ -13,6 +13,8 @@ import { CliExit, EXIT } from '../exit.js';
 import { reconcilerConfig } from '../service-config.js';
 import { info, useColor, type Output } from '../output.js';
 import { openTarget, targetArgs, type TargetFlags } from '../target.js';
+import { shellWord } from '../shell.js';
+import { withoutCredentials } from '../../util/shown-url.js';
 
 export interface PlanFlags extends TargetFlags {
   stack?: string;
@@ -74,8 +76,11 @@ export async function plan(out: Output, dir: string, flags: PlanFlags): Promise<
   }
   const p = result.plan;
   if (flags.out) writeFileSync(flags.out, renderJson(p));
-  if (flags.outMarkdown) writeFileSync(flags.outMarkdown, renderMarkdown(p, { limit: Infinity, dir }));
-  const text = flags.json ? renderJson(p) : flags.markdown ? renderMarkdown(p, { limit, dir }) : renderText(p, { color: useColor() });
+  // The command a cut comment names to see the whole plan: this plan's, flags that shape it included.
+  const args = [dir, '--stack', stack, ...(flags.apiUrl ? ['--api-url', withoutCredentials(flags.apiUrl)] : flags.state ? ['--state', flags.state] : []), ...(flags.target ?? []).flatMap((t) => ['--target', t]),
+    ...(flags.destroy ? ['--destroy'] : []), ...(flags.adopt ? ['--adopt'] : []), ...(flags.allowProtectedChanges ? ['--allow-protected-changes'] : [])].map(shellWord).join(' ');
+  if (flags.outMarkdown) writeFileSync(flags.outMarkdown, renderMarkdown(p, { limit: Infinity, args }));
+  const text = flags.json ? renderJson(p) : flags.markdown ? renderMarkdown(p, { limit, args }) : renderText(p, { color: useColor() });
   out.line(text.replace(/\n$/, ''));
   if (flags.out && !flags.json) info(out, `plan saved to ${displayPath(flags.out)}`);
   if (flags.outMarkdown && !flags.json) info(out, `the whole plan as Markdown written to ${displayPath(flags.outMarkdown)}`);

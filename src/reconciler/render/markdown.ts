@@ -259,8 +259,11 @@ function head(plan: Plan, maxCallouts: number): string {
 export interface MarkdownOptions {
   /** Characters the comment may take: 65,000 by default; `Infinity` for the whole plan, unabridged. */
   limit?: number;
-  /** The manifest directory, for the command the note names to see what a budgeted comment leaves out. */
-  dir?: string;
+  /**
+   * The arguments of this plan's command (`shop --stack shop --destroy`), for the command the note
+   * names to see what a budgeted comment leaves out; `DIR` without them.
+   */
+  args?: string;
 }
 
 /** Room kept for the note saying what was left out, beside the command it names (its longest form is under this). */
@@ -280,7 +283,7 @@ const NOTE_ROOM = 700;
  */
 export function renderMarkdown(plan: Plan, opts: MarkdownOptions = {}): string {
   const limit = opts.limit ?? MARKDOWN_LIMIT;
-  const dir = opts.dir ?? 'DIR';
+  const dir = opts.args ?? 'DIR';
   const seeAll = `${code(`edgeplane plan ${dir} --out-markdown FILE`)} writes the whole plan, ${code(`edgeplane plan ${dir} --json`)} has every value`;
   const g = groups(plan);
   const chart = orderChart(plan);
@@ -370,7 +373,11 @@ export function renderMarkdown(plan: Plan, opts: MarkdownOptions = {}): string {
     }
     if (headings.updates) {
       if (shown.uRows) out.push(headings.updates, ...range(0, shown.uRows).map(v.u), '\n');
-      if (shown.uRows < g.updates.length) left.push(`field values of ${plural(g.updates.length - shown.uRows, 'update')} (of ${n(g.updates.length)})`);
+      if (shown.uRows < g.updates.length) {
+        const rest = g.updates.length - shown.uRows;
+        if (shown.uRows) out.push(`**… and ${plural(rest, 'more updated object')} not listed here.**\n\n`);
+        left.push(`**${plural(rest, 'updated object')}** (of ${n(g.updates.length)}), with what changes in ${rest === 1 ? 'it' : 'them'}`);
+      }
     }
     if (headings.creates) {
       if (shown.cNames) {
