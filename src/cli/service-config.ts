@@ -5,13 +5,43 @@ import { DEFAULT_RATE_LIMIT, type RateLimitOptions } from '../service/rate-limit
 import type { WorkerOptions } from '../service/job-worker.js';
 import { DEFAULT_MAX_KEYS_PER_ACCOUNT, type IdempotencyOptions } from '../service/idempotency.js';
 
-/** Service settings from the environment (documented in the README). */
+/** pino's levels: what `--log-level` / EDGEPLANE_LOG_LEVEL takes. */
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export function logLevelOf(raw: string | undefined): string {
+  const level = raw === undefined || raw === '' ? 'info' : raw;
+  if (!LOG_LEVELS.includes(level)) throw new Error(`--log-level (EDGEPLANE_LOG_LEVEL): must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level.slice(0, 50))}`);
+  return level;
+}
+
+/** Service settings from the environment (documented in the README); a value the service could not use is refused by name. */
 export function serviceOptionsFromEnv(env = process.env): Pick<AppOptions, 'publicUrl' | 'versionHeaders' | 'vendorPrefix'> {
   return {
-    publicUrl: env.EDGEPLANE_PUBLIC_URL || undefined,
-    versionHeaders: env.EDGEPLANE_VERSION_HEADERS ? env.EDGEPLANE_VERSION_HEADERS.split(',') : undefined,
+    publicUrl: publicUrlOf(env.EDGEPLANE_PUBLIC_URL),
+    versionHeaders: versionHeadersOf(env.EDGEPLANE_VERSION_HEADERS),
     vendorPrefix: env.EDGEPLANE_VENDOR_PREFIX || undefined,
   };
+}
+
+/** Every `uri` starts with it: an http(s) URL with no query or fragment (a path is kept: a proxy's prefix). */
+function publicUrlOf(raw: string | undefined): string | undefined {
+  if (!raw) return undefined;
+  let u: URL | undefined;
+  try { u = new URL(raw); } catch { /* below */ }
+  if (!u || !/^https?:$/.test(u.protocol) || u.search || u.hash || u.username || u.password) {
+    throw new Error(`EDGEPLANE_PUBLIC_URL: must be an http:// or https:// URL with no query, fragment or credentials (every uri starts with it), got ${JSON.stringify(raw.slice(0, 200))}`);
+  }
+  return raw;
+}
+
+/** Header names, comma-separated: each an HTTP token (RFC 9110), at least one. */
+function versionHeadersOf(raw: string | undefined): string[] | undefined {
+  if (!raw) return undefined;
+  const names = raw.split(',').map((h) => h.trim());
+  if (!names.length || names.some((h) => !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(h))) {
+    throw new Error(`EDGEPLANE_VERSION_HEADERS: must be header names separated by commas (such as Service-Version,Ngrok-Version), got ${JSON.stringify(raw.slice(0, 200))}`);
+  }
+  return names;
 }
 
 /**
@@ -38,10 +68,16 @@ function positiveInt(env: NodeJS.ProcessEnv, name: string): number | undefined {
  * process runs no worker).
  */
 export function workerOptionsFromEnv(env = process.env): (Pick<WorkerOptions, 'leaseMs' | 'pollMs' | 'delayMs'> & { enabled: boolean }) {
+  const jobs = env.EDGEPLANE_JOBS;
+  // A typo (`of`) must not leave the worker on unnoticed.
+  if (jobs !== undefined && jobs !== '' && jobs !== 'on' && jobs !== 'off') throw new Error(`EDGEPLANE_JOBS: must be on or off, got ${JSON.stringify(jobs.slice(0, 50))}`);
+  const pollMs = positiveInt(env, 'EDGEPLANE_JOB_POLL_MS');
+  // 0 polled without a pause: hundreds of transactions a second for an idle queue.
+  if (pollMs === 0) throw new Error('EDGEPLANE_JOB_POLL_MS: must be at least 1 millisecond, got "0"');
   return {
-    enabled: env.EDGEPLANE_JOBS !== 'off',
+    enabled: jobs !== 'off',
     leaseMs: positiveInt(env, 'EDGEPLANE_JOB_LEASE_MS'),
-    pollMs: positiveInt(env, 'EDGEPLANE_JOB_POLL_MS'),
+    pollMs,
     delayMs: positiveInt(env, 'EDGEPLANE_JOB_DELAY_MS'),
   };
 }
@@ -58,7 +94,14 @@ export function rateLimitFromEnv(env = process.env): RateLimitOptions {
     if (!Number.isInteger(perMinute) || perMinute < 0) throw new Error(`EDGEPLANE_RATE_LIMIT: must be a whole number of requests per minute (0: no limit), got ${JSON.stringify(raw)}`);
   }
   const redisUrl = env.EDGEPLANE_REDIS_URL || undefined;
-  if (redisUrl && !/^rediss?:\/\//.test(redisUrl)) throw new Error('EDGEPLANE_REDIS_URL: must be a redis:// or rediss:// URL');
+  if (redisUrl) {
+    let u: URL | undefined;
+    try { u = new URL(redisUrl); } catch { /* below */ }
+    // ioredis reads the path as the database number: anything else failed after the server had started.
+    if (!u || !/^rediss?:$/.test(u.protocol) || !u.hostname || !/^(\/\d*)?$/.test(u.pathname)) {
+      throw new Error('EDGEPLANE_REDIS_URL: must be a redis:// or rediss:// URL: redis://[user:password@]host[:port][/database number]');
+    }
+  }
   return { perMinute, redisUrl };
 }
 

@@ -10,7 +10,7 @@ import { openEngine } from '../../embedded/engine.js';
 import { databaseUrl } from '../../util/database-url.js';
 import { stateDirOf } from '../../embedded/state-dir.js';
 import { stateDirFor, stdio } from '../output.js';
-import { idempotencyFromEnv, rateLimitFromEnv, serverOptionsFromEnv, serviceOptionsFromEnv, workerOptionsFromEnv } from '../service-config.js';
+import { idempotencyFromEnv, logLevelOf, rateLimitFromEnv, serverOptionsFromEnv, serviceOptionsFromEnv, workerOptionsFromEnv } from '../service-config.js';
 
 export interface ServeFlags { port: string; host: string; state?: string; logLevel?: string; tlsCert?: string; tlsKey?: string; metrics?: string; metricsPort?: string }
 
@@ -48,6 +48,9 @@ function readTls(flags: ServeFlags): { cert: string; key: string } | undefined {
 }
 
 export async function serve(flags: ServeFlags): Promise<void> {
+  // Every setting is read, and a bad one refused, before anything is opened.
+  const service = serviceOptionsFromEnv();
+  const logLevel = logLevelOf(flags.logLevel ?? process.env.EDGEPLANE_LOG_LEVEL);
   const { enabled: runJobs, ...workerOptions } = workerOptionsFromEnv();
   const { shutdownTimeoutMs, ...limits } = serverOptionsFromEnv();
   const rateLimit = rateLimitFromEnv();
@@ -67,8 +70,8 @@ export async function serve(flags: ServeFlags): Promise<void> {
     // key, even on a directory no command has opened yet (no `admin` can run while this holds it).
     if (db.engine === 'pglite') await ensureCredentials(db, stateDirOf({ stateDir: flags.state }));
     app = await buildApp({
-      db, ...serviceOptionsFromEnv(), rateLimit, idempotency, server: { ...limits, tls },
-      logLevel: flags.logLevel ?? process.env.EDGEPLANE_LOG_LEVEL ?? 'info',
+      db, ...service, rateLimit, idempotency, server: { ...limits, tls },
+      logLevel,
       // Every process runs a worker: the queue is in the database, so N replicas share the work.
       jobWorker: runJobs ? workerOptions : false,
       metrics: metricsOff ? 'off' : metricsPort !== undefined ? 'collect' : 'route',
