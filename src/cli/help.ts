@@ -88,7 +88,7 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
   serve: {
     examples: [
       ['edgeplane serve', 'the API on 127.0.0.1:8080, on the embedded database in ./state'],
-      ['DATABASE_URL=postgres://… edgeplane serve --host 0.0.0.0 --port 80', 'on PostgreSQL'],
+      ['DATABASE_URL=postgres://… edgeplane serve --host 0.0.0.0 --port 8443 --tls-cert cert.pem --tls-key key.pem', 'on PostgreSQL, over HTTPS (or plain HTTP behind a proxy that terminates TLS)'],
     ],
     exits: { [EXIT.ok]: 'stopped by SIGTERM or SIGINT', [EXIT.error]: 'could not start (port in use, database unreachable)' },
   },

@@ -45,6 +45,16 @@ export async function migrate(db: Db): Promise<string[]> {
 }
 
 /**
+ * Migrations recorded in the database that this version does not have (a newer edgeplane migrated
+ * it): a rolling upgrade's old replicas run on, and say so.
+ */
+export async function unknownMigrations(db: Pick<Db, 'query'>, migrations = loadMigrations()): Promise<number[]> {
+  const known = new Set(migrations.map((m) => m.version));
+  const { rows } = await db.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version');
+  return rows.map((r) => r.version).filter((v) => !known.has(v));
+}
+
+/**
  * The migrations not recorded as applied (committed rows), by name; none: nothing is left to do.
  * The table is looked for where `CREATE TABLE` would put it, the first schema of the search path
  * that exists: one of the same name further along the path is another deployment's.

@@ -182,8 +182,19 @@ describe.runIf(!!process.env.DATABASE_URL)('edgeplane serve on PostgreSQL', () =
         const line = served.logs().split('\n').find((l) => l.includes('edgeplane listening on'))!;
         expect(line).toContain(`(database postgres://${u.username}:***@${u.host}${u.pathname}`);
         expect(served.logs()).not.toContain('pw-not-for-logs');
+        expect(served.logs()).not.toContain('migrated by a newer edgeplane');
       } finally {
         expect(await served.stop()).toBe(0);
+      }
+      // A newer version migrated the database meanwhile (a rolling upgrade): this one runs on, and says so.
+      await admin.query("INSERT INTO schema_migrations (version, name) VALUES (999, '999_from_the_future.sql')");
+      const old = await startServe([], { env: { DATABASE_URL: u.toString(), EDGEPLANE_JOBS: 'off' } });
+      try {
+        // Logged just after the start-up line.
+        for (let i = 0; i < 100 && !old.logs().includes('migrated by a newer'); i++) await new Promise((r) => setTimeout(r, 50));
+        expect(old.logs()).toContain('the database was migrated by a newer edgeplane (migration 999 is not this version');
+      } finally {
+        expect(await old.stop()).toBe(0);
       }
     } finally {
       await admin.query(`DROP SCHEMA ${schema} CASCADE`);

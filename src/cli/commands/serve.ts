@@ -4,6 +4,7 @@ import { createSecureContext } from 'node:tls';
 import closeWithGrace from 'close-with-grace';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../service/app.js';
+import { unknownMigrations } from '../../store/migrate.js';
 import { metricsText } from '../../service/plugins/metrics.js';
 import { ensureCredentials } from '../../embedded/embedded-credentials.js';
 import { openEngine } from '../../embedded/engine.js';
@@ -101,6 +102,10 @@ export async function serve(flags: ServeFlags): Promise<void> {
     },
     `edgeplane listening on ${url} (database ${db.describe})`,
   );
+  const newer = await unknownMigrations(db).catch(() => []);
+  if (newer.length) {
+    app.log.warn({ migrations: newer }, `the database was migrated by a newer edgeplane (migration ${newer.join(', ')} is not this version's): this replica runs on, as in a rolling upgrade; replace it with the newer version`);
+  }
 
   // SIGTERM / SIGINT: stop accepting connections, let the requests in flight and the job being
   // run finish (closing the app stops its job worker), close the database, exit 0. Past the
