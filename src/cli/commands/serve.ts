@@ -102,10 +102,11 @@ export async function serve(flags: ServeFlags): Promise<void> {
     },
     `edgeplane listening on ${url} (database ${db.describe})`,
   );
-  const newer = await unknownMigrations(db).catch(() => []);
-  if (newer.length) {
-    app.log.warn({ migrations: newer }, `the database was migrated by a newer edgeplane (migration ${newer.join(', ')} is not this version's): this replica runs on, as in a rolling upgrade; replace it with the newer version`);
-  }
+  // Not awaited: the signal handlers below must be in place as soon as the server listens.
+  const log = app.log;
+  void unknownMigrations(db).then((newer) => {
+    if (newer.length) log.warn({ migrations: newer }, `the database was migrated by a newer edgeplane (migration ${newer.join(', ')} is not this version's): this replica runs on, as in a rolling upgrade; replace it with the newer version`);
+  }, () => {});
 
   // SIGTERM / SIGINT: stop accepting connections, let the requests in flight and the job being
   // run finish (closing the app stops its job worker), close the database, exit 0. Past the
