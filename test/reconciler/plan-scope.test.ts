@@ -141,3 +141,30 @@ describe('protected objects and replaces', () => {
     expect(planCa(ca(''), true).protectedChanges).toBeUndefined();
   });
 });
+
+describe('--target when the targets wait for a step outside them', () => {
+  it('names the step outside that holds them (not a target\'s own), leaves out the creations kept only for them, and counts as changes', async () => {
+    const { scopePlan } = await import('../../src/reconciler/plan/scope.js');
+    const { liveView } = await import('../../src/reconciler/plan/live-view.js');
+    const { hasChanges } = await import('../../src/reconciler/plan/types.js');
+    const step = (id: string, identity: string, action: string, dependsOn: string[] = []) => ({ id, action, object: { kind: 'x', identity, name: identity }, request: { method: 'PATCH', path: '/' }, changes: [], dependsOn });
+    const plan = {
+      steps: [
+        step('FailoverBackend/new:create', 'FailoverBackend/new', 'create'),
+        step('CertificateAuthority/ca:replace', 'CertificateAuthority/ca', 'replace'),
+        step('HTTPSEdge/e:update', 'HTTPSEdge/e', 'update', ['CertificateAuthority/ca:replace', 'FailoverBackend/new:create']),
+        step('HTTPSEdge/e/routes/r:update', 'HTTPSEdge/e/routes/r', 'update', ['HTTPSEdge/e:update']),
+      ],
+      warnings: [], conflicts: [], blocked: [], observed: {}, summary: { create: 1, update: 2, replace: 1, delete: 0 },
+    };
+    const desired = ['HTTPSEdge/e', 'HTTPSEdge/e/routes/r', 'FailoverBackend/new', 'CertificateAuthority/ca'].map((identity) => ({ identity }));
+    const scoped = scopePlan(plan as never, ['HTTPSEdge/e'], desired as never, [], liveView([]), undefined);
+    expect(scoped.steps).toEqual([]);
+    expect(scoped.warnings).toEqual([
+      'HTTPSEdge/e:update is left out: it waits for CertificateAuthority/ca:replace, which is outside the targets (add --target CertificateAuthority/ca to plan both)',
+      'HTTPSEdge/e/routes/r:update is left out: it waits for CertificateAuthority/ca:replace, which is outside the targets (add --target CertificateAuthority/ca to plan both)',
+    ]);
+    expect(scoped.partial).toMatchObject({ created: [], waiting: 2 });
+    expect(hasChanges(scoped)).toBe(true); // --detailed-exitcode: 2, not "no changes"
+  });
+});

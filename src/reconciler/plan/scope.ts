@@ -48,14 +48,38 @@ export function scopePlan(plan: Plan, targets: readonly string[], desired: Desir
   }
 
   const warnings: string[] = [];
-  // Steps come in dependency order: one pass leaves out every step waiting, even indirectly, for one outside.
+  // Steps come in dependency order: one pass leaves out every step waiting, even indirectly, for
+  // one outside. The warning names the step outside that holds it (not a target's own step that
+  // was left out before it): that is the object to add.
+  const heldBy = new Map<string, Step>();
+  let waiting = 0;
   for (const s of plan.steps) {
     if (!keep.has(s.id)) continue;
     const outside = s.dependsOn.find((d) => !keep.has(d));
     if (outside === undefined) continue;
     keep.delete(s.id);
-    const dep = byId.get(outside)!;
-    warnings.push(`${s.id} is left out: it waits for ${dep.id}, which is outside the targets (add --target ${dep.object.identity} to plan both)`);
+    const root = heldBy.get(outside) ?? byId.get(outside)!;
+    heldBy.set(s.id, root);
+    if (inScope(s.object.identity)) waiting++;
+    warnings.push(`${s.id} is left out: it waits for ${root.id}, which is outside the targets (add --target ${root.object.identity} to plan both)`);
+  }
+  // The creations kept for steps now left out are left out too: alone, they would be applied for nothing.
+  const needed = new Set<string>();
+  const visit = (id: string) => {
+    if (needed.has(id) || !keep.has(id)) return;
+    needed.add(id);
+    for (const d of byId.get(id)!.dependsOn) visit(d);
+  };
+  for (const s of plan.steps) if (keep.has(s.id) && inScope(s.object.identity)) visit(s.id);
+  // An object created is created whole (its modules attached after it), or not at all.
+  for (const identity of created) {
+    const its = byIdentity.get(identity) ?? [];
+    if (its.some((s) => needed.has(s.id))) for (const s of its) if (keep.has(s.id)) visit(s.id);
+  }
+  for (const id of [...keep]) {
+    if (needed.has(id)) continue;
+    keep.delete(id);
+    created.delete(byId.get(id)!.object.identity);
   }
 
   const steps = plan.steps.filter((s) => keep.has(s.id));
@@ -81,7 +105,7 @@ export function scopePlan(plan: Plan, targets: readonly string[], desired: Desir
     conflicts: plan.conflicts.filter((c) => concerns(c.identity)),
     blocked: threshold ? safetyBlocks(steps, live, threshold) : [],
     ...(protectedChanges.length ? { protectedChanges } : {}),
-    partial: { targets: selectors.map((s) => s.text), created: [...created].sort(), omitted: plan.steps.length - steps.length },
+    partial: { targets: selectors.map((s) => s.text), created: [...created].sort(), omitted: plan.steps.length - steps.length, ...(waiting ? { waiting } : {}) },
   };
 }
 

@@ -120,6 +120,8 @@ export interface PartialPlan {
   created: string[];
   /** Steps of the whole stack's plan that this plan leaves out. */
   omitted: number;
+  /** Steps of the targets left out because they wait for a step outside them (each has a warning). */
+  waiting?: number;
 }
 
 export interface Plan {
@@ -150,6 +152,7 @@ export interface Plan {
   destroy?: true;
 }
 
+/** Whether the plan changes anything, or (with --target) leaves out changes of the targets that wait for others. */
 export function hasChanges(plan: Plan): boolean {
-  return plan.steps.length > 0;
+  return plan.steps.length > 0 || !!plan.partial?.waiting;
 }
