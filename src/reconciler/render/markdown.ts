@@ -237,7 +237,7 @@ function head(plan: Plan, maxCallouts: number): string {
     `### edgeplane plan for stack ${code(plan.stack)}`, '',
     `Target: ${code(plan.target)}`, '',
     ...scopeLines(plan).flatMap((l) => ['> [!IMPORTANT]', `> **${text(l)}**`, '']),
-    `**${plan.steps.length ? summaryLine(plan) : plan.conflicts.length ? 'No changes planned until the conflicts below are resolved.' : 'No changes.'}**`, '',
+    `**${plan.steps.length ? summaryLine(plan) : plan.conflicts.length ? 'No changes planned until the conflicts below are resolved.' : plan.partial?.waiting ? `Nothing among the targets can be applied alone: ${plural(plan.partial.waiting, 'step')} left out (see the warnings).` : 'No changes.'}**`, '',
   ];
   if (plan.steps.length) out.push(...kindTable(plan), '');
   const called = plan.steps.filter((x) => x.action === 'delete' || x.action === 'replace').length;
