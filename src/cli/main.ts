@@ -285,6 +285,8 @@ export async function run(argv: string[]): Promise<void> {
   // `help lock status` as `lock status --help`: commander's help command reads one level only.
   const words = argv.slice(2);
   if (words[0] === 'help' && words.length > 2 && words.slice(1).every((w) => !w.startsWith('-'))) argv = [...argv.slice(0, 2), ...words.slice(1), '--help'];
+  // `help help`: commander's help command is not a command it can describe (it printed the main help and exited 1).
+  else if (words[0] === 'help' && words[1] === 'help' && words.length === 2) argv = [...argv.slice(0, 2), '--help'];
   try {
     await program.parseAsync(argv);
   } catch (err) {

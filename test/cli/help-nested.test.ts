@@ -13,4 +13,10 @@ describe('edgeplane help COMMAND SUBCOMMAND', { timeout: 60_000 }, () => {
       expect(r.stdout).toBe(edgeplane(...words, '--help').stdout);
     }
   });
+
+  it('`help help` is the main help, exit 0', () => {
+    const r = edgeplane('help', 'help');
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toBe(edgeplane('--help').stdout);
+  });
 });
