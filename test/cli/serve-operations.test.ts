@@ -1,5 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect, type Socket } from 'node:net';
@@ -133,6 +133,7 @@ describe('edgeplane serve in operation', () => {
       });
       expect(res.status).toBe(200);
       expect(res.authorized).toBe(true);
+      expect(served.logs()).not.toContain('readable by other users');
       expect(res.body.uri).toBe(`${served.url}/certificate_authorities`);
       // Plain HTTP to the HTTPS port gets nothing served.
       const plain = await fetch(`http://127.0.0.1:${port}/certificate_authorities`).then((r) => r.status, () => 'refused');
@@ -149,6 +150,11 @@ describe('edgeplane serve in operation', () => {
     } finally {
       expect(await served.stop()).toBe(0);
     }
+    // A key others can read is said (secret stores mounted into containers are often 0644), not refused.
+    writeFileSync(join(dir, 'open-key.pem'), tlsKey);
+    chmodSync(join(dir, 'open-key.pem'), 0o644);
+    const open = await runCli(['serve', '--port', 'none', '--state', state, '--tls-cert', join(dir, 'cert.pem'), '--tls-key', join(dir, 'open-key.pem')]);
+    expect(open.stderr).toContain(`warning: --tls-key ${join(dir, 'open-key.pem')} is readable by other users (mode 0644): make it readable by the service only (chmod 600)`);
     const half = await runCli(['serve', '--port', '0', '--state', state, '--tls-cert', join(dir, 'cert.pem')]);
     expect(half.code).toBe(1);
     expect(half.stderr).toContain('--tls-cert and --tls-key go together');

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createSecureContext } from 'node:tls';
 import closeWithGrace from 'close-with-grace';
@@ -33,6 +33,11 @@ function readTls(flags: ServeFlags): { cert: string; key: string } | undefined {
     }
   };
   const pair = { cert: read('--tls-cert', flags.tlsCert), key: read('--tls-key', flags.tlsKey) };
+  // Said, not refused: secret stores mounted into containers are often 0644 by default.
+  const mode = statSync(flags.tlsKey).mode & 0o777;
+  if (process.platform !== 'win32' && (mode & 0o077) !== 0) {
+    stdio.error(`warning: --tls-key ${flags.tlsKey} is readable by other users (mode ${mode.toString(8).padStart(4, '0')}): make it readable by the service only (chmod 600)`);
+  }
   // Checked here, each file on its own first: OpenSSL's own messages name neither the flag nor
   // the file ("PEM routines::no start line"), and the server would only fail once the database is open.
   const check = (what: string, options: { cert?: string; key?: string }) => {
