@@ -39,7 +39,7 @@ describe.runIf(ENGINES.includes('postgres'))('a PostgreSQL that stops answering'
     const proxy = await silenceableProxy({ host: url.hostname, port: Number(url.port || 5432) });
     const via = new URL(url);
     via.host = `127.0.0.1:${proxy.port}`;
-    const db = await openPostgres(via.toString(), { max: 2, connectTimeoutMs: 300, queryTimeoutMs: 500 });
+    const db = await openPostgres(via.toString(), { max: 2, connectTimeoutMs: 2_000, queryTimeoutMs: 2_000 });
     try {
       expect((await db.query<{ n: number }>('SELECT 1 AS n')).rows).toEqual([{ n: 1 }]);
       proxy.silent = true;
