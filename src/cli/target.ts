@@ -1,3 +1,4 @@
+import { isIPv4 } from 'node:net';
 import { ApiClient } from '../client/api-client.js';
 import { httpTransport } from '../client/transport.js';
 import { databaseUrl } from '../util/database-url.js';
@@ -52,7 +53,7 @@ function refuseCleartextKey(apiUrl: string): void {
   }
   if (u.protocol !== 'http:' || process.env.EDGEPLANE_ALLOW_HTTP === '1') return;
   const host = u.hostname.replace(/^\[|\]$/g, '');
-  if (host === 'localhost' || host.endsWith('.localhost') || /^127\./.test(host) || host === '::1') return;
+  if (host === 'localhost' || host.endsWith('.localhost') || (isIPv4(host) && host.startsWith('127.')) || host === '::1') return;
   throw new Error(`${withoutCredentials(apiUrl)}: plain http:// to another host would send the API key in clear text; use https://, or set EDGEPLANE_ALLOW_HTTP=1 on a network you trust`);
 }
 

@@ -84,6 +84,8 @@ export class PoolDb implements Db {
     const bound = opts.unbounded ? { unbounded: true } : undefined;
     try {
       await run(client, 'BEGIN', undefined, bound);
+      // The server's statement timeout too (PostgreSQL's; PGlite has none set, and takes the SET alike).
+      if (bound) await run(client, 'SET LOCAL statement_timeout = 0', undefined, bound);
       const result = await fn({ query: (sql, params, how) => run(client, sql, params, bound ? { ...how, ...bound } : how) });
       await run(client, 'COMMIT', undefined, bound);
       return result;

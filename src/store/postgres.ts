@@ -21,6 +21,8 @@ export interface PostgresOptions {
  */
 export const CONNECT_TIMEOUT_MS = 5_000;
 export const QUERY_TIMEOUT_MS = 30_000;
+/** How much longer the client waits than the server's statement timeout before it drops the connection. */
+const QUERY_TIMEOUT_SLACK_MS = 2_000;
 
 /** Any constant: the same in every process that may create schemas on one server. */
 const SCHEMA_LOCK = 4242_0002;
@@ -53,7 +55,11 @@ export async function openPostgres(url: string, opts: PostgresOptions = {}): Pro
     max: opts.max ?? 10,
     options: opts.schema ? `-c search_path=${opts.schema}` : undefined,
     connectionTimeoutMillis: opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
-    query_timeout: opts.queryTimeoutMs ?? QUERY_TIMEOUT_MS,
+    // The server cancels a statement past it (57014, the connection stays usable): a timeout only
+    // the client kept left the statement running, and a write reported failed was applied later.
+    // The client's own timer, a little longer, is for a server that does not answer at all.
+    statement_timeout: opts.queryTimeoutMs ?? QUERY_TIMEOUT_MS,
+    query_timeout: (opts.queryTimeoutMs ?? QUERY_TIMEOUT_MS) + QUERY_TIMEOUT_SLACK_MS,
     keepAlive: true,
   });
   // An idle client losing its connection must not crash the process; the next query reconnects.

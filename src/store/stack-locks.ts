@@ -47,7 +47,6 @@ export async function renewStackLock(q: Queryable, accountId: string, id: string
   return rows[0] ?? null;
 }
 
-/** Deletes the lock (live or expired); false when there was none. */
 /** Deletes the lock's row; false when there was none or it had expired (gone, as GET and PATCH have it). */
 export async function releaseStackLock(q: Queryable, accountId: string, id: string): Promise<boolean> {
   const { rows } = await q.query<{ live: boolean }>('DELETE FROM stack_locks WHERE account_id = $1 AND id = $2 RETURNING expires_at > now() AS live', [accountId, id]);

@@ -171,6 +171,10 @@ describe('edgeplane apply / plan / export / watch on the embedded default', { ti
     expect(plain.code).toBe(1);
     expect(plain.stderr).toContain('http://edge-api.example.com/: plain http:// to another host would send the API key in clear text');
     expect(plain.stderr).not.toContain('pw');
+    // A name that only starts like a loopback address is another host.
+    const lookalike = await runCli(['plan', dir], { env: { EDGEPLANE_API_URL: 'http://127.0.0.1.attacker.example:8080', EDGEPLANE_API_KEY: 'ep_k' } });
+    expect(lookalike.code).toBe(1);
+    expect(lookalike.stderr).toContain('plain http:// to another host would send the API key in clear text');
     const garbled = await runCli(['plan', dir], { env: { EDGEPLANE_API_URL: 'edge api', EDGEPLANE_API_KEY: 'ep_k' } });
     expect(garbled.code).toBe(1);
     expect(garbled.stderr).toContain('--api-url (EDGEPLANE_API_URL) is not a URL');

@@ -101,5 +101,11 @@ describe('plan with broken manifests and missing secrets', () => {
     const client = { target: 'https://api.example.test', counts: {}, listPage: () => { throw new Error('read the service'); } };
     const p = await preparePlan({ root: dir, cwd: dir, stack: 'prod', env: {} }, client as never);
     expect(rules(p.problems)).toEqual(['schema', 'secret-missing']);
+    // A reference the schema refuses (`{env: }`, `{file: 123}`) is the schema's problem, not a crash.
+    for (const ref of ['{ env: }', '{ file: 123 }']) {
+      const bad = manifestDir({ 'edge.yaml': route('x').replace('{ file: x }', ref) });
+      const r2 = planFromState({ root: bad, cwd: bad, stack: 'prod', env: {} }, {}, 'https://api.example.test');
+      expect(rules(r2.problems)).toEqual(['schema']);
+    }
   });
 });

@@ -39,7 +39,7 @@ describe.runIf(ENGINES.includes('postgres'))('a PostgreSQL that stops answering'
     const proxy = await silenceableProxy({ host: url.hostname, port: Number(url.port || 5432) });
     const via = new URL(url);
     via.host = `127.0.0.1:${proxy.port}`;
-    const db = await openPostgres(via.toString(), { max: 2, connectTimeoutMs: 2_000, queryTimeoutMs: 2_000 });
+    const db = await openPostgres(via.toString(), { max: 2, connectTimeoutMs: 1_500, queryTimeoutMs: 1_000 });
     try {
       expect((await db.query<{ n: number }>('SELECT 1 AS n')).rows).toEqual([{ n: 1 }]);
       proxy.silent = true;
@@ -57,6 +57,35 @@ describe.runIf(ENGINES.includes('postgres'))('a PostgreSQL that stops answering'
     } finally {
       await db.close().catch(() => {});
       await proxy.close();
+    }
+  }, 30_000);
+
+  it('a statement past the timeout is cancelled by the server: the write it was is not applied later, and the answer is 503', async () => {
+    const { isUnavailable } = await import('../../src/service/plugins/errors.js');
+    const schema = 'ep_stmt_' + Math.random().toString(36).slice(2, 10);
+    const db = await openPostgres(process.env.DATABASE_URL!, { schema, queryTimeoutMs: 500 });
+    try {
+      await db.query('CREATE TABLE t (id int PRIMARY KEY, n int NOT NULL)');
+      await db.query('INSERT INTO t VALUES (1, 0)');
+      let release = () => {};
+      let locked = () => {};
+      const held = new Promise<void>((r) => (release = r));
+      const isLocked = new Promise<void>((r) => (locked = r));
+      const holder = db.tx(async (q) => {
+        await q.query('SELECT n FROM t WHERE id = 1 FOR UPDATE');
+        locked();
+        await held;
+      }, { unbounded: true });
+      await isLocked;
+      const err = await db.query('UPDATE t SET n = n + 1 WHERE id = 1').then(() => null, (e: Error & { code?: string }) => e);
+      expect(err?.code).toBe('57014');
+      expect(isUnavailable(err!)).toBe(true); // 503 ERR_UNAVAILABLE, Retry-After: 1
+      release();
+      await holder;
+      expect((await db.query<{ n: number }>('SELECT n FROM t WHERE id = 1')).rows).toEqual([{ n: 0 }]);
+    } finally {
+      await db.query(`DROP SCHEMA ${schema} CASCADE`).catch(() => {});
+      await db.close();
     }
   }, 30_000);
 });

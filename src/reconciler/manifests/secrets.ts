@@ -92,6 +92,9 @@ function resolveOf(o: ManifestObject, stack: string, src: SecretEnv, secrets: Ma
     let source: SecretSource;
     if (isSecretRef(s.value)) {
       source = s.value;
+      // A reference the schema refused (`{env: }`, `{file: 123}`): its problem is the schema's; nothing to read.
+      const named = [s.value.env, s.value.fromEnv, s.value.file].filter((x) => x !== undefined);
+      if (named.length !== 1 || typeof named[0] !== 'string' || named[0] === '') continue;
       const name = s.value.env ?? s.value.fromEnv;
       if (name !== undefined && ownSetting(name)) {
         problems.push({ ...pos(), severity: 'error', path: formatPath([...o.at, ...s.path]), rule: 'secret-invalid', message: `${name} holds edgeplane's own setting, not a secret of the manifests: it is never sent to the service (name another variable)` });

@@ -70,10 +70,10 @@ function toApiError(err: FastifyError): ApiError {
  * write cut off while committing may have been stored; clients look before creating again (the
  * reconciler does).
  */
-const UNAVAILABLE_CODES = new Set(['57P01', '57P02', '57P03', '53300', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
+const UNAVAILABLE_CODES = new Set(['57014', '57P01', '57P02', '57P03', '53300', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN']);
 export function isUnavailable(err: Error & { code?: string }): boolean {
   if (err.code && (UNAVAILABLE_CODES.has(err.code) || /^08/.test(err.code))) return true;
-  return /^Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection is closed/i.test(err.message ?? '');
+  return /^Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Connection is closed/i.test(err.message ?? '');
 }
 
 /** The error body every error response carries: `{error_code, status_code, msg, details: {operation_id, …}}`. */
