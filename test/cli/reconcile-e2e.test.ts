@@ -165,6 +165,24 @@ describe('edgeplane apply / plan / export / watch on the embedded default', { ti
     expect(existsSync(state)).toBe(false);
   });
 
+  it('a saved --target plan whose steps all wait for others applies nothing and says so (plan exits 2 with --detailed-exitcode)', async () => {
+    const state = join(tempDir('ep-waiting-'), 'state');
+    const edges = (a: string, b: string) => `kind: HTTPSEdge\nname: a\nhostports: ["${a}"]\n---\nkind: HTTPSEdge\nname: b\nhostports: ["${b}"]\n`;
+    const host = (h: string) => `${h}-${randomBytes(4).toString('hex')}.example.com:443`; // hostports are unique service-wide
+    const [ha, hshop, hx] = [host('a'), host('shop'), host('x')];
+    const dir = manifestDir({ 'edges.yaml': edges(ha, hshop) });
+    expect((await runCli(['apply', dir, '--state', state, '--auto-approve'])).code).toBe(0);
+    // b takes a's hostport, which a lets go of: b's update waits for a's, outside the target.
+    writeFileSync(join(dir, 'edges.yaml'), edges(hx, ha));
+    const planned = join(tempDir('ep-waiting-plan-'), 'plan.json');
+    const plan = await runCli(['plan', dir, '--state', state, '--target', 'HTTPSEdge/b', '--out', planned, '--detailed-exitcode']);
+    expect(plan.code).toBe(2);
+    expect(plan.stdout).toContain('Nothing among the targets can be applied alone: 1 step left out');
+    const applied = await runCli(['apply', '--plan', planned, '--state', state]);
+    expect(applied.code, applied.stderr).toBe(0);
+    expect(applied.stdout).toContain('Nothing among the targets can be applied alone: 1 step left out');
+  });
+
   it('an API key is not sent in clear text: plain http:// to another host is refused, and an API URL that does not parse is named', async () => {
     const dir = manifestDir({ 'pool.yaml': 'kind: FailoverBackend\nname: x\nbackends: []\n' });
     const plain = await runCli(['plan', dir], { env: { EDGEPLANE_API_URL: 'http://user:pw@edge-api.example.com', EDGEPLANE_API_KEY: 'ep_k' } });

@@ -182,7 +182,9 @@ async function applySavedLocked(out: Output, client: ApiClient, file: string, pl
       throw new CliExit(EXIT.error);
     }
     if (!plan.steps.length) {
-      out.line('No changes. The live state matches the manifests.');
+      // A saved partial plan whose target steps all wait for others changes nothing, and is not "no changes".
+      const waiting = plan.partial?.waiting;
+      out.line(waiting ? `Nothing among the targets can be applied alone: ${waiting} step${waiting === 1 ? '' : 's'} left out (plan without --target, or with the objects its warnings name).` : plan.partial ? 'No changes among the targets.' : 'No changes. The live state matches the manifests.');
       return;
     }
     if (!flags.json) out.line(`Applying ${file}: ${summaryLine(plan).replace(/^Plan: /, '')} on ${plan.target}${plan.partial ? ` (partial: only --target ${plan.partial.targets.join(', ')})` : ''}${plan.destroy ? ' (destroy)' : ''}`);
