@@ -30,7 +30,7 @@ beforeAll(() => {
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 describe('the packed package', () => {
-  it('ships the compiled CLI, its schemas and nothing of the repository (no tests, bench, CI or sources)', () => {
+  it('ships the compiled CLI, its schemas, docs and licence, and nothing else of the repository (no tests, bench, CI or sources)', () => {
     const listed = npm(['pack', '--dry-run', '--json', '--ignore-scripts']);
     const files = (JSON.parse(listed.stdout) as { files: { path: string }[] }[])[0].files.map((f) => f.path);
     expect(files).toContain('bin/edgeplane.js');
@@ -38,7 +38,9 @@ describe('the packed package', () => {
     expect(files).toContain('dist/embedded/embedded-service.js');
     expect(files).toContain('dist/store/migrations/001_init.sql');
     expect(files).toContain('schemas/manifest.schema.json');
-    const outside = files.filter((f) => !/^(bin\/|dist\/|schemas\/|package\.json$|README\.md$|LICENSE)/.test(f));
+    // The docs the README links to travel with it.
+    expect(files).toContain('docs/operations.md');
+    const outside = files.filter((f) => !/^(bin\/|dist\/|schemas\/|docs\/[\w.-]+\.md$|package\.json$|README\.md$|LICENSE$)/.test(f));
     expect(outside).toEqual([]);
     expect(files.filter((f) => /\.ts$/.test(f) && !f.endsWith('.d.ts'))).toEqual([]);
   });
