@@ -1,10 +1,11 @@
+import { MAX_TIMER_MS } from '../util/time.js';
 import { CliExit, EXIT } from './exit.js';
 
 /**
- * The longest duration a flag takes: Node's timers hold at most 2^31 - 1 ms (24.8 days), and a
- * longer one fires at once (a `--timeout` of 3,000,000 s timed every request out immediately).
+ * The longest duration a flag takes: what Node's timers hold (a longer one fires at once: a
+ * `--timeout` of 3,000,000 s timed every request out immediately).
  */
-export const MAX_DURATION_MS = 2 ** 31 - 1;
+export const MAX_DURATION_MS = MAX_TIMER_MS;
 
 /** `90s`, `2m`, `1h`, `500ms` or plain seconds (`30`, `0.5`) → milliseconds; `what` names the flag in the error. */
 export function parseDuration(value: string, what: string): number {

@@ -31,15 +31,6 @@ export interface TargetOptions extends StateDirOptions {
 }
 
 /**
- * The API a command talks to: `--api-url` + `--api-key` (or their environment variables), else the
- * embedded service on the state directory. If another process (`edgeplane serve`, or `watch`)
- * holds that directory, the CLI talks to it over HTTP at the URL its lock records, with the
- * embedded key; should that process stop while this command runs, the command opens the
- * directory again (itself, or through its next holder): see `stateDirTransport`.
- * `serveOthers` (watch): while this command holds the directory, its service also answers other
- * commands that way. `onRetarget` hears of such a move.
- */
-/**
  * The API key goes in every request's Authorization header: over plain `http://` to another host,
  * anyone on the path reads it. Refused unless the host is this machine's (a local `serve`, a
  * tunnel) or `EDGEPLANE_ALLOW_HTTP=1` says the network is trusted.
@@ -57,6 +48,15 @@ function refuseCleartextKey(apiUrl: string): void {
   throw new Error(`${withoutCredentials(apiUrl)}: plain http:// to another host would send the API key in clear text; use https://, or set EDGEPLANE_ALLOW_HTTP=1 on a network you trust`);
 }
 
+/**
+ * The API a command talks to: `--api-url` + `--api-key` (or their environment variables), else the
+ * embedded service on the state directory. If another process (`edgeplane serve`, or `watch`)
+ * holds that directory, the CLI talks to it over HTTP at the URL its lock records, with the
+ * embedded key; should that process stop while this command runs, the command opens the
+ * directory again (itself, or through its next holder): see `stateDirTransport`.
+ * `serveOthers` (watch): while this command holds the directory, its service also answers other
+ * commands that way. `onRetarget` hears of such a move.
+ */
 export async function openTarget(flags: TargetFlags, how: TargetOptions = {}): Promise<ApiClient> {
   // Set but empty: a CI secret this job does not get (a pull request from a fork). Falling back to
   // the embedded service would plan against an empty database in the job's checkout.
@@ -88,7 +88,12 @@ export async function openTarget(flags: TargetFlags, how: TargetOptions = {}): P
 }
 
 /** The target flags as a user would repeat them in a command (no key: it stays in the environment; nor the URL's credentials). */
+export function targetArgv(flags: TargetFlags): string[] {
+  if (flags.apiUrl) return ['--api-url', withoutCredentials(flags.apiUrl)];
+  return flags.state ? ['--state', flags.state] : [];
+}
+
+/** `targetArgv` as text to append to a command. */
 export function targetArgs(flags: TargetFlags): string {
-  if (flags.apiUrl) return ` --api-url ${withoutCredentials(flags.apiUrl)}`;
-  return flags.state ? ` --state ${flags.state}` : '';
+  return targetArgv(flags).map((w) => ` ${w}`).join('');
 }

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
+import { MAX_TIMER_MS } from '../util/time.js';
 import type { Db, PoolStats, Queryable } from './db.js';
 
 /** Statement names by text: a name per distinct text, the same in every connection. */
@@ -22,12 +23,11 @@ class NamedQuery<R extends pg.QueryResultRow> extends pg.Query<R> {
   }
 }
 
-/** A wait longer than any statement: what `tx(fn, { unbounded: true })` gives its statements. */
-const UNBOUNDED_MS = 2 ** 31 - 1;
 
 /** A query on a pool or a client, prepared (named) when asked: see `Queryable.query`. */
 function run<R extends pg.QueryResultRow>(on: pg.Pool | pg.PoolClient, sql: string, params: unknown[] | undefined, how?: { prepared?: boolean; unbounded?: boolean }): Promise<pg.QueryResult<R>> {
-  if (how?.unbounded) return on.query<R>({ text: sql, values: params, query_timeout: UNBOUNDED_MS } as pg.QueryConfig);
+  // `tx(fn, { unbounded: true })`: a wait longer than any statement.
+  if (how?.unbounded) return on.query<R>({ text: sql, values: params, query_timeout: MAX_TIMER_MS } as pg.QueryConfig);
   if (!how?.prepared) return on.query<R>(sql, params);
   return new Promise((resolve, reject) => {
     // A client sets `done` as the query's callback; the pool sets its own, which releases the

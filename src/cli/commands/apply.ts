@@ -13,7 +13,7 @@ import { formatProblem, hasErrors } from '../../reconciler/manifests/problems.js
 import type { Plan } from '../../reconciler/plan/types.js';
 import { parsePlan } from '../../reconciler/render/json.js';
 import { renderText } from '../../reconciler/render/text.js';
-import { blockLine, protectedLine, summaryLine } from '../../reconciler/render/values.js';
+import { blockLine, protectedLine, summaryLine, waitingLine } from '../../reconciler/render/values.js';
 import { readLiveState } from '../../reconciler/state/read-state.js';
 import type { ApiClient } from '../../client/api-client.js';
 import { canPrompt, confirm } from '../confirm.js';
@@ -184,7 +184,7 @@ async function applySavedLocked(out: Output, client: ApiClient, file: string, pl
     if (!plan.steps.length) {
       // A saved partial plan whose target steps all wait for others changes nothing, and is not "no changes".
       const waiting = plan.partial?.waiting;
-      out.line(waiting ? `Nothing among the targets can be applied alone: ${waiting} step${waiting === 1 ? '' : 's'} left out (plan without --target, or with the objects its warnings name).` : plan.partial ? 'No changes among the targets.' : 'No changes. The live state matches the manifests.');
+      out.line(waiting ? waitingLine(waiting, 'plan without --target, or with the objects its warnings name') : plan.partial ? 'No changes among the targets.' : 'No changes. The live state matches the manifests.');
       return;
     }
     if (!flags.json) out.line(`Applying ${file}: ${summaryLine(plan).replace(/^Plan: /, '')} on ${plan.target}${plan.partial ? ` (partial: only --target ${plan.partial.targets.join(', ')})` : ''}${plan.destroy ? ' (destroy)' : ''}`);

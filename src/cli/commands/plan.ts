@@ -12,9 +12,8 @@ import { renderText } from '../../reconciler/render/text.js';
 import { CliExit, EXIT } from '../exit.js';
 import { reconcilerConfig } from '../service-config.js';
 import { info, useColor, type Output } from '../output.js';
-import { openTarget, targetArgs, type TargetFlags } from '../target.js';
+import { openTarget, targetArgs, targetArgv, type TargetFlags } from '../target.js';
 import { shellWord } from '../shell.js';
-import { withoutCredentials } from '../../util/shown-url.js';
 
 export interface PlanFlags extends TargetFlags {
   stack?: string;
@@ -77,7 +76,7 @@ export async function plan(out: Output, dir: string, flags: PlanFlags): Promise<
   const p = result.plan;
   if (flags.out) writeFileSync(flags.out, renderJson(p));
   // The command a cut comment names to see the whole plan: this plan's, flags that shape it included.
-  const args = [dir, '--stack', stack, ...(flags.apiUrl ? ['--api-url', withoutCredentials(flags.apiUrl)] : flags.state ? ['--state', flags.state] : []), ...(flags.target ?? []).flatMap((t) => ['--target', t]),
+  const args = [dir, '--stack', stack, ...targetArgv(flags), ...(flags.target ?? []).flatMap((t) => ['--target', t]),
     ...(flags.destroy ? ['--destroy'] : []), ...(flags.adopt ? ['--adopt'] : []), ...(flags.allowProtectedChanges ? ['--allow-protected-changes'] : [])].map(shellWord).join(' ');
   if (flags.outMarkdown) writeFileSync(flags.outMarkdown, renderMarkdown(p, { limit: Infinity, args }));
   const text = flags.json ? renderJson(p) : flags.markdown ? renderMarkdown(p, { limit, args }) : renderText(p, { color: useColor() });

@@ -44,6 +44,8 @@ export function safetyBlocks(steps: Step[], live: LiveView, t: Threshold): Safet
   const deleted = new Set<string>();
   for (const s of steps) if (s.action === 'delete' && s.object.id) deleted.add(s.object.id);
   const gone = (o: ObservedObject) => deleted.has(o.id) || (o.parentId !== undefined && deleted.has(o.parentId));
+  // A duplicate deleted while a copy of the same identity stays: nothing the stack manages goes.
+  const copyStays = (o: ObservedObject | undefined, kind: string) => o?.owner.type === 'this' && !!o.marker && !!live.ownedOf(kind).get(o.marker.id)?.some((c) => !gone(c));
 
   const deletes = new Map<string, Set<string>>();
   const updates = new Map<string, Set<string>>();
@@ -51,8 +53,7 @@ export function safetyBlocks(steps: Step[], live: LiveView, t: Threshold): Safet
     if (!s.object.id || !alters(s)) continue;
     const o = live.get(s.object.id);
     const key = o ? identityOf(o) : `id:${s.object.id}`;
-    // A duplicate deleted while a copy of the same identity stays: nothing the stack manages goes.
-    if (s.action === 'delete' && o?.owner.type === 'this' && o.marker && live.ownedOf(s.object.kind).get(o.marker.id)?.some((c) => !gone(c))) continue;
+    if (s.action === 'delete' && copyStays(o, s.object.kind)) continue;
     const target = s.action === 'delete' || s.action === 'replace' ? deletes : updates;
     target.set(s.object.kind, (target.get(s.object.kind) ?? new Set()).add(key));
   }
@@ -61,7 +62,7 @@ export function safetyBlocks(steps: Step[], live: LiveView, t: Threshold): Safet
     if (s.action !== 'delete' || !s.cascade) continue;
     for (const c of s.cascade) {
       const o = live.get(c.id!);
-      if (o?.owner.type === 'this' && o.marker && live.ownedOf(c.kind).get(o.marker.id)?.some((x) => !gone(x))) continue;
+      if (copyStays(o, c.kind)) continue;
       deletes.set(c.kind, (deletes.get(c.kind) ?? new Set()).add(o ? identityOf(o) : `id:${c.id}`));
     }
   }

@@ -3,7 +3,7 @@ import { decodeMetadata, encodeMetadata } from '../ownership/marker.js';
 import { findKind, KINDS } from '../../kinds/registry.js';
 import type { Action, Change, Plan, Step } from '../plan/types.js';
 import { mermaidText } from './mermaid.js';
-import { blockLine, cascadeCounts, countOf, listChange, masked, protectedLine, scopeLines, short, shortPair, sliceChars, summaryLine, SYMBOL, visible } from './values.js';
+import { blockLine, cascadeCounts, countOf, listChange, masked, protectedLine, scopeLines, short, shortPair, sliceChars, summaryLine, SYMBOL, visible, waitingLine } from './values.js';
 
 /** GitHub refuses comments over 65,536 characters; stay clear of it. */
 export const MARKDOWN_LIMIT = 65_000;
@@ -237,7 +237,7 @@ function head(plan: Plan, maxCallouts: number): string {
     `### edgeplane plan for stack ${code(plan.stack)}`, '',
     `Target: ${code(plan.target)}`, '',
     ...scopeLines(plan).flatMap((l) => ['> [!IMPORTANT]', `> **${text(l)}**`, '']),
-    `**${plan.steps.length ? summaryLine(plan) : plan.conflicts.length ? 'No changes planned until the conflicts below are resolved.' : plan.partial?.waiting ? `Nothing among the targets can be applied alone: ${plural(plan.partial.waiting, 'step')} left out (see the warnings).` : 'No changes.'}**`, '',
+    `**${plan.steps.length ? summaryLine(plan) : plan.conflicts.length ? 'No changes planned until the conflicts below are resolved.' : plan.partial?.waiting ? waitingLine(plan.partial.waiting, 'see the warnings') : 'No changes.'}**`, '',
   ];
   if (plan.steps.length) out.push(...kindTable(plan), '');
   const called = plan.steps.filter((x) => x.action === 'delete' || x.action === 'replace').length;

@@ -1,6 +1,6 @@
 import { createColors } from 'picocolors';
 import type { Plan, Step } from '../plan/types.js';
-import { blockLine, listChange, protectedLine, scopeLines, short, shortPair, summaryLine, SYMBOL } from './values.js';
+import { blockLine, listChange, protectedLine, scopeLines, short, shortPair, summaryLine, SYMBOL, waitingLine } from './values.js';
 
 type Colors = ReturnType<typeof createColors>;
 
@@ -64,6 +64,6 @@ export function renderText(plan: Plan, opts: TextOptions = {}): string {
   }
   for (const p of plan.protectedChanges ?? []) out.push(c.red(`protected: ${protectedLine(p)}; apply needs --allow-protected-changes`));
   if (plan.warnings.length || plan.conflicts.length || plan.blocked.length || plan.protectedChanges?.length) out.push('');
-  out.push(plan.steps.length ? c.bold(summaryLine(plan) + (plan.partial ? ' (partial)' : '')) : plan.conflicts.length ? 'No changes planned until the conflicts above are resolved.' : plan.destroy ? 'Nothing to destroy: the stack owns no object that can be deleted.' : plan.partial?.waiting ? `Nothing among the targets can be applied alone: ${plan.partial.waiting} step${plan.partial.waiting === 1 ? '' : 's'} left out (see the warnings above).` : plan.partial ? 'No changes among the targets.' : 'No changes. The live state matches the manifests.');
+  out.push(plan.steps.length ? c.bold(summaryLine(plan) + (plan.partial ? ' (partial)' : '')) : plan.conflicts.length ? 'No changes planned until the conflicts above are resolved.' : plan.destroy ? 'Nothing to destroy: the stack owns no object that can be deleted.' : plan.partial?.waiting ? waitingLine(plan.partial.waiting, 'see the warnings above') : plan.partial ? 'No changes among the targets.' : 'No changes. The live state matches the manifests.');
   return out.join('\n') + '\n';
 }

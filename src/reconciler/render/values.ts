@@ -111,6 +111,11 @@ export function summaryLine(plan: Plan): string {
   return `Plan: ${s.create} to create, ${s.update} to update, ${s.replace ? `${s.replace} to replace, ` : ''}${s.delete} to delete${withThem}${steps !== objects ? ` (${steps} step${steps === 1 ? '' : 's'})` : ''}`;
 }
 
+/** A `--target` plan whose steps all wait for steps outside the targets (`partial.waiting`), as every output says it. */
+export function waitingLine(waiting: number, then: string): string {
+  return `Nothing among the targets can be applied alone: ${waiting} step${waiting === 1 ? '' : 's'} left out (${then}).`;
+}
+
 /** Children deleted with their parents (`Step.cascade`), counted per kind. */
 export function cascadeCounts(steps: readonly { cascade?: { kind: string }[] }[]): Map<string, number> {
   const out = new Map<string, number>();

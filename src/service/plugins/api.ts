@@ -5,6 +5,7 @@ import rateLimitPlugin, { type RateLimitOptions } from '../rate-limit.js';
 import type { IdempotencyOptions } from '../idempotency.js';
 import { authPlugin } from './authenticate.js';
 import { kindRoutesPlugin } from './kind-routes.js';
+import { syncHook } from './sync-hook.js';
 import { versionHeaderPlugin } from './version-header.js';
 
 declare module 'fastify' {
@@ -31,14 +32,9 @@ export const apiPlugin = fp<ApiScopeOptions>(async (api, opts) => {
   const publicUrl = opts.publicUrl?.replace(/\/+$/, '');
   api.decorateRequest('baseUrl', undefined);
   // A Host no uri can be built on is refused before anything is done.
-  api.addHook('onRequest', (req, _reply, done) => {
-    try {
-      req.baseUrl = publicUrl ?? requestBase(req);
-    } catch (err) {
-      return done(err as Error);
-    }
-    done();
-  });
+  api.addHook('onRequest', syncHook((req) => {
+    req.baseUrl = publicUrl ?? requestBase(req);
+  }));
   await api.register(versionHeaderPlugin, { versionHeaders: opts.versionHeaders });
   await api.register(authPlugin, { authCacheMs: opts.authCacheMs });
   // Needs the caller (it counts per key), before the routes (its hooks attach to those after it).

@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin';
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../../contract/errors.js';
+import { syncHook } from './sync-hook.js';
 
 export const SUPPORTED_VERSION = '2';
 
@@ -11,14 +12,7 @@ export const SUPPORTED_VERSION = '2';
  */
 export const versionHeaderPlugin = fp<{ versionHeaders: string[] }>(async (app, opts) => {
   const names = opts.versionHeaders;
-  app.addHook('onRequest', (req, _reply, done) => {
-    try {
-      checkVersion(req, names);
-    } catch (err) {
-      return done(err as Error);
-    }
-    done();
-  });
+  app.addHook('onRequest', syncHook((req) => checkVersion(req, names)));
 }, { name: 'edgeplane-version-header' });
 
 function checkVersion(req: FastifyRequest, names: string[]) {

@@ -143,10 +143,7 @@ function protectedGoing(ctx: PlanContext): (o: ObservedObject, identity: string,
   return (o, identity, step) => {
     const out: ProtectedChange[] = [];
     if (ctx.protection.covers(identity, o.marker)) out.push({ step, identity, id: o.id, action: 'delete' });
-    if (!childrenOf) {
-      childrenOf = new Map();
-      for (const c of ctx.observed) if (c.parentId && c.owner.type === 'this') childrenOf.set(c.parentId, [...(childrenOf.get(c.parentId) ?? []), c]);
-    }
+    childrenOf ??= ownedChildren(ctx.observed);
     for (const c of childrenOf.get(o.id) ?? []) {
       if (ctx.protection.covers(c.marker!.id, c.marker)) out.push({ step, identity: c.marker!.id, id: c.id, action: 'delete' });
     }
