@@ -9,7 +9,7 @@ import type { ErrorObject } from 'ajv';
 import { schemaError } from '../contract/validation.js';
 import type { Caller, Resources } from './resources.js';
 import { collectionPath } from '../contract/paths.js';
-import { etagOfBody } from './serialize.js';
+import { etagOfBody, RenderedJson } from './serialize.js';
 import { runIdempotent, type IdempotencyOptions, type RouteResult } from './idempotency.js';
 import type { Db } from '../store/db.js';
 import { idPattern } from '../util/ids.js';
@@ -168,6 +168,8 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
         const etag = etagOfBody(result.body);
         if (etag) reply.header('ETag', etag);
         for (const [k, v] of Object.entries(result.headers ?? {})) reply.header(k, v);
+        // A stored view: fastify sends a string of a JSON type as it is, past the serialiser.
+        if (result.body instanceof RenderedJson) return reply.type('application/json; charset=utf-8').send(result.body.json);
         return result.status === 204 ? reply.send() : result.body;
       },
     });
@@ -218,7 +220,10 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
       });
     }
     if (ops.has('get')) {
-      route('GET', item, { operationId: `get${name}`, summary: `Get ${a(kind.title)}`, status: 200, response: object }, async (req, p) => ({ status: 200, body: await resources.get(kind, callerOf(req), p.id, parentOf(p)) }));
+      route('GET', item, { operationId: `get${name}`, summary: `Get ${a(kind.title)}`, status: 200, response: object }, async (req, p) => ({
+        status: 200,
+        body: kind.embeds ? await resources.getRendered(kind, callerOf(req), p.id, parentOf(p)) : await resources.get(kind, callerOf(req), p.id, parentOf(p)),
+      }));
     }
     if (ops.has('update')) {
       const tolerated = [...parentParams, 'id'];

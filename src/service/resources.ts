@@ -4,7 +4,7 @@ import type { Db, Queryable } from '../store/db.js';
 import { isPgError } from '../store/db.js';
 import { foreignOverlap } from '../store/hostport-overlaps.js';
 import {
-  bumpVersion, childTotals, lockParentForChild, deleteObject, existingIds, getObject, getWithChildren, insertObject, listChildren, listObjects, lockObject, reaches, referrers,
+  bumpVersion, childTotals, lockParentForChild, deleteObject, existingIds, getObject, getViews, getWithChildren, insertObject, listChildren, listObjects, lockObject, reaches, referrers,
   replaceRefs, replaceUniques, UniqueViolation, updateBody, type ObjectRow, type RefRow,
 } from '../store/objects.js';
 import { isDeepStrictEqual } from 'node:util';
@@ -14,7 +14,7 @@ import { newId } from '../util/ids.js';
 import { ApiError } from '../contract/errors.js';
 import { runEffects } from './effects.js';
 import { LIST_PAGE_BYTES } from '../contract/limits.js';
-import { ETAG, etagOf, matchesIfMatch, toResponse } from './serialize.js';
+import { ETAG, etagOf, keepsView, matchesIfMatch, renderView, RenderedJson, toResponse, viewFor, withChildren } from './serialize.js';
 
 const TX_ATTEMPTS = 4;
 
@@ -32,6 +32,11 @@ function checkIfMatch(kind: KindDef, row: ObjectRow, ifMatch: string | undefined
 /** A child's write changes the response of the parent that embeds it. */
 async function touchParent(q: Queryable, kind: KindDef, parentId: string | null | undefined): Promise<void> {
   if (kind.parent && parentId) await bumpVersion(q, parentId);
+}
+
+/** Now, to the second, as `created_at` is answered (RFC 3339, UTC). */
+function createdAt(): string {
+  return `${new Date().toISOString().slice(0, 19)}Z`;
 }
 
 function notFound(kind: KindDef, id: string): ApiError {
@@ -74,7 +79,8 @@ export class Resources {
       // The parent is locked (and its version raised: its response changes) before the child is written.
       if (kind.parent && !(await lockParentForChild(q, caller.accountId, kind.parent.kind, parentId!))) throw notFound(kindByName(kind.parent.kind), parentId!);
       await runEffects(q, kind, 'before', ctx);
-      const inserted = await insertObject(q, { id, account_id: caller.accountId, kind: kind.name, parent_id: parentId ?? null, body });
+      const row = { id, account_id: caller.accountId, kind: kind.name, parent_id: parentId ?? null, body, created_at: createdAt() };
+      const inserted = await insertObject(q, row, renderView(kind, { ...row, version: '1' }, caller.baseUrl));
       await this.checkPerParent(q, kind, parentId);
       await this.writeLinks(q, kind, caller, inserted);
       await runEffects(q, kind, 'after', ctx);
@@ -93,6 +99,20 @@ export class Resources {
     const found = await getWithChildren(this.db, caller.accountId, kind.name, id, Object.values(kind.embeds), { parentId });
     if (!found) throw notFound(kind, id);
     return toResponse(kind, found.row, caller.baseUrl, byParent(found.children));
+  }
+
+  /**
+   * `get` of a kind that embeds children (an edge and its routes): the views stored at their last
+   * writes, joined, when every one of them was rendered for this base by this revision (one query,
+   * nothing parsed, shaped or serialised); else `get`'s answer.
+   */
+  async getRendered(kind: KindDef, caller: Caller, id: string, parentId?: string): Promise<RenderedJson | Body> {
+    const childKind = Object.values(kind.embeds ?? {})[0];
+    if (!keepsView(kind) || !childKind) return this.get(kind, caller, id, parentId);
+    const found = await getViews(this.db, caller.accountId, kind.name, id, childKind, viewFor(caller.baseUrl), { parentId });
+    if (!found) throw notFound(kind, id);
+    if (found.view === null) return this.get(kind, caller, id, parentId);
+    return new RenderedJson(withChildren(found.view, found.children), found.version);
   }
 
   async list(kind: KindDef, caller: Caller, opts: { beforeId?: string; limit: number }): Promise<Page> {
@@ -131,7 +151,7 @@ export class Resources {
       }
       await this.prepare(kind, ctx);
       await runEffects(q, kind, 'before', ctx);
-      const updated = await updateBody(q, id, body);
+      const updated = await updateBody(q, id, body, renderView(kind, { ...current, body }, caller.baseUrl));
       await this.checkPerParent(q, kind, parentId);
       await touchParent(q, kind, current.parent_id);
       await this.writeLinks(q, kind, caller, updated, current.body);
@@ -170,7 +190,7 @@ export class Resources {
       body[mod.name] = await this.prepareModule(mod, input, current.body[mod.name] as Body | null, ctx);
       await this.prepare(kind, ctx);
       await runEffects(q, kind, 'before', ctx);
-      const updated = await updateBody(q, id, body);
+      const updated = await updateBody(q, id, body, renderView(kind, { ...current, body }, caller.baseUrl));
       await this.checkPerParent(q, kind, parentId);
       await touchParent(q, kind, current.parent_id);
       await this.writeLinks(q, kind, caller, updated, current.body);
@@ -193,7 +213,7 @@ export class Resources {
       checkIfMatch(kind, current, ifMatch);
       if (!current.body[mod.name]) throw this.moduleNotConfigured(kind, mod, id);
       const body: Body = { ...current.body, [mod.name]: null };
-      const updated = await updateBody(q, id, body);
+      const updated = await updateBody(q, id, body, renderView(kind, { ...current, body }, caller.baseUrl));
       await touchParent(q, kind, current.parent_id);
       await this.writeLinks(q, kind, caller, updated, current.body);
       return etagOf(updated);

@@ -1,8 +1,11 @@
+import { createHash } from 'node:crypto';
+import fastJson from 'fast-json-stringify';
 import { objectPath } from '../contract/paths.js';
+import { responseSchema } from '../kinds/response-schemas.js';
 import { withoutPaths } from '../kinds/paths.js';
-import { FOREIGN_PATHS, FOREIGN_PREFIX_PATHS, findKind, kindByName } from '../kinds/registry.js';
+import { FOREIGN_PATHS, FOREIGN_PREFIX_PATHS, KINDS, findKind, kindByName } from '../kinds/registry.js';
 import type { Body, JSONSchema, KindDef, ModuleDef, RefDef } from '../kinds/types.js';
-import type { ObjectRow } from '../store/objects.js';
+import { inJsonbOrder, type ObjectRow, type StoredView } from '../store/objects.js';
 
 /**
  * Where a response body carries its object's ETag: a property JSON leaves out, so the body sent is
@@ -166,4 +169,74 @@ export function toResponse(kind: KindDef, row: ObjectRow, base: string, children
   }
   Object.defineProperty(out, ETAG, { value: etagOf(row) });
   return out;
+}
+
+/**
+ * A response the service rendered at the object's last write (its stored view, `renderView`), sent
+ * as it is: no parse, no shaping, no serialising per GET. `json` is the whole response text.
+ */
+export class RenderedJson {
+  readonly [ETAG]: string;
+  constructor(readonly json: string, version: string) {
+    this[ETAG] = etagOf({ version });
+  }
+}
+
+/**
+ * The kinds whose objects keep a view: a kind that embeds children (an edge), whose GET shapes the
+ * most JSON, and the kinds it embeds (routes). Its one embed field must be its response's last
+ * property, so the children's views close it (`withChildren`).
+ */
+const VIEW_KINDS = new Set<KindDef>();
+for (const kind of KINDS) {
+  const embeds = Object.entries(kind.embeds ?? {});
+  if (embeds.length !== 1) continue;
+  if (Object.keys(responseSchema(kind).properties as object).at(-1) !== embeds[0][0]) continue;
+  VIEW_KINDS.add(kind);
+  VIEW_KINDS.add(kindByName(embeds[0][1]));
+}
+
+export function keepsView(kind: KindDef): boolean {
+  return VIEW_KINDS.has(kind);
+}
+
+/**
+ * What a view is valid for besides its base URL: a hash of every response schema and of the code
+ * that shapes responses. A release (or a working tree) that shapes responses otherwise renders
+ * views of its own; the others' are not sent (the object's next write renders it again).
+ */
+function viewRevision(): string {
+  return (revision ??= createHash('sha256')
+    .update(JSON.stringify(KINDS.map((k) => responseSchema(k))))
+    .update([toResponse, moduleToResponse, putField, refOut, ref, inSchemaOrder, kindPlan, modulePlan, fieldPlan, renderView, withChildren].map(String).join('\n'))
+    .digest('base64url').slice(0, 16));
+}
+let revision: string | undefined;
+
+/** `view_for` of a view rendered for `base`. */
+export function viewFor(base: string): string {
+  return `${viewRevision()} ${base}`;
+}
+
+const viewSerializers = new Map<KindDef, (body: unknown) => string>();
+
+/**
+ * The view of `row` (what a GET of it answers, for `base`, its embedded children left out), for a
+ * kind that keeps one; undefined for the others. Serialised through the response schema, as the
+ * route's serialiser does.
+ */
+export function renderView(kind: KindDef, row: ObjectRow, base: string): StoredView | undefined {
+  if (!VIEW_KINDS.has(kind)) return undefined;
+  let serialize = viewSerializers.get(kind);
+  if (!serialize) viewSerializers.set(kind, (serialize = fastJson(responseSchema(kind) as unknown as Parameters<typeof fastJson>[0])));
+  // As the stored body reads back: jsonb keeps object keys in an order of its own.
+  const stored = { ...row, body: inJsonbOrder(row.body) as Body };
+  const view = serialize(toResponse(kind, stored, base, kind.embeds ? new Map() : undefined));
+  if (kind.embeds && !view.endsWith('[]}')) throw new Error(`${kind.name}: a view must end with its empty embed`);
+  return { view, viewFor: viewFor(base) };
+}
+
+/** A view with its children's views (joined with commas) as its embed: the whole response. */
+export function withChildren(view: string, children: string | null): string {
+  return `${view.slice(0, -'[]}'.length)}[${children ?? ''}]}`;
 }

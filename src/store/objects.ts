@@ -18,10 +18,42 @@ export interface ObjectRow {
 const COL_NAMES = 'id, account_id, kind, parent_id, created_at, body, version';
 const COLS = `id, account_id, kind, parent_id, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS created_at, body, version::text AS version`;
 
-export async function insertObject(q: Queryable, row: Omit<ObjectRow, 'created_at' | 'version'>): Promise<ObjectRow> {
+/**
+ * An object's response as the service rendered it (`view`: JSON text, embedded children left out)
+ * and what for (`viewFor`: the renderer's revision and the base URL). Migration 008.
+ */
+export interface StoredView { view: string; viewFor: string }
+
+/**
+ * `value` with every object's keys in the order jsonb keeps them (shorter keys first, then by
+ * their UTF-8 bytes): as the body of a row reads back. A view rendered from a body about to be
+ * written is then byte for byte what rendering the stored body would give (a header map's keys
+ * come back in this order, not in the request's).
+ */
+export function inJsonbOrder(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(inJsonbOrder);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(value).sort(jsonbKeyOrder)) out[k] = inJsonbOrder((value as Record<string, unknown>)[k]);
+  return out;
+}
+
+function jsonbKeyOrder(a: string, b: string): number {
+  const ascii = /^[\x00-\x7f]*$/;
+  if (ascii.test(a) && ascii.test(b)) return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length - y.length || Buffer.compare(x, y);
+}
+
+/** A new object; `created_at` (RFC 3339) where the caller picked it (its view holds it), else the database's clock. */
+export async function insertObject(
+  q: Queryable, row: Omit<ObjectRow, 'created_at' | 'version'> & { created_at?: string }, view?: StoredView,
+): Promise<ObjectRow> {
   const { rows } = await q.query<ObjectRow>(
-    `INSERT INTO objects (id, account_id, kind, parent_id, body) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLS}`,
-    [row.id, row.account_id, row.kind, row.parent_id, row.body],
+    `INSERT INTO objects (id, account_id, kind, parent_id, body, created_at, view, view_for)
+     VALUES ($1, $2, $3, $4, $5, COALESCE($6::timestamptz, now()), $7, $8) RETURNING ${COLS}`,
+    [row.id, row.account_id, row.kind, row.parent_id, row.body, row.created_at ?? null, view?.view ?? null, view?.viewFor ?? null],
   );
   return rows[0];
 }
@@ -104,6 +136,28 @@ export async function getWithChildren(
 }
 
 /**
+ * An object's stored view and its children's of `childKind` (joined with commas, in creation
+ * order), in one query, where all of them were rendered for `viewFor`; `view` null where any was
+ * not (never rendered, another base, another revision): the caller renders the response itself.
+ * Null when the account has no such object.
+ */
+export async function getViews(
+  q: Queryable, accountId: string, kind: string, id: string, childKind: string, viewFor: string, opts: { parentId?: string } = {},
+): Promise<{ version: string; view: string | null; children: string | null } | null> {
+  if (!isStorableText(id) || (opts.parentId !== undefined && !isStorableText(opts.parentId))) return null;
+  const params: unknown[] = [id, accountId, kind, childKind, viewFor];
+  if (opts.parentId !== undefined) params.push(opts.parentId);
+  const { rows } = await q.query<{ version: string; view: string | null; children: string | null }>(
+    `SELECT o.version::text AS version, CASE WHEN o.view_for = $5 AND c.fresh THEN o.view END AS view, c.views AS children
+     FROM objects o CROSS JOIN LATERAL (
+       SELECT string_agg(view, ',' ORDER BY id) AS views, COALESCE(bool_and(view_for IS NOT DISTINCT FROM $5), true) AS fresh
+       FROM objects WHERE account_id = $2 AND kind = $4 AND parent_id = o.id) c
+     WHERE o.id = $1 AND o.account_id = $2 AND o.kind = $3${opts.parentId !== undefined ? ' AND o.parent_id = $6' : ''}`,
+    params, { prepared: true });
+  return rows[0] ?? null;
+}
+
+/**
  * Objects of a top-level kind (the kinds that have lists), newest first, strictly older than
  * `beforeId`; `limit + 1` rows tell whether more remain. With `childKinds`, the children of the
  * page's objects (not of the extra row) come in the same query, each kind in creation order: a
@@ -180,8 +234,12 @@ export async function lockObject(q: Queryable, accountId: string, id: string): P
   await q.query('SELECT 1 FROM objects WHERE id = $1 AND account_id = $2 FOR UPDATE', [id, accountId]);
 }
 
-export async function updateBody(q: Queryable, id: string, body: Record<string, unknown>): Promise<ObjectRow> {
-  const { rows } = await q.query<ObjectRow>(`UPDATE objects SET body = $2, version = version + 1 WHERE id = $1 RETURNING ${COLS}`, [id, body]);
+/** A new body; its view with it, or none (a write without one leaves no view behind to go stale). */
+export async function updateBody(q: Queryable, id: string, body: Record<string, unknown>, view?: StoredView): Promise<ObjectRow> {
+  const { rows } = await q.query<ObjectRow>(
+    `UPDATE objects SET body = $2, version = version + 1, view = $3, view_for = $4 WHERE id = $1 RETURNING ${COLS}`,
+    [id, body, view?.view ?? null, view?.viewFor ?? null],
+  );
   return rows[0];
 }
 

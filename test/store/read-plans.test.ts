@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db, Queryable } from '../../src/store/db.js';
 import { migrate } from '../../src/store/migrate.js';
-import { getObject, getWithChildren, listChildren, listObjects } from '../../src/store/objects.js';
+import { getObject, getViews, getWithChildren, listChildren, listObjects } from '../../src/store/objects.js';
 import { ENGINES, openTestDb } from '../helpers/service.js';
 
 /**
@@ -147,6 +147,18 @@ describe.each(ENGINES)('reads on a never-analysed table (%s)', (engine) => {
       // The rows come back as one JSON array: every row read is one of the 6 objects in it.
       expect(log[0].returned).toBe(1);
       expectIndexedReads({ ...log[0], returned: 1 + found!.children.length }, ['objects_pkey', 'objects_account_id_id_key', 'objects_children']);
+    }
+  });
+
+  it('GET of an edge from its stored views is one query reading the edge and its 5 routes, whatever the account holds', async () => {
+    for (const account of [BIG, SMALL]) {
+      const log: Explained[] = [];
+      const found = await getViews(explaining(db, log), account, 'httpsEdge', edgeId(account, 3), 'httpsEdgeRoute', 'rev base');
+      // Rows loaded in bulk have no views: the service then shapes the response itself.
+      expect(found).toMatchObject({ view: null, children: null });
+      expect(log).toHaveLength(1);
+      expect(log[0].generic).toBeDefined();
+      expectIndexedReads({ ...log[0], returned: 1 + ROUTES_PER_EDGE }, ['objects_pkey', 'objects_account_id_id_key', 'objects_children']);
     }
   });
 
