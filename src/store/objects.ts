@@ -38,9 +38,10 @@ export function inJsonbOrder(value: unknown): unknown {
   return out;
 }
 
+const ASCII = /^[\x00-\x7f]*$/;
+
 function jsonbKeyOrder(a: string, b: string): number {
-  const ascii = /^[\x00-\x7f]*$/;
-  if (ascii.test(a) && ascii.test(b)) return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+  if (ASCII.test(a) && ASCII.test(b)) return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
   const x = Buffer.from(a);
   const y = Buffer.from(b);
   return x.length - y.length || Buffer.compare(x, y);
