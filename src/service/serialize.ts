@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
 import fastJson from 'fast-json-stringify';
-import { objectPath } from '../contract/paths.js';
+import { readFileSync } from 'node:fs';
+import { collectionPath, objectPath } from '../contract/paths.js';
 import { responseSchema } from '../kinds/response-schemas.js';
 import { withoutPaths } from '../kinds/paths.js';
 import { FOREIGN_PATHS, FOREIGN_PREFIX_PATHS, KINDS, findKind, kindByName } from '../kinds/registry.js';
 import type { Body, JSONSchema, KindDef, ModuleDef, RefDef } from '../kinds/types.js';
-import { inJsonbOrder, type ObjectRow, type StoredView } from '../store/objects.js';
+import { inJsonbOrder, jsonbKeyOrder, type ObjectRow, type StoredView } from '../store/objects.js';
 
 /**
  * Where a response body carries its object's ETag: a property JSON leaves out, so the body sent is
@@ -201,15 +202,35 @@ export function keepsView(kind: KindDef): boolean {
 }
 
 /**
- * What a view is valid for besides its base URL: a hash of every response schema and of the code
- * that shapes responses. A release (or a working tree) that shapes responses otherwise renders
- * views of its own; the others' are not sent (the object's next write renders it again).
+ * Raised by hand when views must be rendered anew for a reason the revision's hash cannot see (a
+ * dependency that serialises otherwise).
+ */
+const VIEW_FORMAT = 1;
+
+/**
+ * What a view is valid for besides its base URL: a hash of `VIEW_FORMAT`, the package's version,
+ * every response schema, the kinds' paths and id prefixes, and the source of the code that shapes
+ * responses. A release (or a working tree) that shapes responses otherwise renders views of its
+ * own; the others' are not sent (the object's next write renders it again).
  */
 function viewRevision(): string {
   return (revision ??= createHash('sha256')
-    .update(JSON.stringify(KINDS.map((k) => responseSchema(k))))
-    .update([toResponse, moduleToResponse, putField, refOut, ref, inSchemaOrder, kindPlan, modulePlan, fieldPlan, renderView, withChildren].map(String).join('\n'))
+    .update(`${VIEW_FORMAT}\n${packageVersion()}\n`)
+    .update(JSON.stringify(KINDS.map((k) => [responseSchema(k), k.path, k.idPrefix, k.parent ?? null])))
+    .update(JSON.stringify([FOREIGN_PATHS, FOREIGN_PREFIX_PATHS]))
+    .update([
+      toResponse, moduleToResponse, putField, refOut, ref, inSchemaOrder, kindPlan, modulePlan, fieldPlan, renderView, withChildren,
+      objectPath, collectionPath, withoutPaths, inJsonbOrder, jsonbKeyOrder, etagOf,
+    ].map(String).join('\n'))
     .digest('base64url').slice(0, 16));
+}
+
+function packageVersion(): string {
+  try {
+    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
 }
 let revision: string | undefined;
 

@@ -33,14 +33,13 @@ export interface StoredView { view: string; viewFor: string }
 export function inJsonbOrder(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(inJsonbOrder);
   if (value === null || typeof value !== 'object') return value;
-  const out: Record<string, unknown> = {};
-  for (const k of Object.keys(value).sort(jsonbKeyOrder)) out[k] = inJsonbOrder((value as Record<string, unknown>)[k]);
-  return out;
+  // Made as JSON.parse makes objects: a key such as `__proto__` (a header name) is a key like any other.
+  return Object.fromEntries(Object.keys(value).sort(jsonbKeyOrder).map((k) => [k, inJsonbOrder((value as Record<string, unknown>)[k])]));
 }
 
 const ASCII = /^[\x00-\x7f]*$/;
 
-function jsonbKeyOrder(a: string, b: string): number {
+export function jsonbKeyOrder(a: string, b: string): number {
   if (ASCII.test(a) && ASCII.test(b)) return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
   const x = Buffer.from(a);
   const y = Buffer.from(b);

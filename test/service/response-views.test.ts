@@ -106,6 +106,8 @@ describe.each(ENGINES)('stored response views on %s', (engine) => {
           res = await c.delete(`/edges/https/${edge.id}/routes/${pick(s.n)}`);
           routes.splice(routes.indexOf(pick(s.n)), 1);
         }
+        // Two authentication modules on one route: refused, nothing written.
+        if (res.status === 400 && /at most one authentication module/.test(res.body.msg)) continue;
         expect(res.status, res.text).toBeLessThan(300);
       }
       const fromViews = await c.get(`/edges/https/${edge.id}`);
@@ -137,12 +139,28 @@ describe.each(ENGINES)('stored response views on %s', (engine) => {
     expect(mixed.text).not.toContain('stale');
     expect(mixed.body.routes[0].request_headers.add).toEqual({ 'x-a': '1', 'x-b': '2' });
 
+    // A body written as a release from before views writes it (no view named): the view goes with it.
+    await svc.db.query(`UPDATE objects SET body = jsonb_set(body, '{description}', '"by an older release"'), version = version + 1 WHERE id = $1`, [route.id]);
+    const older = await c.get(`/edges/https/${edge.id}`);
+    expect(older.body.routes[0].description).toBe('by an older release');
+    expect((await svc.db.query<{ view: string | null }>('SELECT view FROM objects WHERE id = $1', [route.id])).rows[0].view).toBeNull();
+
     // A body written without a view (as abuse processing writes its reports) leaves none behind.
     const row = (await svc.db.query<{ body: Record<string, unknown> }>('SELECT body FROM objects WHERE id = $1', [edge.id])).rows[0];
     await updateBody(svc.db, edge.id, { ...row.body, description: 'written without a view' });
     const after = await c.get(`/edges/https/${edge.id}`);
     expect(after.body.description).toBe('written without a view');
     expect((await svc.db.query<{ view: string | null }>('SELECT view FROM objects WHERE id = $1', [edge.id])).rows[0].view).toBeNull();
+  });
+
+  it('keeps a header named __proto__ in the view, as in the body', async () => {
+    const edge = await newEdge(c);
+    const route = await newRoute(c, edge.id);
+    const put = await c.put(`/edges/https/${edge.id}/routes/${route.id}/request_headers`, '{"add":{"__proto__":"kept","x-a":"1"}}');
+    expect(put.status, put.text).toBe(200);
+    const fromViews = await c.get(`/edges/https/${edge.id}`);
+    expect(fromViews.text).toContain('"__proto__":"kept"');
+    expect(fromViews.text).toBe((await shapedFromBodies(edge.id)).text);
   });
 
   it('answers 404 for an edge of another account, from views or not', async () => {
