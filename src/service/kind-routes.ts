@@ -227,7 +227,7 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
     }
     if (ops.has('update')) {
       const tolerated = [...parentParams, 'id'];
-      route('PATCH', item, { body: requestSchema(kind, 'update', tolerated), operationId: `update${name}`, summary: `Update ${a(kind.title)} (fields left out are kept)`, status: 200, response: object }, async (req, p) => ({
+      route('PATCH', item, { body: requestSchema(kind, 'update', tolerated), operationId: `update${name}`, summary: `Update ${a(kind.title)} (fields left out are kept)`, status: 200, response: object, idempotent: true }, async (req, p, resources) => ({
         status: 200,
         body: await resources.update(kind, callerOf(req), p.id, stripPathIds(req.body, p, tolerated), parentOf(p), ifMatchOf(req)),
       }));

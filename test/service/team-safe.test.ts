@@ -151,6 +151,25 @@ describe.each(ENGINES)('team-safe service extensions (%s)', (engine) => {
       expect((await a.get('/backends/failover')).body.backends).toHaveLength(1);
     });
 
+    it('a PATCH replays too: the first answer again, the object written once', async () => {
+      const a = await svc.account();
+      const edge = await newEdge(a, { description: 'v0' });
+      const patch = (key: string, description: string) => a.request('PATCH', `/edges/https/${edge.id}`, { description }, { 'idempotency-key': key });
+      const first = await patch('p1', 'v1');
+      expect(first.status, first.text).toBe(200);
+      // Someone else writes meanwhile; the client's retry of its lost answer must not undo that.
+      expect((await a.patch(`/edges/https/${edge.id}`, { description: 'v2' })).status).toBe(200);
+      const again = await patch('p1', 'v1');
+      expect(again.status).toBe(200);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(again.headers.get('etag')).toBe(first.headers.get('etag'));
+      expect(again.body.description).toBe('v1');
+      expect((await a.get(`/edges/https/${edge.id}`)).body.description).toBe('v2');
+      const other = await patch('p1', 'v3');
+      expect(other.status).toBe(422);
+      expect(other.body.error_code).toBe('ERR_IDEMPOTENCY_KEY_REUSED');
+    });
+
     it('module PUT and stack lock POST replay too; a key over 255 characters is refused', async () => {
       const a = await svc.account();
       const edge = await newEdge(a);
