@@ -1,7 +1,9 @@
+import { spawnSync } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/client/api-client.js';
 import { httpTransport } from '../../src/client/transport.js';
+import { userAtHost } from '../../src/cli/holder.js';
 import { runCli, startServe, type Served } from '../helpers/cli.js';
 import { cleanupDirs, manifestDir, tempDir } from '../helpers/reconcile.js';
 
@@ -48,6 +50,20 @@ describe('stack locks from the command line', { timeout: 240_000 }, () => {
       const forced = await runCli(['lock', 'release', '--stack', 'web', '--force'], { env });
       expect(forced.code, forced.stderr).toBe(0);
       expect(forced.stdout).toContain('released the lock on stack "web" (held by ann@elsewhere');
+
+      // Mine, but its process still runs here (this test's own): releasing it would let another
+      // apply write beside it. Once that process is gone, it is released without --force.
+      const live = await client.takeLock('web', `${userAtHost(env)}, pid ${process.pid}, apply`, 300);
+      expect('lock' in live).toBe(true);
+      const running = await runCli(['lock', 'release', '--stack', 'web'], { env });
+      expect(running.code, running.stderr).toBe(5);
+      expect(running.stderr).toContain(`not released: its process (pid ${process.pid}) is still running on this machine`);
+      await client.releaseLock((live as { lock: { id: string } }).lock.id);
+      const gone = spawnSync(process.execPath, ['-e', '0']).pid!;
+      expect('lock' in await client.takeLock('web', `${userAtHost(env)}, pid ${gone}, apply`, 300)).toBe(true);
+      const released = await runCli(['lock', 'release', '--stack', 'web'], { env });
+      expect(released.code, released.stderr).toBe(0);
+      expect(released.stdout).toContain(`released the lock on stack "web" (held by ${userAtHost(env)}, pid ${gone}, apply`);
 
       const again = await runCli(['apply', dir, '--stack', 'web', '--auto-approve', '--lock-timeout', '90s'], { env });
       expect(again.code, again.stdout + again.stderr).toBe(0);

@@ -110,6 +110,31 @@ describe.each(ENGINES)('team-safe apply (%s)', (engine) => {
     expect(await client.listLocks()).toEqual([]);
   });
 
+  it('stack lock: a holder that stalled past its TTL knows by its own clock, and its apply starts no further step', async () => {
+    const { client } = await clientOf();
+    let t = 1_000_000;
+    const lost: string[] = [];
+    const held = await acquireStackLock(client, { stack: 'stall', holder: 'me', ttlSeconds: 30, releaseHint: '', now: () => t, onLost: (w) => lost.push(w) });
+    t += 20_000;
+    expect(held.valid()).toBe(true);
+    // The laptop slept (no renewal ran): 26 s after the take, inside the margin before the TTL's end.
+    t += 6_000;
+    expect(held.valid()).toBe(false);
+    expect(held.signal.aborted).toBe(true);
+    expect(lost).toEqual(['the lock on stack "stall" ran out before it could be renewed (this process stalled for 26 s): stopping']);
+
+    // An apply asked with that lock: the steps already running finish, none starts after.
+    const dir = manifestDir({ 'all.yaml': Array.from({ length: 6 }, (_, i) => `kind: FailoverBackend\nname: f${i}\nbackends: [bkdhr_2ZyQ0aYvGmc8XkRb6fW1T3nLpEs]\n`).join('---\n') });
+    const p = await prepare(client, dir, 'stall');
+    let starts = 0;
+    const r = await applyPlan(p.plan!, { client, secrets: secretsFromMap(p.secrets), parallelism: 1, onEvent: (e) => { if (e.type === 'start') starts++; }, mayStart: () => starts < 2 });
+    expect(starts).toBe(2);
+    expect(r.done).toHaveLength(2);
+    expect(r.skipped.map((x) => x.because)).toEqual(Array(4).fill('aborted'));
+    expect(await remaining(client, dir, 'stall')).toHaveLength(4);
+    await held.release();
+  });
+
   it('stack lock: renewed every third of its TTL while held; a lock released by force aborts the holder\'s signal', async () => {
     const { client } = await clientOf();
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });

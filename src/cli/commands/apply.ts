@@ -221,9 +221,12 @@ async function execute(out: Output, client: ApiClient, plan: Plan, secrets: Secr
   process.on('SIGTERM', onSignal);
   let result: ApplyResult;
   try {
-    // A lost lock stops the apply as Ctrl-C does: another apply may be writing the stack now.
-    held.signal.addEventListener('abort', () => ac.abort(held.signal.reason), { once: true });
-    result = await applyPlan(plan, { client, secrets, parallelism, onEvent: (e) => progress.event(e), signal: ac.signal });
+    // A lost lock stops the apply as Ctrl-C does: another apply may be writing the stack now. Lost
+    // already (at the confirmation prompt, say), nothing starts; run out by this process's clock
+    // (it stalled), no further step starts.
+    if (held.signal.aborted || !held.valid()) ac.abort(held.signal.reason);
+    else held.signal.addEventListener('abort', () => ac.abort(held.signal.reason), { once: true });
+    result = await applyPlan(plan, { client, secrets, parallelism, onEvent: (e) => progress.event(e), signal: ac.signal, mayStart: () => held.valid() });
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
@@ -235,6 +238,10 @@ async function execute(out: Output, client: ApiClient, plan: Plan, secrets: Secr
     throw new CliExit(EXIT.stale, flags.json ? '' : `apply stopped where objects changed under it (above): plan again, review, and apply`);
   }
   if (result.failed.length || result.skipped.length) {
+    // The lock lost: another apply may hold the stack now; it, or a run after it, converges.
+    if (held.signal.aborted && !result.failed.length) {
+      throw new CliExit(EXIT.locked, flags.json ? '' : `apply stopped: the stack's lock was lost (above), so another apply may be writing it; ${result.done.length} of ${plan.steps.length} steps done. Run apply again once that one is done`);
+    }
     const why = result.failed.length ? 'fix the failures above and run apply again' : ac.signal.aborted ? 'it was interrupted; run apply again to finish' : 'run apply again';
     throw new CliExit(EXIT.error, flags.json ? '' : `apply did not finish: ${why} (it resumes from the live state)`);
   }

@@ -25,9 +25,20 @@ export async function lockStatus(out: Output, dir: string | undefined, flags: Lo
   }
 }
 
+/** Whether a process of this machine with this pid runs (one of another user's counts too). */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 /**
  * `lock release --stack S`: releases a lock this user left on this machine (an apply killed before
- * it could); anyone's with `--force`. A held lock another holds is exit 5 without `--force`.
+ * it could: its process no longer runs); anyone's with `--force`. Without `--force`, a lock another
+ * holds, or one whose process still runs here, is exit 5.
  */
 export async function lockRelease(out: Output, dir: string | undefined, flags: LockCommandFlags): Promise<void> {
   if (dir === undefined && flags.stack === undefined) throw new CliExit(EXIT.error, 'lock release needs the stack: a manifest directory or --stack NAME');
@@ -39,6 +50,10 @@ export async function lockRelease(out: Output, dir: string | undefined, flags: L
     const mine = lock.holder.startsWith(`${userAtHost()},`);
     if (!mine && !flags.force) {
       throw new CliExit(EXIT.locked, `${line(lock)}\nnot released: it is not yours (this user on this machine). If that apply is no longer running: edgeplane lock release --stack ${stack}${targetArgs(flags)} --force`);
+    }
+    const pid = mine ? Number(/, pid (\d+),/.exec(lock.holder)?.[1]) : NaN;
+    if (pid && pid !== process.pid && running(pid) && !flags.force) {
+      throw new CliExit(EXIT.locked, `${line(lock)}\nnot released: its process (pid ${pid}) is still running on this machine; releasing it would let another apply write the stack beside it. Stop it (Ctrl-C releases the lock), or: edgeplane lock release --stack ${stack}${targetArgs(flags)} --force`);
     }
     await client.releaseLock(lock.id);
     out.line(`released the lock on stack "${stack}" (held by ${lock.holder} since ${lock.created_at})`);

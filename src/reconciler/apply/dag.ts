@@ -35,6 +35,8 @@ export interface DagOptions<N extends DagNode> {
   onEvent?: (e: DagEvent<N>) => void;
   /** Aborting stops new starts; nodes not started are reported as skipped ("aborted"). */
   signal?: AbortSignal;
+  /** Asked before each node starts: false stops new starts as an abort does (the caller aborts `signal` with it). */
+  mayStart?: () => boolean;
   now?: () => number;
 }
 
@@ -133,10 +135,14 @@ export async function runDag<N extends DagNode>(
     // Removed once the graph ends: watch passes one long-lived signal to every run.
     const onAbort = () => pump();
     const pump = () => {
-      if (opts.signal?.aborted) {
+      const stop = () => {
         for (let i = ready.pop(); i !== undefined; i = ready.pop()) skip(i, 'aborted');
+      };
+      if (opts.signal?.aborted) stop();
+      while (running < limit && ready.size) {
+        if (opts.mayStart && !opts.mayStart()) stop();
+        else start(ready.pop()!);
       }
-      while (running < limit && ready.size) start(ready.pop()!);
       if (running === 0 && ready.size === 0) {
         // Anything left never became ready: its dependencies were aborted before they started.
         if (ended < count) for (let i = 0; i < count; i++) if (!finished[i]) skip(i, 'aborted');

@@ -14,6 +14,8 @@ export interface ApplyOptions {
   /** Retry tuning (tests make waits instant). */
   retry?: Pick<RetryOptions, 'attempts' | 'baseMs' | 'capMs' | 'maxRetryAfterMs' | 'sleep' | 'random' | 'now'>;
   signal?: AbortSignal;
+  /** Asked before each step starts: false stops starting steps (a stack lock that ran out: `HeldStackLock.valid`). */
+  mayStart?: () => boolean;
   /** Names this run in its creates' idempotency keys (default: a new random one). */
   runId?: string;
 }
@@ -122,6 +124,7 @@ export async function applyPlan(plan: Plan, opts: ApplyOptions): Promise<ApplyRe
     parallelism: opts.parallelism ?? DEFAULT_PARALLELISM,
     onEvent: opts.onEvent,
     signal: opts.signal,
+    mayStart: opts.mayStart,
   });
   return { ...result, created, stale };
 }

@@ -33,6 +33,13 @@ export class StackLockTimeout extends Error {
 export interface HeldStackLock {
   readonly lock: StackLock;
   readonly signal: AbortSignal;
+  /**
+   * Whether the lock still holds by this process's own clock: false (and `signal` aborted) once the
+   * TTL since the last take or renewal that succeeded has nearly run out, whether or not a renewal
+   * has told so yet. A process stalled past its TTL (a laptop asleep, a paused VM, SIGSTOP) learns
+   * it here, before starting another write, not at the next renewal.
+   */
+  valid(): boolean;
   release(): Promise<void>;
 }
 
@@ -52,9 +59,13 @@ export async function acquireStackLock(client: ApiClient, opts: LockOptions & { 
   let told = false;
   let pause = opts.pollMs ?? 250;
   let lock: StackLock;
+  /** When the last take or renewal that succeeded was sent: the lock holds for the TTL from then, at least. */
+  let validFrom = started;
   for (;;) {
+    const sent = now();
     const got = await client.takeLock(opts.stack, opts.holder, ttl);
     if ('lock' in got) {
+      validFrom = sent;
       lock = got.lock;
       break;
     }
@@ -66,17 +77,22 @@ export async function acquireStackLock(client: ApiClient, opts: LockOptions & { 
     if (opts.pollMs === undefined) pause = Math.min(2000, pause * 1.5);
   }
   const lost = new AbortController();
+  const lose = (why: string) => {
+    if (lost.signal.aborted) return;
+    lost.abort(new Error(why));
+    opts.onLost?.(why);
+  };
+  // A margin for the clocks of this process and the service, and for a request in flight.
+  const margin = Math.min(5000, (ttl * 1000) / 6);
   let released = false;
   let beat: Promise<void> = Promise.resolve();
   const timer = setInterval(() => {
     beat = beat.then(async () => {
       if (released || lost.signal.aborted) return;
       try {
-        if (!(await client.renewLock(lock.id, ttl)) && !released) {
-          const why = `the lock on stack "${opts.stack}" was lost (it expired or was released by force): stopping`;
-          lost.abort(new Error(why));
-          opts.onLost?.(why);
-        }
+        const sent = now();
+        if (await client.renewLock(lock.id, ttl)) validFrom = sent;
+        else if (!released) lose(`the lock on stack "${opts.stack}" was lost (it expired or was released by force): stopping`);
       } catch {
         // Unreachable for now: the next beat tries again, well before the lock expires.
       }
@@ -86,6 +102,12 @@ export async function acquireStackLock(client: ApiClient, opts: LockOptions & { 
   return {
     lock,
     signal: lost.signal,
+    valid() {
+      if (!released && !lost.signal.aborted && now() >= validFrom + ttl * 1000 - margin) {
+        lose(`the lock on stack "${opts.stack}" ran out before it could be renewed (this process stalled for ${Math.round((now() - validFrom) / 1000)} s): stopping`);
+      }
+      return !lost.signal.aborted;
+    },
     async release() {
       if (released) return;
       released = true;
