@@ -1,3 +1,4 @@
+import { withoutCredentials } from '../util/shown-url.js';
 import type { KindRuntimeConfig } from '../kinds/types.js';
 import type { AppOptions, ServerOptions } from '../service/app.js';
 import { resolveVendorPrefix } from '../contract/vendor.js';
@@ -29,7 +30,7 @@ function publicUrlOf(raw: string | undefined): string | undefined {
   let u: URL | undefined;
   try { u = new URL(raw); } catch { /* below */ }
   if (!u || !/^https?:$/.test(u.protocol) || u.search || u.hash || u.username || u.password) {
-    throw new Error(`EDGEPLANE_PUBLIC_URL: must be an http:// or https:// URL with no query, fragment or credentials (every uri starts with it), got ${JSON.stringify(raw.slice(0, 200))}`);
+    throw new Error(`EDGEPLANE_PUBLIC_URL: must be an http:// or https:// URL with no query, fragment or credentials (every uri starts with it), got ${JSON.stringify(withoutCredentials(raw).slice(0, 200))}`);
   }
   return raw;
 }
@@ -39,7 +40,7 @@ function versionHeadersOf(raw: string | undefined): string[] | undefined {
   if (!raw) return undefined;
   const names = raw.split(',').map((h) => h.trim());
   if (!names.length || names.some((h) => !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(h))) {
-    throw new Error(`EDGEPLANE_VERSION_HEADERS: must be header names separated by commas (such as Service-Version,Ngrok-Version), got ${JSON.stringify(raw.slice(0, 200))}`);
+    throw new Error(`EDGEPLANE_VERSION_HEADERS: must be header names separated by commas (such as Service-Version,Ngrok-Version), got ${JSON.stringify(withoutCredentials(raw).slice(0, 200))}`);
   }
   return names;
 }
