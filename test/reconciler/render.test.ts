@@ -37,7 +37,11 @@ describe('renderings', () => {
     ];
     const text = renderText(plan);
     const md = renderMarkdown(plan);
-    for (const [path, from, to] of [['description', 'some more words', 'some other words'], ['idp_metadata', 'Juc=', 'Jud='], ['match', '/admin/', '/admin\\u200b/']]) {
+    // Text of several lines: the lines that changed, each whole, under the field.
+    const lines = text.split('\n');
+    const at = lines.findIndex((l) => l.includes('~ idp_metadata: 5 lines → 5 lines, the lines that changed:'));
+    expect(lines.slice(at + 1, at + 4).map((l) => l.trim())).toEqual(['@@ line 4', '- Juc=', '+ Jud=']);
+    for (const [path, from, to] of [['description', 'some more words', 'some other words'], ['match', '/admin/', '/admin\\u200b/']]) {
       const line = text.split('\n').find((l) => l.includes(`~ ${path}:`))!;
       const [before, after] = line.slice(line.indexOf(':') + 2).split(' → ');
       expect(before, path).not.toBe(after);
@@ -46,6 +50,9 @@ describe('renderings', () => {
       const row = md.split('\n').find((l) => l.includes(` | \`${path}\` | `))!;
       expect(row, path).toContain(to);
     }
+    const row = md.split('\n').find((l) => l.includes(' | `idp_metadata` | '))!;
+    expect(row).toContain('@@ line 4<br>− `"Juc="`');
+    expect(row).toContain('@@ line 4<br>+ `"Jud="`');
   });
 
 

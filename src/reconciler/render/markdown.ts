@@ -3,7 +3,7 @@ import { decodeMetadata, encodeMetadata } from '../ownership/marker.js';
 import { findKind, KINDS } from '../../kinds/registry.js';
 import type { Action, Change, Plan, Step } from '../plan/types.js';
 import { mermaidText } from './mermaid.js';
-import { blockLine, cascadeCounts, countOf, listChange, masked, protectedLine, scopeLines, short, shortPair, sliceChars, summaryLine, SYMBOL, visible, waitingLine } from './values.js';
+import { blockLine, cascadeCounts, countOf, lineDiff, listChange, masked, multiLine, protectedLine, scopeLines, short, shortPair, sliceChars, summaryLine, SYMBOL, visible, waitingLine } from './values.js';
 
 /** GitHub refuses comments over 65,536 characters; stay clear of it. */
 export const MARKDOWN_LIMIT = 65_000;
@@ -76,6 +76,14 @@ function changeCells(c: Change, max: number): string {
       ? items(c.after as unknown[], (v, i) => `${list.added.includes(v) ? '+ ' : ''}${i + 1}.`)
       : items(list.added, () => '+');
     return `${cell(code(c.path))} | ${cell(items(list.removed, () => '−'))} | ${cell(after)}`;
+  }
+  if (multiLine(c.before, c.after)) {
+    // Text of several lines: every line that changed, where it is (each cut to `max` when the
+    // comment must be; whole otherwise).
+    const diff = lineDiff(c.before, c.after as string);
+    const side = (sign: '-' | '+') => diff.filter((d) => d.sign === '@' || d.sign === sign)
+      .map((d) => (d.sign === '@' ? `@@ ${d.text}` : `${sign === '-' ? '−' : '+'} ${code(max === Infinity ? visible(JSON.stringify(d.text)) : short(d.text, max))}`)).join('<br>');
+    return `${cell(code(c.path))} | ${cell(side('-'))} | ${cell(side('+'))}`;
   }
   const both = c.before !== undefined && c.after !== undefined;
   // A multi-line value (a certificate, XML) reads no better whole on one line: it shows its first

@@ -1,6 +1,6 @@
 import { createColors } from 'picocolors';
 import type { Plan, Step } from '../plan/types.js';
-import { blockLine, listChange, protectedLine, scopeLines, short, shortPair, summaryLine, SYMBOL, waitingLine } from './values.js';
+import { blockLine, lineCount, lineDiff, listChange, multiLine, protectedLine, scopeLines, short, shortPair, summaryLine, SYMBOL, visible, waitingLine } from './values.js';
 
 type Colors = ReturnType<typeof createColors>;
 
@@ -45,6 +45,12 @@ export function renderText(plan: Plan, opts: TextOptions = {}): string {
         for (const v of list.removed) out.push(`        - ${short(v, 100)}`);
         if (list.reordered) after.forEach((v, i) => out.push(`        ${list.added.includes(v) ? '+' : ' '} ${i + 1}. ${short(v, 100)}`));
         else for (const v of list.added) out.push(`        + ${short(v, 100)}`);
+        continue;
+      }
+      if (!ch.sensitive && multiLine(ch.before, ch.after)) {
+        // Text of several lines: every line that changed, whole, where it is.
+        out.push(`    ~ ${ch.path}: ${lineCount(ch.before)} → ${lineCount(ch.after as string)}, the lines that changed:`);
+        for (const d of lineDiff(ch.before, ch.after as string)) out.push(d.sign === '@' ? c.dim(`        @@ ${d.text}`) : `        ${d.sign} ${visible(d.text)}`);
         continue;
       }
       const mark = ch.before === undefined ? '+' : ch.after === undefined ? '-' : '~';

@@ -1,3 +1,4 @@
+import { structuredPatch } from 'diff';
 import { findKind } from '../../kinds/registry.js';
 import { SENSITIVE } from '../plan/changes.js';
 import { isSecretToken } from '../plan/tokens.js';
@@ -61,6 +62,37 @@ export function shortPair(before: unknown, after: unknown, max = 60): [string, s
   const from = Math.max(0, i - 20);
   const cut = (t: string) => `${from > 0 ? '…' : ''}${sliceChars(t, from, from + max - 2)}${from + max - 2 < t.length ? '…' : ''}`;
   return [cut(x), cut(y)];
+}
+
+/** Whether a change is of text spanning lines on both sides (a certificate, XML, a long description). */
+export function multiLine(before: unknown, after: unknown): before is string {
+  return typeof before === 'string' && typeof after === 'string' && (before.includes('\n') || after.includes('\n'));
+}
+
+export function lineCount(s: string): string {
+  const n = s.split('\n').length - (s.endsWith('\n') ? 1 : 0);
+  return `${n} line${n === 1 ? '' : 's'}`;
+}
+
+/** One line of a line diff: where a stretch of changes starts (`@`, its line numbers), a line gone (`-`), a line come (`+`). */
+export interface DiffLine { sign: '@' | '-' | '+'; text: string }
+
+/**
+ * The lines that differ between two texts, each whole, grouped by where they are (jsdiff's
+ * `structuredPatch`, no context lines). Shortening a certificate or XML to its first line and line
+ * count hid every change past that line from a reviewer; this shows each one.
+ */
+export function lineDiff(before: string, after: string): DiffLine[] {
+  const out: DiffLine[] = [];
+  for (const h of structuredPatch('', '', before, after, '', '', { context: 0 }).hunks) {
+    // Where the stretch is, by the new text's lines (the old text's when it only removes lines).
+    out.push({ sign: '@', text: h.newLines ? `line ${h.newStart}` : `line ${h.oldStart} of the old text` });
+    for (const l of h.lines) {
+      // "\ No newline at end of file": not a line of either text.
+      if (l[0] === '-' || l[0] === '+') out.push({ sign: l[0], text: l.slice(1) });
+    }
+  }
+  return out;
 }
 
 /** Request bodies as shown to people: secret sources replaced by "(sensitive)". */
