@@ -115,6 +115,21 @@ describe('renderings', () => {
     expect(() => parsePlan(JSON.stringify({ ...plan, formatVersion: 3 }))).toThrow(/format version 2/);
   });
 
+  it('refuses a saved plan edited or cut short, naming what is wrong, before anything reads it', () => {
+    const plan = bigPlan(2);
+    const bad = (edit: (p: any) => void) => {
+      const p = JSON.parse(renderJson(plan));
+      edit(p);
+      return () => parsePlan(JSON.stringify(p));
+    };
+    expect(bad((p) => { delete p.steps; })).toThrow(/^not a plan edgeplane can apply: \(the top level\) must have required property 'steps'; run plan again/);
+    expect(bad((p) => { p.steps = {}; })).toThrow(/^not a plan edgeplane can apply: \/steps must be array/);
+    expect(bad((p) => { delete p.steps[1].object; })).toThrow(/^not a plan edgeplane can apply: \/steps\/1 must have required property 'object'/);
+    expect(bad((p) => { p.steps[0].request.method = 'GET'; })).toThrow(/\/steps\/0\/request\/method must be equal to one of the allowed values/);
+    expect(bad((p) => { delete p.observed; })).toThrow(/must have required property 'observed'/);
+    expect(bad((p) => { p.summary.create = -1; })).toThrow(/\/summary\/create must be >= 0/);
+  });
+
   it('diff is pure: the same inputs give the same plan, byte for byte', () => {
     expect(renderJson(bigPlan(50))).toBe(renderJson(bigPlan(50)));
   });
