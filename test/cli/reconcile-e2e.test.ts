@@ -55,6 +55,15 @@ describe('edgeplane apply / plan / export / watch on the embedded default', { ti
     const stale = await runCli(['apply', '--plan', stalePlan, ...at]);
     expect(stale.code).toBe(4);
     expect(stale.stderr).toMatch(/stale: HTTPSEdge\/web \(edghts_\w+\) changed since the plan was made/);
+    // A machine reading the JSON stream learns why too: one error event, with the exit code.
+    const staleJson = await runCli(['apply', '--plan', stalePlan, ...at, '--json']);
+    expect(staleJson.code).toBe(4);
+    const refused = staleJson.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    expect(refused).toEqual([{ event: 'error', error: `${stalePlan} is stale: what it was planned from has changed; run plan again`, stale: [expect.stringMatching(/^HTTPSEdge\/web \(edghts_\w+\) changed since the plan was made/)], exit_code: 4 }]);
+    writeFileSync(stalePlan, '{"formatVersion":2}');
+    const malformed = await runCli(['apply', '--plan', stalePlan, ...at, '--json']);
+    expect(malformed.code).toBe(1);
+    expect(JSON.parse(malformed.stdout)).toMatchObject({ event: 'error', exit_code: 1, error: expect.stringContaining("not a plan edgeplane can apply: (the top level) must have required property 'stack'") });
   });
 
   it('blocks deleting more than the safety threshold with exit code 3 unless --force', async () => {

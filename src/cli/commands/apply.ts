@@ -128,18 +128,29 @@ async function planAndApply(out: Output, client: ApiClient, dir: string, stack: 
   }
 }
 
+/** A refusal of `apply --plan` before any step: on stderr (by the caller), and as the JSON stream's `error` event. */
+function refusal(out: Output, flags: ApplyFlags, code: number, message: string): CliExit {
+  if (flags.json) out.json({ event: 'error', error: message, exit_code: code });
+  return new CliExit(code, message);
+}
+
 async function applySaved(out: Output, file: string, flags: ApplyFlags, parallelism: number): Promise<void> {
   let plan: Plan;
   try {
     plan = parsePlan(readFileSync(file, 'utf8'));
   } catch (err) {
-    throw new CliExit(EXIT.error, `${file}: ${(err as Error).message}`);
+    throw refusal(out, flags, EXIT.error, `${file}: ${(err as Error).message}`);
   }
   const client = await openTarget(flags, { out });
   try {
-    if (plan.target !== client.target) throw new CliExit(EXIT.error, `${file} was planned for ${plan.target}, not ${client.target}`);
-    if (flags.stack !== undefined && flags.stack !== plan.stack) throw new CliExit(EXIT.error, `${file} was planned for stack "${plan.stack}", not "${flags.stack}"`);
-    gate(out, plan, flags);
+    if (plan.target !== client.target) throw refusal(out, flags, EXIT.error, `${file} was planned for ${plan.target}, not ${client.target}`);
+    if (flags.stack !== undefined && flags.stack !== plan.stack) throw refusal(out, flags, EXIT.error, `${file} was planned for stack "${plan.stack}", not "${flags.stack}"`);
+    try {
+      gate(out, plan, flags);
+    } catch (err) {
+      if (err instanceof CliExit) throw refusal(out, flags, err.code, err.message);
+      throw err;
+    }
     // The stale check reads the live state under the lock: nothing else applies this stack from then on.
     await lockedRun(out, client, plan.stack, flags, 'apply --plan', (held, phase) => applySavedLocked(out, client, file, plan, flags, parallelism, held, phase));
   } finally {
@@ -175,10 +186,12 @@ async function applySavedLocked(out: Output, client: ApiClient, file: string, pl
     }
     if (stale.length) {
       for (const r of stale) out.error(`stale: ${r}`);
+      if (flags.json) out.json({ event: 'error', error: `${file} is stale: what it was planned from has changed; run plan again`, stale, exit_code: EXIT.stale });
       throw new CliExit(EXIT.stale, `${file} is stale: what it was planned from has changed (above); run plan again`);
     }
     if (secretProblems.length) {
       for (const r of secretProblems) out.error(`error: ${r}`);
+      if (flags.json) out.json({ event: 'error', error: secretProblems.join('; '), exit_code: EXIT.error });
       throw new CliExit(EXIT.error);
     }
     if (!plan.steps.length) {
