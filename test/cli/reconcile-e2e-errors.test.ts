@@ -82,13 +82,13 @@ describe('bad arguments fail before anything starts', { timeout: 120_000 }, () =
     expect(existsSync(join(state, 'pgdata')), 'the embedded database was not started').toBe(false);
   });
 
-  it('watch refuses a --debounce or --interval that is not a duration, before starting', async () => {
+  it('watch refuses a --debounce or --interval that is not a duration, or a --parallelism out of range, before starting', async () => {
     const state = tempDir('ep-state-');
     const dir = manifestDir({ 'a.yaml': 'kind: FailoverBackend\nname: a\nbackends: []\n' });
-    for (const [flag, value, says] of [['--debounce', 'abc', 'whole number of milliseconds'], ['--debounce', '-5', 'whole number of milliseconds'], ['--interval', '0', 'positive number of seconds']]) {
+    for (const [flag, value, says] of [['--debounce', 'abc', 'a whole number of milliseconds'], ['--debounce', '-5', 'a whole number of milliseconds'], ['--interval', '0', 'a positive number of seconds'], ['--parallelism', 'abc', 'an integer from 1 to 64'], ['--parallelism', '0', 'an integer from 1 to 64']]) {
       const res = await runCli(['watch', dir, '--state', state, flag, value]);
       expect(res.code, `${flag} ${value}: ${res.stdout}${res.stderr}`).toBe(1);
-      expect(res.stderr).toContain(`${flag} must be a ${says}`);
+      expect(res.stderr).toContain(`${flag} must be ${says}`);
     }
     expect(existsSync(join(state, 'pgdata'))).toBe(false);
   });

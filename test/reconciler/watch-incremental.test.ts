@@ -325,6 +325,28 @@ describe('watch as files really change on a workstation', () => {
     }
   });
 
+  it('a file read while a generator was still writing it removes no module (a route left without its login for a moment)', async () => {
+    const w = await session('halfmodule', { confirmDestructiveMs: 400 });
+    try {
+      const before = await liveObjects(w.client);
+      const path = join(w.dir, 'https-edge.yaml');
+      const text = readFileSync(path, 'utf8');
+      const cut = text.lastIndexOf('    circuit_breaker:');
+      expect(cut).toBeGreaterThan(0);
+      const mark = w.reports.length;
+      writeFileSync(path, text.slice(0, cut)); // written up to the api route's last module …
+      await new Promise((r) => setTimeout(r, 150));
+      writeFileSync(path, text); // … and the rest a moment later
+      await w.waitFor((r): r is Extract<WatchReport, { type: 'superseded' }> => r.type === 'superseded', mark);
+      await new Promise((r) => setTimeout(r, 300));
+      await w.s.idle();
+      expect(w.reports.slice(mark).filter((r) => r.type === 'step')).toEqual([]);
+      expect(await liveObjects(w.client)).toEqual(before);
+    } finally {
+      await w.s.stop();
+    }
+  });
+
   it('edgeplane.yaml naming another stack mid-session applies nothing and says to restart', async () => {
     const w = await session('stackfile');
     try {

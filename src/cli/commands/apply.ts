@@ -39,7 +39,7 @@ export interface ApplyFlags extends TargetFlags, LockFlags {
   destroy?: boolean;
 }
 
-function parallelismOf(flags: ApplyFlags): number {
+export function parallelismOf(flags: { parallelism?: string }): number {
   const n = flags.parallelism === undefined ? 8 : Number(flags.parallelism);
   if (!Number.isInteger(n) || n < 1 || n > 64) throw new CliExit(EXIT.error, `--parallelism must be an integer from 1 to 64, not ${flags.parallelism}`);
   return n;

@@ -13,6 +13,7 @@ import { stepLabel } from '../progress.js';
 import { reconcilerConfig } from '../service-config.js';
 import { openTarget, type TargetFlags } from '../target.js';
 import { lockedRun, type LockFlags } from '../stack-lock.js';
+import { parallelismOf } from './apply.js';
 
 export interface WatchFlags extends TargetFlags, LockFlags {
   stack?: string;
@@ -123,6 +124,7 @@ export async function watch(out: Output, dir: string, flags: WatchFlags): Promis
   const debounceMs = flags.debounce === undefined ? undefined : Number(flags.debounce);
   if (debounceMs !== undefined && !(Number.isInteger(debounceMs) && debounceMs >= 0)) throw new CliExit(EXIT.error, `--debounce must be a whole number of milliseconds (0 or more), not ${flags.debounce}`);
   if (debounceMs !== undefined) withinTimers(debounceMs, '--debounce', flags.debounce!);
+  const parallelism = parallelismOf(flags);
   // A directory that is not there fails now, not in a run. One with no manifest yet is fine to
   // start writing in, unless --prune would delete the stack's objects at the first run.
   stackDirectory(dir);
@@ -141,7 +143,7 @@ export async function watch(out: Output, dir: string, flags: WatchFlags): Promis
       stackGiven: flags.stack !== undefined,
       readSafety: () => watchSafety(dir),
       client, prune: flags.prune, planOnly: flags.planOnly, intervalMs, repair: flags.repair,
-      parallelism: flags.parallelism ? Number(flags.parallelism) : undefined, debounceMs,
+      parallelism, debounceMs,
       report: reporter(out, useColor()),
     });
     const stop = () => {

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { ApiClient } from '../../client/api-client.js';
 import type { DagEvent } from '../apply/dag.js';
 import { applyPlan, type ApplyResult } from '../apply/execute.js';
@@ -153,9 +154,10 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
       opts.report({ type: 'blocked', runId: ctx.runId, plan });
       return { status: 'invalid' };
     }
-    // A plan that deletes or replaces waits a moment and reads the files again first: a file read
-    // while a generator was still writing it (short, or empty) must not delete what it describes.
-    const destructive = plan.steps.some((st) => st.action === 'delete' || st.action === 'replace');
+    // A plan that takes anything away waits a moment and reads the files again first: a file read
+    // while a generator was still writing it (short, or empty) must not delete what it describes,
+    // remove a route's login module, or drop a hostport or a field its end had not reached yet.
+    const destructive = plan.steps.some(takesAway);
     if (destructive) await delay(opts.confirmDestructiveMs ?? 500, ctx.signal);
     if (ctx.signal.aborted) return { status: 'ok' };
     if (cache.changedSinceLoad(root)) {
@@ -301,4 +303,10 @@ function identityOf(path: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** Whether a step removes something: an object, a module, a field, or an element of a list. */
+function takesAway(st: Step): boolean {
+  if (st.action === 'delete' || st.action === 'replace' || st.action === 'module.delete') return true;
+  return st.changes.some((c) => c.after === undefined || (Array.isArray(c.before) && (!Array.isArray(c.after) || c.before.some((x) => !(c.after as unknown[]).some((y) => isDeepStrictEqual(x, y))))));
 }
