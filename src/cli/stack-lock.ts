@@ -1,5 +1,5 @@
 import type { ApiClient } from '../client/api-client.js';
-import { acquireStackLock, DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_LOCK_TTL_SECONDS, StackLockTimeout, type HeldStackLock } from '../reconciler/lock/stack-lock.js';
+import { acquireStackLock, DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_LOCK_TTL_SECONDS, StackLockAborted, StackLockTimeout, type HeldStackLock } from '../reconciler/lock/stack-lock.js';
 import { parseDuration } from './duration.js';
 import { CliExit, EXIT } from './exit.js';
 import { holderName } from './holder.js';
@@ -24,14 +24,28 @@ function ttlSeconds(env: NodeJS.ProcessEnv): number {
 export async function lockedRun<T>(out: Output, client: ApiClient, stack: string, flags: LockFlags & { json?: boolean }, command: string, fn: (held: HeldStackLock, phase: { executing: boolean }) => Promise<T>): Promise<T> {
   const timeoutMs = flags.lockTimeout === undefined ? DEFAULT_LOCK_TIMEOUT_MS : parseDuration(flags.lockTimeout, '--lock-timeout (EDGEPLANE_LOCK_TIMEOUT)');
   let held: HeldStackLock;
+  // Ctrl-C (or SIGTERM) while the lock is being taken: the take ends, and a lock its request got
+  // after all is released, instead of being left for its TTL. A second signal exits at once.
+  const taking = new AbortController();
+  const whileTaking = (signal: NodeJS.Signals) => {
+    if (taking.signal.aborted) process.exit(signal === 'SIGTERM' ? 143 : 130);
+    taking.abort(signal);
+  };
+  process.on('SIGINT', whileTaking);
+  process.on('SIGTERM', whileTaking);
   try {
     held = await acquireStackLock(client, {
+      signal: taking.signal,
       stack, holder: holderName(command), ttlSeconds: ttlSeconds(process.env), timeoutMs,
       releaseHint: `edgeplane lock release --stack ${stack}${targetArgs(flags)} --force`,
       onWait: (h) => out.error(`stack "${stack}" is locked by ${h.holder} since ${h.created_at}: waiting up to ${Math.round(timeoutMs / 1000)} s (--lock-timeout)`),
       onLost: (why) => out.error(`error: ${why}`),
     });
   } catch (err) {
+    if (err instanceof StackLockAborted) {
+      out.error(`\ninterrupted (${String(taking.signal.reason)}): ${err.message}`);
+      process.exit(taking.signal.reason === 'SIGTERM' ? 143 : 130);
+    }
     if (err instanceof StackLockTimeout) {
       if (flags.json) out.json({ event: 'error', error: err.message, exit_code: EXIT.locked });
       throw new CliExit(EXIT.locked, `${command}: ${err.message}`);
@@ -39,6 +53,9 @@ export async function lockedRun<T>(out: Output, client: ApiClient, stack: string
     // The service could not be reached or refused the key: a machine reading stdout learns why too.
     if (flags.json) out.json({ event: 'error', error: err instanceof Error ? err.message : String(err) });
     throw err;
+  } finally {
+    process.off('SIGINT', whileTaking);
+    process.off('SIGTERM', whileTaking);
   }
   const phase = { executing: false };
   const onSignal = (signal: NodeJS.Signals) => {
@@ -53,6 +70,16 @@ export async function lockedRun<T>(out: Output, client: ApiClient, stack: string
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
-    await held.release();
+    // A signal while releasing (`timeout` sends its SIGTERM twice, ms apart) waits for the release.
+    const releasing = held.release();
+    const late = (signal: NodeJS.Signals) => void releasing.finally(() => process.exit(signal === 'SIGTERM' ? 143 : 130));
+    process.on('SIGINT', late);
+    process.on('SIGTERM', late);
+    try {
+      await releasing;
+    } finally {
+      process.off('SIGINT', late);
+      process.off('SIGTERM', late);
+    }
   }
 }

@@ -5,7 +5,7 @@ import { ApiClient, type StackLockHeld } from '../../src/client/api-client.js';
 import { httpTransport, type RawResponse, type Transport } from '../../src/client/transport.js';
 import { applyPlan, StaleObjectError } from '../../src/reconciler/apply/execute.js';
 import { secretsFromMap } from '../../src/reconciler/apply/materialize.js';
-import { acquireStackLock, StackLockTimeout } from '../../src/reconciler/lock/stack-lock.js';
+import { acquireStackLock, StackLockAborted, StackLockTimeout } from '../../src/reconciler/lock/stack-lock.js';
 import { applyDir, cleanupDirs, liveObjects, manifestDir, prepare, remaining } from '../helpers/reconcile.js';
 import { ENGINES, startTestService, type TestService } from '../helpers/service.js';
 
@@ -108,6 +108,26 @@ describe.each(ENGINES)('team-safe apply (%s)', (engine) => {
     await third.release();
     await first.release(); // expired and gone: nothing to release, no error
     expect(await client.listLocks()).toEqual([]);
+  });
+
+  it('stack lock: Ctrl-C while taking it releases what the request in flight got, and ends a wait at once', async () => {
+    const ac = new AbortController();
+    const released: string[] = [];
+    const lock = { id: 'stklk_1', stack: 's', holder: 'me', created_at: 'x', expires_at: 'y' };
+    const stub = {
+      takeLock: async () => { ac.abort('SIGINT'); return { lock }; }, // the signal came while the request was out
+      releaseLock: async (id: string) => { released.push(id); return true; },
+      renewLock: async () => true,
+    } as unknown as ApiClient;
+    await expect(acquireStackLock(stub, { stack: 's', holder: 'me', releaseHint: '', signal: ac.signal })).rejects.toThrow(StackLockAborted);
+    expect(released).toEqual(['stklk_1']);
+
+    const waiting = new AbortController();
+    const held = { held: { holder: 'other', created_at: 'x', expires_at: 'y' } };
+    const busy = { takeLock: async () => held } as unknown as ApiClient;
+    const taking = acquireStackLock(busy, { stack: 's', holder: 'me', releaseHint: '', timeoutMs: 60_000, signal: waiting.signal, sleep: () => new Promise(() => {}) });
+    setTimeout(() => waiting.abort('SIGINT'), 10);
+    await expect(taking).rejects.toThrow('stopped while taking the lock on stack "s"; nothing is held');
   });
 
   it('stack lock: a holder that stalled past its TTL knows by its own clock, and its apply starts no further step', async () => {

@@ -20,6 +20,18 @@ export interface LockOptions {
   onLost?: (why: string) => void;
   sleep?: (ms: number) => Promise<void>;
   now?: () => number;
+  /**
+   * Aborted (Ctrl-C) while the lock is being taken: the wait ends, and a lock the request in flight
+   * got after all is released before `StackLockAborted` is thrown.
+   */
+  signal?: AbortSignal;
+}
+
+export class StackLockAborted extends Error {
+  constructor(readonly stackName: string) {
+    super(`stopped while taking the lock on stack "${stackName}"; nothing is held`);
+    this.name = 'StackLockAborted';
+  }
 }
 
 export class StackLockTimeout extends Error {
@@ -62,8 +74,13 @@ export async function acquireStackLock(client: ApiClient, opts: LockOptions & { 
   /** When the last take or renewal that succeeded was sent: the lock holds for the TTL from then, at least. */
   let validFrom = started;
   for (;;) {
+    if (opts.signal?.aborted) throw new StackLockAborted(opts.stack);
     const sent = now();
     const got = await client.takeLock(opts.stack, opts.holder, ttl);
+    if (opts.signal?.aborted) {
+      if ('lock' in got) await client.releaseLock(got.lock.id).catch(() => {}); // else it expires by itself
+      throw new StackLockAborted(opts.stack);
+    }
     if ('lock' in got) {
       validFrom = sent;
       lock = got.lock;
@@ -73,7 +90,7 @@ export async function acquireStackLock(client: ApiClient, opts: LockOptions & { 
     if (waited >= timeoutMs) throw new StackLockTimeout(opts.stack, got.held, waited, opts.releaseHint);
     if (!told) opts.onWait?.(got.held);
     told = true;
-    await sleep(Math.min(pause, Math.max(1, timeoutMs - waited)));
+    await Promise.race([sleep(Math.min(pause, Math.max(1, timeoutMs - waited))), aborted(opts.signal)]);
     if (opts.pollMs === undefined) pause = Math.min(2000, pause * 1.5);
   }
   const lost = new AbortController();
@@ -126,4 +143,9 @@ export async function withStackLock<T>(client: ApiClient, opts: LockOptions & { 
   } finally {
     await held.release();
   }
+}
+
+/** Settles when `signal` aborts (never without one). */
+function aborted(signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => signal?.addEventListener('abort', () => resolve(), { once: true }));
 }
