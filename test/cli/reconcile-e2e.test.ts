@@ -259,6 +259,11 @@ describe('edgeplane apply / plan / export / watch on the embedded default', { ti
       expect(refused.stderr).toContain(`names stack "delta", not "small-example"`);
       expect(readdirSync(out)).toEqual(['edgeplane.yaml']);
     }
+    // One that names no stack is the default stack's: refused too, saying what to add.
+    writeFileSync(join(out, 'edgeplane.yaml'), 'safety:\n  threshold: { percent: 50 }\n');
+    const unnamed = await runCli(['export', ...at, '--stack', 'small-example', '--out', out]);
+    expect(unnamed.code).toBe(1);
+    expect(unnamed.stderr).toContain('edgeplane.yaml names no stack, so plans from there are stack "default"\'s, not "small-example"\'s (copies would be made): add `stack: small-example` to it');
     // Its own stack goes in as before.
     writeFileSync(join(out, 'edgeplane.yaml'), 'stack: small-example\n');
     expect((await runCli(['export', ...at, '--stack', 'small-example', '--out', out])).code).toBe(0);
@@ -266,6 +271,22 @@ describe('edgeplane apply / plan / export / watch on the embedded default', { ti
     writeFileSync(join(out, 'broken.yaml'), 'kind: HTTPSEdge\nname: Broken Name\nhostports: 7\n');
     const v = await runCli(['validate', out]);
     expect(v.stdout).toBe('2 errors in 1 file\n');
+  });
+
+  it('a stack named like a number, a boolean or null is written quoted by init and export, and reads back as itself', async () => {
+    const root = tempDir('ep-numeric-');
+    const init = await runCli(['init', join(root, '2024')]);
+    expect(init.code, init.stderr).toBe(0);
+    expect(readFileSync(join(root, '2024', 'edgeplane.yaml'), 'utf8')).toContain('\nstack: "2024"\n');
+    const applied = await runCli(['apply', join(root, '2024'), ...at, '--auto-approve']);
+    expect(applied.code, applied.stderr).toBe(0);
+    const out = join(root, 'exported');
+    const exported = await runCli(['export', ...at, '--stack', '2024', '--out', out]);
+    expect(exported.code, exported.stderr).toBe(0);
+    expect(readFileSync(join(out, 'edgeplane.yaml'), 'utf8')).toContain('\nstack: "2024"\n');
+    const plan = await runCli(['plan', out, ...at, '--detailed-exitcode']);
+    expect(plan.code, plan.stdout + plan.stderr).toBe(0);
+    expect((await runCli(['destroy', out, ...at, '--auto-approve'])).code).toBe(0);
   });
 
   it('watch applies real file edits, keeps going through an invalid save, serves the state directory to other commands, and stops cleanly on Ctrl-C', async () => {

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { exportState } from '../../reconciler/export/export.js';
 import { CONFIG_FILES, manifestFiles } from '../../reconciler/manifests/load.js';
-import { resolveStack } from '../../reconciler/manifests/config.js';
+import { resolveStack, stackLine } from '../../reconciler/manifests/config.js';
 import { readLiveState } from '../../reconciler/state/read-state.js';
 import { CliExit, EXIT } from '../exit.js';
 import { info, type Output } from '../output.js';
@@ -35,7 +35,7 @@ export async function exportCmd(out: Output, flags: ExportFlags): Promise<void> 
   if (flags.out) {
     mkdirSync(flags.out, { recursive: true });
     for (const f of result.files) writeFileSync(join(flags.out, f.name), f.text);
-    if (!CONFIG_FILES.some((c) => existsSync(join(flags.out!, c)))) writeFileSync(join(flags.out, 'edgeplane.yaml'), `${schemaModeline(STACK_FILE_SCHEMA_FILE)}\nstack: ${stack}\n`);
+    if (!CONFIG_FILES.some((c) => existsSync(join(flags.out!, c)))) writeFileSync(join(flags.out, 'edgeplane.yaml'), `${schemaModeline(STACK_FILE_SCHEMA_FILE)}\n${stackLine(stack)}\n`);
     const n = result.files.reduce((a, f) => a + f.objects, 0);
     info(out, `exported ${n} object${n === 1 ? '' : 's'} of stack "${stack}"${flags.all ? ' and unmanaged objects' : ''} to ${displayPath(flags.out)}: ${result.files.map((f) => f.name).join(', ') || '(nothing)'}`);
   } else {
@@ -70,6 +70,12 @@ function refuseManifestsIn(dir: string): void {
  */
 function refuseOtherStack(dir: string, stack: string): void {
   const there = resolveStack(dir);
-  if (there.source === 'default' || there.stack === stack) return;
+  if (there.stack === stack) return;
+  const file = CONFIG_FILES.find((c) => existsSync(join(dir, c)));
+  if (there.source === 'default' && file) {
+    // A stack file with no `stack:` names the default stack: planned from there, the objects would be its.
+    throw new CliExit(EXIT.error, `--out ${dir}: ${file} names no stack, so plans from there are stack "default"'s, not "${stack}"'s (copies would be made): add \`${stackLine(stack)}\` to it, or export into another directory`);
+  }
+  if (there.source === 'default') return;
   throw new CliExit(EXIT.error, `--out ${dir}: ${there.source} names stack "${there.stack}", not "${stack}"; planned from there, the exported objects would be stack "${there.stack}"'s (copies made, and "${there.stack}"'s own objects deleted): export into another directory, or change its stack first`);
 }

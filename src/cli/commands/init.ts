@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { CONFIG_FILES, manifestFiles } from '../../reconciler/manifests/load.js';
-import { checkStack } from '../../reconciler/manifests/config.js';
+import { checkStack, stackLine } from '../../reconciler/manifests/config.js';
 import { MANIFEST_SCHEMA_FILE, schemaModeline, STACK_FILE_SCHEMA_FILE } from '../../reconciler/manifests/schema-file.js';
 import { displayPath } from '../../util/display-path.js';
 import { CliExit, EXIT } from '../exit.js';
@@ -58,7 +58,7 @@ export async function init(out: Output, dir: string | undefined, flags: InitFlag
   }
   mkdirSync(root, { recursive: true });
   const files: [string, string][] = [
-    ['edgeplane.yaml', `${schemaModeline(STACK_FILE_SCHEMA_FILE)}\n# The settings of this stack (\`edgeplane plan --help\`, docs/manifests.md).\nstack: ${stack}\n`],
+    ['edgeplane.yaml', `${schemaModeline(STACK_FILE_SCHEMA_FILE)}\n# The settings of this stack (\`edgeplane plan --help\`, docs/manifests.md).\n${stackLine(stack)}\n`],
     ['https-edge.yaml', manifest('web')],
   ];
   const written: string[] = [];

@@ -7,6 +7,7 @@ import { didYouMean } from '../../util/suggest.js';
 import { displayPath } from '../../util/display-path.js';
 import { CONFIG_FILES, parseSource } from './load.js';
 import { formatProblem, hasErrors, type Problem } from './problems.js';
+import { stringify } from 'yaml';
 import { STACK_NAME } from '../ownership/marker.js';
 
 export const DEFAULT_STACK = 'default';
@@ -202,4 +203,13 @@ export function stackSafety(root: string): StackSafety {
     out.protect = safety.protect as string[];
   }
   return out;
+}
+
+/**
+ * The `stack:` line of a stack file that `init` and `export` write: quoted where YAML would read the
+ * name as something else (`123`, `true`, `null`, `1e3` are stack names, and would read back as a
+ * number, a boolean, nothing).
+ */
+export function stackLine(stack: string): string {
+  return `stack: ${stringify(stack).trimEnd()}`;
 }
