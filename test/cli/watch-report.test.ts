@@ -45,15 +45,27 @@ describe('edgeplane watch --interval: drift', () => {
   }
   const read = { full: true, requests: 3 };
 
+  it('held-back deletions and the steps waiting for them are named; nothing applied is not "no changes"', () => {
+    const { none } = plans();
+    const c = capture();
+    reporter(c.out, false)({ type: 'plan', runId: 'run-2', plan: none, mode: 'apply', skippedPrunes: 1, heldBack: ['HTTPSEdge/web/routes/new'], read });
+    expect(c.lines).toEqual([
+      '[run-2] 1 deletion step(s) held back: run watch with --prune (or apply) to delete',
+      '[run-2] held back with them, as they wait for those deletions: HTTPSEdge/web/routes/new',
+      '[run-2] read the whole live state',
+      '[run-2] nothing else to apply',
+    ]);
+  });
+
   it('prints a drift in full once; the same drift found again is one line, a different one in full', () => {
     const { drift, other, none } = plans();
     const c = capture();
     const report = reporter(c.out, false);
-    report({ type: 'plan', runId: 'run-2', plan: drift, mode: 'drift', skippedPrunes: 0, read });
-    report({ type: 'plan', runId: 'run-3', plan: drift, mode: 'drift', skippedPrunes: 0, read });
-    report({ type: 'plan', runId: 'run-4', plan: other, mode: 'drift', skippedPrunes: 0, read });
-    report({ type: 'plan', runId: 'run-5', plan: none, mode: 'drift', skippedPrunes: 0, read });
-    report({ type: 'plan', runId: 'run-6', plan: other, mode: 'drift', skippedPrunes: 0, read });
+    report({ type: 'plan', runId: 'run-2', plan: drift, mode: 'drift', skippedPrunes: 0, heldBack: [], read });
+    report({ type: 'plan', runId: 'run-3', plan: drift, mode: 'drift', skippedPrunes: 0, heldBack: [], read });
+    report({ type: 'plan', runId: 'run-4', plan: other, mode: 'drift', skippedPrunes: 0, heldBack: [], read });
+    report({ type: 'plan', runId: 'run-5', plan: none, mode: 'drift', skippedPrunes: 0, heldBack: [], read });
+    report({ type: 'plan', runId: 'run-6', plan: other, mode: 'drift', skippedPrunes: 0, heldBack: [], read });
     const text = c.lines.join('\n');
     expect(text.match(/drift: the live state no longer matches/g)).toHaveLength(3); // runs 2, 4 and 6
     expect(c.lines).toContain('[run-3] drift unchanged since run-2 (--repair undoes it)');
@@ -67,9 +79,9 @@ describe('edgeplane watch --interval: drift', () => {
     const { drift, other } = plans();
     const c = capture();
     const report = reporter(c.out, false);
-    report({ type: 'plan', runId: 'run-1', plan: drift, mode: 'preview', skippedPrunes: 0, read });
-    report({ type: 'plan', runId: 'run-2', plan: drift, mode: 'preview', skippedPrunes: 0, read });
-    report({ type: 'plan', runId: 'run-3', plan: other, mode: 'preview', skippedPrunes: 0, read });
+    report({ type: 'plan', runId: 'run-1', plan: drift, mode: 'preview', skippedPrunes: 0, heldBack: [], read });
+    report({ type: 'plan', runId: 'run-2', plan: drift, mode: 'preview', skippedPrunes: 0, heldBack: [], read });
+    report({ type: 'plan', runId: 'run-3', plan: other, mode: 'preview', skippedPrunes: 0, heldBack: [], read });
     expect(c.lines).toContain('[run-2] plan unchanged since run-1');
     expect(c.lines.join('\n').match(/^\[run-\d\] Plan: /gm)).toHaveLength(2); // runs 1 and 3
   });
@@ -78,11 +90,11 @@ describe('edgeplane watch --interval: drift', () => {
     const { drift } = plans();
     const c = capture();
     const report = reporter(c.out, false);
-    report({ type: 'plan', runId: 'run-2', plan: drift, mode: 'drift', skippedPrunes: 0, read });
-    report({ type: 'plan', runId: 'run-3', plan: drift, mode: 'apply', skippedPrunes: 0, read });
+    report({ type: 'plan', runId: 'run-2', plan: drift, mode: 'drift', skippedPrunes: 0, heldBack: [], read });
+    report({ type: 'plan', runId: 'run-3', plan: drift, mode: 'apply', skippedPrunes: 0, heldBack: [], read });
     expect(c.lines).toContain(`[run-3] this apply also undoes the drift reported in run-2: ${drift.steps[0].object.identity}`);
     // Once applied, the drift is gone: a later save says nothing of it.
-    report({ type: 'plan', runId: 'run-4', plan: drift, mode: 'apply', skippedPrunes: 0, read });
+    report({ type: 'plan', runId: 'run-4', plan: drift, mode: 'apply', skippedPrunes: 0, heldBack: [], read });
     expect(c.lines.filter((l) => l.includes('also undoes'))).toHaveLength(1);
   });
 
@@ -90,10 +102,10 @@ describe('edgeplane watch --interval: drift', () => {
     const { drift } = plans();
     const secret: Plan = { ...drift, steps: drift.steps.map((st) => ({ ...st, changes: [{ path: 'webhook_verification.secret', before: '(sensitive)', after: '(sensitive)', sensitive: true }] })) };
     const c = capture();
-    reporter(c.out, false)({ type: 'plan', runId: 'run-2', plan: secret, mode: 'drift', skippedPrunes: 0, read });
+    reporter(c.out, false)({ type: 'plan', runId: 'run-2', plan: secret, mode: 'drift', skippedPrunes: 0, heldBack: [], read });
     expect(c.lines).toContain("[run-2] drift: a secret's value changed at its source ({env} or {file}), not in the live state; the next apply (or --repair) sends it");
     const d = capture();
-    reporter(d.out, false)({ type: 'plan', runId: 'run-2', plan: drift, mode: 'drift', skippedPrunes: 0, read });
+    reporter(d.out, false)({ type: 'plan', runId: 'run-2', plan: drift, mode: 'drift', skippedPrunes: 0, heldBack: [], read });
     expect(d.lines).toContain('[run-2] drift: the live state no longer matches the manifests (--repair undoes it)');
   });
 
@@ -101,7 +113,7 @@ describe('edgeplane watch --interval: drift', () => {
     const { drift } = plans();
     const c = capture();
     const report = reporter(c.out, false);
-    report({ type: 'plan', runId: 'run-2', plan: drift, mode: 'repair', skippedPrunes: 0, read });
+    report({ type: 'plan', runId: 'run-2', plan: drift, mode: 'repair', skippedPrunes: 0, heldBack: [], read });
     expect(c.lines[1]).toBe('[run-2] drift: the live state no longer matches the manifests; undoing it (--repair)');
     expect(c.lines[2]).toContain(`~ update ${drift.steps[0].object.identity}`);
   });

@@ -57,6 +57,7 @@ export function reporter(out: Output, color: boolean) {
         return out.line(`${tag}manifests are not valid: nothing applied; waiting for the next save`);
       case 'plan':
         if (r.skippedPrunes) out.line(`${tag}${r.skippedPrunes} deletion step(s) held back: run watch with --prune (or apply) to delete`);
+        if (r.heldBack.length) out.line(`${tag}held back with them, as they wait for those deletions: ${r.heldBack.join(', ')}`);
         out.line(`${tag}${r.read.full ? 'read the whole live state' : `re-read ${r.read.requests} object${r.read.requests === 1 ? '' : 's'} by id (what the save or the last apply touched)`}`);
         if ((r.mode === 'apply' || r.mode === 'repair') && r.plan.conflicts.length) {
           for (const k of r.plan.conflicts) out.error(`${tag}conflict: ${k.message}${k.adopt ? ` (adopt it: ${k.adopt})` : ''}`);
@@ -71,6 +72,7 @@ export function reporter(out: Output, color: boolean) {
         if (!r.plan.steps.length) {
           lastDrift = undefined;
           lastPreview = undefined;
+          if (r.skippedPrunes) return out.line(`${tag}nothing else to apply`);
           return out.line(`${tag}${r.mode === 'drift' || r.mode === 'repair' ? 'no drift' : 'no changes'}`);
         }
         if (r.mode === 'repair') {

@@ -1,3 +1,4 @@
+import { summarize } from './scope.js';
 import { DEFAULT_THRESHOLD, safetyBlocks, type Threshold } from './safety.js';
 import type { LiveView } from './live-view.js';
 import type { Identities } from './state.js';
@@ -8,19 +9,22 @@ import type { Plan } from './types.js';
  * them. Deletes of replaced objects and of duplicates an interrupted apply left behind are kept:
  * their identity is still in the manifests. `dropped`: the steps left out.
  */
-export function withoutPrunes(plan: Plan, identities: Identities, live: LiveView, threshold: Threshold = DEFAULT_THRESHOLD): { plan: Plan; dropped: number } {
+export function withoutPrunes(plan: Plan, identities: Identities, live: LiveView, threshold: Threshold = DEFAULT_THRESHOLD): { plan: Plan; dropped: number; waiting: string[] } {
   const drop = new Set(plan.steps.filter((s) => s.action === 'delete' && !identities.has(s.object.identity)).map((s) => s.id));
-  if (!drop.size) return { plan, dropped: 0 };
+  if (!drop.size) return { plan, dropped: 0, waiting: [] };
   let grew = true;
   while (grew) {
     grew = false;
     for (const s of plan.steps) if (!drop.has(s.id) && s.dependsOn.some((d) => drop.has(d))) { drop.add(s.id); grew = true; }
   }
   const steps = plan.steps.filter((s) => !drop.has(s.id));
-  const prunes = plan.steps.filter((s) => drop.has(s.id) && s.action === 'delete').length;
+  const prunes = plan.steps.filter((s) => drop.has(s.id) && s.action === 'delete' && !identities.has(s.object.identity)).length;
+  // Steps of objects the manifests still declare that wait for a held-back deletion (a route taking
+  // the match of one deleted): not applied either, and named, never passed over as "no changes".
+  const waiting = [...new Set(plan.steps.filter((s) => drop.has(s.id) && !(s.action === 'delete' && !identities.has(s.object.identity))).map((s) => s.object.identity))];
   const blocked = safetyBlocks(steps, live, threshold);
   const protectedChanges = plan.protectedChanges?.filter((c) => !drop.has(c.step));
   const rest: Plan = { ...plan };
   delete rest.protectedChanges;
-  return { plan: { ...rest, steps, summary: { ...plan.summary, delete: plan.summary.delete - prunes }, blocked, ...(protectedChanges?.length ? { protectedChanges } : {}) }, dropped: drop.size };
+  return { plan: { ...rest, steps, summary: summarize(steps), blocked, ...(protectedChanges?.length ? { protectedChanges } : {}) }, dropped: prunes, waiting };
 }

@@ -27,7 +27,7 @@ export type WatchReport =
    * (drift made elsewhere), applied next; `drift`: the same without --repair, reported only;
    * `preview`: --plan-only.
    */
-  | { type: 'plan'; runId: string; plan: Plan; mode: 'apply' | 'repair' | 'preview' | 'drift'; skippedPrunes: number; read: LiveRead }
+  | { type: 'plan'; runId: string; plan: Plan; mode: 'apply' | 'repair' | 'preview' | 'drift'; skippedPrunes: number; heldBack: string[]; read: LiveRead }
   | { type: 'step'; runId: string; event: DagEvent<Step> }
   | { type: 'applied'; runId: string; result: ApplyResult }
   | { type: 'blocked'; runId: string; plan: Plan }
@@ -144,8 +144,8 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
     }
     const interval = ctx.trigger === 'interval';
     const mode = opts.planOnly ? 'preview' : interval ? (opts.repair ? 'repair' : 'drift') : 'apply';
-    const { plan, dropped } = opts.prune ? { plan: prepared.plan, dropped: 0 } : withoutPrunes(prepared.plan, prepared.identities, prepared.live, opts.input.threshold);
-    opts.report({ type: 'plan', runId: ctx.runId, plan, mode, skippedPrunes: dropped, read: prepared.read });
+    const { plan, dropped, waiting } = opts.prune ? { plan: prepared.plan, dropped: 0, waiting: [] } : withoutPrunes(prepared.plan, prepared.identities, prepared.live, opts.input.threshold);
+    opts.report({ type: 'plan', runId: ctx.runId, plan, mode, skippedPrunes: dropped, heldBack: waiting, read: prepared.read });
     // Nothing is applied while a manifest object collides with an object this stack does not own.
     const applying = mode === 'apply' || mode === 'repair';
     if (plan.conflicts.length && applying) return { status: 'invalid', error: 'conflicts with objects this stack does not own' };
