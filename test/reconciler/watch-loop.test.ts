@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync, renameSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { watchManifestFiles, ignoreNonManifest } from '../../src/reconciler/watch/files.js';
 import { WatchLoop, type RunContext, type WatchEvent } from '../../src/reconciler/watch/loop.js';
 
@@ -58,13 +58,20 @@ describe('WatchLoop', () => {
     expect(events.filter((e) => e.type === 'run-end').map((e) => (e as any).status)).toEqual(['invalid', 'retry', 'retry', 'ok']);
   });
 
-  it('runs periodically with --interval', async () => {
-    const triggers: string[] = [];
-    const { l } = loop(async (ctx) => { triggers.push(ctx.trigger); }, { intervalMs: 30 });
-    await sleep(110);
-    await l.stop();
-    expect(triggers.length).toBeGreaterThanOrEqual(2);
-    expect(new Set(triggers)).toEqual(new Set(['interval']));
+  it('runs periodically with --interval, from the first run on: no tick takes the first run\'s place', async () => {
+    vi.useFakeTimers();
+    try {
+      const triggers: string[] = [];
+      const { l } = loop(async (ctx) => { triggers.push(ctx.trigger); }, { intervalMs: 30 });
+      await vi.advanceTimersByTimeAsync(100); // the watcher still scanning a large tree
+      expect(triggers).toEqual([]);
+      l.request('start', []);
+      await vi.advanceTimersByTimeAsync(95);
+      expect(triggers).toEqual(['start', 'interval', 'interval', 'interval']);
+      await l.stop();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('stop() aborts the run in progress and waits for it', async () => {

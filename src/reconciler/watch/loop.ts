@@ -52,11 +52,7 @@ export class WatchLoop {
   private readonly abort = new AbortController();
   private idleWaiters: (() => void)[] = [];
 
-  constructor(private readonly opts: WatchLoopOptions) {
-    if (opts.intervalMs && opts.intervalMs > 0) {
-      this.interval = setInterval(() => this.request('interval', []), opts.intervalMs);
-    }
-  }
+  constructor(private readonly opts: WatchLoopOptions) {}
 
   /**
    * A file changed: run once the saves have been quiet for the debounce time. `quietForMs`: how
@@ -78,6 +74,11 @@ export class WatchLoop {
   /** Asks for a run now (or right after the current one). */
   request(trigger: RunTrigger, paths: string[]): void {
     if (this.stopped) return;
+    // The periodic check starts with the session's first run, not before it (an interval tick
+    // before the watcher is ready would take the first run's place, and only report drift).
+    if (trigger === 'start' && !this.interval && this.opts.intervalMs && this.opts.intervalMs > 0) {
+      this.interval = setInterval(() => this.request('interval', []), this.opts.intervalMs);
+    }
     if (trigger !== 'retry' && this.retryTimer) {
       // A fresh run reads everything again: it replaces the scheduled retry.
       clearTimeout(this.retryTimer);
@@ -85,7 +86,8 @@ export class WatchLoop {
     }
     if (this.running) {
       const p = this.pending ?? { trigger, paths: new Set<string>() };
-      if (trigger === 'change') p.trigger = 'change';
+      // A save's run, or the first one, applies: it is not left to a periodic check that only reports.
+      if (trigger === 'change' || (trigger === 'start' && p.trigger !== 'change')) p.trigger = trigger;
       for (const x of paths) p.paths.add(x);
       this.pending = p;
       return;
