@@ -264,6 +264,11 @@ describe('edgeplane apply / plan / export / watch on the embedded default', { ti
     const unnamed = await runCli(['export', ...at, '--stack', 'small-example', '--out', out]);
     expect(unnamed.code).toBe(1);
     expect(unnamed.stderr).toContain('edgeplane.yaml names no stack, so plans from there are stack "default"\'s, not "small-example"\'s (copies would be made): add `stack: small-example` to it');
+    // A file where the directory should be: refused before reading anything, with --force too.
+    const file = join(out, 'edgeplane.yaml');
+    const notDir = await runCli(['export', ...at, '--stack', 'small-example', '--out', file, '--force']);
+    expect(notDir.code).toBe(1);
+    expect(notDir.stderr).toContain(`--out ${file}: not a directory`);
     // Its own stack goes in as before.
     writeFileSync(join(out, 'edgeplane.yaml'), 'stack: small-example\n');
     expect((await runCli(['export', ...at, '--stack', 'small-example', '--out', out])).code).toBe(0);

@@ -15,6 +15,8 @@ export interface ExportFlags extends TargetFlags { out?: string; stack?: string;
 
 /** `export [--out DIR]`: one file per kind in DIR (with an edgeplane.yaml naming the stack), or all documents on stdout. */
 export async function exportCmd(out: Output, flags: ExportFlags): Promise<void> {
+  // Not a directory: refused before anything is read, with --force too.
+  if (flags.out && existsSync(flags.out) && !statSync(flags.out).isDirectory()) throw new CliExit(EXIT.error, `--out ${flags.out}: not a directory`);
   if (flags.out && !flags.force) refuseManifestsIn(flags.out);
   const { stack } = resolveStack(flags.out && existsSync(flags.out) ? flags.out : '.', flags.stack);
   if (flags.out && existsSync(flags.out)) refuseOtherStack(flags.out, stack);
