@@ -1,7 +1,7 @@
 import type { ApiClient } from '../client/api-client.js';
 import { acquireStackLock, DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_LOCK_TTL_SECONDS, StackLockAborted, StackLockTimeout, type HeldStackLock } from '../reconciler/lock/stack-lock.js';
 import { parseDuration } from './duration.js';
-import { CliExit, EXIT } from './exit.js';
+import { CliExit, EXIT, exitForSignal, onStopSignals } from './exit.js';
 import { holderName } from './holder.js';
 import type { Output } from './output.js';
 import { targetArgs, type TargetFlags } from './target.js';
@@ -28,11 +28,10 @@ export async function lockedRun<T>(out: Output, client: ApiClient, stack: string
   // after all is released, instead of being left for its TTL. A second signal exits at once.
   const taking = new AbortController();
   const whileTaking = (signal: NodeJS.Signals) => {
-    if (taking.signal.aborted) process.exit(signal === 'SIGTERM' ? 143 : 130);
+    if (taking.signal.aborted) exitForSignal(signal);
     taking.abort(signal);
   };
-  process.on('SIGINT', whileTaking);
-  process.on('SIGTERM', whileTaking);
+  const offTaking = onStopSignals(whileTaking);
   try {
     held = await acquireStackLock(client, {
       signal: taking.signal,
@@ -44,7 +43,7 @@ export async function lockedRun<T>(out: Output, client: ApiClient, stack: string
   } catch (err) {
     if (err instanceof StackLockAborted) {
       out.error(`\ninterrupted (${String(taking.signal.reason)}): ${err.message}`);
-      process.exit(taking.signal.reason === 'SIGTERM' ? 143 : 130);
+      exitForSignal(String(taking.signal.reason));
     }
     if (err instanceof StackLockTimeout) {
       if (flags.json) out.json({ event: 'error', error: err.message, exit_code: EXIT.locked });
@@ -54,32 +53,27 @@ export async function lockedRun<T>(out: Output, client: ApiClient, stack: string
     if (flags.json) out.json({ event: 'error', error: err instanceof Error ? err.message : String(err) });
     throw err;
   } finally {
-    process.off('SIGINT', whileTaking);
-    process.off('SIGTERM', whileTaking);
+    offTaking();
   }
   const phase = { executing: false };
   const onSignal = (signal: NodeJS.Signals) => {
     if (phase.executing) return; // the executor stops its steps, reports, and the lock is released after
     out.error(`\ninterrupted (${signal}): releasing the lock on stack "${stack}"`);
-    void held.release().finally(() => process.exit(signal === 'SIGTERM' ? 143 : 130));
+    void held.release().finally(() => exitForSignal(signal));
   };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const offSignal = onStopSignals(onSignal);
   try {
     return await fn(held, phase);
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    offSignal();
     // A signal while releasing (`timeout` sends its SIGTERM twice, ms apart) waits for the release.
     const releasing = held.release();
-    const late = (signal: NodeJS.Signals) => void releasing.finally(() => process.exit(signal === 'SIGTERM' ? 143 : 130));
-    process.on('SIGINT', late);
-    process.on('SIGTERM', late);
+    const late = (signal: NodeJS.Signals) => void releasing.finally(() => exitForSignal(signal));
+    const offLate = onStopSignals(late);
     try {
       await releasing;
     } finally {
-      process.off('SIGINT', late);
-      process.off('SIGTERM', late);
+      offLate();
     }
   }
 }

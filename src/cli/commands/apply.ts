@@ -17,7 +17,7 @@ import { blockLine, protectedLine, summaryLine, waitingLine } from '../../reconc
 import { readLiveState } from '../../reconciler/state/read-state.js';
 import type { ApiClient } from '../../client/api-client.js';
 import { canPrompt, confirm } from '../confirm.js';
-import { CliExit, EXIT } from '../exit.js';
+import { CliExit, EXIT, exitForSignal, onStopSignals } from '../exit.js';
 import { useColor, type Output } from '../output.js';
 import { progressFor } from '../progress.js';
 import { reconcilerConfig } from '../service-config.js';
@@ -226,12 +226,11 @@ async function execute(out: Output, client: ApiClient, plan: Plan, secrets: Secr
   // Ctrl-C, or SIGTERM (a CI job cancelled; the runner kills later): stop starting steps, let
   // running ones finish, report; a second signal exits at once.
   const onSignal = (signal: NodeJS.Signals) => {
-    if (ac.signal.aborted) process.exit(signal === 'SIGTERM' ? 143 : 130);
+    if (ac.signal.aborted) exitForSignal(signal);
     ac.abort(new Error('interrupted'));
     out.error(`\ninterrupted (${signal}): finishing the steps in flight (${signal === 'SIGINT' ? 'Ctrl-C' : 'the signal'} again to quit now); run apply again to converge`);
   };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const offSignal = onStopSignals(onSignal);
   let result: ApplyResult;
   try {
     // A lost lock stops the apply as Ctrl-C does: another apply may be writing the stack now. Lost
@@ -241,8 +240,7 @@ async function execute(out: Output, client: ApiClient, plan: Plan, secrets: Secr
     else held.signal.addEventListener('abort', () => ac.abort(held.signal.reason), { once: true });
     result = await applyPlan(plan, { client, secrets, parallelism, onEvent: (e) => progress.event(e), signal: ac.signal, mayStart: () => held.valid() });
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    offSignal();
   }
   progress.finish(result);
   if (result.stale.length) {

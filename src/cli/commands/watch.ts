@@ -7,7 +7,7 @@ import { renderText } from '../../reconciler/render/text.js';
 import { summaryLine } from '../../reconciler/render/values.js';
 import { startWatchSession, type WatchReport } from '../../reconciler/watch/session.js';
 import { withinTimers } from '../duration.js';
-import { CliExit, EXIT } from '../exit.js';
+import { CliExit, EXIT, onStopSignals } from '../exit.js';
 import { useColor, type Output } from '../output.js';
 import { stepLabel } from '../progress.js';
 import { reconcilerConfig } from '../service-config.js';
@@ -149,13 +149,11 @@ export async function watch(out: Output, dir: string, flags: WatchFlags): Promis
       report: reporter(out, useColor()),
     });
     const stop = () => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
+      offStop();
       out.line('stopping…');
       void session.stop().finally(resolve);
     };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
+    const offStop = onStopSignals(stop);
     lost?.addEventListener('abort', stop, { once: true });
   });
   try {
