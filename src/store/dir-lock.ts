@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { processRuns } from '../util/process.js';
 
 export interface LockHolder { pid: number; host: string; started_at: string; url?: string }
 
@@ -17,14 +18,6 @@ export class LockHeldError extends Error {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /**
  * An exclusive, process-level lock on a directory: a file created with O_EXCL holding the holder's
@@ -49,7 +42,7 @@ export class DirLock {
       const seen = examineLock(path);
       if (!seen) continue; // released since
       const { holder } = seen;
-      if (holder && (holder.host !== me.host || alive(holder.pid))) throw new LockHeldError(dir, holder);
+      if (holder && (holder.host !== me.host || processRuns(holder.pid))) throw new LockHeldError(dir, holder);
       // Dead holder, or unreadable: its writer is between open and write (microseconds), or it died
       // there, or the file was damaged. Written in one call and replaced by rename, a lock is never
       // unreadable for long: one unreadable for over a second holds nobody, and is taken over.
@@ -165,7 +158,7 @@ function removeStale(path: string, seen: SeenLock, me: LockHolder): boolean {
     }
     const other = examineLock(claim);
     if (!other) return false; // its maker finished just now: look at the lock again
-    const dead = other.holder ? other.holder.host === me.host && !alive(other.holder.pid) : other.ageMs > STALE_MS;
+    const dead = other.holder ? other.holder.host === me.host && !processRuns(other.holder.pid) : other.ageMs > STALE_MS;
     if (!dead) return false;
     claims.push(claim);
   }

@@ -2,6 +2,7 @@ import type { StackLock } from '../../client/api-client.js';
 import { resolveStack } from '../../reconciler/manifests/config.js';
 import { CliExit, EXIT } from '../exit.js';
 import { userAtHost } from '../holder.js';
+import { processRuns } from '../../util/process.js';
 import type { Output } from '../output.js';
 import { openTarget, targetArgs, type TargetFlags } from '../target.js';
 
@@ -25,16 +26,6 @@ export async function lockStatus(out: Output, dir: string | undefined, flags: Lo
   }
 }
 
-/** Whether a process of this machine with this pid runs (one of another user's counts too). */
-function running(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /**
  * `lock release --stack S`: releases a lock this user left on this machine (an apply killed before
  * it could: its process no longer runs); anyone's with `--force`. Without `--force`, a lock another
@@ -52,7 +43,7 @@ export async function lockRelease(out: Output, dir: string | undefined, flags: L
       throw new CliExit(EXIT.locked, `${line(lock)}\nnot released: it is not yours (this user on this machine). If that apply is no longer running: edgeplane lock release --stack ${stack}${targetArgs(flags)} --force`);
     }
     const pid = mine ? Number(/, pid (\d+),/.exec(lock.holder)?.[1]) : NaN;
-    if (pid && pid !== process.pid && running(pid) && !flags.force) {
+    if (pid && pid !== process.pid && processRuns(pid) && !flags.force) {
       throw new CliExit(EXIT.locked, `${line(lock)}\nnot released: its process (pid ${pid}) is still running on this machine; releasing it would let another apply write the stack beside it. Stop it (Ctrl-C releases the lock), or: edgeplane lock release --stack ${stack}${targetArgs(flags)} --force`);
     }
     await client.releaseLock(lock.id);
