@@ -96,6 +96,9 @@ describe('edgeplane apply / plan / export / watch on the embedded default', { ti
     expect(none.code, none.stderr).toBe(0);
     expect(none.stdout).toBe('');
     expect(none.stderr).toContain('nothing to export: no objects of stack "not-this-one"; stacks with objects: small-example (give --stack)');
+    const noneOut = join(tempDir('ep-none-'), 'out');
+    expect((await runCli(['export', ...at, '--stack', 'not-this-one', '--out', noneOut])).code).toBe(0);
+    expect(existsSync(noneOut)).toBe(false); // nothing written, not even the directory
   });
 
   it('export refuses a directory that already holds manifests, changing nothing, unless --force', async () => {

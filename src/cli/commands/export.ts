@@ -29,10 +29,12 @@ export async function exportCmd(out: Output, flags: ExportFlags): Promise<void> 
   }
   for (const w of result.warnings) out.error(`warning: ${w}`);
   if (!result.files.some((f) => f.objects > 0)) {
-    // Nothing: most often the stack is not the one meant (no --stack, no edgeplane.yaml here). Say which there are.
+    // Nothing: most often the stack is not the one meant (no --stack, no edgeplane.yaml here). Say
+    // which there are, and write nothing (no directory, no edgeplane.yaml naming the wrong stack).
     const { stacks, unmanaged } = result.elsewhere;
     const others = stacks.length ? `stacks with objects: ${stacks.join(', ')} (give --stack)` : 'no stack has objects here';
     out.error(`nothing to export: no objects of stack "${stack}"; ${others}${!flags.all && unmanaged ? `; ${unmanaged} unmanaged object${unmanaged === 1 ? '' : 's'} (add --all)` : ''}`);
+    return;
   }
   if (flags.out) {
     mkdirSync(flags.out, { recursive: true });
