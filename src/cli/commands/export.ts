@@ -39,6 +39,11 @@ export async function exportCmd(out: Output, flags: ExportFlags): Promise<void> 
   if (flags.out) {
     mkdirSync(flags.out, { recursive: true });
     for (const f of result.files) writeFileSync(join(flags.out, f.name), f.text);
+    // An earlier export's file of a kind the stack no longer has (--force): emptied, not left to
+    // plan its objects again.
+    const emptied = result.emptyKindFiles.filter((name) => existsSync(join(flags.out!, name)));
+    for (const name of emptied) writeFileSync(join(flags.out, name), `# edgeplane export: stack "${stack}" has no objects of this kind.\n`);
+    if (emptied.length) out.error(`emptied ${emptied.join(', ')}: the stack has no objects of ${emptied.length === 1 ? 'that kind' : 'those kinds'} now`);
     if (!CONFIG_FILES.some((c) => existsSync(join(flags.out!, c)))) writeFileSync(join(flags.out, 'edgeplane.yaml'), `${schemaModeline(STACK_FILE_SCHEMA_FILE)}\n${stackLine(stack)}\n`);
     const n = result.files.reduce((a, f) => a + f.objects, 0);
     info(out, `exported ${n} object${n === 1 ? '' : 's'} of stack "${stack}"${flags.all ? ' and unmanaged objects' : ''} to ${displayPath(flags.out)}: ${result.files.map((f) => f.name).join(', ') || '(nothing)'}`);

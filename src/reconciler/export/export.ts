@@ -36,6 +36,8 @@ export interface ExportedFile { name: string; text: string; objects: number }
 
 export interface ExportResult {
   files: ExportedFile[];
+  /** The file names of the kinds with nothing to export (an earlier export's file of one must not outlive it). */
+  emptyKindFiles: string[];
   /** Environment variables the manifests expect secrets in. */
   secrets: { env: string; identity: string; path: string }[];
   warnings: string[];
@@ -318,8 +320,12 @@ export function exportState(lists: ObservedLists, opts: ExportOptions): ExportRe
   });
   writer.uniqueEnvNames();
   const files: ExportedFile[] = [];
+  const emptyKindFiles: string[] = [];
   for (const { kind, picked, docs } of built) {
-    if (!picked.length) continue;
+    if (!picked.length) {
+      emptyKindFiles.push(`${kebab(kind.manifestKind!)}.yaml`);
+      continue;
+    }
     // The modeline is read per document (a multi-document file gets it on each).
     const texts = docs.map((d) => (opts.header ? opts.header + '\n' : '') + stringify(d, { lineWidth: 0, blockQuote: 'literal' }));
     files.push({ name: `${kebab(kind.manifestKind!)}.yaml`, text: texts.join('---\n'), objects: picked.reduce((n, p) => n + 1 + p.children.length, 0) });
@@ -327,5 +333,5 @@ export function exportState(lists: ObservedLists, opts: ExportOptions): ExportRe
   const stacks = [...new Set(observed.flatMap((o) => (o.owner.type === 'stack' ? [o.owner.stack] : [])))].sort();
   const unmanaged = observed.filter((o) => o.owner.type === 'unmanaged' && !o.parentId).length;
   const secrets = writer.secrets.map((x) => ({ env: x.ref.env, identity: x.identity, path: x.path }));
-  return { files, secrets, warnings: [...warnings, ...writer.warnings], elsewhere: { stacks, unmanaged } };
+  return { files, emptyKindFiles, secrets, warnings: [...warnings, ...writer.warnings], elsewhere: { stacks, unmanaged } };
 }
