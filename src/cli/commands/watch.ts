@@ -13,6 +13,7 @@ import { stepLabel } from '../progress.js';
 import { reconcilerConfig } from '../service-config.js';
 import { openTarget, type TargetFlags } from '../target.js';
 import { lockedRun, type LockFlags } from '../stack-lock.js';
+import type { HeldStackLock } from '../../reconciler/lock/stack-lock.js';
 import { parallelismOf } from './apply.js';
 
 export interface WatchFlags extends TargetFlags, LockFlags {
@@ -139,13 +140,13 @@ export async function watch(out: Output, dir: string, flags: WatchFlags): Promis
     out, serveOthers: true,
     onRetarget: (from, to) => out.line(`${from} stopped serving the state directory: now on ${to}`),
   });
-  const run = (lost?: AbortSignal) => new Promise<void>((resolve) => {
+  const run = (held?: HeldStackLock) => new Promise<void>((resolve) => {
     const session = startWatchSession({
       input: { root: dir, stack, strict: flags.strict, env: process.env, config: reconcilerConfig(), ...watchSafety(dir) },
       stackGiven: flags.stack !== undefined,
       readSafety: () => watchSafety(dir),
       client, prune: flags.prune, planOnly: flags.planOnly, intervalMs, repair: flags.repair,
-      parallelism, debounceMs,
+      parallelism, debounceMs, mayStart: held ? () => held.valid() : undefined,
       report: reporter(out, useColor()),
     });
     const stop = () => {
@@ -154,7 +155,8 @@ export async function watch(out: Output, dir: string, flags: WatchFlags): Promis
       void session.stop().finally(resolve);
     };
     const offStop = onStopSignals(stop);
-    lost?.addEventListener('abort', stop, { once: true });
+    if (held?.signal.aborted) stop();
+    else held?.signal.addEventListener('abort', stop, { once: true });
   });
   try {
     // The stack's lock is held for as long as watch may apply (not with --plan-only): an apply
@@ -164,7 +166,7 @@ export async function watch(out: Output, dir: string, flags: WatchFlags): Promis
       let lostLock = false;
       await lockedRun(out, client, stack, flags, 'watch', async (held, phase) => {
         phase.executing = true; // watch stops its session on a signal, then the lock is released
-        await run(held.signal);
+        await run(held);
         lostLock = held.signal.aborted;
       });
       if (lostLock) throw new CliExit(EXIT.locked, 'watch stopped: it lost the stack\'s lock');

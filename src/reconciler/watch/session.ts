@@ -52,6 +52,8 @@ export interface WatchSessionOptions {
   intervalMs?: number;
   repair?: boolean;
   parallelism?: number;
+  /** Asked before each step starts (the stack lock still holding by this process's clock: `HeldStackLock.valid`). */
+  mayStart?: () => boolean;
   debounceMs?: number;
   stableMs?: number;
   /**
@@ -166,7 +168,7 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
       return { status: 'ok' };
     }
     const result = await applyPlan(plan, {
-      client: opts.client, secrets: secretsFromMap(prepared.secrets), parallelism: opts.parallelism, signal: ctx.signal,
+      client: opts.client, secrets: secretsFromMap(prepared.secrets), parallelism: opts.parallelism, signal: ctx.signal, mayStart: opts.mayStart,
       onEvent: (event) => opts.report({ type: 'step', runId: ctx.runId, event }),
     });
     opts.report({ type: 'applied', runId: ctx.runId, result });
