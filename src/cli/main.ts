@@ -1,8 +1,9 @@
-import { readFileSync, realpathSync } from 'node:fs';
+import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { Argument, Command, Option } from 'commander';
 import { CliExit } from './exit.js';
+import { packageVersion } from '../util/package-version.js';
 import { completionScript, SHELLS, type Shell } from './completion.js';
 import { addHelpEpilogues } from './help.js';
 import { cliSettings, stdio } from './output.js';
@@ -11,10 +12,9 @@ import { cliSettings, stdio } from './output.js';
  * The one command table. Each action loads its module when it runs, so `edgeplane validate` does
  * not pay for fastify and PGlite.
  */
-const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 export const program = new Command('edgeplane')
   .description('Traffic-edge configuration as code: the management API service and its reconciler')
-  .version(version, '-V, --version', 'print the version and exit')
+  .version(packageVersion(), '-V, --version', 'print the version and exit')
   // Shared by every command (given before or after it): read in the preAction hook below.
   .option('-q, --quiet', 'print only results and errors (no remarks such as a directory made or a plan saved)')
   .option('--no-color', 'no colour, whatever the terminal (also NO_COLOR=1; FORCE_COLOR=1 forces it on a pipe)')

@@ -40,7 +40,7 @@ function versionHeadersOf(raw: string | undefined): string[] | undefined {
   if (!raw) return undefined;
   const names = raw.split(',').map((h) => h.trim());
   if (!names.length || names.some((h) => !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(h))) {
-    throw new Error(`EDGEPLANE_VERSION_HEADERS: must be header names separated by commas (such as Service-Version,Ngrok-Version), got ${JSON.stringify(withoutCredentials(raw).slice(0, 200))}`);
+    throw new Error(`EDGEPLANE_VERSION_HEADERS: must be header names separated by commas (such as Service-Version,Ngrok-Version), got ${JSON.stringify(raw.slice(0, 200))}`);
   }
   return names;
 }

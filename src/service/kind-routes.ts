@@ -222,7 +222,7 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
     if (ops.has('get')) {
       route('GET', item, { operationId: `get${name}`, summary: `Get ${a(kind.title)}`, status: 200, response: object }, async (req, p) => ({
         status: 200,
-        body: kind.embeds ? await resources.getRendered(kind, callerOf(req), p.id, parentOf(p)) : await resources.get(kind, callerOf(req), p.id, parentOf(p)),
+        body: await resources.getRendered(kind, callerOf(req), p.id, parentOf(p)),
       }));
     }
     if (ops.has('update')) {

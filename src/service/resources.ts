@@ -102,9 +102,10 @@ export class Resources {
   }
 
   /**
-   * `get` of a kind that embeds children (an edge and its routes): the views stored at their last
-   * writes, joined, when every one of them was rendered for this base by this revision (one query,
-   * nothing parsed, shaped or serialised); else `get`'s answer.
+   * `get` as the route answers it. For a kind that embeds children (an edge and its routes): the
+   * views stored at their last writes, joined, when every one of them was rendered for this base by
+   * this revision (one query, nothing parsed, shaped or serialised); else, and for other kinds,
+   * `get`'s answer.
    */
   async getRendered(kind: KindDef, caller: Caller, id: string, parentId?: string): Promise<RenderedJson | Body> {
     const childKind = Object.values(kind.embeds ?? {})[0];

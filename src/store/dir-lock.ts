@@ -18,7 +18,6 @@ export class LockHeldError extends Error {
   }
 }
 
-
 /**
  * An exclusive, process-level lock on a directory: a file created with O_EXCL holding the holder's
  * pid (and URL once it serves). PGlite has no locking of its own and two processes on one data

@@ -80,11 +80,11 @@ function refuseManifestsIn(dir: string): void {
 function refuseOtherStack(dir: string, stack: string): void {
   const there = resolveStack(dir);
   if (there.stack === stack) return;
-  const file = CONFIG_FILES.find((c) => existsSync(join(dir, c)));
-  if (there.source === 'default' && file) {
+  if (there.source === 'default') {
     // A stack file with no `stack:` names the default stack: planned from there, the objects would be its.
+    const file = CONFIG_FILES.find((c) => existsSync(join(dir, c)));
+    if (!file) return;
     throw new CliExit(EXIT.error, `--out ${dir}: ${file} names no stack, so plans from there are stack "default"'s, not "${stack}"'s (copies would be made): add \`${stackLine(stack)}\` to it, or export into another directory`);
   }
-  if (there.source === 'default') return;
   throw new CliExit(EXIT.error, `--out ${dir}: ${there.source} names stack "${there.stack}", not "${stack}"; planned from there, the exported objects would be stack "${there.stack}"'s (copies made, and "${there.stack}"'s own objects deleted): export into another directory, or change its stack first`);
 }
