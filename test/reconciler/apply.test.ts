@@ -274,6 +274,15 @@ describe('export --all and adoption', () => {
     const adopt = (await prepare(client, again, 'dups', {}, { adopt: true })).plan!;
     expect(adopt.steps.map((x) => `${x.action} ${x.object.identity}`)).toEqual(['update HTTPSEdge/web']);
     expect(adopt.steps[0].changes.map((c) => c.path)).toEqual(['metadata (ownership marker)']);
+    // With --all the edge is exported anyway (no stack manages it): still under the name its
+    // route's marker gives it, beside an unmanaged route of its own, so adopting keeps the route.
+    await client.send('POST', `/edges/https/${edge.id}/routes`, { match_type: 'path_prefix', match: '/zz-unmanaged' });
+    const all = exportState(await readLiveState(client), { stack: 'dups', all: true });
+    expect(all.warnings).toEqual([expect.stringContaining(`HTTPS edge ${edge.id} holds objects of stack "dups" but no stack manages it`)]);
+    const allDir = manifestDir(Object.fromEntries(all.files.map((f) => [f.name, f.text])));
+    const adoptAll = (await prepare(client, allDir, 'dups', {}, { adopt: true })).plan!;
+    expect(adoptAll.steps.filter((x) => x.action !== 'update').map((x) => `${x.action} ${x.object.identity}`)).toEqual([]);
+    expect(adoptAll.steps.map((x) => x.object.identity)).toContain('HTTPSEdge/web');
   });
 });
 

@@ -286,18 +286,20 @@ function duplicatesLeftOut(observed: ObservedObject[], stack: string, warnings: 
 }
 
 /**
- * Parents the export must include for the stack's children to be written: an edge whose routes
- * are the stack's but which carries no marker itself (its metadata was cleared). It is exported
- * with them, with a warning: plan with `--adopt` takes it over again.
+ * Edges the stack's routes sit in that carry no marker themselves (the edge's metadata was
+ * cleared), by id, with the name their routes' markers give them (`HTTPSEdge/web/routes/root` →
+ * `web`): exported under it, the routes keep their identities and plan with `--adopt` takes the
+ * edge over again (under any other name it would delete and re-create the routes). Such an edge is
+ * exported with its routes, and with `--all` too, where it would be anyway; a warning says so.
  */
 function unmarkedParents(observed: ObservedObject[], wanted: (o: ObservedObject) => boolean, stack: string, warnings: string[]): Map<string, string | undefined> {
   const byId = new Map(observed.map((o) => [o.id, o]));
   const out = new Map<string, string | undefined>();
   for (const o of observed) {
-    if (!o.parentId || !wanted(o) || out.has(o.parentId)) continue;
+    // Only the stack's own children name their parent: an unmanaged route beside them says nothing.
+    if (!o.parentId || o.owner.type !== 'this' || !wanted(o) || out.has(o.parentId)) continue;
     const parent = byId.get(o.parentId);
-    if (!parent || wanted(parent) || parent.owner.type !== 'unmanaged') continue;
-    // Named as its children's markers name it (`HTTPSEdge/web/routes/root` → `web`): the routes keep their identities.
+    if (!parent || parent.owner.type !== 'unmanaged') continue;
     const parts = o.marker?.id.split('/') ?? [];
     out.set(parent.id, parts.length >= 4 ? parts[parts.length - 3] : undefined);
     warnings.push(`${parent.kind.title} ${parent.id} holds objects of stack "${stack}" but no stack manages it (its marker is gone): exported with them; plan with --adopt takes it over`);
