@@ -4,7 +4,7 @@ import { diff } from '../../src/reconciler/plan/diff.js';
 import type { DesiredObject, ObservedObject } from '../../src/reconciler/plan/state.js';
 import { observeOne } from '../../src/reconciler/plan/observed.js';
 import { encodeMetadata } from '../../src/reconciler/ownership/marker.js';
-import { MARKDOWN_LIMIT, renderMarkdown } from '../../src/reconciler/render/markdown.js';
+import { MARKDOWN_LIMIT, renderMarkdown, renderMarkdownFull } from '../../src/reconciler/render/markdown.js';
 import { parsePlan, renderJson } from '../../src/reconciler/render/json.js';
 import { renderText } from '../../src/reconciler/render/text.js';
 
@@ -55,6 +55,34 @@ describe('renderings', () => {
     expect(row).toContain('@@ line 4<br>+ `"Jud="`');
   });
 
+
+  it('a change to the same text written another way (NFC to NFD, a ligature) shows each side escaped, never alike', () => {
+    const plan = bigPlan(1);
+    plan.steps[0].action = 'update';
+    const nfc = 'Caf\u00e9 menu';
+    const nfd = nfc.normalize('NFD');
+    const xml = (name: string) => `<md>\n<org>${name}</org>\n</md>`;
+    plan.steps[0].changes = [
+      { path: 'description', before: nfc, after: nfd },
+      { path: 'idp_metadata', before: xml('\ufb01rm'), after: xml('firm') },
+    ];
+    const text = renderText(plan);
+    const line = text.split('\n').find((l) => l.includes('~ description:'))!;
+    expect(line).toContain('"Caf\\u00e9 menu" → "Cafe\\u0301 menu"');
+    const lines = text.split('\n').map((l) => l.trim());
+    expect(lines).toContain('- <org>\\ufb01rm</org>');
+    expect(lines).toContain('+ <org>firm</org>');
+    for (const md of [renderMarkdown(plan), renderMarkdownFull(plan)]) {
+      const row = md.split('\n').find((l) => l.includes(' | `description` | '))!;
+      expect(row).toContain('Caf\\u00e9 menu');
+      expect(row).toContain('Cafe\\u0301 menu');
+      const xmlRow = md.split('\n').find((l) => l.includes(' | `idp_metadata` | '))!;
+      expect(xmlRow).toContain('\\ufb01rm');
+    }
+    // Text that differs in what it reads as is shown as it is.
+    plan.steps[0].changes = [{ path: 'description', before: 'Caf\u00e9', after: 'Caf\u00e8' }];
+    expect(renderText(plan)).toContain('"Caf\u00e9" → "Caf\u00e8"');
+  });
 
   it('Markdown: text from manifests and live objects renders as text — no link, image, HTML, mention or line break gets through', () => {
     const hostile = 'x @octo-org/oncall ![](https://tracker.example/p.png) [Approve](https://evil.example) <img src=x> <details> <!-- `code`\n\n**No changes.**\n> [!CAUTION] |a|b| \u202enimda\u202c';

@@ -3,7 +3,7 @@ import { decodeMetadata, encodeMetadata } from '../ownership/marker.js';
 import { findKind, KINDS } from '../../kinds/registry.js';
 import type { Action, Change, Plan, Step } from '../plan/types.js';
 import { mermaidText } from './mermaid.js';
-import { blockLine, cascadeCounts, countOf, lineDiff, listChange, masked, multiLine, protectedLine, scopeLines, short, shortPair, sliceChars, summaryLine, SYMBOL, visible, waitingLine } from './values.js';
+import { apart, ascii, blockLine, type DiffLine, cascadeCounts, countOf, lineDiff, listChange, masked, multiLine, protectedLine, scopeLines, short, shortPair, sliceChars, summaryLine, SYMBOL, visible, waitingLine } from './values.js';
 
 /** GitHub refuses comments over 65,536 characters; stay clear of it. */
 export const MARKDOWN_LIMIT = 65_000;
@@ -81,8 +81,12 @@ function changeCells(c: Change, max: number): string {
     // Text of several lines: every line that changed, where it is (each cut to `max` when the
     // comment must be; whole otherwise).
     const diff = lineDiff(c.before, c.after as string);
+    const line = (d: DiffLine) => {
+      const t = max === Infinity ? visible(JSON.stringify(d.text)) : short(d.text, max);
+      return code(d.alike ? ascii(t) : t);
+    };
     const side = (sign: '-' | '+') => diff.filter((d) => d.sign === '@' || d.sign === sign)
-      .map((d) => (d.sign === '@' ? `@@ ${d.text}` : `${sign === '-' ? '−' : '+'} ${code(max === Infinity ? visible(JSON.stringify(d.text)) : short(d.text, max))}`)).join('<br>');
+      .map((d) => (d.sign === '@' ? `@@ ${d.text}` : `${sign === '-' ? '−' : '+'} ${line(d)}`)).join('<br>');
     return `${cell(code(c.path))} | ${cell(side('-'))} | ${cell(side('+'))}`;
   }
   const both = c.before !== undefined && c.after !== undefined;
@@ -90,7 +94,7 @@ function changeCells(c: Change, max: number): string {
   // line and line count, or the stretch where before and after differ.
   const lines = [c.before, c.after].some((v) => typeof v === 'string' && v.includes('\n'));
   const [before, after] = max === Infinity && !lines
-    ? [c.before === undefined ? '' : full(c.before), c.after === undefined ? '' : full(c.after)]
+    ? (both ? apart(full(c.before), full(c.after)) : [c.before === undefined ? '' : full(c.before), c.after === undefined ? '' : full(c.after)])
     : both ? shortPair(c.before, c.after, lines ? Math.min(max, 120) : max) : [c.before === undefined ? '' : short(c.before, max), c.after === undefined ? '' : short(c.after, max)];
   return `${cell(code(c.path))} | ${before === '' ? '' : cell(code(before))} | ${after === '' ? '' : cell(code(after))}`;
 }

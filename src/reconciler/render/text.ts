@@ -1,6 +1,6 @@
 import { createColors } from 'picocolors';
 import type { Plan, Step } from '../plan/types.js';
-import { blockLine, lineCount, lineDiff, listChange, multiLine, protectedLine, scopeLines, short, shortPair, summaryLine, SYMBOL, visible, waitingLine } from './values.js';
+import { ascii, blockLine, lineCount, lineDiff, listChange, multiLine, protectedLine, scopeLines, short, shortPair, summaryLine, SYMBOL, visible, waitingLine } from './values.js';
 
 type Colors = ReturnType<typeof createColors>;
 
@@ -50,7 +50,7 @@ export function renderText(plan: Plan, opts: TextOptions = {}): string {
       if (!ch.sensitive && multiLine(ch.before, ch.after)) {
         // Text of several lines: every line that changed, whole, where it is.
         out.push(`    ~ ${ch.path}: ${lineCount(ch.before)} → ${lineCount(ch.after as string)}, the lines that changed:`);
-        for (const d of lineDiff(ch.before, ch.after as string)) out.push(d.sign === '@' ? c.dim(`        @@ ${d.text}`) : `        ${d.sign} ${visible(d.text)}`);
+        for (const d of lineDiff(ch.before, ch.after as string)) out.push(d.sign === '@' ? c.dim(`        @@ ${d.text}`) : `        ${d.sign} ${d.alike ? ascii(visible(d.text)) : visible(d.text)}`);
         continue;
       }
       const mark = ch.before === undefined ? '+' : ch.after === undefined ? '-' : '~';

@@ -20,6 +20,25 @@ export function visible(s: string): string {
   return s.replace(INVISIBLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
+/** `s` with every character outside ASCII written as an escape (`\u0301`). */
+export function ascii(s: string): string {
+  return s.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/**
+ * Whether two different texts read alike: the same Unicode text written two ways ("café" with
+ * "é" as one character or as "e" and a combining accent, a ligature "ﬁ" for "fi"). Shown as they
+ * are, a reviewer would see no change; `ascii` shows them apart.
+ */
+export function readAlike(a: string, b: string): boolean {
+  return a !== b && a.normalize('NFKC') === b.normalize('NFKC');
+}
+
+/** A changed value's two sides as shown, with every character outside ASCII escaped when they would read alike. */
+export function apart(a: string, b: string): [string, string] {
+  return readAlike(a, b) ? [ascii(a), ascii(b)] : [a, b];
+}
+
 const high = (c: number) => c >= 0xd800 && c <= 0xdbff;
 const low = (c: number) => c >= 0xdc00 && c <= 0xdfff;
 
@@ -53,9 +72,8 @@ export function short(v: unknown, max = 80): string {
 export function shortPair(before: unknown, after: unknown, max = 60): [string, string] {
   const a = short(before, max);
   const b = short(after, max);
-  if (a !== b) return [a, b];
-  const x = visible(JSON.stringify(before) ?? String(before));
-  const y = visible(JSON.stringify(after) ?? String(after));
+  if (a !== b && !readAlike(a, b)) return [a, b];
+  const [x, y] = apart(visible(JSON.stringify(before) ?? String(before)), visible(JSON.stringify(after) ?? String(after)));
   if (x === y) return [a, b];
   let i = 0;
   while (i < x.length && i < y.length && x[i] === y[i]) i++;
@@ -74,8 +92,12 @@ export function lineCount(s: string): string {
   return `${n} line${n === 1 ? '' : 's'}`;
 }
 
-/** One line of a line diff: where a stretch of changes starts (`@`, its line numbers), a line gone (`-`), a line come (`+`). */
-export interface DiffLine { sign: '@' | '-' | '+'; text: string }
+/**
+ * One line of a line diff: where a stretch of changes starts (`@`, its line numbers), a line gone
+ * (`-`), a line come (`+`). `alike`: a line gone and the line come in its place read alike
+ * (`readAlike`): each is shown with `ascii`.
+ */
+export interface DiffLine { sign: '@' | '-' | '+'; text: string; alike?: true }
 
 /**
  * The lines that differ between two texts, each whole, grouped by where they are (jsdiff's
@@ -87,10 +109,16 @@ export function lineDiff(before: string, after: string): DiffLine[] {
   for (const h of structuredPatch('', '', before, after, '', '', { context: 0 }).hunks) {
     // Where the stretch is, by the new text's lines (the old text's when it only removes lines).
     out.push({ sign: '@', text: h.newLines ? `line ${h.newStart}` : `line ${h.oldStart} of the old text` });
+    const gone: DiffLine[] = [];
+    const come: DiffLine[] = [];
     for (const l of h.lines) {
       // "\ No newline at end of file": not a line of either text.
-      if (l[0] === '-' || l[0] === '+') out.push({ sign: l[0], text: l.slice(1) });
+      if (l[0] === '-' || l[0] === '+') (l[0] === '-' ? gone : come).push({ sign: l[0], text: l.slice(1) });
     }
+    for (let i = 0; i < Math.min(gone.length, come.length); i++) {
+      if (readAlike(gone[i].text, come[i].text)) gone[i].alike = come[i].alike = true;
+    }
+    out.push(...gone, ...come);
   }
   return out;
 }
