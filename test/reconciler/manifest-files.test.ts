@@ -3,18 +3,38 @@ import { symlinkSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { manifestFiles } from '../../src/reconciler/manifests/load.js';
+import { formatProblem } from '../../src/reconciler/manifests/problems.js';
+import { validateDir } from '../../src/reconciler/pipeline.js';
+import { ManifestCache } from '../../src/reconciler/watch/manifest-cache.js';
 import { cleanupDirs, manifestDir } from '../helpers/reconcile.js';
 
 afterAll(() => cleanupDirs());
 
 describe('which files are manifests', () => {
-  it('every .yaml / .yml file below the root, sorted; not hidden ones, node_modules, or the stack file at the top', () => {
+  it('every .yaml / .yml file below the root, sorted; not hidden ones, node_modules, the stack file at the top, or another stack\'s directory', () => {
     const root = manifestDir({
-      'edgeplane.yaml': 'stack: s\n', 'b.yml': '', 'a.yaml': '', 'notes.txt': '', 'sub/edgeplane.yaml': '', 'sub/c.yaml': '',
-      '.hidden.yaml': '', '.git/x.yaml': '', 'node_modules/p/y.yaml': '', 'W.YAML': '', 'x.Yml': '',
+      'edgeplane.yaml': 'stack: s\n', 'b.yml': '', 'a.yaml': '', 'notes.txt': '', 'sub/c.yaml': '', 'other/edgeplane.yml': 'stack: o\n', 'other/d.yaml': '',
+      'other/deeper/e.yaml': '', '.hidden.yaml': '', '.git/x.yaml': '', 'node_modules/p/y.yaml': '', 'W.YAML': '', 'x.Yml': '',
     });
     // Upper-case extensions too (a Windows editor's `W.YAML`): skipped, their objects would be pruned.
-    expect(manifestFiles(root).map((f) => relative(root, f))).toEqual(['a.yaml', 'b.yml', 'sub/c.yaml', 'sub/edgeplane.yaml', 'W.YAML', 'x.Yml']);
+    const nested: string[] = [];
+    expect(manifestFiles(root, nested).map((f) => relative(root, f))).toEqual(['a.yaml', 'b.yml', 'sub/c.yaml', 'W.YAML', 'x.Yml']);
+    expect(nested.map((f) => relative(root, f))).toEqual(['other/edgeplane.yml']);
+  });
+
+  it('plan, validate and watch say which directory was left out as another stack\'s', async () => {
+    const root = manifestDir({ 'edgeplane.yaml': 'stack: s\n', 'a.yaml': 'kind: FailoverBackend\nname: a\nbackends: []\n', 'eu/edgeplane.yaml': 'stack: eu\n', 'eu/b.yaml': 'kind: FailoverBackend\nname: a\nbackends: []\n' });
+    const v = validateDir({ root, stack: 's', cwd: root });
+    expect(v.problems.map(formatProblem)).toEqual([expect.stringMatching(/^eu\/edgeplane\.yaml:1:1: warning: this directory has its own edgeplane\.yaml: it is another stack's, and nothing in it is read here .* \[nested-stack\]$/)]);
+    expect(v.objects.map((o) => o.identity)).toEqual(['FailoverBackend/a']);
+    const files = new ManifestCache().loadFiles(root, root);
+    expect(files.map((f) => [relative(root, f.path), f.docs.length, f.problems.map((p) => p.rule)])).toEqual([['a.yaml', 1, []], ['eu/edgeplane.yaml', 0, ['nested-stack']]]);
+  });
+
+  it('refuses a link to a directory that holds the stack\'s (it would read the stacks beside it)', () => {
+    const parent = manifestDir({ 'mine/a.yaml': '', 'theirs/edgeplane.yaml': 'stack: t\n', 'theirs/b.yaml': '', 'loose.yaml': '' });
+    symlinkSync(parent, join(parent, 'mine', 'up'));
+    expect(() => manifestFiles(join(parent, 'mine'))).toThrow(/mine\/up: a link to .*, a directory that holds this stack's .*: .*remove the link/);
   });
 
   it('refuses a manifest name that is a link to nothing, or a FIFO, naming it (skipped, its objects would be pruned; read, a FIFO never ends)', () => {

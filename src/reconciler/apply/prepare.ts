@@ -1,5 +1,5 @@
 import type { ApiClient } from '../../client/api-client.js';
-import { manifestFiles, readManifest, type SourceDoc } from '../manifests/load.js';
+import { manifestFiles, nestedStackWarnings, readManifest, type SourceDoc } from '../manifests/load.js';
 import { hasErrors, sortProblems, type Problem } from '../manifests/problems.js';
 import { resolveSecrets, type ResolvedSecret } from '../manifests/secrets.js';
 import { validateManifests, ValidationMemo } from '../manifests/validate.js';
@@ -59,7 +59,8 @@ class Slicer {
 export async function preparePlan(input: PlanInput, client: ApiClient, how: { closeAfterRead?: boolean } = {}): Promise<Prepared> {
   const config = input.config ?? DEFAULT_CONFIG;
   // Listed before anything is read from the service: a directory that is not there reads nothing.
-  const files = manifestFiles(input.root);
+  const nested: string[] = [];
+  const files = manifestFiles(input.root, nested);
   const memo = new NormMemo('plan');
   const observedByKind = new Map<KindDef, ObservedObject[]>();
   const ahead: ObservedObject[] = [];
@@ -93,6 +94,7 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
   const docs: SourceDoc[] = [];
   const loadProblems: Problem[] = [];
   const cwd = input.cwd ?? process.cwd();
+  loadProblems.push(...nestedStackWarnings(nested, cwd));
   for (const path of files) {
     const parsed = readManifest(path, cwd);
     for (let i = 0; i < parsed.docs.length; i++) docs.push(parsed.docs[i]);

@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { readdirSync, readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join, sep } from 'node:path';
 import { displayPath } from '../../util/display-path.js';
 import { createRequire } from 'node:module';
 import type { Document, Node } from 'yaml';
@@ -42,8 +42,14 @@ export interface SourceDoc {
 
 export interface Loaded { docs: SourceDoc[]; problems: Problem[]; files: string[] }
 
-/** Every `.yaml` / `.yml` file under `root` (a directory read recursively, or one file), sorted. */
-export function manifestFiles(root: string): string[] {
+/**
+ * Every `.yaml` / `.yml` file under `root` (a directory read recursively, or one file), sorted. A
+ * directory below `root` with an `edgeplane.yaml` of its own is another stack's: nothing in it is
+ * read (its objects would be claimed for this stack), and its settings file is added to `nested`
+ * when given (`nestedStackWarnings` says so). A link to a directory that holds `root` is refused:
+ * it would read the stacks beside this one.
+ */
+export function manifestFiles(root: string, nested?: string[]): string[] {
   let st;
   try {
     st = statSync(root);
@@ -53,14 +59,24 @@ export function manifestFiles(root: string): string[] {
   }
   if (st.isFile()) return [root];
   const out: string[] = [];
+  const rootReal = realpathSync(root);
   // A symbolic link to a directory is read like the directory (as `watch` watches it): skipped, its
   // manifests' objects would be planned for deletion. Each real directory is read once (no loops).
   const walked = new Set<string>();
   const walk = (dir: string, top: boolean) => {
     const real = realpathSync(dir);
     if (walked.has(real)) return;
+    if (!top && rootReal.startsWith(real.endsWith(sep) ? real : real + sep)) {
+      throw new Error(`${dir}: a link to ${real}, a directory that holds this stack's (${root}): it would read the directories beside it, other stacks' among them; remove the link`);
+    }
     walked.add(real);
-    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+    const entries = readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name));
+    const settings = top ? undefined : entries.find((e) => CONFIG_FILES.includes(e.name));
+    if (settings) {
+      nested?.push(join(dir, settings.name));
+      return;
+    }
+    for (const entry of entries) {
       if (entry.name.startsWith('.') || entry.name === 'node_modules') continue;
       const p = join(dir, entry.name);
       if (entry.isDirectory() || (entry.isSymbolicLink() && isDirectory(p))) walk(p, false);
@@ -72,6 +88,14 @@ export function manifestFiles(root: string): string[] {
   };
   walk(root, true);
   return out;
+}
+
+/** A warning for each directory `manifestFiles` left out as another stack's (its settings file, relative to `cwd`). */
+export function nestedStackWarnings(nested: readonly string[], cwd: string): Problem[] {
+  return nested.map((path) => ({
+    file: displayPath(path, cwd), line: 1, col: 1, severity: 'warning' as const, path: '', rule: 'nested-stack',
+    message: `this directory has its own ${basename(path)}: it is another stack's, and nothing in it is read here (plan it on its own, or move its manifests up and remove the file)`,
+  }));
 }
 
 /**
@@ -137,9 +161,10 @@ export function manifestFilesOrRefuse(root: string): string[] {
 
 /** Reads and parses every manifest under `root`; paths in problems are relative to `cwd`. */
 export function loadManifests(root: string, cwd = process.cwd()): Loaded {
-  const files = manifestFiles(root);
+  const nested: string[] = [];
+  const files = manifestFiles(root, nested);
   const docs: SourceDoc[] = [];
-  const problems: Problem[] = [];
+  const problems: Problem[] = nestedStackWarnings(nested, cwd);
   for (const path of files) {
     const parsed = readManifest(path, cwd);
     docs.push(...parsed.docs);

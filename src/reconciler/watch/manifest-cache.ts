@@ -1,5 +1,5 @@
 import { closeSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
-import { manifestFiles, readManifest, type SourceDoc } from '../manifests/load.js';
+import { manifestFiles, nestedStackWarnings, readManifest, type SourceDoc } from '../manifests/load.js';
 import type { Problem } from '../manifests/problems.js';
 
 /** One manifest file as read: its documents and load problems, the same objects for as long as its bytes are. */
@@ -15,9 +15,13 @@ export interface ManifestFile { path: string; docs: SourceDoc[]; problems: Probl
 export class ManifestCache {
   private readonly files = new Map<string, ManifestFile & { bytes: Buffer }>();
 
-  /** Every manifest file, in the order the loader reads them. */
+  /**
+   * Every manifest file, in the order the loader reads them; after them, the settings file of each
+   * directory left out as another stack's, with no documents and its warning.
+   */
   loadFiles(root: string, cwd = process.cwd()): ManifestFile[] {
-    const paths = manifestFiles(root);
+    const nested: string[] = [];
+    const paths = manifestFiles(root, nested);
     const out: ManifestFile[] = [];
     const seen = new Set<string>();
     for (const path of paths) {
@@ -39,6 +43,7 @@ export class ManifestCache {
       out.push(entry);
     }
     for (const path of this.files.keys()) if (!seen.has(path)) this.files.delete(path);
+    for (const path of nested) out.push({ path, docs: [], problems: nestedStackWarnings([path], cwd) });
     return out;
   }
 
