@@ -163,7 +163,7 @@ targetOptions(
     .command('release [dir]')
     .description('release the stack\'s lock (one left by an apply of yours that was killed; --force for anyone\'s)')
     .addOption(stackOption())
-    .option('--force', 'release it whoever holds it (make sure that apply is no longer running)'),
+    .option('--force', 'release it whoever holds it (make sure the apply or watch holding it is no longer running)'),
 ).action(async (dir, flags) => (await import('./commands/lock.js')).lockRelease(stdio, dir, flags));
 
 targetOptions(

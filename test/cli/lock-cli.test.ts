@@ -36,7 +36,7 @@ describe('stack locks from the command line', { timeout: 240_000 }, () => {
       expect(apply.code, apply.stdout + apply.stderr).toBe(5);
       expect(apply.stderr).toContain('stack "web" is locked by ann@elsewhere, pid 1, apply, CI run https://ci.example/run/7 since');
       expect(apply.stderr).toContain(': waiting up to 1 s (--lock-timeout)');
-      expect(apply.stderr).toMatch(/apply: stack "web" is locked by ann@elsewhere, pid 1, apply, CI run https:\/\/ci\.example\/run\/7 since \S+Z \(expires \S+Z unless renewed\); waited 1 s \(--lock-timeout\)\. If that apply is no longer running, release the lock: edgeplane lock release --stack web --api-url \S+ --force/);
+      expect(apply.stderr).toMatch(/apply: stack "web" is locked by ann@elsewhere, pid 1, apply, CI run https:\/\/ci\.example\/run\/7 since \S+Z \(expires \S+Z unless renewed\); waited 1 s \(--lock-timeout\)\. If it is no longer running, release the lock: edgeplane lock release --stack web --api-url \S+ --force/);
       expect(apply.stdout).not.toContain('Plan:'); // nothing planned without the lock
 
       const status = await runCli(['lock', 'status', '--stack', 'web'], { env });

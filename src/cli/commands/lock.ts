@@ -40,7 +40,7 @@ export async function lockRelease(out: Output, dir: string | undefined, flags: L
     if (!lock) return out.line(`stack "${stack}": not locked`);
     const mine = lock.holder.startsWith(`${userAtHost()},`);
     if (!mine && !flags.force) {
-      throw new CliExit(EXIT.locked, `${line(lock)}\nnot released: it is not yours (this user on this machine). If that apply is no longer running: edgeplane lock release --stack ${stack}${targetArgs(flags)} --force`);
+      throw new CliExit(EXIT.locked, `${line(lock)}\nnot released: it is not yours (this user on this machine). If it is no longer running: edgeplane lock release --stack ${stack}${targetArgs(flags)} --force`);
     }
     const pid = mine ? Number(/, pid (\d+),/.exec(lock.holder)?.[1]) : NaN;
     if (pid && pid !== process.pid && processRuns(pid) && !flags.force) {

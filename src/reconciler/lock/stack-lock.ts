@@ -36,7 +36,7 @@ export class StackLockAborted extends Error {
 
 export class StackLockTimeout extends Error {
   constructor(readonly stackName: string, readonly held: StackLockHeld, waitedMs: number, release: string) {
-    super(`stack "${stackName}" is locked by ${held.holder} since ${held.created_at} (expires ${held.expires_at} unless renewed); waited ${Math.round(waitedMs / 1000)} s (--lock-timeout). If that apply is no longer running, release the lock: ${release}`);
+    super(`stack "${stackName}" is locked by ${held.holder} since ${held.created_at} (expires ${held.expires_at} unless renewed); waited ${Math.round(waitedMs / 1000)} s (--lock-timeout). If it is no longer running, release the lock: ${release}`);
     this.name = 'StackLockTimeout';
   }
 }
