@@ -82,9 +82,14 @@ export function parseRetryAfter(value: string | undefined, now: number): number 
   return Math.max(0, at - now);
 }
 
-/** A request that timed out (`http-exchange.ts`): not sent again, the service did not answer. */
-export function isTimeout(err: unknown): boolean {
-  return (err as { code?: string } | undefined)?.code === 'EP_TIMEOUT';
+/**
+ * A request not to send again: one that timed out (`http-exchange.ts`: the service did not
+ * answer, and would only be waited for again), or one the transport refused to send at all (a path
+ * off the API's origin, a closed connection: the same request is refused the same way).
+ */
+export function isFinal(err: unknown): boolean {
+  const code = (err as { code?: string } | undefined)?.code;
+  return code === 'EP_TIMEOUT' || code === 'EP_NOT_SENT';
 }
 
 export interface ClientOptions {
@@ -167,7 +172,7 @@ export class ApiClient {
           res = await this.transport.request('GET', path);
         } catch (err) {
           // Closed meanwhile (the command ended on another failure): its requests are not sent again.
-          if (attempt >= this.attempts || isTimeout(err) || this.closing) throw err;
+          if (attempt >= this.attempts || isFinal(err) || this.closing) throw err;
         }
       }
       if (res && res.status >= 200 && res.status < 300) return res.body;

@@ -46,6 +46,11 @@ function headers(apiKey: string, body: unknown, extra?: Record<string, string>):
   return h;
 }
 
+/** A request the transport did not send, and would not send if asked again: code `EP_NOT_SENT` (`isFinal`). */
+function notSent(message: string): Error & { code: string } {
+  return Object.assign(new Error(message), { code: 'EP_NOT_SENT' });
+}
+
 /** How long a request may take, from sending to the last byte of its answer, unless told otherwise. */
 export const DEFAULT_TIMEOUT_MS = 30_000;
 
@@ -93,9 +98,9 @@ export function httpTransport(baseUrl: string, apiKey: string, opts: HttpTranspo
       const url = onOrigin(path);
       if (url === undefined) {
         const hint = /^https?:\/\//i.test(path) ? ' (a link the API gave names another origin: set EDGEPLANE_PUBLIC_URL on the service to the URL clients use)' : '';
-        return Promise.reject(new Error(`refusing to send a request to ${path}: not a path of the API at ${withoutCredentials(base)}${hint}`));
+        return Promise.reject(notSent(`refusing to send a request to ${path}: not a path of the API at ${withoutCredentials(base)}${hint}`));
       }
-      if (closed) return Promise.reject(new Error(`${method} ${path}: the connection to ${withoutCredentials(base)} was closed`));
+      if (closed) return Promise.reject(notSent(`${method} ${path}: the connection to ${withoutCredentials(base)} was closed`));
       const payload = body === undefined ? undefined : JSON.stringify(body);
       const h = headers(apiKey, body, extra);
       if (payload !== undefined) h['content-length'] = String(Buffer.byteLength(payload));

@@ -137,7 +137,9 @@ describe('list pages over HTTP', () => {
     const s = await listServer(25, 10, [{ match: 'before_id=10', status: 200, body: { backends: [{ id: 'fo_a' }], next_page_uri: `${other.url}/backends/failover?before_id=a&limit=100` } }]);
     const t = httpTransport(s.url, 'key_secret');
     try {
-      await expect(new ApiClient(t, { sleep: async () => {} }).list(backends)).rejects.toThrow(/refusing to send a request to .* not a path of the API/);
+      const client = new ApiClient(t, { sleep: async () => {} });
+      await expect(client.list(backends)).rejects.toThrow(/refusing to send a request to .* not a path of the API/);
+      expect(client.counts).toEqual({ GET: 3 }); // two pages, and the refused link asked for once
       expect((await other.report()).seen).toEqual([]);
     } finally {
       await t.close();

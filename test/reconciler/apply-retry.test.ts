@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { httpTransport } from '../../src/client/transport.js';
 import { backoffMs, parseRetryAfter, withRetry, type HttpResponse, type RetryInfo } from '../../src/reconciler/apply/retry.js';
 
 const res = (status: number, headers: Record<string, string> = {}, body: unknown = {}): HttpResponse => ({ status, headers, body });
@@ -74,6 +75,18 @@ describe('withRetry', () => {
     const s = script(new Error('ECONNREFUSED'));
     await expect(withRetry(s.send, { ...t, attempts: 3 })).rejects.toThrow('ECONNREFUSED');
     expect(s.calls()).toBe(3);
+  });
+
+  it('a request the transport refuses to send (a saved plan\'s path off the API) is not sent again', async () => {
+    const t = fakeTime();
+    const transport = httpTransport('http://127.0.0.1:9', 'key');
+    let calls = 0;
+    const send = (path: string) => () => { calls++; return transport.request('PATCH', path, {}); };
+    await expect(withRetry(send('https://elsewhere.example/backends/failover/x'), { ...t, attempts: 6 })).rejects.toThrow(/refusing to send a request to https:\/\/elsewhere\.example/);
+    await transport.close();
+    await expect(withRetry(send('/backends/failover/x'), { ...t, attempts: 6 })).rejects.toThrow(/was closed/);
+    expect(calls).toBe(2);
+    expect(t.slept).toEqual([]);
   });
 
   it('a create with an unknown outcome is resolved before any retry: found ⇒ no second POST', async () => {

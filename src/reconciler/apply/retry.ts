@@ -1,4 +1,4 @@
-import { isTimeout, parseRetryAfter } from '../../client/api-client.js';
+import { isFinal, parseRetryAfter } from '../../client/api-client.js';
 
 /**
  * Retries of one HTTP call: 429 (after `Retry-After`), 5xx and network errors, with capped
@@ -108,8 +108,9 @@ export async function withRetry(send: () => Promise<HttpResponse>, opts: RetryOp
       try {
         res = await send();
       } catch (err) {
-        // A service that did not answer in time is not waited for again: the run would take attempts × the timeout.
-        if (isAbort(err, opts.signal) || isTimeout(err)) throw err;
+        // A service that did not answer in time is not waited for again (the run would take attempts ×
+        // the timeout), and a request the transport refused to send is refused again.
+        if (isAbort(err, opts.signal) || isFinal(err)) throw err;
         error = err;
       }
       const verdict: Verdict = res ? classify(res) : 'unknown';
