@@ -1,4 +1,6 @@
-import type { ApiClient } from '../client/api-client.js';
+import { hostname } from 'node:os';
+import type { ApiClient, StackLockHeld } from '../client/api-client.js';
+import { processRuns } from '../util/process.js';
 import { acquireStackLock, DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_LOCK_TTL_SECONDS, StackLockAborted, StackLockTimeout, type HeldStackLock } from '../reconciler/lock/stack-lock.js';
 import { parseDuration } from './duration.js';
 import { CliExit, EXIT, exitForSignal, onStopSignals } from './exit.js';
@@ -14,6 +16,23 @@ function ttlSeconds(env: NodeJS.ProcessEnv): number {
   const s = Math.round(parseDuration(env.EDGEPLANE_LOCK_TTL, 'EDGEPLANE_LOCK_TTL') / 1000);
   if (s < 3 || s > 3600) throw new CliExit(EXIT.error, `EDGEPLANE_LOCK_TTL must be from 3 s to 1 h, not ${env.EDGEPLANE_LOCK_TTL}`);
   return s;
+}
+
+/**
+ * On the embedded default, a lock whose holder ran on this machine and whose process is gone is
+ * released, and said so: every holder of a state directory's locks runs on the machine that holds
+ * the directory (its own process, or another one reaching it through that process), as the
+ * directory's own lock already assumes. Without this, an apply killed outright (SIGKILL, a crash)
+ * made the next one wait out the lock's TTL. A lock of a service others share is never taken so:
+ * a host name says too little there (containers alike, runners alike).
+ */
+async function reclaimDead(out: Output, client: ApiClient, stack: string, held: StackLockHeld): Promise<boolean> {
+  const m = /^[^@,]*@([^,]+), pid (\d+),/.exec(held.holder);
+  if (!m || m[1] !== hostname() || Number(m[2]) === process.pid || processRuns(Number(m[2]))) return false;
+  const lock = (await client.listLocks()).find((l) => l.stack === stack && l.holder === held.holder && l.created_at === held.created_at);
+  if (lock) await client.releaseLock(lock.id);
+  out.error(`stack "${stack}": the lock of ${held.holder} was left by a process that no longer runs on this machine: released`);
+  return true;
 }
 
 /**
@@ -37,6 +56,7 @@ export async function lockedRun<T>(out: Output, client: ApiClient, stack: string
       signal: taking.signal,
       stack, holder: holderName(command), ttlSeconds: ttlSeconds(process.env), timeoutMs,
       releaseHint: `edgeplane lock release --stack ${stack}${targetArgs(flags)} --force`,
+      reclaim: client.target.startsWith('embedded:') ? (h) => reclaimDead(out, client, stack, h) : undefined,
       onWait: (h) => out.error(`stack "${stack}" is locked by ${h.holder} since ${h.created_at}: waiting up to ${Math.round(timeoutMs / 1000)} s (--lock-timeout)`),
       onLost: (why) => out.error(`error: ${why}`),
     });

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/client/api-client.js';
 import { httpTransport } from '../../src/client/transport.js';
 import { userAtHost } from '../../src/cli/holder.js';
+import { embeddedTransport } from '../../src/embedded/embedded.js';
 import { runCli, startServe, type Served } from '../helpers/cli.js';
 import { cleanupDirs, manifestDir, tempDir } from '../helpers/reconcile.js';
 
@@ -72,6 +73,34 @@ describe('stack locks from the command line', { timeout: 240_000 }, () => {
     } finally {
       await client.close();
     }
+  });
+
+  it('embedded: a lock left by a process of this machine that no longer runs is released and taken at once; a live one\'s is waited for', async () => {
+    const state = tempDir('ep-lock-embedded-');
+    const dir = manifestDir({ 'all.yaml': MANIFEST });
+    const gone = spawnSync(process.execPath, ['-e', '0']).pid!; // a pid that ran here and has exited
+    const plant = async (pid: number) => {
+      // On the directory's own PGlite, as the CLI runs it (which is given no DATABASE_URL).
+      const url = process.env.DATABASE_URL;
+      delete process.env.DATABASE_URL;
+      const client = new ApiClient(await embeddedTransport(state).finally(() => { if (url !== undefined) process.env.DATABASE_URL = url; }));
+      try {
+        expect('lock' in (await client.takeLock('web', `${userAtHost()}, pid ${pid}, apply`, 300))).toBe(true);
+      } finally {
+        await client.close();
+      }
+    };
+    await plant(gone);
+    const apply = await runCli(['apply', dir, '--stack', 'web', '--auto-approve', '--state', state, '--lock-timeout', '2m']);
+    expect(apply.code, apply.stdout + apply.stderr).toBe(0);
+    expect(apply.stderr).toContain(`stack "web": the lock of ${userAtHost()}, pid ${gone}, apply was left by a process that no longer runs on this machine: released`);
+    expect(apply.stderr).not.toContain('waiting up to');
+    expect(apply.stdout).toContain('Apply: 1 done, 0 failed');
+
+    await plant(process.pid); // this test's own process: it runs
+    const waits = await runCli(['apply', dir, '--stack', 'web', '--auto-approve', '--state', state, '--lock-timeout', '1s']);
+    expect(waits.code, waits.stdout + waits.stderr).toBe(5);
+    expect(waits.stderr).not.toContain('no longer runs');
   });
 
   it('a service that accepts the connection and never answers ends plan with an error naming the URL and the timeout, within twice the timeout', async () => {

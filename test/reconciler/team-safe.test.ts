@@ -92,11 +92,14 @@ describe.each(ENGINES)('team-safe apply (%s)', (engine) => {
     let t = 0;
     const waits: number[] = [];
     let told: StackLockHeld | undefined;
+    const asked: string[] = [];
     const second = acquireStackLock(client, {
       stack: 's', holder: 'bob@ci', timeoutMs: 10_000, releaseHint: 'edgeplane lock release --stack s --force',
       now: () => t, sleep: async (ms) => { waits.push(ms); t += ms; }, onWait: (h) => (told = h),
+      reclaim: async (h) => { asked.push(h.holder); return false; },
     });
     await expect(second).rejects.toThrow(StackLockTimeout);
+    expect(asked).toEqual(['ann@laptop, pid 1, apply']); // once for the lock, not at every poll
     await expect(second).rejects.toThrow(/locked by ann@laptop, pid 1, apply since .*Z.*edgeplane lock release --stack s --force/);
     expect(told?.holder).toBe('ann@laptop, pid 1, apply');
     expect(waits[0]).toBe(250);

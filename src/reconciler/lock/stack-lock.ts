@@ -25,6 +25,12 @@ export interface LockOptions {
    * got after all is released before `StackLockAborted` is thrown.
    */
   signal?: AbortSignal;
+  /**
+   * Asked once for each lock found held: whether its holder is known to have stopped and the lock
+   * was released for it (the embedded default, where a holder on this machine whose process is
+   * gone cannot be running). True: the lock is taken again at once, without waiting.
+   */
+  reclaim?: (held: StackLockHeld) => Promise<boolean>;
 }
 
 export class StackLockAborted extends Error {
@@ -73,6 +79,8 @@ export async function acquireStackLock(client: ApiClient, opts: LockOptions & { 
   let lock: StackLock;
   /** When the last take or renewal that succeeded was sent: the lock holds for the TTL from then, at least. */
   let validFrom = started;
+  /** Locks already offered to `reclaim` (by holder and start): each is asked about once. */
+  const reclaimed = new Set<string>();
   for (;;) {
     if (opts.signal?.aborted) throw new StackLockAborted(opts.stack);
     const sent = now();
@@ -85,6 +93,11 @@ export async function acquireStackLock(client: ApiClient, opts: LockOptions & { 
       validFrom = sent;
       lock = got.lock;
       break;
+    }
+    const seen = `${got.held.holder}\0${got.held.created_at}`;
+    if (opts.reclaim && !reclaimed.has(seen)) {
+      reclaimed.add(seen);
+      if (await opts.reclaim(got.held)) continue;
     }
     const waited = now() - started;
     if (waited >= timeoutMs) throw new StackLockTimeout(opts.stack, got.held, waited, opts.releaseHint);
