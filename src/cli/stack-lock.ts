@@ -6,7 +6,7 @@ import { parseDuration } from './duration.js';
 import { CliExit, EXIT, exitForSignal, onStopSignals } from './exit.js';
 import { holderName } from './holder.js';
 import type { Output } from './output.js';
-import { targetArgs, type TargetFlags } from './target.js';
+import { targetArgs, type TargetFlags, type TargetOptions } from './target.js';
 
 export interface LockFlags extends TargetFlags { lockTimeout?: string }
 
@@ -16,6 +16,24 @@ function ttlSeconds(env: NodeJS.ProcessEnv): number {
   const s = Math.round(parseDuration(env.EDGEPLANE_LOCK_TTL, 'EDGEPLANE_LOCK_TTL') / 1000);
   if (s < 3 || s > 3600) throw new CliExit(EXIT.error, `EDGEPLANE_LOCK_TTL must be from 3 s to 1 h, not ${env.EDGEPLANE_LOCK_TTL}`);
   return s;
+}
+
+/** How long apply and watch wait for their turn: for the stack's lock, and for a state directory another command holds. */
+function lockTimeoutMs(flags: LockFlags): number {
+  return flags.lockTimeout === undefined ? DEFAULT_LOCK_TIMEOUT_MS : parseDuration(flags.lockTimeout, '--lock-timeout (EDGEPLANE_LOCK_TIMEOUT)');
+}
+
+/**
+ * `openTarget`'s options for a command that takes the stack's lock: on the embedded default, a
+ * state directory another command holds without serving it (an apply) is waited for as the lock
+ * is (--lock-timeout), instead of failing at once: two applies on one directory take turns.
+ */
+export function waitsForStateDir(out: Output, flags: LockFlags): Pick<TargetOptions, 'waitMs' | 'onWait'> {
+  const waitMs = lockTimeoutMs(flags);
+  return {
+    waitMs,
+    onWait: (h) => out.error(`the state directory is in use by process ${h.pid} (since ${h.started_at}): waiting up to ${Math.round(waitMs / 1000)} s (--lock-timeout)`),
+  };
 }
 
 /**
@@ -41,7 +59,7 @@ async function reclaimDead(out: Output, client: ApiClient, stack: string, held: 
  * has its own handlers (`held.handlesSignals`) releases it and exits at once.
  */
 export async function lockedRun<T>(out: Output, client: ApiClient, stack: string, flags: LockFlags & { json?: boolean }, command: string, fn: (held: HeldStackLock, phase: { executing: boolean }) => Promise<T>): Promise<T> {
-  const timeoutMs = flags.lockTimeout === undefined ? DEFAULT_LOCK_TIMEOUT_MS : parseDuration(flags.lockTimeout, '--lock-timeout (EDGEPLANE_LOCK_TIMEOUT)');
+  const timeoutMs = lockTimeoutMs(flags);
   let held: HeldStackLock;
   // Ctrl-C (or SIGTERM) while the lock is being taken: the take ends, and a lock its request got
   // after all is released, instead of being left for its TTL. A second signal exits at once.

@@ -6,6 +6,8 @@ import type { StateDirOptions } from '../embedded/state-dir-transport.js';
 import { info, stateDirFor, stdio, type Output } from './output.js';
 import { parseDuration } from './duration.js';
 import { withoutCredentials } from '../util/shown-url.js';
+import { LockHeldError } from '../store/dir-lock.js';
+import { CliExit, EXIT } from './exit.js';
 
 /** `timeout`: each request's deadline (`--timeout`, `EDGEPLANE_TIMEOUT`), a duration. */
 export interface TargetFlags { apiUrl?: string; apiKey?: string; state?: string; timeout?: string }
@@ -84,7 +86,13 @@ export async function openTarget(flags: TargetFlags, how: TargetOptions = {}): P
     return new ApiClient(await embeddedTransport(dir, serviceOptionsFromEnv(), { empty: true }));
   }
   if (how.readOnly === undefined || onPostgres) await stateDirFor(dir, out);
-  return new ApiClient(await stateDirTransport(dir, serviceOptionsFromEnv(), { ...how, timeoutMs: timeoutOf(flags) }));
+  try {
+    return new ApiClient(await stateDirTransport(dir, serviceOptionsFromEnv(), { ...how, timeoutMs: timeoutOf(flags) }));
+  } catch (err) {
+    // Waited its turn (--lock-timeout) and the directory is still another command's: as a stack lock held that long.
+    if (how.waitMs && err instanceof LockHeldError) throw new CliExit(EXIT.locked, `${err.message} Waited ${Math.round(how.waitMs / 1000)} s (--lock-timeout).`);
+    throw err;
+  }
 }
 
 /** The target flags as a user would repeat them in a command (no key: it stays in the environment; nor the URL's credentials). */

@@ -12,6 +12,16 @@ export interface StateDirOptions {
   onRetarget?(from: string, to: string): void;
   /** Each request's deadline through a holder (`--timeout`, `EDGEPLANE_TIMEOUT`); the HTTP transport's default without it. */
   timeoutMs?: number;
+  /**
+   * How long to wait for a directory another process holds without serving it (an apply): it is
+   * tried again until then, from a quarter second apart, growing to 2 s. Absent or 0: it fails at
+   * once with `LockHeldError`, as it does when the wait runs out.
+   */
+  waitMs?: number;
+  /** Told once, when such a wait starts. */
+  onWait?(holder: LockHolder): void;
+  /** Between tries (tests make it instant). */
+  sleep?(ms: number): Promise<void>;
 }
 
 /** The directory's service as it is now: this process's own (it took the lock), or the holder's (`holder`), over HTTP at the URL its lock records. */
@@ -47,10 +57,33 @@ async function currentService(dir: string, appOptions: Partial<AppOptions>, how:
  */
 export async function stateDirTransport(stateDir: string, appOptions: Partial<AppOptions> = {}, how: StateDirOptions = {}): Promise<Transport> {
   const dir = resolve(stateDir);
-  const first = await currentService(dir, appOptions, how);
+  const first = await untilServed(() => currentService(dir, appOptions, how), how);
   // This process holds the directory (or runs on DATABASE_URL): nothing can move it elsewhere.
   if (!first.holder) return first.transport;
   return new ThroughHolder(dir, first.transport, first.holder, () => currentService(dir, appOptions, how), how.onRetarget);
+}
+
+/**
+ * `get` again while the directory is held by a process that serves it to nobody (`how.waitMs`):
+ * two applies on one state directory take turns, as two applies on one service do.
+ */
+async function untilServed(get: () => Promise<Service>, how: StateDirOptions): Promise<Service> {
+  const sleep = how.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const started = Date.now();
+  let pause = 250;
+  let told = false;
+  for (;;) {
+    try {
+      return await get();
+    } catch (err) {
+      const waited = Date.now() - started;
+      if (!(err instanceof LockHeldError) || err.holder.url || !how.waitMs || waited >= how.waitMs) throw err;
+      if (!told) how.onWait?.(err.holder);
+      told = true;
+      await sleep(Math.min(pause, how.waitMs - waited));
+      pause = Math.min(2000, pause * 1.5);
+    }
+  }
 }
 
 function refused(err: unknown): boolean {

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { applyPlan, type ApplyResult } from '../../reconciler/apply/execute.js';
 import type { HeldStackLock } from '../../reconciler/lock/stack-lock.js';
-import { lockedRun, type LockFlags } from '../stack-lock.js';
+import { lockedRun, waitsForStateDir, type LockFlags } from '../stack-lock.js';
 import { isSecretPath, planSecrets, secretsFromMap, secretsFromSources, StaleSecretError, type SecretLookup } from '../../reconciler/apply/materialize.js';
 import { findKind } from '../../kinds/registry.js';
 import { readSecretFile } from '../../reconciler/manifests/secrets.js';
@@ -67,7 +67,7 @@ async function applyDir(out: Output, dir: string, flags: ApplyFlags, parallelism
   filesToPlan(dir); // a directory that is not there, or holds no manifest, fails before the service starts
   const { stack } = resolveStack(dir, flags.stack);
   const scope = scopeInput(dir, flags);
-  const client = await openTarget(flags, { out });
+  const client = await openTarget(flags, { out, ...waitsForStateDir(out, flags) });
   try {
     // Planned from the live state read once the lock is held: an apply that waited for another
     // one sees what that one made, and creates nothing twice.
@@ -141,7 +141,7 @@ async function applySaved(out: Output, file: string, flags: ApplyFlags, parallel
   } catch (err) {
     throw refusal(out, flags, EXIT.error, `${file}: ${(err as Error).message}`);
   }
-  const client = await openTarget(flags, { out });
+  const client = await openTarget(flags, { out, ...waitsForStateDir(out, flags) });
   try {
     if (plan.target !== client.target) throw refusal(out, flags, EXIT.error, `${file} was planned for ${plan.target}, not ${client.target}`);
     if (flags.stack !== undefined && flags.stack !== plan.stack) throw refusal(out, flags, EXIT.error, `${file} was planned for stack "${plan.stack}", not "${flags.stack}"`);

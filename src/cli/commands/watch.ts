@@ -12,7 +12,7 @@ import { useColor, type Output } from '../output.js';
 import { stepLabel } from '../progress.js';
 import { reconcilerConfig } from '../service-config.js';
 import { openTarget, type TargetFlags } from '../target.js';
-import { lockedRun, type LockFlags } from '../stack-lock.js';
+import { lockedRun, waitsForStateDir, type LockFlags } from '../stack-lock.js';
 import type { HeldStackLock } from '../../reconciler/lock/stack-lock.js';
 import { parallelismOf } from './apply.js';
 
@@ -137,7 +137,7 @@ export async function watch(out: Output, dir: string, flags: WatchFlags): Promis
   // it. Started while another process held the directory, it goes through that one, and when that
   // one stops, it opens the directory itself (and serves it in turn) or follows the next holder.
   const client = await openTarget(flags, {
-    out, serveOthers: true,
+    out, serveOthers: true, ...waitsForStateDir(out, flags),
     onRetarget: (from, to) => out.line(`${from} stopped serving the state directory: now on ${to}`),
   });
   const run = (held?: HeldStackLock) => new Promise<void>((resolve) => {
