@@ -270,6 +270,42 @@ describe('watch as files really change on a workstation', () => {
     }
   });
 
+  it('a {file} secret is looked at too, outside the directory as well: its creation, change and removal each start a run', async () => {
+    const w = await session('watch-secret-file');
+    const name = `sso-secret-${Date.now()}.txt`;
+    const secret = join(w.dir, '..', name);
+    try {
+      const upTo = async <T extends WatchReport>(pred: (r: WatchReport) => r is T, from: number) => { const r = await w.waitFor(pred, from); await w.s.idle(); return r; };
+      let mark = w.reports.length;
+      const path = join(w.dir, 'https-edge.yaml');
+      writeFileSync(path, readFileSync(path, 'utf8').replace('    compression: {}\n', `    compression: {}\n    oidc: { issuer: "https://id.example.com", client_id: web, client_secret: { file: ../${name} } }\n`));
+      const missing = await upTo(isEnd, mark);
+      expect(missing.status).toBe('invalid');
+      expect(JSON.stringify(w.reports.slice(mark))).toContain(`cannot read secret file ../${name}`);
+
+      mark = w.reports.length;
+      writeFileSync(secret, 'first-secret-value\n'); // no manifest changes: only the secret file is there now
+      const created = await upTo(w.isPlan, mark);
+      expect(created.plan.steps.map((x) => x.id)).toEqual([expect.stringMatching(/^HTTPSEdge\/web\/routes\/site:/)]);
+      expect((await upTo(isEnd, mark)).status).toBe('ok');
+
+      mark = w.reports.length;
+      writeFileSync(secret, 'second-secret-value\n');
+      const changed = await upTo(w.isPlan, mark);
+      expect(changed.plan.steps.map((x) => x.id)).toEqual([expect.stringMatching(/^HTTPSEdge\/web\/routes\/site:/)]);
+      expect(JSON.stringify(changed.plan.steps[0].changes)).toContain('client_secret');
+      expect((await upTo(isEnd, mark)).status).toBe('ok');
+      expect(await remaining(w.client, w.dir, 'watch-secret-file')).toEqual([]);
+
+      mark = w.reports.length;
+      rmSync(secret);
+      expect((await upTo(isEnd, mark)).status).toBe('invalid');
+    } finally {
+      rmSync(secret, { force: true });
+      await w.s.stop();
+    }
+  });
+
   it('a watched symbolic link pointed at another directory is followed there (no file event says so)', async () => {
     const client = await clientFor(svc);
     const a = copyExample('small');

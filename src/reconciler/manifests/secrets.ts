@@ -68,6 +68,24 @@ export function ownSetting(name: string): boolean {
   return (/^EDGEPLANE_/.test(name) && !/^EDGEPLANE_SECRET_/.test(name)) || name === 'DATABASE_URL' || /^PG(PASSWORD|PASSFILE|SSLKEY)$/.test(name);
 }
 
+/** Where a `{file: …}` secret of `o` is read from: relative to its manifest's own directory. */
+function secretFilePath(o: ManifestObject, file: string, cwd: string): string {
+  return resolve(cwd, dirname(o.doc.file), file);
+}
+
+/** Every file the `{file: …}` secrets of `objects` (and their children) name, whether it is there or not, once each. */
+export function secretFiles(objects: readonly ManifestObject[], cwd: string): string[] {
+  const out = new Set<string>();
+  for (const o of objects) {
+    for (const x of [o, ...o.children]) {
+      for (const s of secretValues(x)) {
+        if (isSecretRef(s.value) && typeof s.value.file === 'string' && s.value.file !== '') out.add(secretFilePath(x, s.value.file, cwd));
+      }
+    }
+  }
+  return [...out];
+}
+
 export function resolveSecrets(objects: ManifestObject[], stack: string, src: SecretEnv): { secrets: Map<string, ResolvedSecret>; problems: Problem[] } {
   const secrets = new Map<string, ResolvedSecret>();
   const problems: Problem[] = [];
@@ -106,7 +124,7 @@ function resolveOf(o: ManifestObject, stack: string, src: SecretEnv, secrets: Ma
           value = undefined;
         }
       } else {
-        const file = resolve(src.cwd, dirname(o.doc.file), s.value.file!);
+        const file = secretFilePath(o, s.value.file!, src.cwd);
         // The plan records the file relative to the working directory, where apply reads it.
         source = { file: relative(src.cwd, file) || file };
         try {

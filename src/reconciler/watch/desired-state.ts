@@ -1,12 +1,13 @@
 import { CrossChecks } from '../manifests/cross-checks.js';
-import { isSecretRef, type ManifestObject } from '../manifests/model.js';
+import type { ManifestObject } from '../manifests/model.js';
 import { hasErrors, sortProblems, type Problem } from '../manifests/problems.js';
-import { resolveSecrets, type ResolvedSecret, type SecretEnv } from '../manifests/secrets.js';
-import { secretValues, ValidationMemo, type ValidateOptions } from '../manifests/validate.js';
+import { resolveSecrets, secretFiles, type ResolvedSecret, type SecretEnv } from '../manifests/secrets.js';
+import { ValidationMemo, type ValidateOptions } from '../manifests/validate.js';
 import { buildDesired, type DesiredMemo } from '../plan/desired.js';
 import { identical } from '../plan/normalize.js';
 import type { DesiredObject } from '../plan/state.js';
 import { forEachRef } from '../plan/tokens.js';
+import { fileState } from './files.js';
 import type { ManifestFile } from './manifest-cache.js';
 
 /** What a watch session keeps of one manifest file, from its documents to its desired objects. */
@@ -20,8 +21,10 @@ interface FileState {
   secretProblems: Problem[];
   /** Its objects' secrets, by `<identity>#<path>`. */
   secrets: Map<string, ResolvedSecret>;
-  /** It has `{file: …}` secrets: read again every run, as a full plan reads them. */
-  fileSecrets: boolean;
+  /** The files its `{file: …}` secrets are read from (absolute): read again every run, as a full plan reads them. */
+  fileSecrets: string[];
+  /** Each of those files' state (`fileState`) when last read. */
+  secretFileStates: Map<string, string>;
   /** Its desired objects, as last built (none yet: the manifests have not validated since it was read). */
   desired: DesiredObject[];
   /** Its place among the files (the order they are read in). */
@@ -91,7 +94,7 @@ export class DesiredState {
       let st = this.files.get(f.path);
       if (!st) this.files.set(f.path, (st = this.read(f)));
       else if (st.docs !== f.docs) this.reread(st, f);
-      else if (st.fileSecrets) this.resolve(st);
+      else if (st.fileSecrets.length) this.resolve(st);
       st.rank = i;
       this.order.push(st);
     }
@@ -121,7 +124,7 @@ export class DesiredState {
   private read(f: ManifestFile): FileState {
     const st: FileState = {
       docs: [], loadProblems: [], objects: [], localProblems: [], secretProblems: [], secrets: new Map(),
-      fileSecrets: false, desired: [], rank: 0,
+      fileSecrets: [], secretFileStates: new Map(), desired: [], rank: 0,
     };
     this.reread(st, f);
     return st;
@@ -152,11 +155,13 @@ export class DesiredState {
     st.loadProblems = f.problems;
     st.objects = objects;
     st.localProblems = localProblems;
-    st.fileSecrets = objects.some((o) => [o, ...o.children].some((x) => secretValues(x).some((s) => isSecretRef(s.value) && s.value.file !== undefined)));
+    st.fileSecrets = secretFiles(objects, this.opts.cwd);
     this.resolve(st);
   }
 
   private resolve(st: FileState): void {
+    // Before the read: a file written after it reads as changed (and is read again), not the reverse.
+    st.secretFileStates = new Map(st.fileSecrets.map((f) => [f, fileState(f)]));
     const s = resolveSecrets(st.objects, this.opts.stack, this.opts);
     if (st.secrets.size || s.secrets.size) this.secretsChanged = true;
     st.secrets = s.secrets;
@@ -212,6 +217,13 @@ export class DesiredState {
   }
 
   /** Every desired object, in manifest order (a full plan's input). */
+  /** The files the manifests' `{file: …}` secrets are read from, as of the last update, each with its state (`fileState`) when read. */
+  secretFiles(): Map<string, string> {
+    const out = new Map<string, string>();
+    for (const st of this.order) for (const [f, state] of st.secretFileStates) out.set(f, state);
+    return out;
+  }
+
   all(): DesiredObject[] {
     return (this.every ??= this.order.flatMap((st) => st.desired));
   }

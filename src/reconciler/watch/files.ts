@@ -1,4 +1,4 @@
-import type { Stats } from 'node:fs';
+import { statSync, type Stats } from 'node:fs';
 import { relative, sep } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import { isManifestName } from '../manifests/load.js';
@@ -38,4 +38,14 @@ export function watchManifestFiles(root: string, onChange: (path: string, event:
   w.on('error', (err) => opts.onError?.(err as Error));
   const ready = new Promise<void>((resolve) => w.once('ready', () => resolve()));
   return { ready, close: () => w.close() };
+}
+
+/** What tells that a file's contents changed without reading them: missing (and why), or its inode, size and modification time. */
+export function fileState(path: string): string {
+  try {
+    const st = statSync(path);
+    return `${st.ino}:${st.size}:${st.mtimeMs}`;
+  } catch (err) {
+    return `missing:${(err as NodeJS.ErrnoException).code ?? ''}`;
+  }
 }

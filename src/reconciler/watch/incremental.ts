@@ -66,6 +66,11 @@ export class IncrementalPlanner {
     this.live = new LiveIndex(input.stack, this.desired.byIdentity);
   }
 
+  /** The files the manifests' `{file: …}` secrets are read from, each with its state when the last run read it. */
+  secretFiles(): Map<string, string> {
+    return this.desired.secretFiles();
+  }
+
   /** The next plan reads everything (after a failure, or for a drift check). */
   invalidate(): void {
     this.live.loaded = false;

@@ -7,7 +7,7 @@ import { hasErrors, type Problem } from '../manifests/problems.js';
 import type { PlanInput } from '../pipeline.js';
 import { withoutPrunes } from '../plan/prunes.js';
 import type { Plan, Step } from '../plan/types.js';
-import { watchManifestFiles, type FileWatch } from './files.js';
+import { fileState, watchManifestFiles, type FileWatch } from './files.js';
 import { IncrementalPlanner, type LiveRead } from './incremental.js';
 import { ManifestCache } from './manifest-cache.js';
 import { manifestFiles } from '../manifests/load.js';
@@ -189,7 +189,7 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
     run, debounceMs: opts.debounceMs, intervalMs: opts.intervalMs,
     onEvent: (e) => opts.report(e),
   });
-  const watching = new RootWatch(root, () => watchManifestFiles(root, (path, event) => { watching.rootEvent(path, event); loop.notify(path, stableMs); }, { stableMs, onError: (err) => opts.report({ type: 'watch-error', error: err.message }) }), (path) => loop.notify(path, stableMs));
+  const watching = new RootWatch(root, () => watchManifestFiles(root, (path, event) => { watching.rootEvent(path, event); loop.notify(path, stableMs); }, { stableMs, onError: (err) => opts.report({ type: 'watch-error', error: err.message }) }), (path) => loop.notify(path, stableMs), () => planner.secretFiles());
   const ready = (async () => {
     await watching.start();
     opts.report({ type: 'ready', root, stack: opts.input.stack, target: opts.client.target });
@@ -243,7 +243,14 @@ class RootWatch {
   private gone = false;
   private closed = false;
 
-  constructor(private readonly root: string, private readonly watchFiles: () => FileWatch, private readonly askRun: (root: string) => void, private readonly pollMs = 500) {}
+  /** Secret files seen changed once (their state then), and those a run was asked for (the state it was asked for). */
+  private readonly secretChanging = new Map<string, string>();
+  private readonly secretAsked = new Map<string, string>();
+
+  constructor(
+    private readonly root: string, private readonly watchFiles: () => FileWatch, private readonly askRun: (path: string) => void,
+    private readonly secretFiles: () => ReadonlyMap<string, string> = () => new Map(), private readonly pollMs = 500,
+  ) {}
 
   async start(): Promise<void> {
     this.identity = identityOf(this.root);
@@ -252,12 +259,40 @@ class RootWatch {
     this.poll = setInterval(() => {
       const now = identityOf(this.root);
       if (now === undefined) this.gone = true;
+      if (!this.closed && now !== undefined) this.lookAtSecretFiles();
       if (this.closed || now === undefined || (!this.gone && now === this.identity) || now === this.asked) return;
       this.asked = now;
       this.askRun(this.root);
     }, this.pollMs);
     // Not unref'd: while the root is gone no file watch holds the process, and this must (the
     // session ends with stop(), which clears it).
+  }
+
+  /**
+   * The files the manifests' `{file: …}` secrets name are no manifests, and may be outside the
+   * directory: each poll looks at them instead. One that is not as the last run read it (created,
+   * changed, removed) asks for a run once it reads the same on two polls in a row (a secret half
+   * written is not applied), and once per state: a run that stops before reading it again (the
+   * manifests invalid) is not asked for again and again.
+   */
+  private lookAtSecretFiles(): void {
+    const read = this.secretFiles();
+    for (const path of this.secretAsked.keys()) if (!read.has(path)) this.secretAsked.delete(path);
+    for (const path of this.secretChanging.keys()) if (!read.has(path)) this.secretChanging.delete(path);
+    for (const [path, then] of read) {
+      const now = fileState(path);
+      if (now === then) {
+        this.secretChanging.delete(path);
+        this.secretAsked.delete(path);
+      } else if (this.secretAsked.get(path) !== now) {
+        if (this.secretChanging.get(path) !== now) this.secretChanging.set(path, now);
+        else {
+          this.secretChanging.delete(path);
+          this.secretAsked.set(path, now);
+          this.askRun(path);
+        }
+      }
+    }
   }
 
   /** The file watcher saw the root itself removed: it is watched afresh when it is there again, whatever its inode. */
