@@ -1,5 +1,6 @@
 import type { ApiClient } from '../client/api-client.js';
 import { preparePlan } from './apply/prepare.js';
+import { nestedStackProblems } from './manifests/config.js';
 import { loadManifests } from './manifests/load.js';
 import type { ManifestObject } from './manifests/model.js';
 import { hasErrors, sortProblems, type Problem } from './manifests/problems.js';
@@ -18,7 +19,8 @@ export interface ValidateResult { problems: Problem[]; objects: ManifestObject[]
 export function validateDir(input: ValidateInput): ValidateResult {
   const loaded = loadManifests(input.root, input.cwd);
   const v = validateManifests(loaded.docs, { stack: input.stack, strict: input.strict });
-  return { problems: sortProblems([...loaded.problems, ...v.problems]), objects: v.objects, files: loaded.files };
+  const nested = nestedStackProblems(loaded.nested, input.stack, input.cwd ?? process.cwd());
+  return { problems: sortProblems([...nested, ...loaded.problems, ...v.problems]), objects: v.objects, files: loaded.files };
 }
 
 export interface PlanInput extends ValidateInput, Omit<DiffOptions, 'target' | 'stack'> {

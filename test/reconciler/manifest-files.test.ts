@@ -1,8 +1,8 @@
 import { execFileSync } from 'node:child_process';
-import { symlinkSync } from 'node:fs';
+import { symlinkSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { manifestFiles } from '../../src/reconciler/manifests/load.js';
+import { manifestFiles, manifestFilesOrRefuse } from '../../src/reconciler/manifests/load.js';
 import { formatProblem } from '../../src/reconciler/manifests/problems.js';
 import { validateDir } from '../../src/reconciler/pipeline.js';
 import { ManifestCache } from '../../src/reconciler/watch/manifest-cache.js';
@@ -22,19 +22,32 @@ describe('which files are manifests', () => {
     expect(nested.map((f) => relative(root, f))).toEqual(['other/edgeplane.yml']);
   });
 
-  it('plan, validate and watch say which directory was left out as another stack\'s', async () => {
-    const root = manifestDir({ 'edgeplane.yaml': 'stack: s\n', 'a.yaml': 'kind: FailoverBackend\nname: a\nbackends: []\n', 'eu/edgeplane.yaml': 'stack: eu\n', 'eu/b.yaml': 'kind: FailoverBackend\nname: a\nbackends: []\n' });
+  it('plan, validate and watch say which stack a directory left out is; one naming this same stack, or none, is an error', async () => {
+    const fb = 'kind: FailoverBackend\nname: a\nbackends: []\n';
+    const root = manifestDir({ 'edgeplane.yaml': 'stack: s\n', 'a.yaml': fb, 'eu/edgeplane.yaml': 'stack: eu\n', 'eu/b.yaml': fb });
     const v = validateDir({ root, stack: 's', cwd: root });
-    expect(v.problems.map(formatProblem)).toEqual([expect.stringMatching(/^eu\/edgeplane\.yaml:1:1: warning: this directory has its own edgeplane\.yaml: it is another stack's, and nothing in it is read here .* \[nested-stack\]$/)]);
+    expect(v.problems.map(formatProblem)).toEqual(['eu/edgeplane.yaml:1:1: warning: this directory is stack "eu"\'s (its own edgeplane.yaml): nothing in it is read here; plan it on its own [nested-stack]']);
     expect(v.objects.map((o) => o.identity)).toEqual(['FailoverBackend/a']);
-    const files = new ManifestCache().loadFiles(root, root);
-    expect(files.map((f) => [relative(root, f.path), f.docs.length, f.problems.map((p) => p.rule)])).toEqual([['a.yaml', 1, []], ['eu/edgeplane.yaml', 0, ['nested-stack']]]);
+    const files = new ManifestCache().loadFiles(root, root, 's');
+    expect(files.map((f) => [relative(root, f.path), f.docs.length, f.problems.map((p) => `${p.severity} ${p.rule}`)])).toEqual([['a.yaml', 1, []], ['eu/edgeplane.yaml', 0, ['warning nested-stack']]]);
+    // Its manifests would be this stack's: planned without them, their objects would be deleted.
+    for (const [settings, says] of [['stack: s\n', /naming this same stack "s": a stack is planned from one directory/], ['# nothing\n', /naming no stack: name its stack/], ['stack: [x]\n', /which does not read \(.*\): whether its manifests are another stack's cannot be told/]] as const) {
+      writeFileSync(join(root, 'eu', 'edgeplane.yaml'), settings);
+      const again = validateDir({ root, stack: 's', cwd: root }).problems;
+      expect(again.map((p) => `${p.severity} ${p.rule}`), settings).toEqual(['error nested-stack']);
+      expect(again[0].message, settings).toMatch(says);
+    }
+  });
+
+  it('a directory holding only other stacks\' directories is refused naming them, not as an empty one', () => {
+    const root = manifestDir({ 'a/edgeplane.yaml': 'stack: a\n', 'a/x.yaml': '', 'b/edgeplane.yml': 'stack: b\n' });
+    expect(() => manifestFilesOrRefuse(root)).toThrow(/no manifest files here, only directories with an edgeplane\.yaml of their own \(a\/, b\/\): each is a stack planned on its own \(edgeplane plan .*\/a\/\)/);
   });
 
   it('refuses a link to a directory that holds the stack\'s (it would read the stacks beside it)', () => {
     const parent = manifestDir({ 'mine/a.yaml': '', 'theirs/edgeplane.yaml': 'stack: t\n', 'theirs/b.yaml': '', 'loose.yaml': '' });
     symlinkSync(parent, join(parent, 'mine', 'up'));
-    expect(() => manifestFiles(join(parent, 'mine'))).toThrow(/mine\/up: a link to .*, a directory that holds this stack's .*: .*remove the link/);
+    expect(() => manifestFiles(join(parent, 'mine'))).toThrow(/mine\/up: a link to .*, which holds this stack's directory .*mine: reading it would read this stack's manifests again, and every directory beside them; remove the link/);
   });
 
   it('refuses a manifest name that is a link to nothing, or a FIFO, naming it (skipped, its objects would be pruned; read, a FIFO never ends)', () => {

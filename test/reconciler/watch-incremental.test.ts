@@ -1,4 +1,4 @@
-import { cpSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../src/client/api-client.js';
@@ -265,6 +265,31 @@ describe('watch as files really change on a workstation', () => {
       const { plan } = await w.edit('https-edge.yaml', 'Regenerated', 'Edited after');
       expect(plan.plan.steps.map((x) => x.id)).toEqual(['HTTPSEdge/web:update']);
       expect(await remaining(w.client, w.dir, 'regen')).toEqual([]);
+    } finally {
+      await w.s.stop();
+    }
+  });
+
+  it('tells a valid run\'s warnings when they change (a directory of another stack), and refuses one of this same stack', async () => {
+    const w = await session('watch-nested');
+    try {
+      const upTo = async <T extends WatchReport>(pred: (r: WatchReport) => r is T, from: number) => { const r = await w.waitFor(pred, from); await w.s.idle(); return r; };
+      const isWarnings = (r: WatchReport): r is Extract<WatchReport, { type: 'warnings' }> => r.type === 'warnings';
+      let mark = w.reports.length;
+      mkdirSync(join(w.dir, 'eu'));
+      writeFileSync(join(w.dir, 'eu', 'edgeplane.yaml'), 'stack: eu\n');
+      writeFileSync(join(w.dir, 'eu', 'fb.yaml'), 'kind: FailoverBackend\nname: eu-pool\nbackends: []\n');
+      const told = await upTo(isWarnings, mark);
+      expect(told.problems.map((p) => `${p.rule}: ${p.message}`)).toEqual(['nested-stack: this directory is stack "eu"\'s (its own edgeplane.yaml): nothing in it is read here; plan it on its own']);
+      // The same warnings are not told again at every run.
+      mark = w.reports.length;
+      await w.edit('failover-backend.yaml', 'App servers, primary then standby', 'Edited while eu/ is there');
+      expect(w.reports.slice(mark).some(isWarnings)).toBe(false);
+      // The same stack named there: its manifests would be left out, their objects deleted. Refused.
+      mark = w.reports.length;
+      writeFileSync(join(w.dir, 'eu', 'edgeplane.yaml'), 'stack: watch-nested\n');
+      expect((await upTo(isEnd, mark)).status).toBe('invalid');
+      expect(JSON.stringify(w.reports.slice(mark))).toContain('naming this same stack');
     } finally {
       await w.s.stop();
     }

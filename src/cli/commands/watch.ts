@@ -53,6 +53,9 @@ export function reporter(out: Output, color: boolean) {
         watched = r.root;
         return out.line(`watching ${r.root} (stack ${r.stack} on ${r.target}) — Ctrl-C to stop`);
       case 'run-start': return out.line(`${tag}${r.trigger}${r.paths.length ? `: ${r.paths.join(', ')}` : ''}`);
+      case 'warnings':
+        for (const p of r.problems) out.error(`${tag}${formatProblem(p)}`);
+        return;
       case 'invalid':
         for (const p of r.problems) out.error(`${tag}${formatProblem(p)}`);
         return out.line(`${tag}manifests are not valid: nothing applied; waiting for the next save`);

@@ -1,5 +1,6 @@
 import type { ApiClient } from '../../client/api-client.js';
-import { manifestFiles, nestedStackWarnings, readManifest, type SourceDoc } from '../manifests/load.js';
+import { manifestFiles, readManifest, type SourceDoc } from '../manifests/load.js';
+import { nestedStackProblems } from '../manifests/config.js';
 import { hasErrors, sortProblems, type Problem } from '../manifests/problems.js';
 import { resolveSecrets, type ResolvedSecret } from '../manifests/secrets.js';
 import { validateManifests, ValidationMemo } from '../manifests/validate.js';
@@ -94,7 +95,7 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
   const docs: SourceDoc[] = [];
   const loadProblems: Problem[] = [];
   const cwd = input.cwd ?? process.cwd();
-  loadProblems.push(...nestedStackWarnings(nested, cwd));
+  loadProblems.push(...nestedStackProblems(nested, input.stack, cwd));
   for (const path of files) {
     const parsed = readManifest(path, cwd);
     for (let i = 0; i < parsed.docs.length; i++) docs.push(parsed.docs[i]);

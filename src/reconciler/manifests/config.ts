@@ -1,5 +1,5 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import type { ValidateFunction } from 'ajv';
 import type { JSONSchema } from '../../kinds/types.js';
 import { collectingAjv } from '../../contract/validation.js';
@@ -212,4 +212,23 @@ export function stackSafety(root: string): StackSafety {
  */
 export function stackLine(stack: string): string {
   return `stack: ${stringify(stack).trimEnd()}`;
+}
+
+/**
+ * What the reconciler says of each directory `manifestFiles` left out for its own settings file
+ * (`nested`): another stack's is skipped, with a warning naming that stack. One naming this same
+ * stack, naming none, or unreadable is an error: its manifests would be this stack's, and
+ * planned without them, their objects deleted (planned from there, those of the directory around).
+ */
+export function nestedStackProblems(nested: readonly string[], stack: string, cwd: string): Problem[] {
+  return nested.map((path) => {
+    const file = readStackFile(dirname(path), cwd);
+    const other = typeof file.settings.stack === 'string' ? file.settings.stack : undefined;
+    const at = { file: displayPath(path, cwd), line: 1, col: 1, path: '', rule: 'nested-stack' };
+    const name = basename(path);
+    if (hasErrors(file.problems)) return { ...at, severity: 'error' as const, message: `this directory has its own ${name}, which does not read (${file.problems[0].message}): whether its manifests are another stack's cannot be told; fix it, or remove it so they are this stack's` };
+    if (other === undefined) return { ...at, severity: 'error' as const, message: `this directory has its own ${name}, naming no stack: name its stack (stack: NAME) if its manifests are another stack's, or remove the file so they are this stack's` };
+    if (other === stack) return { ...at, severity: 'error' as const, message: `this directory has its own ${name}, naming this same stack "${stack}": a stack is planned from one directory; remove the file so its manifests are read with the rest` };
+    return { ...at, severity: 'warning' as const, message: `this directory is stack "${other}"'s (its own ${name}): nothing in it is read here; plan it on its own` };
+  });
 }

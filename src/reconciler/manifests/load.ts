@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import { readdirSync, readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs';
-import { basename, join, sep } from 'node:path';
+import { dirname, join, relative, sep } from 'node:path';
 import { displayPath } from '../../util/display-path.js';
 import { createRequire } from 'node:module';
 import type { Document, Node } from 'yaml';
@@ -40,13 +40,14 @@ export interface SourceDoc {
   plainText?: boolean;
 }
 
-export interface Loaded { docs: SourceDoc[]; problems: Problem[]; files: string[] }
+/** `nested`: the settings files of directories left out as other stacks' (`manifestFiles`). */
+export interface Loaded { docs: SourceDoc[]; problems: Problem[]; files: string[]; nested: string[] }
 
 /**
  * Every `.yaml` / `.yml` file under `root` (a directory read recursively, or one file), sorted. A
  * directory below `root` with an `edgeplane.yaml` of its own is another stack's: nothing in it is
  * read (its objects would be claimed for this stack), and its settings file is added to `nested`
- * when given (`nestedStackWarnings` says so). A link to a directory that holds `root` is refused:
+ * when given (`nestedStackProblems` says which stack it is, and refuses this stack's own). A link to a directory that holds `root` is refused:
  * it would read the stacks beside this one.
  */
 export function manifestFiles(root: string, nested?: string[]): string[] {
@@ -67,7 +68,7 @@ export function manifestFiles(root: string, nested?: string[]): string[] {
     const real = realpathSync(dir);
     if (walked.has(real)) return;
     if (!top && rootReal.startsWith(real.endsWith(sep) ? real : real + sep)) {
-      throw new Error(`${dir}: a link to ${real}, a directory that holds this stack's (${root}): it would read the directories beside it, other stacks' among them; remove the link`);
+      throw Object.assign(new Error(`${dir}: a link to ${real}, which holds this stack's directory ${rootReal}: reading it would read this stack's manifests again, and every directory beside them; remove the link`), { code: 'ELOOP' });
     }
     walked.add(real);
     const entries = readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name));
@@ -88,14 +89,6 @@ export function manifestFiles(root: string, nested?: string[]): string[] {
   };
   walk(root, true);
   return out;
-}
-
-/** A warning for each directory `manifestFiles` left out as another stack's (its settings file, relative to `cwd`). */
-export function nestedStackWarnings(nested: readonly string[], cwd: string): Problem[] {
-  return nested.map((path) => ({
-    file: displayPath(path, cwd), line: 1, col: 1, severity: 'warning' as const, path: '', rule: 'nested-stack',
-    message: `this directory has its own ${basename(path)}: it is another stack's, and nothing in it is read here (plan it on its own, or move its manifests up and remove the file)`,
-  }));
 }
 
 /**
@@ -152,7 +145,12 @@ export function filesToPlan(root: string): string[] {
 
 /** `manifestFiles`, refusing a root with none (`validate` takes one file too). */
 export function manifestFilesOrRefuse(root: string): string[] {
-  const files = manifestFiles(root);
+  const nested: string[] = [];
+  const files = manifestFiles(root, nested);
+  if (!files.length && nested.length) {
+    const dirs = nested.map((f) => relative(root, dirname(f)) + '/');
+    throw new Error(`${root}: no manifest files here, only ${dirs.length === 1 ? 'a directory' : 'directories'} with an edgeplane.yaml of ${dirs.length === 1 ? 'its' : 'their'} own (${dirs.join(', ')}): each is a stack planned on its own (edgeplane plan ${join(root, dirs[0])})`);
+  }
   if (!files.length) {
     throw new Error(`${root}: no manifest files (.yaml or .yml) here, and a plan from none would delete every object of the stack; to do that on purpose, add an empty manifest file (such as none.yaml)`);
   }
@@ -164,13 +162,13 @@ export function loadManifests(root: string, cwd = process.cwd()): Loaded {
   const nested: string[] = [];
   const files = manifestFiles(root, nested);
   const docs: SourceDoc[] = [];
-  const problems: Problem[] = nestedStackWarnings(nested, cwd);
+  const problems: Problem[] = [];
   for (const path of files) {
     const parsed = readManifest(path, cwd);
     docs.push(...parsed.docs);
     problems.push(...parsed.problems);
   }
-  return { docs, problems, files };
+  return { docs, problems, files, nested };
 }
 
 /**

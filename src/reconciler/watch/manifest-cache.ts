@@ -1,5 +1,6 @@
 import { closeSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
-import { manifestFiles, nestedStackWarnings, readManifest, type SourceDoc } from '../manifests/load.js';
+import { DEFAULT_STACK, nestedStackProblems } from '../manifests/config.js';
+import { manifestFiles, readManifest, type SourceDoc } from '../manifests/load.js';
 import type { Problem } from '../manifests/problems.js';
 
 /** One manifest file as read: its documents and load problems, the same objects for as long as its bytes are. */
@@ -17,9 +18,10 @@ export class ManifestCache {
 
   /**
    * Every manifest file, in the order the loader reads them; after them, the settings file of each
-   * directory left out as another stack's, with no documents and its warning.
+   * directory left out for its own (`manifestFiles`), with no documents and what
+   * `nestedStackProblems` says of it for `stack`.
    */
-  loadFiles(root: string, cwd = process.cwd()): ManifestFile[] {
+  loadFiles(root: string, cwd = process.cwd(), stack = DEFAULT_STACK): ManifestFile[] {
     const nested: string[] = [];
     const paths = manifestFiles(root, nested);
     const out: ManifestFile[] = [];
@@ -43,7 +45,7 @@ export class ManifestCache {
       out.push(entry);
     }
     for (const path of this.files.keys()) if (!seen.has(path)) this.files.delete(path);
-    for (const path of nested) out.push({ path, docs: [], problems: nestedStackWarnings([path], cwd) });
+    for (const path of nested) out.push({ path, docs: [], problems: nestedStackProblems([path], stack, cwd) });
     return out;
   }
 

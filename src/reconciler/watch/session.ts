@@ -3,7 +3,7 @@ import type { ApiClient } from '../../client/api-client.js';
 import type { DagEvent } from '../apply/dag.js';
 import { applyPlan, type ApplyResult } from '../apply/execute.js';
 import { secretsFromMap } from '../apply/materialize.js';
-import { hasErrors, type Problem } from '../manifests/problems.js';
+import { formatProblem, hasErrors, type Problem } from '../manifests/problems.js';
 import type { PlanInput } from '../pipeline.js';
 import { withoutPrunes } from '../plan/prunes.js';
 import type { Plan, Step } from '../plan/types.js';
@@ -22,6 +22,8 @@ export type WatchReport =
   | { type: 'ready'; root: string; stack: string; target: string }
   | { type: 'run-start'; runId: string; trigger: RunTrigger; paths: string[] }
   | { type: 'invalid'; runId: string; problems: Problem[] }
+  /** A valid run's warnings (a directory left out as another stack's, a literal secret): told when they differ from the last run's. */
+  | { type: 'warnings'; runId: string; problems: Problem[] }
   /**
    * `apply`: a save's plan, applied next; `repair`: an --interval run's plan under --repair
    * (drift made elsewhere), applied next; `drift`: the same without --repair, reported only;
@@ -87,9 +89,11 @@ export interface WatchSession {
 export function startWatchSession(opts: WatchSessionOptions): WatchSession {
   const root = opts.input.root;
   const cache = new ManifestCache();
-  const planner = new IncrementalPlanner(opts.input, opts.client, (r) => cache.loadFiles(r, opts.input.cwd));
+  const planner = new IncrementalPlanner(opts.input, opts.client, (r) => cache.loadFiles(r, opts.input.cwd, opts.input.stack));
   /** The stack edgeplane.yaml named when the session started: a change there is not followed silently. */
   const fileStack = stackOf(root);
+  /** The warnings the last run told (a valid run tells its own only when they differ). */
+  let lastWarnings = '';
   const run = async (ctx: RunContext): Promise<RunOutcome> => {
     // The directory itself gone (deleted, or replaced by a new one: a tool regenerating it): the
     // files are watched again once it is back, and its saves are seen again.
@@ -140,9 +144,16 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
       planner.invalidate();
       throw err;
     }
+    const warnings = prepared.problems.filter((p) => p.severity === 'warning');
+    const warned = warnings.map(formatProblem).join('\n');
     if (hasErrors(prepared.problems) || !prepared.plan) {
+      lastWarnings = warned; // told with the errors
       opts.report({ type: 'invalid', runId: ctx.runId, problems: prepared.problems });
       return { status: 'invalid' };
+    }
+    if (warned !== lastWarnings) {
+      lastWarnings = warned;
+      if (warnings.length) opts.report({ type: 'warnings', runId: ctx.runId, problems: warnings });
     }
     const interval = ctx.trigger === 'interval';
     const mode = opts.planOnly ? 'preview' : interval ? (opts.repair ? 'repair' : 'drift') : 'apply';
