@@ -82,6 +82,31 @@ describe('renderings', () => {
     // Text that differs in what it reads as is shown as it is.
     plan.steps[0].changes = [{ path: 'description', before: 'Caf\u00e9', after: 'Caf\u00e8' }];
     expect(renderText(plan)).toContain('"Caf\u00e9" → "Caf\u00e8"');
+
+    // Alike in full but cut at different lengths (NFD takes more characters); list elements; a
+    // line that moved within a stretch of changes.
+    const long = 'Caf\u00e9 backends for the partner API in the eu-west region, primary first';
+    const groups = ['\u00c9quipe-R\u00e9seau', 'operations-team-for-the-partner-api', 'site-reliability-engineering'];
+    plan.steps[0].changes = [
+      { path: 'description', before: long, after: long.normalize('NFD') },
+      { path: 'saml.authorized_groups', before: groups, after: groups.map((g) => g.normalize('NFD')) },
+      { path: 'idp_metadata', before: 'line1\nCaf\u00e9\n', after: 'Caf\u00e9\n'.normalize('NFD') },
+    ];
+    const again = renderText(plan);
+    const desc = again.split('\n').find((l) => l.includes('~ description:'))!;
+    const [before, after] = desc.slice(desc.indexOf(':') + 2).split(' → ');
+    expect(before).toContain('Caf\\u00e9');
+    expect(after).toContain('Cafe\\u0301');
+    const trimmed = again.split('\n').map((l) => l.trim());
+    expect(trimmed).toContain('- "\\u00c9quipe-R\\u00e9seau"');
+    expect(trimmed).toContain('+ "E\\u0301quipe-Re\\u0301seau"');
+    expect(trimmed).toContain('- Caf\\u00e9');
+    expect(trimmed).toContain('+ Cafe\\u0301');
+    for (const md of [renderMarkdown(plan), renderMarkdownFull(plan)]) {
+      expect(md).toContain('\\u00c9quipe-R\\u00e9seau');
+      expect(md).toContain('E\\u0301quipe-Re\\u0301seau');
+      expect(md).toContain('Cafe\\u0301');
+    }
   });
 
   it('Markdown: text from manifests and live objects renders as text — no link, image, HTML, mention or line break gets through', () => {

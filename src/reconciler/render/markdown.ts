@@ -70,7 +70,7 @@ function changeCells(c: Change, max: number): string {
   const one = (v: unknown) => (max === Infinity && !(typeof v === 'string' && v.includes('\n')) ? full(v) : short(v, max));
   const list = c.sensitive ? undefined : listChange(c.before, c.after);
   if (list) {
-    const items = (xs: unknown[], sign: (v: unknown, i: number) => string) => xs.map((v, i) => `${sign(v, i)} ${code(one(v))}`).join('<br>');
+    const items = (xs: unknown[], sign: (v: unknown, i: number) => string) => xs.map((v, i) => `${sign(v, i)} ${code(list.alike.has(v) ? ascii(one(v)) : one(v))}`).join('<br>');
     // Reordered: the whole new order, numbered (failover children are tried in order).
     const after = list.reordered
       ? items(c.after as unknown[], (v, i) => `${list.added.includes(v) ? '+ ' : ''}${i + 1}.`)

@@ -42,9 +42,10 @@ export function renderText(plan: Plan, opts: TextOptions = {}): string {
         // When the order changed (it matters: failover children are tried in order), the whole new order.
         const after = ch.after as unknown[];
         out.push(`    ~ ${ch.path}: ${items((ch.before as unknown[]).length)} → ${items(after.length)}${list.reordered ? ', in this order:' : ''}`);
-        for (const v of list.removed) out.push(`        - ${short(v, 100)}`);
-        if (list.reordered) after.forEach((v, i) => out.push(`        ${list.added.includes(v) ? '+' : ' '} ${i + 1}. ${short(v, 100)}`));
-        else for (const v of list.added) out.push(`        + ${short(v, 100)}`);
+        const shown = (v: unknown) => (list.alike.has(v) ? ascii(short(v, 100)) : short(v, 100));
+        for (const v of list.removed) out.push(`        - ${shown(v)}`);
+        if (list.reordered) after.forEach((v, i) => out.push(`        ${list.added.includes(v) ? '+' : ' '} ${i + 1}. ${shown(v)}`));
+        else for (const v of list.added) out.push(`        + ${shown(v)}`);
         continue;
       }
       if (!ch.sensitive && multiLine(ch.before, ch.after)) {

@@ -70,16 +70,45 @@ export function short(v: unknown, max = 80): string {
  * invisible character), both show the stretch around their first difference instead.
  */
 export function shortPair(before: unknown, after: unknown, max = 60): [string, string] {
+  const whole = [visible(JSON.stringify(before) ?? String(before)), visible(JSON.stringify(after) ?? String(after))] as const;
+  // Alike in full, they may still shorten to different lengths (NFD takes more characters).
+  const alike = readAlike(whole[0], whole[1]);
   const a = short(before, max);
   const b = short(after, max);
-  if (a !== b && !readAlike(a, b)) return [a, b];
-  const [x, y] = apart(visible(JSON.stringify(before) ?? String(before)), visible(JSON.stringify(after) ?? String(after)));
+  if (a !== b && !alike) return [a, b];
+  const [x, y] = alike ? [ascii(whole[0]), ascii(whole[1])] : whole;
   if (x === y) return [a, b];
   let i = 0;
   while (i < x.length && i < y.length && x[i] === y[i]) i++;
   const from = Math.max(0, i - 20);
   const cut = (t: string) => `${from > 0 ? '…' : ''}${sliceChars(t, from, from + max - 2)}${from + max - 2 < t.length ? '…' : ''}`;
   return [cut(x), cut(y)];
+}
+
+/**
+ * Which texts of `gone` and of `come` read alike (`readAlike`) with one on the other side, by
+ * index, matched by their NFKC form (not by place: a line may move within a stretch of changes).
+ * Only text outside ASCII can read alike with another.
+ */
+export function alikeAcross(gone: readonly string[], come: readonly string[]): [Set<number>, Set<number>] {
+  const g = new Set<number>();
+  const c = new Set<number>();
+  const outsideAscii = /[^\x00-\x7f]/;
+  if (!gone.some((t) => outsideAscii.test(t)) && !come.some((t) => outsideAscii.test(t))) return [g, c];
+  const byForm = new Map<string, number[]>();
+  come.forEach((t, j) => {
+    const form = t.normalize('NFKC');
+    byForm.set(form, [...(byForm.get(form) ?? []), j]);
+  });
+  gone.forEach((t, i) => {
+    for (const j of byForm.get(t.normalize('NFKC')) ?? []) {
+      if (come[j] !== t) {
+        g.add(i);
+        c.add(j);
+      }
+    }
+  });
+  return [g, c];
 }
 
 /** Whether a change is of text spanning lines on both sides (a certificate, XML, a long description). */
@@ -115,9 +144,9 @@ export function lineDiff(before: string, after: string): DiffLine[] {
       // "\ No newline at end of file": not a line of either text.
       if (l[0] === '-' || l[0] === '+') (l[0] === '-' ? gone : come).push({ sign: l[0], text: l.slice(1) });
     }
-    for (let i = 0; i < Math.min(gone.length, come.length); i++) {
-      if (readAlike(gone[i].text, come[i].text)) gone[i].alike = come[i].alike = true;
-    }
+    const [g, c] = alikeAcross(gone.map((d) => d.text), come.map((d) => d.text));
+    for (const i of g) gone[i].alike = true;
+    for (const j of c) come[j].alike = true;
     out.push(...gone, ...come);
   }
   return out;
@@ -194,16 +223,17 @@ export function countOf(kind: string, k: number): string {
  * that stayed moved. For a list too long to read on one line (a CA's mutual-TLS list, a failover
  * backend's children): `undefined` when either side is not a list or both fit `max` characters.
  */
-export function listChange(before: unknown, after: unknown, max = 60): { removed: unknown[]; added: unknown[]; reordered: boolean } | undefined {
+export function listChange(before: unknown, after: unknown, max = 60): { removed: unknown[]; added: unknown[]; reordered: boolean; alike: Set<unknown> } | undefined {
   if (!Array.isArray(before) || !Array.isArray(after)) return undefined;
   if ((JSON.stringify(before) ?? '').length <= max && (JSON.stringify(after) ?? '').length <= max) return undefined;
   const key = (v: unknown) => JSON.stringify(v) ?? String(v);
   const had = new Set(before.map(key));
   const has = new Set(after.map(key));
   const kept = (xs: unknown[], other: Set<string>) => xs.map(key).filter((k) => other.has(k));
-  return {
-    removed: before.filter((v) => !has.has(key(v))),
-    added: after.filter((v) => !had.has(key(v))),
-    reordered: kept(before, has).join('\0') !== kept(after, had).join('\0'),
-  };
+  const removed = before.filter((v) => !has.has(key(v)));
+  const added = after.filter((v) => !had.has(key(v)));
+  // An element gone and one come that read alike: shown with `ascii`, or the list reads unchanged.
+  const [g, c] = alikeAcross(removed.map(key), added.map(key));
+  const alike = new Set<unknown>([...[...g].map((i) => removed[i]), ...[...c].map((j) => added[j])]);
+  return { removed, added, reordered: kept(before, has).join('\0') !== kept(after, had).join('\0'), alike };
 }
