@@ -286,6 +286,23 @@ describe('export --all and adoption', () => {
   });
 });
 
+describe('export --all of an account with an edge that lost its marker', () => {
+  it('names that edge from its routes\' markers before any other edge takes the name', async () => {
+    const client = await clientFor(svc);
+    // Made first (its id sorts first), unmanaged, and named `web` from its description.
+    const other = (await client.send('POST', '/edges/https', { description: 'web' })) as { id: string };
+    const dir = manifestDir({ 'all.yaml': `kind: HTTPSEdge\nname: web\nhostports: ["hint-${Date.now()}.example.com:443"]\nroutes:\n  - name: root\n    match_type: path_prefix\n    match: /\n` });
+    await applyDir(client, dir, 'hint');
+    const edge = ((await readLiveState(client)).https_edges as { id: string }[]).find((e) => e.id !== other.id)!;
+    await client.send('PATCH', `/edges/https/${edge.id}`, { metadata: '' });
+    const all = exportState(await readLiveState(client), { stack: 'hint', all: true });
+    const exported = manifestDir(Object.fromEntries(all.files.map((f) => [f.name, f.text])));
+    const adopt = (await prepare(client, exported, 'hint', {}, { adopt: true })).plan!;
+    expect(adopt.steps.filter((x) => x.action !== 'update').map((x) => `${x.action} ${x.object.identity}`)).toEqual([]);
+    expect(adopt.steps.find((x) => x.object.identity === 'HTTPSEdge/web')?.object.id).toBe(edge.id);
+  });
+});
+
 describe('saved plans', () => {
   it('are stale when an object they touch changed, or one they create now exists', async () => {
     const client = await clientFor(svc);

@@ -150,7 +150,10 @@ function pickObjects(observed: ObservedObject[], wanted: (o: ObservedObject) => 
   for (const kind of manifestKinds()) {
     const used = new Set<string>();
     const picked: Picked[] = [];
-    for (const o of observed.filter((x) => x.kind === kind && !x.parentId && wanted(x)).sort(byMarkerThenId)) {
+    // Marked objects keep their names first, then edges named by their routes' markers (another
+    // edge taking that name would be adopted in its place, and the routes moved to a new one).
+    const rank = (o: ObservedObject) => (o.marker ? 0 : hints.get(o.id) ? 1 : 2);
+    for (const o of observed.filter((x) => x.kind === kind && !x.parentId && wanted(x)).sort((a, b) => rank(a) - rank(b) || byBytes(a.id, b.id))) {
       const name = uniqueName(o, used, hints.get(o.id));
       const p: Picked = { o, name, identity: `${kind.manifestKind}/${name}`, children: [] };
       names.set(o.id, name);
