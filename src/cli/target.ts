@@ -90,7 +90,7 @@ export async function openTarget(flags: TargetFlags, how: TargetOptions = {}): P
     return new ApiClient(await stateDirTransport(dir, serviceOptionsFromEnv(), { ...how, timeoutMs: timeoutOf(flags) }));
   } catch (err) {
     // Waited its turn (--lock-timeout) and the directory is still another command's: as a stack lock held that long.
-    if (how.waitMs && err instanceof LockHeldError) throw new CliExit(EXIT.locked, `${err.message} Waited ${Math.round(how.waitMs / 1000)} s (--lock-timeout).`);
+    if (how.waitMs !== undefined && err instanceof LockHeldError) throw new CliExit(EXIT.locked, `${err.message} Waited ${Math.round(how.waitMs / 1000)} s (--lock-timeout).`);
     throw err;
   }
 }

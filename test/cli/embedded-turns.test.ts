@@ -33,6 +33,10 @@ describe('embedded default: commands that write take turns on one state director
     expect(gives.stderr).toContain(`the state directory is in use by process ${process.pid}`);
     expect(gives.stderr).toContain('Waited 1 s (--lock-timeout).');
 
+    const atOnce = await runCli(['apply', dir, '--stack', 's', '--auto-approve', '--state', state, '--lock-timeout', '0']);
+    expect(atOnce.code, atOnce.stdout + atOnce.stderr).toBe(5); // as for a stack lock held: no wait, exit 5
+    expect(atOnce.stderr).not.toContain('waiting up to');
+
     const waits = startCli(['apply', dir, '--stack', 's', '--auto-approve', '--state', state, '--lock-timeout', '2m']);
     await waits.waitFor(/in use by process \d+ \(since [^)]+\): waiting up to 120 s \(--lock-timeout\)/);
     held.release();
