@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync, mkdirSync, renameSync } from 'node:fs';
+import { mkdtempSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync, mkdirSync, renameSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -125,5 +125,17 @@ describe('watchManifestFiles', () => {
     // The root itself may sit under a dot directory.
     expect(ignoreNonManifest('/home/u/.config/edge', '/home/u/.config/edge', dirSt)).toBe(false);
     expect(ignoreNonManifest('/home/u/.config/edge', '/home/u/.config/edge/web.yaml', file)).toBe(false);
+    // A link to a directory that holds the root is not followed (it would be watched inside itself).
+    const parent = mkdtempSync(join(tmpdir(), 'ep-filter-'));
+    try {
+      mkdirSync(join(parent, 'root', 'sub'), { recursive: true });
+      symlinkSync(parent, join(parent, 'root', 'up'));
+      const dirStat = statSync(join(parent, 'root', 'up'));
+      const rootReal = realpathSync(join(parent, 'root'));
+      expect(ignoreNonManifest(join(parent, 'root'), join(parent, 'root', 'up'), dirStat, rootReal)).toBe(true);
+      expect(ignoreNonManifest(join(parent, 'root'), join(parent, 'root', 'sub'), statSync(join(parent, 'root', 'sub')), rootReal)).toBe(false);
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { statSync, type Stats } from 'node:fs';
+import { realpathSync, statSync, type Stats } from 'node:fs';
 import { relative, sep } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import { isManifestName } from '../manifests/load.js';
@@ -8,10 +8,18 @@ import { isManifestName } from '../manifests/load.js';
  * a dot (editor swap files, `.git`) or `node_modules`, and files whose names are manifests'
  * (`isManifestName`). chokidar 5 has no globs: the filter is a function of path and stats.
  */
-export function ignoreNonManifest(root: string, path: string, stats?: Stats): boolean {
+export function ignoreNonManifest(root: string, path: string, stats?: Stats, rootReal?: string): boolean {
   const rel = relative(root, path);
   if (rel === '' || rel.startsWith('..')) return false;
   if (rel.split(sep).some((seg) => seg.startsWith('.') || seg === 'node_modules')) return true;
+  // A link to a directory that holds the root (the loader refuses it): followed, it would be
+  // watched again and again inside itself.
+  if (rootReal !== undefined && stats?.isDirectory()) {
+    try {
+      const real = realpathSync(path);
+      if (rootReal === real || rootReal.startsWith(real.endsWith(sep) ? real : real + sep)) return true;
+    } catch { /* gone meanwhile */ }
+  }
   return !!stats?.isFile() && !isManifestName(path);
 }
 
@@ -27,9 +35,11 @@ export interface FileWatch {
  * saves arrive as `change`.
  */
 export function watchManifestFiles(root: string, onChange: (path: string, event: string) => void, opts: { stableMs?: number; onError?: (err: Error) => void } = {}): FileWatch {
+  let rootReal: string | undefined;
+  try { rootReal = realpathSync(root); } catch { /* not there: nothing below it to follow */ }
   const w: FSWatcher = watch(root, {
     ignoreInitial: true,
-    ignored: (path: string, stats?: Stats) => ignoreNonManifest(root, path, stats),
+    ignored: (path: string, stats?: Stats) => ignoreNonManifest(root, path, stats, rootReal),
     awaitWriteFinish: { stabilityThreshold: opts.stableMs ?? 50, pollInterval: 10 },
   });
   w.on('all', (event, path) => {
