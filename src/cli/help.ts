@@ -67,6 +67,7 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
       [EXIT.error]: 'invalid manifests, conflicts, a step failed, or cancelled',
       [EXIT.blocked]: 'blocked by the safety threshold (review, then --force)',
       [EXIT.stale]: 'with --plan: the live state changed since the plan was made; plan again',
+      [EXIT.locked]: 'the stack\'s lock (or, embedded, the state directory) stayed another command\'s for --lock-timeout',
     },
   },
   watch: {
@@ -75,7 +76,11 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
       ['edgeplane watch edge --prune --interval 60', 'deletions too, and a drift check every minute'],
       ['edgeplane watch edge --plan-only', 'show each save\'s plan, apply nothing'],
     ],
-    exits: { [EXIT.ok]: 'stopped (Ctrl-C or SIGTERM)', [EXIT.error]: 'could not start (bad options, no manifests, the directory in use)' },
+    exits: {
+      [EXIT.ok]: 'stopped (Ctrl-C or SIGTERM)',
+      [EXIT.error]: 'could not start (bad options, no manifests)',
+      [EXIT.locked]: 'the stack\'s lock (or, embedded, the state directory) stayed another command\'s for --lock-timeout, or the lock was lost',
+    },
   },
   export: {
     examples: [

@@ -63,7 +63,7 @@ const targetOptions = (c: Command) =>
     .addOption(new Option('--api-key <key>', 'API key for --api-url').env('EDGEPLANE_API_KEY'))
     .addOption(new Option('--timeout <duration>', 'give up on a request the API has not answered in this long (90s, 2m, or seconds; default 30)').env('EDGEPLANE_TIMEOUT'))
     .addOption(stateOption());
-const lockTimeoutOption = () => new Option('--lock-timeout <duration>', 'how long to wait for the stack\'s lock while another apply holds it (90s, 2m, or seconds; default 2m)').env('EDGEPLANE_LOCK_TIMEOUT');
+const lockTimeoutOption = () => new Option('--lock-timeout <duration>', 'how long to wait for the stack\'s lock while another apply or watch holds it, and (embedded) for the state directory another command holds (90s, 2m, or seconds; default 2m)').env('EDGEPLANE_LOCK_TIMEOUT');
 
 program
   .command('init [dir]')

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { manifestFiles, manifestFilesOrRefuse } from '../../src/reconciler/manifests/load.js';
@@ -37,6 +37,14 @@ describe('which files are manifests', () => {
       expect(again.map((p) => `${p.severity} ${p.rule}`), settings).toEqual(['error nested-stack']);
       expect(again[0].message, settings).toMatch(says);
     }
+    // A link to nothing by that name cannot be read (it is not "no stack"); a directory by that name is a directory.
+    rmSync(join(root, 'eu', 'edgeplane.yaml'));
+    symlinkSync(join(root, 'gone.yaml'), join(root, 'eu', 'edgeplane.yaml'));
+    const dangling = validateDir({ root, stack: 's', cwd: root }).problems;
+    expect(dangling.map((p) => p.message)).toEqual([expect.stringMatching(/which cannot be read \(ENOENT\): whether its manifests are another stack's cannot be told/)]);
+    rmSync(join(root, 'eu', 'edgeplane.yaml'));
+    mkdirSync(join(root, 'eu', 'edgeplane.yaml'));
+    expect(validateDir({ root, stack: 's', cwd: root }).problems.filter((p) => p.rule === 'nested-stack')).toEqual([]);
   });
 
   it('a directory holding only other stacks\' directories is refused naming them, not as an empty one', () => {

@@ -1,4 +1,4 @@
-import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, cpSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../src/client/api-client.js';
@@ -266,6 +266,38 @@ describe('watch as files really change on a workstation', () => {
       expect(plan.plan.steps.map((x) => x.id)).toEqual(['HTTPSEdge/web:update']);
       expect(await remaining(w.client, w.dir, 'regen')).toEqual([]);
     } finally {
+      await w.s.stop();
+    }
+  });
+
+  it('a secret file written in two parts around a save is applied once, whole: the run that read half of it waits and sees it change', async () => {
+    const w = await session('watch-secret-half');
+    const name = `half-secret-${Date.now()}.txt`;
+    const secret = join(w.dir, '..', name);
+    try {
+      writeFileSync(secret, 'the-first-secret-value\n');
+      let mark = w.reports.length;
+      const path = join(w.dir, 'https-edge.yaml');
+      writeFileSync(path, readFileSync(path, 'utf8').replace('    compression: {}\n', `    compression: {}\n    oidc: { issuer: "https://id.example.com", client_id: web, client_secret: { file: ../${name} } }\n`));
+      await w.waitFor((r): r is End => r.type === 'run-end' && r.status === 'ok', mark);
+      await w.s.idle();
+      await new Promise((r) => setTimeout(r, 1200)); // the secret file is old now
+
+      mark = w.reports.length;
+      writeFileSync(secret, 'half'); // a generator's first write…
+      const fb = join(w.dir, 'failover-backend.yaml');
+      writeFileSync(fb, readFileSync(fb, 'utf8') + '# saved meanwhile\n'); // …a save starts a run that reads it…
+      await new Promise((r) => setTimeout(r, 300));
+      appendFileSync(secret, '-of-the-second-secret-value\n'); // …and the rest comes
+      for (let t = 0; t < 200 && !w.reports.slice(mark).some((r) => r.type === 'applied'); t++) await new Promise((r) => setTimeout(r, 25));
+      await new Promise((r) => setTimeout(r, 1500)); // any further run the poll starts
+      await w.s.idle();
+      const applied = w.reports.slice(mark).filter((r): r is Extract<WatchReport, { type: 'applied' }> => r.type === 'applied');
+      expect(applied, JSON.stringify(w.reports.slice(mark).map((r) => r.type))).toHaveLength(1);
+      expect(w.reports.slice(mark).some((r) => r.type === 'superseded')).toBe(true);
+      expect(await remaining(w.client, w.dir, 'watch-secret-half')).toEqual([]);
+    } finally {
+      rmSync(secret, { force: true });
       await w.s.stop();
     }
   });

@@ -5,7 +5,8 @@ import { formatProblem } from '../../src/reconciler/manifests/problems.js';
 import { validateDir } from '../../src/reconciler/pipeline.js';
 import { DesiredState } from '../../src/reconciler/watch/desired-state.js';
 import { ManifestCache } from '../../src/reconciler/watch/manifest-cache.js';
-import { cleanupDirs, copyExample } from '../helpers/reconcile.js';
+import { cleanupDirs, copyExample, tempDir } from '../helpers/reconcile.js';
+import { fileState } from '../../src/reconciler/watch/files.js';
 
 afterAll(() => cleanupDirs());
 
@@ -55,5 +56,34 @@ describe('validation kept between watch runs', () => {
       writeFileSync(path, original);
       expect(both(), `${what}, undone`).toEqual([]);
     }
+  });
+});
+
+describe('secret files a watch run read', () => {
+  it('one read by two manifest files while it changed between them reads as changed, so the next run reads both again', () => {
+    const dir = tempDir('ep-shared-secret-');
+    const secret = join(dir, 'shared.txt');
+    writeFileSync(secret, 'the-first-shared-value\n');
+    const route = (edge: string) => `kind: HTTPSEdge\nname: ${edge}\nhostports: ["${edge}.example.com:443"]\nroutes:\n  - name: sso\n    match_type: path_prefix\n    match: /\n    oidc: { issuer: "https://id.example.com", client_id: web, client_secret: { file: shared.txt } }\n`;
+    writeFileSync(join(dir, 'a.yaml'), route('ea'));
+    writeFileSync(join(dir, 'm.yaml'), 'kind: FailoverBackend\nname: pool\nbackends: []\n');
+    writeFileSync(join(dir, 'z.yaml'), route('ez'));
+    const cache = new ManifestCache();
+    const state = new DesiredState({ stack: 'shared', env: {}, cwd: dir });
+    expect(state.update(cache.loadFiles(dir, dir)).problems).toEqual([]);
+    const read = state.secretFiles();
+    expect([...read.keys()]).toEqual([secret]);
+    expect(read.get(secret)).toBe(fileState(secret));
+    // A writer rotates the secret while the run is between the two files that read it.
+    const files = cache.loadFiles(dir, dir);
+    const middle = files.find((f) => f.path.endsWith('m.yaml'))!;
+    const docs = middle.docs;
+    // Each look at its documents rewrites the secret (a new length each time): among them is the
+    // look as the run reaches it, after the first file read the secret and before the last does.
+    let looks = 0;
+    Object.defineProperty(middle, 'docs', { get: () => { writeFileSync(secret, `rotated-${'x'.repeat(++looks)}\n`); return docs; } });
+    state.update(files);
+    expect(looks).toBeGreaterThan(0);
+    expect(state.secretFiles().get(secret)).not.toBe(fileState(secret)); // the poll sees a change, and asks for a run
   });
 });

@@ -222,7 +222,14 @@ export function stackLine(stack: string): string {
  */
 export function nestedStackProblems(nested: readonly string[], stack: string, cwd: string): Problem[] {
   return nested.map((path) => {
-    const file = readStackFile(dirname(path), cwd);
+    let file: StackFile;
+    try {
+      statSync(path); // a link to nothing reads as no file at all below
+      file = readStackFile(dirname(path), cwd);
+    } catch (err) {
+      const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+      return { file: displayPath(path, cwd), line: 1, col: 1, path: '', rule: 'nested-stack', severity: 'error' as const, message: `this directory has its own ${basename(path)}, which cannot be read (${why}): whether its manifests are another stack's cannot be told; fix it, or remove it so they are this stack's` };
+    }
     const other = typeof file.settings.stack === 'string' ? file.settings.stack : undefined;
     const at = { file: displayPath(path, cwd), line: 1, col: 1, path: '', rule: 'nested-stack' };
     const name = basename(path);

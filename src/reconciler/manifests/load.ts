@@ -72,7 +72,7 @@ export function manifestFiles(root: string, nested?: string[]): string[] {
     }
     walked.add(real);
     const entries = readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name));
-    const settings = top ? undefined : entries.find((e) => CONFIG_FILES.includes(e.name));
+    const settings = top ? undefined : entries.find((e) => CONFIG_FILES.includes(e.name) && !e.isDirectory());
     if (settings) {
       nested?.push(join(dir, settings.name));
       return;

@@ -220,7 +220,14 @@ export class DesiredState {
   /** The files the manifests' `{file: …}` secrets are read from, as of the last update, each with its state (`fileState`) when read. */
   secretFiles(): Map<string, string> {
     const out = new Map<string, string>();
-    for (const st of this.order) for (const [f, state] of st.secretFileStates) out.set(f, state);
+    for (const st of this.order) {
+      for (const [f, state] of st.secretFileStates) {
+        // Two manifest files read one secret file as it changed between them: recorded as neither
+        // state, so that it reads as changed and the next run reads both again.
+        const other = out.get(f);
+        out.set(f, other === undefined || other === state ? state : `mixed:${other}|${state}`);
+      }
+    }
     return out;
   }
 

@@ -59,3 +59,10 @@ export function fileState(path: string): string {
     return `missing:${(err as NodeJS.ErrnoException).code ?? ''}`;
   }
 }
+
+/** The modification time a `fileState` holds (undefined for a missing file). */
+export function fileMtimeMs(state: string): number | undefined {
+  if (state.startsWith('missing:')) return undefined;
+  const t = Number(state.slice(state.lastIndexOf(':') + 1));
+  return Number.isFinite(t) ? t : undefined;
+}

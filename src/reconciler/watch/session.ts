@@ -7,7 +7,7 @@ import { formatProblem, hasErrors, type Problem } from '../manifests/problems.js
 import type { PlanInput } from '../pipeline.js';
 import { withoutPrunes } from '../plan/prunes.js';
 import type { Plan, Step } from '../plan/types.js';
-import { fileState, watchManifestFiles, type FileWatch } from './files.js';
+import { fileMtimeMs, fileState, watchManifestFiles, type FileWatch } from './files.js';
 import { IncrementalPlanner, type LiveRead } from './incremental.js';
 import { ManifestCache } from './manifest-cache.js';
 import { manifestFiles } from '../manifests/load.js';
@@ -171,9 +171,14 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
     // while a generator was still writing it (short, or empty) must not delete what it describes,
     // remove a route's login module, or drop a hostport or a field its end had not reached yet.
     const destructive = plan.steps.some(takesAway);
-    if (destructive) await delay(opts.confirmDestructiveMs ?? 500, ctx.signal);
+    // A secret file written a moment before it was read may be half written (`>` then `>>`),
+    // whatever started the run: the run waits until every one it read has been still for a
+    // second, and goes ahead only if each still reads as it was read.
+    const secretFiles = planner.secretFiles();
+    const wait = Math.max(destructive ? opts.confirmDestructiveMs ?? 500 : 0, secretStillMs(secretFiles));
+    if (wait > 0) await delay(wait, ctx.signal);
     if (ctx.signal.aborted) return { status: 'ok' };
-    if (cache.changedSinceLoad(root)) {
+    if (cache.changedSinceLoad(root) || [...secretFiles].some(([path, then]) => fileState(path) !== then)) {
       // Saved again while planning (or read mid-write): the newer save's run plans it instead.
       opts.report({ type: 'superseded', runId: ctx.runId });
       return { status: 'ok' };
@@ -351,6 +356,16 @@ function identityOf(path: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** How long a secret file must be still before a run applies what it read from it. */
+const SECRET_STILL_MS = 1000;
+
+/** How much longer the youngest of these secret files (as read) must stay still, at most a second: 0 when none was written in the last second. */
+function secretStillMs(files: ReadonlyMap<string, string>): number {
+  let youngest = 0;
+  for (const state of files.values()) youngest = Math.max(youngest, fileMtimeMs(state) ?? 0);
+  return Math.min(SECRET_STILL_MS, Math.max(0, youngest + SECRET_STILL_MS - Date.now()));
 }
 
 /** Whether a step removes something: an object, a module, a field, or an element of a list. */
