@@ -1,5 +1,5 @@
 import { appendFileSync, cpSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../src/client/api-client.js';
 import { stackSafety } from '../../src/reconciler/manifests/config.js';
@@ -44,7 +44,20 @@ async function session(stack: string, extra: { intervalMs?: number; repair?: boo
     await s.idle();
     return { plan, reports: reports.slice(mark) };
   };
-  return { client, dir, reports, s, edit, waitFor, isPlan };
+  /** `waitFor`, then until the session is idle. */
+  const upTo = async <T extends WatchReport>(pred: (r: WatchReport) => r is T, from: number): Promise<T> => { const r = await waitFor(pred, from); await s.idle(); return r; };
+  /**
+   * The site route gets an OIDC login whose client secret is read from a file beside the directory
+   * (outside it), written first with `value` when given: the file's path.
+   */
+  const fileSecret = (value?: string): string => {
+    const name = `secret-${stack}-${Date.now()}.txt`;
+    if (value !== undefined) writeFileSync(join(dir, '..', name), value);
+    const path = join(dir, 'https-edge.yaml');
+    writeFileSync(path, readFileSync(path, 'utf8').replace('    compression: {}\n', `    compression: {}\n    oidc: { issuer: "https://id.example.com", client_id: web, client_secret: { file: ../${name} } }\n`));
+    return join(dir, '..', name);
+  };
+  return { client, dir, reports, s, edit, waitFor, upTo, fileSecret, isPlan };
 }
 
 async function routeId(client: ApiClient, identity: string): Promise<string> {
@@ -272,15 +285,10 @@ describe('watch as files really change on a workstation', () => {
 
   it('a secret file written in two parts around a save is applied once, whole: the run that read half of it waits and sees it change', async () => {
     const w = await session('watch-secret-half');
-    const name = `half-secret-${Date.now()}.txt`;
-    const secret = join(w.dir, '..', name);
+    let mark = w.reports.length;
+    const secret = w.fileSecret('the-first-secret-value\n');
     try {
-      writeFileSync(secret, 'the-first-secret-value\n');
-      let mark = w.reports.length;
-      const path = join(w.dir, 'https-edge.yaml');
-      writeFileSync(path, readFileSync(path, 'utf8').replace('    compression: {}\n', `    compression: {}\n    oidc: { issuer: "https://id.example.com", client_id: web, client_secret: { file: ../${name} } }\n`));
-      await w.waitFor((r): r is End => r.type === 'run-end' && r.status === 'ok', mark);
-      await w.s.idle();
+      await w.upTo((r): r is End => r.type === 'run-end' && r.status === 'ok', mark);
       await new Promise((r) => setTimeout(r, 1200)); // the secret file is old now
 
       mark = w.reports.length;
@@ -304,8 +312,8 @@ describe('watch as files really change on a workstation', () => {
 
   it('tells a valid run\'s warnings when they change (a directory of another stack), and refuses one of this same stack', async () => {
     const w = await session('watch-nested');
+    const upTo = w.upTo;
     try {
-      const upTo = async <T extends WatchReport>(pred: (r: WatchReport) => r is T, from: number) => { const r = await w.waitFor(pred, from); await w.s.idle(); return r; };
       const isWarnings = (r: WatchReport): r is Extract<WatchReport, { type: 'warnings' }> => r.type === 'warnings';
       let mark = w.reports.length;
       mkdirSync(join(w.dir, 'eu'));
@@ -329,13 +337,11 @@ describe('watch as files really change on a workstation', () => {
 
   it('a {file} secret is looked at too, outside the directory as well: its creation, change and removal each start a run', async () => {
     const w = await session('watch-secret-file');
-    const name = `sso-secret-${Date.now()}.txt`;
-    const secret = join(w.dir, '..', name);
+    const upTo = w.upTo;
+    let mark = w.reports.length;
+    const secret = w.fileSecret();
+    const name = basename(secret);
     try {
-      const upTo = async <T extends WatchReport>(pred: (r: WatchReport) => r is T, from: number) => { const r = await w.waitFor(pred, from); await w.s.idle(); return r; };
-      let mark = w.reports.length;
-      const path = join(w.dir, 'https-edge.yaml');
-      writeFileSync(path, readFileSync(path, 'utf8').replace('    compression: {}\n', `    compression: {}\n    oidc: { issuer: "https://id.example.com", client_id: web, client_secret: { file: ../${name} } }\n`));
       const missing = await upTo(isEnd, mark);
       expect(missing.status).toBe('invalid');
       expect(JSON.stringify(w.reports.slice(mark))).toContain(`cannot read secret file ../${name}`);
