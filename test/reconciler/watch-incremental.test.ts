@@ -310,6 +310,23 @@ describe('watch as files really change on a workstation', () => {
     }
   });
 
+  it('a run stopped by a problem with the files (a link to nothing) runs again once it is fixed, with no save', async () => {
+    const w = await session('watch-dangling');
+    try {
+      let mark = w.reports.length;
+      symlinkSync(join(w.dir, 'moved-away.yaml'), join(w.dir, 'edge-link.yaml'));
+      const fb = join(w.dir, 'failover-backend.yaml');
+      writeFileSync(fb, readFileSync(fb, 'utf8') + '# saved\n');
+      const stopped = await w.upTo((r): r is End => isEnd(r) && r.status === 'invalid', mark);
+      expect(stopped.error).toMatch(/edge-link\.yaml: a symbolic link to .*moved-away\.yaml, which is not there/);
+      mark = w.reports.length;
+      rmSync(join(w.dir, 'edge-link.yaml')); // no manifest saved: the poll sees the files read otherwise
+      expect((await w.upTo(isEnd, mark)).status).toBe('ok');
+    } finally {
+      await w.s.stop();
+    }
+  });
+
   it('tells a valid run\'s warnings when they change (a directory of another stack), and refuses one of this same stack', async () => {
     const w = await session('watch-nested');
     const upTo = w.upTo;

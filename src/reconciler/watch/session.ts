@@ -94,6 +94,24 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
   const fileStack = stackOf(root);
   /** The warnings the last run told (a valid run tells its own only when they differ). */
   let lastWarnings = '';
+  /**
+   * The problem with the files the last run stopped at (a link to nothing, a link to a directory
+   * holding this one): fixing it is no save of a manifest, so the poll looks whether the files
+   * still read that way (`filesReadOtherwise`).
+   */
+  let fileProblem: string | undefined;
+  const filesReadOtherwise = (): boolean => {
+    if (fileProblem === undefined) return false;
+    let now = '';
+    try {
+      manifestFiles(root);
+    } catch (err) {
+      now = (err as Error).message;
+    }
+    if (now === fileProblem) return false;
+    fileProblem = undefined; // asked once; the run it starts reads the files again
+    return true;
+  };
   const run = async (ctx: RunContext): Promise<RunOutcome> => {
     // The directory itself gone (deleted, or replaced by a new one: a tool regenerating it): the
     // files are watched again once it is back, and its saves are seen again.
@@ -127,6 +145,7 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
       }
     }
     let prepared;
+    fileProblem = undefined;
     try {
       // The directory emptied while watching (files moved, a checkout of a branch without them): with
       // --prune the plan would delete every object of the stack. Refused as `watch --prune` is at the
@@ -140,7 +159,10 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
       // A file vanishing between listing and reading (an editor's rename-over save), or one this
       // process may not read: a problem with the files, not an API failure — wait for a save.
       const code = (err as NodeJS.ErrnoException).code;
-      if (code !== undefined && FILE_PROBLEMS.has(code)) return { status: 'invalid', error: (err as Error).message };
+      if (code !== undefined && FILE_PROBLEMS.has(code)) {
+        fileProblem = (err as Error).message;
+        return { status: 'invalid', error: fileProblem };
+      }
       planner.invalidate();
       throw err;
     }
@@ -205,7 +227,7 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
     run, debounceMs: opts.debounceMs, intervalMs: opts.intervalMs,
     onEvent: (e) => opts.report(e),
   });
-  const watching = new RootWatch(root, () => watchManifestFiles(root, (path, event) => { watching.rootEvent(path, event); loop.notify(path, stableMs); }, { stableMs, onError: (err) => opts.report({ type: 'watch-error', error: err.message }) }), (path) => loop.notify(path, stableMs), () => planner.secretFiles());
+  const watching = new RootWatch(root, () => watchManifestFiles(root, (path, event) => { watching.rootEvent(path, event); loop.notify(path, stableMs); }, { stableMs, onError: (err) => opts.report({ type: 'watch-error', error: err.message }) }), (path) => loop.notify(path, stableMs), () => planner.secretFiles(), filesReadOtherwise);
   const ready = (async () => {
     await watching.start();
     opts.report({ type: 'ready', root, stack: opts.input.stack, target: opts.client.target });
@@ -265,7 +287,8 @@ class RootWatch {
 
   constructor(
     private readonly root: string, private readonly watchFiles: () => FileWatch, private readonly askRun: (path: string) => void,
-    private readonly secretFiles: () => ReadonlyMap<string, string> = () => new Map(), private readonly pollMs = 500,
+    private readonly secretFiles: () => ReadonlyMap<string, string> = () => new Map(),
+    private readonly filesReadOtherwise: () => boolean = () => false, private readonly pollMs = 500,
   ) {}
 
   async start(): Promise<void> {
@@ -275,7 +298,10 @@ class RootWatch {
     this.poll = setInterval(() => {
       const now = identityOf(this.root);
       if (now === undefined) this.gone = true;
-      if (!this.closed && now !== undefined) this.lookAtSecretFiles();
+      if (!this.closed && now !== undefined) {
+        this.lookAtSecretFiles();
+        if (this.filesReadOtherwise()) this.askRun(this.root);
+      }
       if (this.closed || now === undefined || (!this.gone && now === this.identity) || now === this.asked) return;
       this.asked = now;
       this.askRun(this.root);
