@@ -107,6 +107,12 @@ describe('renderings', () => {
       expect(md).toContain('E\\u0301quipe-Re\\u0301seau');
       expect(md).toContain('Cafe\\u0301');
     }
+    // A line rewritten as it moved to another stretch of changes.
+    const moved = (caf: string) => ['Caf' + caf, ...Array.from({ length: 10 }, (_, i) => `line ${i}`)];
+    plan.steps[0].changes = [{ path: 'idp_metadata', before: moved('\u00e9').join('\n') + '\n', after: [...moved('\u00e9').slice(1), 'Caf\u00e9'.normalize('NFD')].join('\n') + '\n' }];
+    const far = renderText(plan).split('\n').map((l) => l.trim());
+    expect(far).toContain('- Caf\\u00e9');
+    expect(far).toContain('+ Cafe\\u0301');
   });
 
   it('Markdown: text from manifests and live objects renders as text — no link, image, HTML, mention or line break gets through', () => {

@@ -135,20 +135,23 @@ export interface DiffLine { sign: '@' | '-' | '+'; text: string; alike?: true }
  */
 export function lineDiff(before: string, after: string): DiffLine[] {
   const out: DiffLine[] = [];
+  const gone: DiffLine[] = [];
+  const come: DiffLine[] = [];
   for (const h of structuredPatch('', '', before, after, '', '', { context: 0 }).hunks) {
     // Where the stretch is, by the new text's lines (the old text's when it only removes lines).
     out.push({ sign: '@', text: h.newLines ? `line ${h.newStart}` : `line ${h.oldStart} of the old text` });
-    const gone: DiffLine[] = [];
-    const come: DiffLine[] = [];
     for (const l of h.lines) {
       // "\ No newline at end of file": not a line of either text.
-      if (l[0] === '-' || l[0] === '+') (l[0] === '-' ? gone : come).push({ sign: l[0], text: l.slice(1) });
+      if (l[0] !== '-' && l[0] !== '+') continue;
+      const d: DiffLine = { sign: l[0], text: l.slice(1) };
+      (l[0] === '-' ? gone : come).push(d);
+      out.push(d);
     }
-    const [g, c] = alikeAcross(gone.map((d) => d.text), come.map((d) => d.text));
-    for (const i of g) gone[i].alike = true;
-    for (const j of c) come[j].alike = true;
-    out.push(...gone, ...come);
   }
+  // Lines gone and come that read alike, in one stretch or two (a line moved as it was rewritten).
+  const [g, c] = alikeAcross(gone.map((d) => d.text), come.map((d) => d.text));
+  for (const i of g) gone[i].alike = true;
+  for (const j of c) come[j].alike = true;
   return out;
 }
 
