@@ -11,6 +11,12 @@ export function holderName(command: string, env: NodeJS.ProcessEnv = process.env
   return parts.join(', ').slice(0, 500);
 }
 
+/** The pid of a holder `holderName` wrote on this machine (`user@<this host>, pid N, …`); undefined for another machine or format. */
+export function pidHereOf(holder: string): number | undefined {
+  const m = /^[^,]*@([^,@]+), pid (\d+),/.exec(holder);
+  return m && m[1] === hostname() ? Number(m[2]) : undefined;
+}
+
 /** `user@host` of this process: how a holder starts. */
 export function userAtHost(env: NodeJS.ProcessEnv = process.env): string {
   let user = env.USER ?? env.USERNAME ?? '';

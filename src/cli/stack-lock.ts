@@ -1,10 +1,9 @@
-import { hostname } from 'node:os';
 import type { ApiClient, StackLockHeld } from '../client/api-client.js';
 import { processRuns } from '../util/process.js';
 import { acquireStackLock, DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_LOCK_TTL_SECONDS, StackLockAborted, StackLockTimeout, type HeldStackLock } from '../reconciler/lock/stack-lock.js';
 import { parseDuration } from './duration.js';
 import { CliExit, EXIT, exitForSignal, onStopSignals } from './exit.js';
-import { holderName } from './holder.js';
+import { holderName, pidHereOf } from './holder.js';
 import type { Output } from './output.js';
 import { targetArgs, type TargetFlags, type TargetOptions } from './target.js';
 
@@ -45,8 +44,8 @@ export function waitsForStateDir(out: Output, flags: LockFlags): Pick<TargetOpti
  * a host name says too little there (containers alike, runners alike).
  */
 async function reclaimDead(out: Output, client: ApiClient, stack: string, held: StackLockHeld): Promise<boolean> {
-  const m = /^[^@,]*@([^,]+), pid (\d+),/.exec(held.holder);
-  if (!m || m[1] !== hostname() || Number(m[2]) === process.pid || processRuns(Number(m[2]))) return false;
+  const pid = pidHereOf(held.holder);
+  if (pid === undefined || pid === process.pid || processRuns(pid)) return false;
   const lock = (await client.listLocks()).find((l) => l.stack === stack && l.holder === held.holder && l.created_at === held.created_at);
   if (lock) await client.releaseLock(lock.id);
   out.error(`stack "${stack}": the lock of ${held.holder} was left by a process that no longer runs on this machine: released`);

@@ -1,7 +1,7 @@
 import type { StackLock } from '../../client/api-client.js';
 import { resolveStack } from '../../reconciler/manifests/config.js';
 import { CliExit, EXIT } from '../exit.js';
-import { userAtHost } from '../holder.js';
+import { pidHereOf, userAtHost } from '../holder.js';
 import { processRuns } from '../../util/process.js';
 import type { Output } from '../output.js';
 import { openTarget, targetArgs, type TargetFlags } from '../target.js';
@@ -42,7 +42,7 @@ export async function lockRelease(out: Output, dir: string | undefined, flags: L
     if (!mine && !flags.force) {
       throw new CliExit(EXIT.locked, `${line(lock)}\nnot released: it is not yours (this user on this machine). If it is no longer running: edgeplane lock release --stack ${stack}${targetArgs(flags)} --force`);
     }
-    const pid = mine ? Number(/, pid (\d+),/.exec(lock.holder)?.[1]) : NaN;
+    const pid = mine ? pidHereOf(lock.holder) : undefined;
     if (pid && pid !== process.pid && processRuns(pid) && !flags.force) {
       throw new CliExit(EXIT.locked, `${line(lock)}\nnot released: its process (pid ${pid}) is still running on this machine; releasing it would let another apply write the stack beside it. Stop it (Ctrl-C releases the lock), or: edgeplane lock release --stack ${stack}${targetArgs(flags)} --force`);
     }
