@@ -198,8 +198,9 @@ export class ApiClient {
    * keep of a page dies young (a plan keeps only its request form of each object, not the
    * response), instead of being copied by every garbage collection until the last page is in.
    * A transport that reads pages ahead on another thread (`readPages` while `readsAhead()`: the
-   * embedded service's) reads them, asking for each next page however busy this thread is. From a
-   * page it hands back, or with any other transport (HTTP), pages are read here, each next one
+   * embedded service's, and HTTP's page reader, which it starts for a list with a second page:
+   * `readAhead`) reads them, asking for each next page however busy this thread is. Until then,
+   * from a page it hands back, or with any other transport, pages are read here, each next one
    * asked for before the one just read is handed on, with retries.
    */
   async eachPage(kind: KindDef, parentId: string | undefined, onPage: (items: Body[]) => void): Promise<void> {
@@ -225,6 +226,7 @@ export class ApiClient {
     } else reading = this.read(first);
     while (reading) {
       const { items, next } = pageOf(kind, await reading);
+      if (next !== null) this.transport.readAhead?.();
       if (next !== null && readsAhead()) {
         const rest = ahead(next);
         rest.catch(() => {}); // if `onPage` throws, nobody awaits it

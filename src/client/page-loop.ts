@@ -12,10 +12,18 @@
 export interface LoopResponse { status: number; headers: Record<string, string>; text: string }
 export type ListMessage = { id: number; url: string } | { cancel: number };
 
-/** The service ends a page with its next link: read from the end, the whole page parsed only when it is not there. */
+/** A page without `Prefer: etags` ends with its next link: read from the end. */
 const TAIL = /"next_page_uri"\s*:\s*(null|"(?:[^"\\]|\\.)*")\s*}\s*$/;
+/** The service's `Link` header: `<url>; rel="next"`. */
+const LINK_NEXT = /<([^>]*)>\s*;\s*rel="?next"?(?:\s*[;,]|\s*$)/;
 
-function nextLink(text: string): string | null {
+/**
+ * A page's next link, from its `Link` header, else from the end of its text; the whole page is
+ * parsed only when neither has it (a list with no next page has no `Link`: its text says null).
+ */
+export function nextLink(text: string, headers: Record<string, string> = {}): string | null {
+  const link = headers.link === undefined ? null : LINK_NEXT.exec(headers.link);
+  if (link) return link[1] || null;
   const m = TAIL.exec(text.slice(-2048));
   let next: unknown;
   if (m) next = JSON.parse(m[1]);
@@ -42,7 +50,7 @@ export function pageLoop(get: (url: string) => Promise<LoopResponse>, post: (m: 
         post({ id, url, error: String((err as Error | undefined)?.message ?? err) });
         return;
       }
-      const next = res.status >= 200 && res.status < 300 ? nextLink(res.text) : null;
+      const next = res.status >= 200 && res.status < 300 ? nextLink(res.text, res.headers) : null;
       const more = next !== null && next !== url;
       post({ id, url, status: res.status, headers: res.headers, text: res.text, next, more });
       if (!more) return void cancelled.delete(id);

@@ -1,6 +1,9 @@
 import { connectionPool, exchange, timeoutError } from './http-exchange.js';
 import { withConnectionRetry } from './connection-retry.js';
-import { parse, type HandBack } from './worker-channel.js';
+import { apiUrls } from './api-url.js';
+import type { PageReaderInput } from './http-page-reader.js';
+import { parse, WorkerChannel, type HandBack } from './worker-channel.js';
+import { siblingModule, startWorker } from '../util/worker.js';
 import type { FastifyInstance } from 'fastify';
 import { withoutCredentials } from '../util/shown-url.js';
 
@@ -32,6 +35,11 @@ export interface Transport {
   readPages?(path: string, onPage: (res: RawResponse) => boolean): Promise<HandBack>;
   /** Whether `readPages` reads ahead now (its thread is running): lists are read there only then. */
   readsAhead?(): boolean;
+  /**
+   * A list has more than one page: a transport whose reader thread starts when needed starts it
+   * (`readsAhead` turns true once it runs; until then the client reads the pages itself).
+   */
+  readAhead?(): void;
   close(): Promise<void>;
 }
 
@@ -57,43 +65,45 @@ export const DEFAULT_TIMEOUT_MS = 30_000;
 export interface HttpTransportOptions {
   /** Each request's deadline (`--timeout`, `EDGEPLANE_TIMEOUT`); default 30 s. */
   timeoutMs?: number;
+  /** `false`: lists are read on this thread, never by a page reader (`readAhead`). */
+  readAhead?: boolean;
 }
 
 /**
  * HTTP with undici over a keep-alive connection pool of its own to the API's origin (closed with
  * the transport): its `request`, not `fetch`, whose web streams cost the main thread more per page
  * (a plan reads thousands of objects while it works on the manifests). https:// URLs are checked
- * against Node's CA store, with `NODE_EXTRA_CA_CERTS` (README). No `readPages`: `ApiClient` reads
- * lists on this thread, each next page asked for before the page just read is handed on. A
- * reader thread that asked for each next page the moment the previous one arrived did not make a
- * plan faster (bench/README.md, "Page prefetch") and was removed.
+ * against Node's CA store, with `NODE_EXTRA_CA_CERTS` (README). A list of more than one page is
+ * read on by a page reader thread (`http-page-reader.ts`, started by `readAhead` once and kept):
+ * it asks for each next page the moment the previous one arrives, while this thread is busy
+ * planning, instead of when this thread next gets a turn. Until it runs, and if it fails,
+ * `ApiClient` reads the pages here, each next page asked for before the page just read is handed
+ * on. bench/README.md, "Page reader thread", has the figures.
  */
 export function httpTransport(baseUrl: string, apiKey: string, opts: HttpTransportOptions = {}): Transport {
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const base = baseUrl.replace(/\/+$/, '');
-  const origin = new URL(base).origin;
+  const { base, origin, onOrigin } = apiUrls(baseUrl);
   const pool = connectionPool(origin, timeoutMs);
   let closed = false;
-  /**
-   * The URL of `path` on the API's own origin, or undefined: the key goes nowhere else. A path is
-   * `/…` under the base (`base + "@evil.example/x"`, or `".evil.example"` after a host, would name
-   * another host: a saved plan is a file anyone may edit); a link the API gave is an absolute URL
-   * on the same origin.
-   */
-  const basePath = new URL(base).pathname.replace(/\/+$/, '');
-  const onOrigin = (path: string): string | undefined => {
-    if (/^https?:\/\//i.test(path)) {
-      const link = new URL(path);
-      if (link.origin !== origin) return undefined;
-      // Behind a proxy that strips the base's path prefix, the API's links leave the prefix out.
-      return basePath && link.pathname !== basePath && !link.pathname.startsWith(basePath + '/') ? base + link.pathname + link.search : path;
-    }
-    if (!path.startsWith('/') || path.startsWith('//')) return undefined;
-    const url = base + path;
-    return new URL(url).origin === origin ? url : undefined;
-  };
+  /** The page reader, once a list has a second page (`readAhead`); none with `readAhead: false`. */
+  let reader: WorkerChannel | undefined;
   return {
     target: withoutCredentials(base).replace(/\/+$/, ''),
+    readAhead() {
+      if (reader || closed || opts.readAhead === false) return;
+      const data: PageReaderInput = { base, headers: headers(apiKey, undefined), timeoutMs };
+      try {
+        reader = new WorkerChannel(startWorker(siblingModule(import.meta.url, 'http-page-reader'), { workerData: data }), 'the page reader');
+      } catch {
+        // No thread (a sandbox that forbids them): pages are read here.
+      }
+    },
+    readsAhead: () => !closed && !!reader?.ready && reader.usable,
+    readPages(path, onPage) {
+      const url = onOrigin(path);
+      // Refused here: the client reads it itself, and refuses it with its own error.
+      return url === undefined || !reader ? Promise.resolve({ path }) : reader.readPages(url, onPage);
+    },
     request(method, path, body, extra) {
       const url = onOrigin(path);
       if (url === undefined) {
@@ -112,6 +122,7 @@ export function httpTransport(baseUrl: string, apiKey: string, opts: HttpTranspo
     },
     async close() {
       closed = true;
+      await reader?.close(true);
       await pool.destroy();
     },
   };

@@ -9,8 +9,8 @@ type PageMessage =
 /** The answer to a single request (the embedded service's thread). */
 type ReplyMessage = { id: number; error: string } | { id: number; error?: undefined; status: number; headers: Record<string, string>; text: string };
 
-/** What a thread says of itself: it could not start, or it serves HTTP at a URL (the embedded service's). */
-type ControlMessage = { startError: { message: string } } | { listening: string };
+/** What a thread says of itself: it could not start, it serves HTTP at a URL (the embedded service's), or it takes requests (the page reader's). */
+type ControlMessage = { startError: { message: string } } | { listening: string } | { ready: true };
 
 /** Where a list was handed back: the page to read next (and its answer, when it was not 2xx). */
 export type HandBack = { path: string; res?: RawResponse } | null;
@@ -28,6 +28,8 @@ export class WorkerChannel {
   private failed: Error | undefined;
   /** Set once `close(true)` waits for the worker to exit: from then on it stays referenced. */
   private closing = false;
+  /** Whether the worker has said it takes requests (`{ ready: true }`); requests sent before wait in its port. */
+  ready = false;
 
   /**
    * `what` names the worker in the error its requests get if it stops; `onListening` hears the URL
@@ -39,6 +41,7 @@ export class WorkerChannel {
     worker.on('message', (m: PageMessage | ReplyMessage | ControlMessage) => {
       if ('startError' in m) fail(new Error(m.startError.message));
       else if ('listening' in m) onListening?.(m.listening);
+      else if ('ready' in m) this.ready = true;
       else if ('id' in m) this.waiting.get(m.id)?.(m);
     });
     const fail = (err: Error) => {
@@ -76,11 +79,17 @@ export class WorkerChannel {
         if (m.error !== undefined) return stop(false), resolve({ path: at });
         if (m.status < 200 || m.status >= 300) return stop(false), resolve({ path: at, res: { status: m.status, headers: m.headers, body: parse(m.text) } });
         let wanted: boolean;
+        const body = parse(m.text);
         try {
-          wanted = onPage({ status: m.status, headers: m.headers, body: parse(m.text) });
+          wanted = onPage({ status: m.status, headers: m.headers, body });
         } catch (err) {
           return stop(m.more), reject(err);
         }
+        // The page's own next link is the one read: a reader that followed another (a `Link`
+        // header saying otherwise) hands the list back there.
+        const said = (body as { next_page_uri?: unknown } | undefined)?.next_page_uri;
+        const next = typeof said === 'string' && said ? said : null;
+        if (wanted && next !== m.next) return stop(m.more), resolve(next === null ? null : { path: next });
         if (!wanted || m.next === null) return stop(m.more), resolve(null);
         if (!m.more) return stop(false), resolve({ path: m.next });
         at = m.next;

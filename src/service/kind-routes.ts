@@ -116,10 +116,13 @@ function listEtags(kind: KindDef, items: Body[]): Record<string, string> {
   return out;
 }
 
-/** A list's response schema with the `etags` map a `Prefer: etags` request gets. */
+/** The `Link` header of a list page (OpenAPI: the response's headers). */
+const NEXT_LINK: JSONSchema = { type: 'string', description: 'The next page, as next_page_uri gives it: `<url>; rel="next"`. Absent on the last page.' };
+
+/** A list's response schema (and its `Link` header) with the `etags` map a `Prefer: etags` request gets. */
 function withEtags(schema: JSONSchema): JSONSchema {
   const properties = (schema.properties ?? {}) as Record<string, JSONSchema>;
-  return { ...schema, properties: { ...properties, etags: { type: 'object', additionalProperties: { type: 'string' }, description: 'With `Prefer: etags`: the ETag of each object of the page (and of each child it embeds), by id.' } } };
+  return { ...schema, headers: { Link: NEXT_LINK }, properties: { ...properties, etags: { type: 'object', additionalProperties: { type: 'string' }, description: 'With `Prefer: etags`: the ETag of each object of the page (and of each child it embeds), by id.' } } };
 }
 
 /**
@@ -207,15 +210,18 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
         const page = await resources.list(kind, caller, q);
         const base = caller.baseUrl + collectionPath(kind, parentOf(p) ?? null);
         const etags = wantsEtags(req);
+        const next = page.more && page.lastId ? `${base}?before_id=${page.lastId}&limit=${q.limit}` : null;
+        // The next link is also a `Link` header (RFC 8288): a reader follows it without parsing the page (`client/page-loop.ts`).
+        const headers = { ...(etags ? { 'preference-applied': 'etags' } : {}), ...(next ? { link: `<${next}>; rel="next"` } : {}) };
         return {
           status: 200,
           body: {
             [kind.listKey!]: page.items,
             uri: base,
-            next_page_uri: page.more && page.lastId ? `${base}?before_id=${page.lastId}&limit=${q.limit}` : null,
+            next_page_uri: next,
             ...(etags ? { etags: listEtags(kind, page.items) } : {}),
           },
-          ...(etags ? { headers: { 'preference-applied': 'etags' } } : {}),
+          headers,
         };
       });
     }

@@ -1,14 +1,15 @@
 import { Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApiClient, ApiRequestError } from '../../src/client/api-client.js';
-import { httpTransport } from '../../src/client/transport.js';
+import { httpTransport, type Transport } from '../../src/client/transport.js';
 import { kindByName } from '../../src/kinds/registry.js';
 
 /**
  * A list endpoint on a thread of its own, so that it answers while this thread is busy (as a real
  * deployment does): `/backends/failover` in pages of `per` from `total` objects, with `before_id`
  * links; `script` lists answers to give instead, in order, to the requests whose URL contains their
- * `match` (`status`, `body`; `"SELF"` in it is this list's first page after the opening one). Every request is recorded with the time
+ * `match` (`status`, `body`; `"SELF"` in it is this list's first page after the opening one;
+ * `BASE` in it or in a `link` header given is the server's origin). Every request is recorded with the time
  * (epoch ms) it arrived and whether its connection was new.
  */
 const SERVER = `
@@ -25,9 +26,10 @@ const srv = http.createServer((req, res) => {
   const i = script.findIndex((s) => req.url.includes(s.match));
   if (i >= 0) {
     const s = script.splice(i, 1)[0];
-    res.writeHead(s.status, { 'content-type': 'application/json', 'retry-after': '0' });
-    const self = 'http://127.0.0.1:' + srv.address().port + '/backends/failover?before_id=0&limit=10';
-    return res.end(JSON.stringify(s.body).replace('"SELF"', JSON.stringify(self)));
+    const origin = 'http://127.0.0.1:' + srv.address().port;
+    res.writeHead(s.status, { 'content-type': 'application/json', 'retry-after': '0', ...(s.link ? { link: s.link.replace('BASE', origin) } : {}) });
+    const self = origin + '/backends/failover?before_id=0&limit=10';
+    return res.end(JSON.stringify(s.body).replace('"SELF"', JSON.stringify(self)).replace('BASE', origin));
   }
   const from = Number(u.searchParams.get('before_id') ?? 0);
   const ids = Array.from({ length: Math.max(0, Math.min(per, total - from)) }, (_, k) => ({ id: 'fo_' + (from + k) }));
@@ -45,7 +47,7 @@ parentPort.on('message', (m) => {
 `;
 
 interface Seen { url: string; at: number; auth: string; version: string }
-interface Script { match: string; status: number; body: unknown }
+interface Script { match: string; status: number; body: unknown; link?: string }
 
 const running: Worker[] = [];
 afterEach(async () => {
@@ -72,7 +74,7 @@ describe('list pages over HTTP', () => {
     const counter = new SharedArrayBuffer(4);
     const arrived = new Int32Array(counter);
     const s = await listServer(30, 10, [], counter);
-    const t = httpTransport(s.url, 'key_1');
+    const t = httpTransport(s.url, 'key_1', { readAhead: false });
     try {
       const client = new ApiClient(t);
       expect(await client.list(backends)).toHaveLength(30);
@@ -99,9 +101,26 @@ describe('list pages over HTTP', () => {
     }
   });
 
+});
+
+/**
+ * The HTTP transport reading pages here (`readAhead: false`), or its page reader thread, started
+ * and running before the list is read (as it is once a list has shown a second page).
+ */
+async function transportFor(url: string, key: string, how: 'here' | 'reader', make = httpTransport): Promise<Transport> {
+  if (how === 'here') return make(url, key, { readAhead: false });
+  const t = make(url, key);
+  t.readAhead!();
+  for (const until = Date.now() + 20_000; !t.readsAhead!(); await new Promise((r) => setTimeout(r, 10))) {
+    if (Date.now() > until) throw new Error('the page reader did not start');
+  }
+  return t;
+}
+
+describe.each([['on this thread', 'here'], ['by the page reader', 'reader']] as const)('list pages over HTTP, read %s', (_, how) => {
   it('a page answered 503 is read again with the client\'s retries, and the list goes on from there', async () => {
     const s = await listServer(25, 10, [{ match: 'before_id=10', status: 503, body: { error_code: 'ERR_BUSY', msg: 'busy' } }]);
-    const t = httpTransport(s.url, 'k');
+    const t = await transportFor(s.url, 'k', how);
     try {
       const client = new ApiClient(t, { sleep: async () => {} });
       const all = await client.list(backends);
@@ -119,7 +138,7 @@ describe('list pages over HTTP', () => {
 
   it('a page refused (401) is an API error naming it, asked once', async () => {
     const s = await listServer(25, 10, [{ match: 'before_id=10', status: 401, body: { error_code: 'ERR_UNAUTHORIZED', status_code: 401, msg: 'no' } }]);
-    const t = httpTransport(s.url, 'k');
+    const t = await transportFor(s.url, 'k', how);
     try {
       const client = new ApiClient(t);
       const err = await client.list(backends).catch((e: unknown) => e);
@@ -135,7 +154,7 @@ describe('list pages over HTTP', () => {
   it('never follows a next link to another origin: the client refuses it, and the other server gets nothing', async () => {
     const other = await listServer(5, 10);
     const s = await listServer(25, 10, [{ match: 'before_id=10', status: 200, body: { backends: [{ id: 'fo_a' }], next_page_uri: `${other.url}/backends/failover?before_id=a&limit=100` } }]);
-    const t = httpTransport(s.url, 'key_secret');
+    const t = await transportFor(s.url, 'key_secret', how);
     try {
       const client = new ApiClient(t, { sleep: async () => {} });
       await expect(client.list(backends)).rejects.toThrow(/refusing to send a request to .* not a path of the API/);
@@ -148,12 +167,13 @@ describe('list pages over HTTP', () => {
 
   it('stops at an empty page, as the client reads one (its next link is not followed)', async () => {
     const s = await listServer(5, 10, [{ match: 'limit=100', status: 200, body: { backends: [], next_page_uri: 'SELF' } }]);
-    const t = httpTransport(s.url, 'k');
+    const t = await transportFor(s.url, 'k', how);
     try {
       const client = new ApiClient(t);
       expect(await client.list(backends)).toEqual([]);
       expect(client.counts).toEqual({ GET: 1 });
-      expect((await s.report()).seen).toHaveLength(1);
+      // The reader may have asked for the link before the client stopped it: never further.
+      expect((await s.report()).seen.length).toBeLessThanOrEqual(how === 'reader' ? 2 : 1);
     } finally {
       await t.close();
     }
@@ -161,12 +181,87 @@ describe('list pages over HTTP', () => {
 
   it('closing the transport closes its connections (a CLI process can exit)', async () => {
     const s = await listServer(15, 10);
-    const t = httpTransport(s.url, 'k');
+    const t = await transportFor(s.url, 'k', how);
     expect(await new ApiClient(t).list(backends)).toHaveLength(15);
     const { sockets } = await s.report();
     expect(sockets).toBeGreaterThan(0);
     await t.close();
     await new Promise((r) => setTimeout(r, 100));
     expect((await s.report()).closed).toBe(sockets);
+  });
+});
+
+describe('the HTTP page reader', () => {
+  it('starts for a list with a second page, not for one of a single page', async () => {
+    const s = await listServer(25, 10);
+    const t = httpTransport(s.url, 'k');
+    let started = 0;
+    const start = t.readAhead!.bind(t);
+    t.readAhead = () => { started++; start(); };
+    try {
+      const client = new ApiClient(t);
+      expect(await client.list(kindByName('certificateAuthority')).catch(() => 'not this list')).toBe('not this list'); // 404 here: no pages
+      expect(started).toBe(0);
+      expect(await client.list(backends)).toHaveLength(25);
+      expect(started).toBeGreaterThan(0);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('reads the next link the page itself gives, when a Link header says otherwise', async () => {
+    const s = await listServer(30, 10, [{
+      match: 'limit=100', status: 200, link: '<BASE/backends/failover?before_id=0&limit=10>; rel="next"',
+      body: { backends: [{ id: 'fo_first' }], next_page_uri: 'BASE/backends/failover?before_id=20&limit=10' },
+    }]);
+    const t = await transportFor(s.url, 'k', 'reader');
+    try {
+      const client = new ApiClient(t);
+      const all = await client.list(backends);
+      expect(all.map((o) => o.id)).toEqual(['fo_first', ...Array.from({ length: 10 }, (_, i) => `fo_${20 + i}`)]);
+      expect(client.counts).toEqual({ GET: 2 });
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('runs from the compiled package (dist/), as the installed CLI starts it', async () => {
+    const compiled = (await import(new URL('../../dist/client/transport.js', import.meta.url).href)) as { httpTransport: typeof httpTransport };
+    const s = await listServer(25, 10);
+    const t = await transportFor(s.url, 'k', 'reader', compiled.httpTransport);
+    try {
+      const client = new ApiClient(t);
+      expect(await client.list(backends)).toHaveLength(25);
+      expect(client.counts).toEqual({ GET: 3 });
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('asks for every next page while this thread is busy with the first one', async () => {
+    // This thread, handed page 1, waits on the server's count of requests without yielding to its
+    // event loop: only another thread can ask for pages 2 to 5 meanwhile.
+    const counter = new SharedArrayBuffer(4);
+    const arrived = new Int32Array(counter);
+    const s = await listServer(50, 10, [], counter);
+    const t = await transportFor(s.url, 'key_1', 'reader');
+    try {
+      const client = new ApiClient(t);
+      const before = Atomics.load(arrived, 0);
+      let seenWhileBusy = -1;
+      const all = await client.list(backends, undefined, () => {
+        if (seenWhileBusy >= 0) return;
+        const deadline = Date.now() + 10_000;
+        while (Atomics.load(arrived, 0) - before < 5 && Date.now() < deadline) Atomics.wait(arrived, 0, Atomics.load(arrived, 0), 50);
+        seenWhileBusy = Atomics.load(arrived, 0) - before;
+      });
+      expect(all.map((o) => o.id)).toEqual(Array.from({ length: 50 }, (_, i) => `fo_${i}`));
+      expect(seenWhileBusy).toBe(5);
+      expect(client.counts).toEqual({ GET: 5 });
+      const { seen } = await s.report();
+      expect(seen.every((r) => r.auth === 'Bearer key_1' && r.version === '2')).toBe(true);
+    } finally {
+      await t.close();
+    }
   });
 });

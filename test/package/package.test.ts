@@ -36,6 +36,7 @@ describe('the packed package', () => {
     expect(files).toContain('bin/edgeplane.js');
     expect(files).toContain('dist/cli/main.js');
     expect(files).toContain('dist/embedded/embedded-service.js');
+    expect(files).toContain('dist/client/http-page-reader.js');
     expect(files).toContain('dist/store/migrations/001_init.sql');
     expect(files).toContain('schemas/manifest.schema.json');
     // The docs the README links to travel with it.

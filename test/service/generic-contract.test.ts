@@ -156,6 +156,8 @@ describe.each(ENGINES)('generic contract on %s', (engine) => {
           const items = page.body[sample.listKey!];
           expect(items.length).toBeGreaterThan(0);
           seen.push(...items.map((o: { id: string }) => o.id));
+          // The next link is a Link header too (a page reader follows it without parsing the page); none on the last page.
+          expect(page.headers.get('link')).toBe(page.body.next_page_uri === null ? null : `<${page.body.next_page_uri}>; rel="next"`);
           next = page.body.next_page_uri;
           pages++;
         }

@@ -75,7 +75,10 @@ describe.each(ENGINES)('the OpenAPI document on %s', (engine) => {
           expect(params.find((x) => x.in === 'path' && x.name === p), `${method} ${path} ${p}`).toMatchObject({ required: true, schema: { pattern: expect.any(String) } });
         }
         expect(params.find((x) => x.in === 'header')).toMatchObject({ name: 'Service-Version', required: true, schema: { enum: ['2'] } });
-        if (method === 'get' && path === collection) expect(params.filter((x) => x.in === 'query').map((x) => x.name).sort()).toEqual(['before_id', 'limit']);
+        if (method === 'get' && path === collection) {
+          expect(params.filter((x) => x.in === 'query').map((x) => x.name).sort()).toEqual(['before_id', 'limit']);
+          expect(op.responses['200'].headers?.Link?.schema, `${path} Link`).toEqual({ type: 'string' });
+        }
         expect(op.security).toEqual([{ apiKey: [] }]);
         expect(Boolean(op.requestBody), `${method} ${path} body`).toBe(body);
         if (body) expect(op.requestBody.content['application/json'].schema).toMatchObject({ type: 'object', properties: expect.any(Object) });

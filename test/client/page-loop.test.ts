@@ -1,0 +1,22 @@
+import { describe, expect, it } from 'vitest';
+import { nextLink } from '../../src/client/page-loop.js';
+
+describe('a page reader finds the next link', () => {
+  const next = 'http://api.example/backends/failover?before_id=fo_1&limit=100';
+  it('in the Link header, without reading the page', () => {
+    expect(nextLink('not JSON at all', { link: `<${next}>; rel="next"` })).toBe(next);
+    expect(nextLink('{}', { link: `<http://api.example/x>; rel="prev", <${next}>; rel=next` })).toBe(next);
+  });
+
+  it('at the end of the page, or in the whole page when something follows it (an etags map) and there is no Link', () => {
+    expect(nextLink(JSON.stringify({ backends: [{ id: 'a' }], uri: 'u', next_page_uri: next }))).toBe(next);
+    expect(nextLink(JSON.stringify({ backends: [], next_page_uri: next, etags: { a: '"1"' } }), { 'content-type': 'application/json' })).toBe(next);
+    // A Link of another relation says nothing of the next page.
+    expect(nextLink(JSON.stringify({ backends: [], next_page_uri: null }), { link: '<http://api.example/x>; rel="prev"' })).toBeNull();
+  });
+
+  it('none on the last page, or on an answer that is not a page', () => {
+    expect(nextLink(JSON.stringify({ backends: [], next_page_uri: null, etags: {} }))).toBeNull();
+    expect(nextLink('<html>busy</html>')).toBeNull();
+  });
+});
