@@ -1,5 +1,5 @@
 // One HTTP exchange with undici, the body kept as text, for the HTTP transport (transport.ts).
-import { Pool } from 'undici';
+import { Pool, type Dispatcher } from 'undici';
 
 export interface Exchanged { status: number; headers: Record<string, string>; text: string }
 
@@ -32,19 +32,26 @@ const UNDICI_TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOU
  * headers (repeated ones joined) and the body's text. The whole exchange (connection, answer and
  * body) must be done within `timeoutMs`, or it is cut and rejected with `timeoutError`.
  */
-export async function exchange(url: string, { method, pool, headers, timeoutMs }: { method: string; pool: Pool; headers: Record<string, string>; timeoutMs: number }, payload?: string): Promise<Exchanged> {
+export function exchange(url: string, how: ExchangeOptions, payload?: string): Promise<Exchanged> {
+  return exchangeWith(url, how, payload, (body) => body.text()).then(({ body, ...rest }) => ({ ...rest, text: body }));
+}
+
+export interface ExchangeOptions { method: string; pool: Pool; headers: Record<string, string>; timeoutMs: number }
+
+/** `exchange`, the body read by `read` (its bytes, for a page handed to another thread). */
+export async function exchangeWith<T>(url: string, { method, pool, headers, timeoutMs }: ExchangeOptions, payload: string | undefined, read: (body: Dispatcher.ResponseData['body']) => Promise<T>): Promise<{ status: number; headers: Record<string, string>; body: T }> {
   const u = new URL(url);
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort(timeoutError(url, timeoutMs)), timeoutMs);
   try {
     const res = await pool.request({ method: method as 'GET', path: u.pathname + u.search, headers, body: payload, signal: deadline.signal });
-    const text = await res.body.text();
+    const body = await read(res.body);
     const h: Record<string, string> = {};
     for (const k in res.headers) {
       const v = res.headers[k];
       if (v !== undefined) h[k] = Array.isArray(v) ? v.join(', ') : v;
     }
-    return { status: res.statusCode, headers: h, text };
+    return { status: res.statusCode, headers: h, body };
   } catch (e) {
     const err = e as Error & { code?: string };
     if (err.code === 'EP_TIMEOUT') throw err;

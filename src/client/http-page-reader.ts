@@ -6,7 +6,7 @@
 // itself, refuses it with its own error.
 import { parentPort, workerData } from 'node:worker_threads';
 import { apiUrls } from './api-url.js';
-import { connectionPool, exchange } from './http-exchange.js';
+import { connectionPool, exchangeWith } from './http-exchange.js';
 import { pageLoop, type ListMessage } from './page-loop.js';
 
 export interface PageReaderInput { base: string; headers: Record<string, string>; timeoutMs: number }
@@ -18,8 +18,9 @@ const pool = connectionPool(urls.origin, timeoutMs);
 const lists = pageLoop((path) => {
   const url = urls.onOrigin(path);
   if (url === undefined) return Promise.reject(new Error(`not a path of the API: ${path}`));
-  return exchange(url, { method: 'GET', pool, headers, timeoutMs });
-}, (m) => port.postMessage(m));
+  // The body's bytes move to the planning thread, which decodes them: no copy of the text.
+  return exchangeWith(url, { method: 'GET', pool, headers, timeoutMs }, undefined, (body) => body.arrayBuffer()).then(({ body, ...rest }) => ({ ...rest, bytes: body }));
+}, (m, transfer) => port.postMessage(m, transfer));
 port.on('message', (m: ListMessage | { close: true }) => {
   if ('close' in m) void pool.destroy().finally(() => port.close());
   else lists(m);

@@ -4,13 +4,20 @@
 // `WorkerChannel` (worker-channel.ts).
 //
 // Messages in: { id, url } reads a list from `url` on; { cancel: id } stops reading it.
-// Messages out, in order per id: { id, url, status, headers, text, next, more } for each response
+// Messages out, in order per id: { id, url, status, headers, text or bytes, next, more } for each response
 // (`next`: the page's next link or null; `more`: whether this thread reads it), or { id, url, error }
 // when a request failed. A response other than 2xx or a failure ends the reading here: the using
 // thread reads that URL itself, with the client's retries.
 
-export interface LoopResponse { status: number; headers: Record<string, string>; text: string }
+/** An answer, its body as text or as UTF-8 bytes (moved, not copied, to the using thread). */
+export type LoopResponse = { status: number; headers: Record<string, string> } & ({ text: string; bytes?: undefined } | { bytes: ArrayBuffer; text?: undefined });
 export type ListMessage = { id: number; url: string } | { cancel: number };
+
+const utf8 = new TextDecoder();
+/** A body's text from its UTF-8 bytes. */
+export function textOf(bytes: ArrayBuffer): string {
+  return utf8.decode(bytes);
+}
 
 /** A page without `Prefer: etags` ends with its next link: read from the end. */
 const TAIL = /"next_page_uri"\s*:\s*(null|"(?:[^"\\]|\\.)*")\s*}\s*$/;
@@ -21,9 +28,10 @@ const LINK_NEXT = /<([^>]*)>\s*;\s*rel="?next"?(?:\s*[;,]|\s*$)/;
  * A page's next link, from its `Link` header, else from the end of its text; the whole page is
  * parsed only when neither has it (a list with no next page has no `Link`: its text says null).
  */
-export function nextLink(text: string, headers: Record<string, string> = {}): string | null {
+export function nextLink(body: string | ArrayBuffer, headers: Record<string, string> = {}): string | null {
   const link = headers.link === undefined ? null : LINK_NEXT.exec(headers.link);
   if (link) return link[1] || null;
+  const text = typeof body === 'string' ? body : textOf(body);
   const m = TAIL.exec(text.slice(-2048));
   let next: unknown;
   if (m) next = JSON.parse(m[1]);
@@ -37,7 +45,7 @@ export function nextLink(text: string, headers: Record<string, string> = {}): st
  * `get(url)` answers { status, headers, text } (or rejects); `post` sends a message to the using
  * thread. Returns the handler of incoming list messages.
  */
-export function pageLoop(get: (url: string) => Promise<LoopResponse>, post: (m: unknown) => void): (m: ListMessage) => void {
+export function pageLoop(get: (url: string) => Promise<LoopResponse>, post: (m: unknown, transfer: ArrayBuffer[]) => void): (m: ListMessage) => void {
   const cancelled = new Set<number>();
 
   async function read(id: number, url: string): Promise<void> {
@@ -47,12 +55,12 @@ export function pageLoop(get: (url: string) => Promise<LoopResponse>, post: (m: 
       try {
         res = await get(url);
       } catch (err) {
-        post({ id, url, error: String((err as Error | undefined)?.message ?? err) });
+        post({ id, url, error: String((err as Error | undefined)?.message ?? err) }, []);
         return;
       }
-      const next = res.status >= 200 && res.status < 300 ? nextLink(res.text, res.headers) : null;
+      const next = res.status >= 200 && res.status < 300 ? nextLink(res.text ?? res.bytes, res.headers) : null;
       const more = next !== null && next !== url;
-      post({ id, url, status: res.status, headers: res.headers, text: res.text, next, more });
+      post({ id, url, status: res.status, headers: res.headers, text: res.text, bytes: res.bytes, next, more }, res.bytes ? [res.bytes] : []);
       if (!more) return void cancelled.delete(id);
       url = next;
     }

@@ -1,10 +1,11 @@
 import type { Worker } from 'node:worker_threads';
+import { textOf } from './page-loop.js';
 import type { RawResponse } from './transport.js';
 
 /** A list page or a failure, from `page-loop.ts`. */
 type PageMessage =
   | { id: number; url: string; error: string }
-  | { id: number; url: string; error?: undefined; status: number; headers: Record<string, string>; text: string; next: string | null; more: boolean };
+  | { id: number; url: string; error?: undefined; status: number; headers: Record<string, string>; text?: string; bytes?: ArrayBuffer; next: string | null; more: boolean };
 
 /** The answer to a single request (the embedded service's thread). */
 type ReplyMessage = { id: number; error: string } | { id: number; error?: undefined; status: number; headers: Record<string, string>; text: string };
@@ -17,7 +18,7 @@ export type HandBack = { path: string; res?: RawResponse } | null;
 
 /**
  * The main thread's end of a worker that answers requests and reads lists ahead (`page-loop.ts`):
- * the embedded service's thread. Bodies cross as JSON text
+ * the embedded service's thread and HTTP's page reader. Bodies cross as JSON text (or its UTF-8 bytes, moved)
  * and are parsed here, where they are used. The worker keeps the process alive only while
  * something waits on it. If it fails, every list it was reading is handed back at the page it was
  * on, and every request waiting (or made later) is rejected with what went wrong.
@@ -56,8 +57,9 @@ export class WorkerChannel {
   request(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<RawResponse> {
     if (this.failed) return Promise.reject(this.failed);
     return new Promise((resolve, reject) => {
-      const id = this.wait((m) => {
+      const id = this.wait((message) => {
         this.done(id);
+        const m = message as ReplyMessage; // this id is a request's
         if (m.error !== undefined) reject(this.failed ?? new Error(m.error));
         else resolve({ status: m.status, headers: m.headers, body: parse(m.text) });
       });
@@ -77,9 +79,10 @@ export class WorkerChannel {
       const id = this.wait((message) => {
         const m = message as PageMessage; // this id is a list's
         if (m.error !== undefined) return stop(false), resolve({ path: at });
-        if (m.status < 200 || m.status >= 300) return stop(false), resolve({ path: at, res: { status: m.status, headers: m.headers, body: parse(m.text) } });
+        const text = m.text ?? (m.bytes ? textOf(m.bytes) : '');
+        if (m.status < 200 || m.status >= 300) return stop(false), resolve({ path: at, res: { status: m.status, headers: m.headers, body: parse(text) } });
         let wanted: boolean;
-        const body = parse(m.text);
+        const body = parse(text);
         try {
           wanted = onPage({ status: m.status, headers: m.headers, body });
         } catch (err) {
