@@ -32,6 +32,12 @@ function notTheApi(body: unknown): string {
 }
 
 export const PAGE_SIZE = 100;
+/**
+ * Pages of one list read here before a transport's reader thread is started for the rest
+ * (`Transport.readAhead`): a shorter list is over before the thread would run, and starting it
+ * costs a short command more than it saves.
+ */
+export const READ_AHEAD_AFTER = 5;
 
 /**
  * Where a listed object (or a child listed inside it) carries the ETag its list gave (`Prefer:
@@ -198,15 +204,19 @@ export class ApiClient {
    * keep of a page dies young (a plan keeps only its request form of each object, not the
    * response), instead of being copied by every garbage collection until the last page is in.
    * A transport that reads pages ahead on another thread (`readPages` while `readsAhead()`: the
-   * embedded service's, and HTTP's page reader, which it starts for a list with a second page:
-   * `readAhead`) reads them, asking for each next page however busy this thread is. Until then,
+   * embedded service's, and HTTP's page reader, which it starts for a list that goes on past
+   * `READ_AHEAD_AFTER` pages: `readAhead`) reads them, asking for each next page however busy this
+   * thread is. Pages it still hands on once the list has failed are dropped. Until then,
    * from a page it hands back, or with any other transport, pages are read here, each next one
    * asked for before the one just read is handed on, with retries.
    */
   async eachPage(kind: KindDef, parentId: string | undefined, onPage: (items: Body[]) => void): Promise<void> {
     if (!kind.listKey) throw new Error(`${kind.title}s cannot be listed`);
+    /** Set once this list has failed: pages a reader thread still hands on are not wanted. */
+    let failed = false;
     const ahead = (path: string): Promise<{ path: string; res?: RawResponse } | null> => {
       const rest = this.transport.readPages!(path, (res) => {
+        if (failed) return false;
         this.counts.GET = (this.counts.GET ?? 0) + 1;
         const page = pageOf(kind, res.body);
         onPage(page.items);
@@ -220,30 +230,36 @@ export class ApiClient {
     const first = `${collectionPath(kind, parentId ?? null)}?limit=${PAGE_SIZE}`;
     const readsAhead = () => this.transport.readPages !== undefined && this.transport.readsAhead?.() === true;
     let reading: Promise<unknown> | undefined;
-    if (readsAhead()) {
-      const from = await ahead(first);
-      reading = from ? this.read(from.path, from.res) : undefined;
-    } else reading = this.read(first);
-    while (reading) {
-      const { items, next } = pageOf(kind, await reading);
-      if (next !== null) this.transport.readAhead?.();
-      if (next !== null && readsAhead()) {
-        const rest = ahead(next);
-        rest.catch(() => {}); // if `onPage` throws, nobody awaits it
-        onPage(items);
-        const from = await rest;
+    let pages = 0;
+    try {
+      if (readsAhead()) {
+        const from = await ahead(first);
         reading = from ? this.read(from.path, from.res) : undefined;
-        continue;
+      } else reading = this.read(first);
+      while (reading) {
+        const { items, next } = pageOf(kind, await reading);
+        if (next !== null && ++pages >= READ_AHEAD_AFTER) this.transport.readAhead?.();
+        if (next !== null && readsAhead()) {
+          const rest = ahead(next);
+          rest.catch(() => {}); // if `onPage` throws, nobody awaits it
+          onPage(items);
+          const from = await rest;
+          reading = from ? this.read(from.path, from.res) : undefined;
+          continue;
+        }
+        // The next page is asked for before this one is handed on: what `onPage` does is not
+        // between one response and the next request (pages come one after another). The request
+        // leaves on the event loop's next turn (undici writes it then): that turn is taken first.
+        reading = next === null ? undefined : this.read(next);
+        if (reading) {
+          reading.catch(() => {}); // if `onPage` throws, nobody awaits it; otherwise the loop sees its failure
+          await new Promise((r) => setImmediate(r));
+        }
+        onPage(items);
       }
-      // The next page is asked for before this one is handed on: what `onPage` does is not
-      // between one response and the next request (pages come one after another). The request
-      // leaves on the event loop's next turn (undici writes it then): that turn is taken first.
-      reading = next === null ? undefined : this.read(next);
-      if (reading) {
-        reading.catch(() => {}); // if `onPage` throws, nobody awaits it; otherwise the loop sees its failure
-        await new Promise((r) => setImmediate(r));
-      }
-      onPage(items);
+    } catch (err) {
+      failed = true;
+      throw err;
     }
   }
 

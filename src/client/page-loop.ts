@@ -5,9 +5,10 @@
 //
 // Messages in: { id, url } reads a list from `url` on; { cancel: id } stops reading it.
 // Messages out, in order per id: { id, url, status, headers, text or bytes, next, more } for each response
-// (`next`: the page's next link or null; `more`: whether this thread reads it), or { id, url, error }
+// (`next`: the page's next link or null; `more`: whether this thread reads it), or { id, url, error, code? }
 // when a request failed. A response other than 2xx or a failure ends the reading here: the using
-// thread reads that URL itself, with the client's retries.
+// thread reads that URL itself, with the client's retries, except after a timeout (`EP_TIMEOUT`:
+// the list fails, as a request of the using thread's own would).
 
 /** An answer, its body as text or as UTF-8 bytes (moved, not copied, to the using thread). */
 export type LoopResponse = { status: number; headers: Record<string, string> } & ({ text: string; bytes?: undefined } | { bytes: ArrayBuffer; text?: undefined });
@@ -28,9 +29,12 @@ const LINK_NEXT = /<([^>]*)>\s*;\s*rel="?next"?(?:\s*[;,]|\s*$)/;
  * A page's next link, from its `Link` header, else from the end of its text; the whole page is
  * parsed only when neither has it (a list with no next page has no `Link`: its text says null).
  */
-export function nextLink(body: string | ArrayBuffer, headers: Record<string, string> = {}): string | null {
+export function nextLink(body: string | ArrayBuffer, headers: Record<string, string> = {}, url?: string): string | null {
   const link = headers.link === undefined ? null : LINK_NEXT.exec(headers.link);
-  if (link) return link[1] || null;
+  if (link?.[1]) {
+    // A relative link is relative to the page's URL (RFC 8288).
+    try { return url === undefined ? link[1] : new URL(link[1], url).href; } catch { /* unreadable: the page says */ }
+  }
   const text = typeof body === 'string' ? body : textOf(body);
   const m = TAIL.exec(text.slice(-2048));
   let next: unknown;
@@ -55,10 +59,12 @@ export function pageLoop(get: (url: string) => Promise<LoopResponse>, post: (m: 
       try {
         res = await get(url);
       } catch (err) {
-        post({ id, url, error: String((err as Error | undefined)?.message ?? err) }, []);
+        // The code travels with the message: a timeout (`EP_TIMEOUT`) is final, not read again.
+        const e = err as { message?: unknown; code?: unknown } | undefined;
+        post({ id, url, error: String(e?.message ?? err), ...(typeof e?.code === 'string' ? { code: e.code } : {}) }, []);
         return;
       }
-      const next = res.status >= 200 && res.status < 300 ? nextLink(res.text ?? res.bytes, res.headers) : null;
+      const next = res.status >= 200 && res.status < 300 ? nextLink(res.text ?? res.bytes, res.headers, url) : null;
       const more = next !== null && next !== url;
       post({ id, url, status: res.status, headers: res.headers, text: res.text, bytes: res.bytes, next, more }, res.bytes ? [res.bytes] : []);
       if (!more) return void cancelled.delete(id);

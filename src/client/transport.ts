@@ -36,8 +36,9 @@ export interface Transport {
   /** Whether `readPages` reads ahead now (its thread is running): lists are read there only then. */
   readsAhead?(): boolean;
   /**
-   * A list has more than one page: a transport whose reader thread starts when needed starts it
-   * (`readsAhead` turns true once it runs; until then the client reads the pages itself).
+   * A list is long (`READ_AHEAD_AFTER` pages and more to come): a transport whose reader thread
+   * starts when needed starts it (`readsAhead` turns true once it runs; until then the client
+   * reads the pages itself).
    */
   readAhead?(): void;
   close(): Promise<void>;
@@ -73,8 +74,8 @@ export interface HttpTransportOptions {
  * HTTP with undici over a keep-alive connection pool of its own to the API's origin (closed with
  * the transport): its `request`, not `fetch`, whose web streams cost the main thread more per page
  * (a plan reads thousands of objects while it works on the manifests). https:// URLs are checked
- * against Node's CA store, with `NODE_EXTRA_CA_CERTS` (README). A list of more than one page is
- * read on by a page reader thread (`http-page-reader.ts`, started by `readAhead` once and kept):
+ * against Node's CA store, with `NODE_EXTRA_CA_CERTS` (README). A long list is read on by a page
+ * reader thread (`http-page-reader.ts`, started by `readAhead` once and kept):
  * it asks for each next page the moment the previous one arrives, while this thread is busy
  * planning, instead of when this thread next gets a turn. Until it runs, and if it fails,
  * `ApiClient` reads the pages here, each next page asked for before the page just read is handed
@@ -85,7 +86,7 @@ export function httpTransport(baseUrl: string, apiKey: string, opts: HttpTranspo
   const { base, origin, onOrigin } = apiUrls(baseUrl);
   const pool = connectionPool(origin, timeoutMs);
   let closed = false;
-  /** The page reader, once a list has a second page (`readAhead`); none with `readAhead: false`. */
+  /** The page reader, once a list is long (`readAhead`); none with `readAhead: false`. */
   let reader: WorkerChannel | undefined;
   return {
     target: withoutCredentials(base).replace(/\/+$/, ''),
@@ -102,7 +103,9 @@ export function httpTransport(baseUrl: string, apiKey: string, opts: HttpTranspo
     readPages(path, onPage) {
       const url = onOrigin(path);
       // Refused here: the client reads it itself, and refuses it with its own error.
-      return url === undefined || !reader ? Promise.resolve({ path }) : reader.readPages(url, onPage);
+      if (url === undefined || !reader) return Promise.resolve({ path });
+      // Handed back at the first page: as the caller's path (the URL carries the base's credentials, if any).
+      return reader.readPages(url, onPage).then((back) => (back?.path === url ? { ...back, path } : back));
     },
     request(method, path, body, extra) {
       const url = onOrigin(path);
@@ -122,7 +125,8 @@ export function httpTransport(baseUrl: string, apiKey: string, opts: HttpTranspo
     },
     async close() {
       closed = true;
-      await reader?.close(true);
+      // A reader still starting is stopped outright: waiting for it to start only to end it costs a command 100 ms.
+      await reader?.close(reader.ready);
       await pool.destroy();
     },
   };

@@ -1,10 +1,11 @@
 import type { Worker } from 'node:worker_threads';
+import { isFinal } from './api-client.js';
 import { textOf } from './page-loop.js';
 import type { RawResponse } from './transport.js';
 
 /** A list page or a failure, from `page-loop.ts`. */
 type PageMessage =
-  | { id: number; url: string; error: string }
+  | { id: number; url: string; error: string; code?: string }
   | { id: number; url: string; error?: undefined; status: number; headers: Record<string, string>; text?: string; bytes?: ArrayBuffer; next: string | null; more: boolean };
 
 /** The answer to a single request (the embedded service's thread). */
@@ -78,7 +79,12 @@ export class WorkerChannel {
       };
       const id = this.wait((message) => {
         const m = message as PageMessage; // this id is a list's
-        if (m.error !== undefined) return stop(false), resolve({ path: at });
+        if (m.error !== undefined) {
+          stop(false);
+          // A final failure (a timeout) is the list's; any other is read again by the client.
+          const err = Object.assign(new Error(m.error), m.code === undefined ? {} : { code: m.code });
+          return isFinal(err) ? reject(err) : resolve({ path: at });
+        }
         const text = m.text ?? (m.bytes ? textOf(m.bytes) : '');
         if (m.status < 200 || m.status >= 300) return stop(false), resolve({ path: at, res: { status: m.status, headers: m.headers, body: parse(text) } });
         let wanted: boolean;

@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ApiClient, ApiRequestError } from '../../src/client/api-client.js';
+import { ApiClient, ApiRequestError, READ_AHEAD_AFTER } from '../../src/client/api-client.js';
 import { httpTransport, type Transport } from '../../src/client/transport.js';
 import { kindByName } from '../../src/kinds/registry.js';
 
@@ -9,7 +9,7 @@ import { kindByName } from '../../src/kinds/registry.js';
  * deployment does): `/backends/failover` in pages of `per` from `total` objects, with `before_id`
  * links; `script` lists answers to give instead, in order, to the requests whose URL contains their
  * `match` (`status`, `body`; `"SELF"` in it is this list's first page after the opening one;
- * `BASE` in it or in a `link` header given is the server's origin). Every request is recorded with the time
+ * `BASE` in it or in a `link` header given is the server's origin; `hang`: no answer). Every request is recorded with the time
  * (epoch ms) it arrived and whether its connection was new.
  */
 const SERVER = `
@@ -26,6 +26,7 @@ const srv = http.createServer((req, res) => {
   const i = script.findIndex((s) => req.url.includes(s.match));
   if (i >= 0) {
     const s = script.splice(i, 1)[0];
+    if (s.hang) return; // never answered
     const origin = 'http://127.0.0.1:' + srv.address().port;
     res.writeHead(s.status, { 'content-type': 'application/json', 'retry-after': '0', ...(s.link ? { link: s.link.replace('BASE', origin) } : {}) });
     const self = origin + '/backends/failover?before_id=0&limit=10';
@@ -47,7 +48,7 @@ parentPort.on('message', (m) => {
 `;
 
 interface Seen { url: string; at: number; auth: string; version: string }
-interface Script { match: string; status: number; body: unknown; link?: string }
+interface Script { match: string; status: number; body: unknown; link?: string; hang?: boolean }
 
 const running: Worker[] = [];
 afterEach(async () => {
@@ -192,18 +193,67 @@ describe.each([['on this thread', 'here'], ['by the page reader', 'reader']] as 
 });
 
 describe('the HTTP page reader', () => {
-  it('starts for a list with a second page, not for one of a single page', async () => {
-    const s = await listServer(25, 10);
-    const t = httpTransport(s.url, 'k');
-    let started = 0;
-    const start = t.readAhead!.bind(t);
-    t.readAhead = () => { started++; start(); };
+  it(`starts for a list that goes on past ${READ_AHEAD_AFTER} pages, not for a shorter one`, async () => {
+    const short = await listServer(READ_AHEAD_AFTER * 10, 10);
+    const long = await listServer((READ_AHEAD_AFTER + 2) * 10, 10);
+    const started: string[] = [];
+    const watched = (url: string) => {
+      const t = httpTransport(url, 'k');
+      const start = t.readAhead!.bind(t);
+      t.readAhead = () => { started.push(url); start(); };
+      return t;
+    };
+    const [a, b] = [watched(short.url), watched(long.url)];
     try {
-      const client = new ApiClient(t);
-      expect(await client.list(kindByName('certificateAuthority')).catch(() => 'not this list')).toBe('not this list'); // 404 here: no pages
-      expect(started).toBe(0);
-      expect(await client.list(backends)).toHaveLength(25);
-      expect(started).toBeGreaterThan(0);
+      expect(await new ApiClient(a).list(backends)).toHaveLength(READ_AHEAD_AFTER * 10);
+      expect(started).toEqual([]);
+      expect(await new ApiClient(b).list(backends)).toHaveLength((READ_AHEAD_AFTER + 2) * 10);
+      expect(started[0]).toBe(long.url);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  it('a page that takes longer than the request timeout fails the list once: it is not asked for again', async () => {
+    const s = await listServer(50, 10, [{ match: 'before_id=20', status: 200, body: {}, hang: true }]);
+    const t = await transportFor(s.url, 'k', 'reader', (url, key) => httpTransport(url, key, { timeoutMs: 500 }));
+    try {
+      const client = new ApiClient(t, { sleep: async () => {} });
+      const err = await client.list(backends).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'EP_TIMEOUT' });
+      expect((err as Error).message).toMatch(/no answer within 0.5 s/);
+      expect((await s.report()).seen.filter((r) => r.url.includes('before_id=20'))).toHaveLength(1);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a base URL with credentials: a page handed back is named by its path, never by that URL', async () => {
+    const s = await listServer(25, 10, [{ match: 'limit=100', status: 401, body: { error_code: 'ERR_UNAUTHORIZED', status_code: 401, msg: 'no' } }]);
+    const withCredentials = s.url.replace('http://', 'http://proxyuser:TOPSECRET@');
+    const t = await transportFor(withCredentials, 'k', 'reader');
+    try {
+      const err = await new ApiClient(t).list(backends).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ApiRequestError);
+      expect((err as Error).message).not.toContain('TOPSECRET');
+      expect(err).toMatchObject({ status: 401, path: '/backends/failover?limit=100' });
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('once the list has failed, no later page is handed on', async () => {
+    // The first page is answered 503 to the reader: the client reads it itself, hands the rest to
+    // the reader, and then the caller fails on that first page.
+    const s = await listServer(60, 10, [{ match: 'limit=100', status: 503, body: { error_code: 'ERR_BUSY', msg: 'busy' } }]);
+    const t = await transportFor(s.url, 'k', 'reader');
+    try {
+      let calls = 0;
+      const err = await new ApiClient(t, { sleep: async () => {} }).list(backends, undefined, () => { calls++; throw new Error('the caller gave up'); }).catch((e: unknown) => e);
+      expect((err as Error).message).toBe('the caller gave up');
+      await new Promise((r) => setTimeout(r, 500)); // the reader's later pages, if it were still handing them on
+      expect(calls).toBe(1);
     } finally {
       await t.close();
     }

@@ -8,6 +8,10 @@ describe('a page reader finds the next link', () => {
     expect(nextLink('{}', { link: `<http://api.example/x>; rel="prev", <${next}>; rel=next` })).toBe(next);
   });
 
+  it('a relative Link is read against the page\'s URL, as the page\'s own next link reads', () => {
+    expect(nextLink('{}', { link: '</backends/failover?before_id=fo_1&limit=100>; rel="next"' }, 'http://api.example/backends/failover?limit=100')).toBe(next);
+  });
+
   it('at the end of the page, or in the whole page when something follows it (an etags map) and there is no Link', () => {
     expect(nextLink(JSON.stringify({ backends: [{ id: 'a' }], uri: 'u', next_page_uri: next }))).toBe(next);
     expect(nextLink(JSON.stringify({ backends: [], next_page_uri: next, etags: { a: '"1"' } }), { 'content-type': 'application/json' })).toBe(next);

@@ -232,6 +232,25 @@ describe.each(ENGINES)('service core on %s', (engine) => {
       await pub.close();
     }
   });
+
+  it('a public URL with an international host or path is used in its ASCII form, in bodies and in headers (Location, Link)', async () => {
+    const pub = await startTestService(engine, { publicUrl: 'https://api.例え.jp/édge' });
+    try {
+      const k = await pub.account();
+      const base = 'https://api.xn--r8jz45g.jp/%C3%A9dge/backends/failover';
+      const made = await k.post('/backends/failover', { backends: [] });
+      expect(made.status).toBe(201);
+      expect(made.headers.get('location')).toBe(`${base}/${made.body.id}`);
+      await k.post('/backends/failover', { backends: [] });
+      const page = await k.get('/backends/failover?limit=1');
+      expect(page.status).toBe(200);
+      expect(page.body.uri).toBe(base);
+      expect(page.headers.get('link')).toBe(`<${page.body.next_page_uri}>; rel="next"`);
+      expect(page.body.next_page_uri).toMatch(new RegExp(`^${base.replace(/[.?]/g, '\\$&')}\\?before_id=`));
+    } finally {
+      await pub.close();
+    }
+  });
 });
 
 describe('logging', () => {

@@ -29,7 +29,8 @@ export interface ApiScopeOptions {
  * for a usable Host, the version header and an API key, in that order. Ops routes live outside it.
  */
 export const apiPlugin = fp<ApiScopeOptions>(async (api, opts) => {
-  const publicUrl = opts.publicUrl?.replace(/\/+$/, '');
+  // In its ASCII form (an IDN host in punycode, a path percent-encoded): it goes into headers (`Location`, `Link`) too.
+  const publicUrl = opts.publicUrl === undefined ? undefined : new URL(opts.publicUrl).href.replace(/\/+$/, '');
   api.decorateRequest('baseUrl', undefined);
   // A Host no uri can be built on is refused before anything is done.
   api.addHook('onRequest', syncHook((req) => {
