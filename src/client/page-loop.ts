@@ -22,6 +22,7 @@ export function textOf(bytes: ArrayBuffer): string {
 
 /** A page without `Prefer: etags` ends with its next link: read from the end. */
 const TAIL = /"next_page_uri"\s*:\s*(null|"(?:[^"\\]|\\.)*")\s*}\s*$/;
+const ABSOLUTE = /^[a-z][a-z0-9+.-]*:/i;
 /** The service's `Link` header: `<url>; rel="next"`. */
 const LINK_NEXT = /<([^>]*)>\s*;\s*rel="?next"?(?:\s*[;,]|\s*$)/;
 
@@ -32,8 +33,9 @@ const LINK_NEXT = /<([^>]*)>\s*;\s*rel="?next"?(?:\s*[;,]|\s*$)/;
 export function nextLink(body: string | ArrayBuffer, headers: Record<string, string> = {}, url?: string): string | null {
   const link = headers.link === undefined ? null : LINK_NEXT.exec(headers.link);
   if (link?.[1]) {
-    // A relative link is relative to the page's URL (RFC 8288).
-    try { return url === undefined ? link[1] : new URL(link[1], url).href; } catch { /* unreadable: the page says */ }
+    // A relative link is relative to the page's URL (RFC 8288); an absolute one is taken as written.
+    if (url === undefined || ABSOLUTE.test(link[1])) return link[1];
+    try { return new URL(link[1], url).href; } catch { /* unreadable: the page says */ }
   }
   const text = typeof body === 'string' ? body : textOf(body);
   const m = TAIL.exec(text.slice(-2048));

@@ -98,7 +98,7 @@ export class WorkerChannel {
         // header saying otherwise) hands the list back there.
         const said = (body as { next_page_uri?: unknown } | undefined)?.next_page_uri;
         const next = typeof said === 'string' && said ? said : null;
-        if (wanted && next !== m.next) return stop(m.more), resolve(next === null ? null : { path: next });
+        if (wanted && !sameUrl(next, m.next)) return stop(m.more), resolve(next === null ? null : { path: next });
         if (!wanted || m.next === null) return stop(m.more), resolve(null);
         if (!m.more) return stop(false), resolve({ path: m.next });
         at = m.next;
@@ -136,6 +136,13 @@ export class WorkerChannel {
     this.waiting.delete(id);
     if (this.waiting.size === 0 && !this.closing) this.worker.unref();
   }
+}
+
+/** Two links to the same page, however each is spelt (`http://h:80/x` is `http://h/x`). */
+function sameUrl(a: string | null, b: string | null): boolean {
+  if (a === b) return true;
+  if (a === null || b === null) return false;
+  try { return new URL(a).href === new URL(b).href; } catch { return false; }
 }
 
 export function parse(text: string): unknown {

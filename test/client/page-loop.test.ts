@@ -8,6 +8,10 @@ describe('a page reader finds the next link', () => {
     expect(nextLink('{}', { link: `<http://api.example/x>; rel="prev", <${next}>; rel=next` })).toBe(next);
   });
 
+  it('an absolute Link is taken as written (the page\'s own next link, in the same spelling)', () => {
+    expect(nextLink('{}', { link: '<http://localhost:80/x?before_id=a>; rel="next"' }, 'http://localhost:80/x')).toBe('http://localhost:80/x?before_id=a');
+  });
+
   it('a relative Link is read against the page\'s URL, as the page\'s own next link reads', () => {
     expect(nextLink('{}', { link: '</backends/failover?before_id=fo_1&limit=100>; rel="next"' }, 'http://api.example/backends/failover?limit=100')).toBe(next);
   });
