@@ -1,4 +1,4 @@
-import { withoutCredentials } from '../util/shown-url.js';
+import { headerSafeUrl, withoutCredentials } from '../util/shown-url.js';
 import type { KindRuntimeConfig } from '../kinds/types.js';
 import type { AppOptions, ServerOptions } from '../service/app.js';
 import { resolveVendorPrefix } from '../contract/vendor.js';
@@ -32,7 +32,8 @@ function publicUrlOf(raw: string | undefined): string | undefined {
   if (!u || !/^https?:$/.test(u.protocol) || u.search || u.hash || u.username || u.password) {
     throw new Error(`EDGEPLANE_PUBLIC_URL: must be an http:// or https:// URL with no query, fragment or credentials (every uri starts with it), got ${JSON.stringify(withoutCredentials(raw).slice(0, 200))}`);
   }
-  return raw;
+  // As the service uses it (the `admin users` records too): an international one in its ASCII form.
+  return headerSafeUrl(raw);
 }
 
 /** Header names, comma-separated: each an HTTP token (RFC 9110), at least one. */

@@ -138,11 +138,17 @@ export class WorkerChannel {
   }
 }
 
-/** Two links to the same page, however each is spelt (`http://h:80/x` is `http://h/x`). */
+/** Two links to the same page, however each is spelt (`http://h:80/x` is `http://h/x`; credentials aside). */
 function sameUrl(a: string | null, b: string | null): boolean {
   if (a === b) return true;
   if (a === null || b === null) return false;
-  try { return new URL(a).href === new URL(b).href; } catch { return false; }
+  const plain = (x: string) => {
+    const u = new URL(x);
+    u.username = '';
+    u.password = '';
+    return u.href;
+  };
+  try { return plain(a) === plain(b); } catch { return false; }
 }
 
 export function parse(text: string): unknown {

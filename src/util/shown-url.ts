@@ -21,3 +21,12 @@ export function withoutCredentials(url: string): string {
   u.password = '';
   return u.toString();
 }
+
+/**
+ * A URL that can go into a header (`Location`, `Link`): as written when it is ASCII, else in its
+ * ASCII form (an international host in punycode, the rest percent-encoded). An ASCII URL is never
+ * respelt: uris clients and identity providers already hold (a SAML entity id) stay the same.
+ */
+export function headerSafeUrl(url: string): string {
+  return /^[\x20-\x7e]*$/.test(url) ? url : new URL(url).href;
+}

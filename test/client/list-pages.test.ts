@@ -291,6 +291,21 @@ describe('the HTTP page reader', () => {
     }
   });
 
+  it('a relative Link, with credentials in the base URL: each page asked for once', async () => {
+    const s = await listServer(30, 10, [{
+      match: 'limit=100', status: 200, link: '</backends/failover?before_id=10&limit=10>; rel="next"',
+      body: { backends: Array.from({ length: 10 }, (_, i) => ({ id: `fo_${i}` })), next_page_uri: 'BASE/backends/failover?before_id=10&limit=10' },
+    }]);
+    const t = await transportFor(s.url.replace('http://', 'http://proxyuser:TOPSECRET@'), 'k', 'reader');
+    try {
+      const client = new ApiClient(t);
+      expect(await client.list(backends)).toHaveLength(30);
+      expect((await s.report()).seen.map((r) => r.url)).toEqual(['/backends/failover?limit=100', '/backends/failover?before_id=10&limit=10', '/backends/failover?before_id=20&limit=10']);
+    } finally {
+      await t.close();
+    }
+  });
+
   it('runs from the compiled package (dist/), as the installed CLI starts it', async () => {
     const compiled = (await import(new URL('../../dist/client/transport.js', import.meta.url).href)) as { httpTransport: typeof httpTransport };
     const s = await listServer(25, 10);

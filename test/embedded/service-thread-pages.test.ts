@@ -11,7 +11,15 @@ const backends = kindByName('failoverBackend');
 describe('the embedded service thread reading a list ahead', () => {
   it('reads a whole list itself, each page once: the Link it follows is the page\'s own next link', async () => {
     const state = mkdtempSync(join(tmpdir(), 'edgeplane-pages-'));
-    const client = new ApiClient(await embeddedTransport(state));
+    // The state directory's own database (with DATABASE_URL the embedded service would run on that one).
+    const database = process.env.DATABASE_URL;
+    delete process.env.DATABASE_URL;
+    let client: ApiClient;
+    try {
+      client = new ApiClient(await embeddedTransport(state));
+    } finally {
+      if (database !== undefined) process.env.DATABASE_URL = database;
+    }
     try {
       for (let i = 0; i < 250; i++) await client.create(backends, { backends: [] });
       const pages: number[] = [];

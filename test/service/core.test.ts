@@ -233,6 +233,18 @@ describe.each(ENGINES)('service core on %s', (engine) => {
     }
   });
 
+  it('an ASCII public URL is used as written (uris clients and identity providers hold do not change)', async () => {
+    const pub = await startTestService(engine, { publicUrl: 'https://API.Example.com:443/Edge/' });
+    try {
+      const k = await pub.account();
+      const made = await k.post('/backends/failover', { backends: [] });
+      expect(made.body.uri).toBe(`https://API.Example.com:443/Edge/backends/failover/${made.body.id}`);
+      expect(made.headers.get('location')).toBe(made.body.uri);
+    } finally {
+      await pub.close();
+    }
+  });
+
   it('a public URL with an international host or path is used in its ASCII form, in bodies and in headers (Location, Link)', async () => {
     const pub = await startTestService(engine, { publicUrl: 'https://api.例え.jp/édge' });
     try {

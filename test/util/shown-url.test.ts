@@ -20,3 +20,10 @@ describe('URLs as edgeplane shows them', () => {
     expect(() => serviceOptionsFromEnv({ EDGEPLANE_PUBLIC_URL: 'https://u:S3CRET@edge.example/?q=1' })).toThrow(/^EDGEPLANE_PUBLIC_URL: must be .*got "https:\/\/edge\.example\/\?q=1"$/);
   });
 });
+
+describe('EDGEPLANE_PUBLIC_URL as the service and `admin users` use it', () => {
+  it('an ASCII URL as written; an international one in its ASCII form (it goes into headers)', () => {
+    expect(serviceOptionsFromEnv({ EDGEPLANE_PUBLIC_URL: 'https://API.Example.com:443/Edge/' }).publicUrl).toBe('https://API.Example.com:443/Edge/');
+    expect(serviceOptionsFromEnv({ EDGEPLANE_PUBLIC_URL: 'https://api.例え.jp/édge' }).publicUrl).toBe('https://api.xn--r8jz45g.jp/%C3%A9dge');
+  });
+});

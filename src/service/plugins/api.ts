@@ -7,6 +7,7 @@ import { authPlugin } from './authenticate.js';
 import { kindRoutesPlugin } from './kind-routes.js';
 import { syncHook } from './sync-hook.js';
 import { versionHeaderPlugin } from './version-header.js';
+import { headerSafeUrl } from '../../util/shown-url.js';
 
 declare module 'fastify' {
   interface FastifyRequest { baseUrl?: string }
@@ -29,8 +30,8 @@ export interface ApiScopeOptions {
  * for a usable Host, the version header and an API key, in that order. Ops routes live outside it.
  */
 export const apiPlugin = fp<ApiScopeOptions>(async (api, opts) => {
-  // In its ASCII form (an IDN host in punycode, a path percent-encoded): it goes into headers (`Location`, `Link`) too.
-  const publicUrl = opts.publicUrl === undefined ? undefined : new URL(opts.publicUrl).href.replace(/\/+$/, '');
+  // It goes into headers (`Location`, `Link`) too: in an ASCII form.
+  const publicUrl = opts.publicUrl === undefined ? undefined : headerSafeUrl(opts.publicUrl).replace(/\/+$/, '');
   api.decorateRequest('baseUrl', undefined);
   // A Host no uri can be built on is refused before anything is done.
   api.addHook('onRequest', syncHook((req) => {
