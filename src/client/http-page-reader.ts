@@ -1,5 +1,5 @@
-// The HTTP transport's page reader (`httpTransport`, started for a list of more than one page): a
-// thread that reads a list page after page over a connection pool of its own, each next page
+// The HTTP transport's page reader (`httpTransport`, started once a list goes on past
+// `READ_AHEAD_AFTER` pages): a thread that reads a list page after page over a connection pool of its own, each next page
 // asked for the moment the previous one arrives, however busy the thread using the pages is
 // (`page-loop.ts`; the other end is `WorkerChannel`). It sends the key only to the API's own
 // origin (`apiUrls`): a link elsewhere fails here, and the using thread, reading that page
