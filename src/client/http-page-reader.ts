@@ -1,9 +1,9 @@
 // The HTTP transport's page reader (`httpTransport`, started once a list goes on past
-// `READ_AHEAD_AFTER` pages): a thread that reads a list page after page over a connection pool of its own, each next page
-// asked for the moment the previous one arrives, however busy the thread using the pages is
-// (`page-loop.ts`; the other end is `WorkerChannel`). It sends the key only to the API's own
-// origin (`apiUrls`): a link elsewhere fails here, and the using thread, reading that page
-// itself, refuses it with its own error.
+// `READ_AHEAD_AFTER` pages): a thread that reads a list page after page over a connection pool of
+// its own, each next page asked for the moment the previous one arrives, however busy the thread
+// using the pages is (`page-loop.ts`; the other end is `WorkerChannel`). It sends the key only to
+// the API's own origin (`apiUrls`): a link elsewhere fails here, and the using thread, reading that
+// page itself, refuses it with its own error.
 import { parentPort, workerData } from 'node:worker_threads';
 import { apiUrls } from './api-url.js';
 import { connectionPool, exchangeWith } from './http-exchange.js';
