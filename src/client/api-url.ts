@@ -7,8 +7,9 @@
  */
 export function apiUrls(baseUrl: string): { base: string; origin: string; onOrigin(path: string): string | undefined } {
   const base = baseUrl.replace(/\/+$/, '');
-  const origin = new URL(base).origin;
-  const basePath = new URL(base).pathname.replace(/\/+$/, '');
+  const parsed = new URL(base);
+  const origin = parsed.origin;
+  const basePath = parsed.pathname.replace(/\/+$/, '');
   const onOrigin = (path: string): string | undefined => {
     if (/^https?:\/\//i.test(path)) {
       const link = new URL(path);

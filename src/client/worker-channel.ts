@@ -1,6 +1,7 @@
 import type { Worker } from 'node:worker_threads';
 import { isFinal } from './api-client.js';
 import { textOf } from './page-loop.js';
+import { withoutCredentials } from '../util/shown-url.js';
 import type { RawResponse } from './transport.js';
 
 /** A list page or a failure, from `page-loop.ts`. */
@@ -142,13 +143,7 @@ export class WorkerChannel {
 function sameUrl(a: string | null, b: string | null): boolean {
   if (a === b) return true;
   if (a === null || b === null) return false;
-  const plain = (x: string) => {
-    const u = new URL(x);
-    u.username = '';
-    u.password = '';
-    return u.href;
-  };
-  try { return plain(a) === plain(b); } catch { return false; }
+  try { return new URL(withoutCredentials(a)).href === new URL(withoutCredentials(b)).href; } catch { return false; }
 }
 
 export function parse(text: string): unknown {
