@@ -32,3 +32,10 @@ export function kindByName(name: string): KindDef {
 export function findKind(name: string): KindDef | undefined {
   return byName.get(name);
 }
+
+/** Kinds some field of a kind or module refers to by id (a CA, a failover backend): the only ids a reference can read as an identity. */
+const REF_TARGETS: ReadonlySet<string> = new Set(KINDS.flatMap((k) => [...(k.refs ?? []), ...(k.modules ?? []).flatMap((m) => m.refs ?? [])]).map((r) => r.kind));
+
+export function isRefTarget(kind: KindDef): boolean {
+  return REF_TARGETS.has(kind.name);
+}

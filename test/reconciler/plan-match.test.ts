@@ -19,7 +19,8 @@ describe('planner phase: match', () => {
     expect(m.matches.get('CertificateAuthority/root')).toMatchObject({ o: ca, replaced: true });
     expect(m.matches.get('HTTPSEdge/web')).toMatchObject({ o: web, replaced: false });
     expect([...m.claimed].sort()).toEqual(['ca_1', edge(1)]);
-    expect([...m.kept]).toEqual([[edge(1), 'HTTPSEdge/web']]);
+    expect([m.kept.get(edge(1)), m.kept.get('ca_1')]).toEqual(['HTTPSEdge/web', undefined]);
+    expect(m.keptRefs.get('ca_1')).toBeUndefined(); // replaced: references to it are moved, not read as it
     expect(m.conflicts).toEqual([]);
   });
 

@@ -11,6 +11,7 @@ import { observeItem } from '../plan/observed.js';
 import { DEFAULT_CONFIG, NormMemo, tokenReader } from '../plan/normalize.js';
 import { manifestKinds } from '../manifests/schema.js';
 import type { KindDef } from '../../kinds/types.js';
+import { isRefTarget } from '../../kinds/registry.js';
 import type { DesiredObject, ObservedObject, Identities } from '../plan/state.js';
 import type { Plan } from '../plan/types.js';
 import { streamLiveState } from '../state/read-state.js';
@@ -65,7 +66,7 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
   const memo = new NormMemo('plan');
   const observedByKind = new Map<KindDef, ObservedObject[]>();
   const ahead: ObservedObject[] = [];
-  /** Ids of this stack's objects → their identity: how the plan will read references to them. */
+  /** Ids of this stack's objects that references can name → their identity: how the plan will read references to them. */
   const owned = new Map<string, string>();
   const provisional = tokenReader(owned);
   let pageArrived = () => {};
@@ -78,7 +79,7 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
     for (let i = from; i < list.length; i++) {
       const o = list[i];
       ahead.push(o);
-      if (o.owner.type === 'this' && o.marker) owned.set(o.id, o.marker.id);
+      if (o.owner.type === 'this' && o.marker && isRefTarget(o.kind)) owned.set(o.id, o.marker.id);
     }
     pageArrived();
     nextPage = new Promise<void>((r) => (pageArrived = r));

@@ -14,7 +14,7 @@ export type Symbolize = (id: string) => string | RefToken;
  * reference token, any other as itself. One token per identity, made when first read: only the
  * objects something refers to get one, and references to the same object share it.
  */
-export function tokenReader(identities: ReadonlyMap<string, string>): Symbolize {
+export function tokenReader(identities: Pick<ReadonlyMap<string, string>, 'get'>): Symbolize {
   const tokens = new Map<string, RefToken>();
   return (id) => {
     const identity = identities.get(id);
@@ -426,7 +426,8 @@ export class NormMemo {
    */
   settleAhead(want: Body, have: Body, config: KindRuntimeConfig): void {
     const a = this.normal.get(want);
-    const b = this.normal.get(have);
+    // Planning settles each observed body right after normalising it: its entry is at hand.
+    const b = have === this.lastBody ? this.lastEntry : this.normal.get(have);
     if (a && b && a.config === config && b.config === config && identical(a.fields, b.fields) && identical(a.modules, b.modules)) {
       b.sameAs = want;
       b.sameEntry = a;
@@ -447,7 +448,7 @@ export class NormMemo {
 
   normalForm(kind: KindDef, body: Body, sym: Symbolize, config: KindRuntimeConfig): Normal {
     const hit = this.normal.get(body);
-    if (hit && hit.config === config && stillReads(hit.lookups, sym)) return hit;
+    if (hit && hit.config === config && stillReads(hit.lookups, sym)) return this.remember(body, hit);
     this.reading = sym;
     this.lookups.clear();
     const fields = normalizeFields(kind, body, this.recorder);
@@ -457,6 +458,16 @@ export class NormMemo {
     // One object per body: the normal form and what it was made with (thousands are kept).
     const entry: Entry = { fields, modules, config, lookups, sameAs: undefined, sameEntry: undefined };
     this.normal.set(body, entry);
+    return this.remember(body, entry);
+  }
+
+  /** The body `normalForm` answered last, and its entry. */
+  private lastBody: Body | undefined;
+  private lastEntry: Entry | undefined;
+
+  private remember(body: Body, entry: Entry): Entry {
+    this.lastBody = body;
+    this.lastEntry = entry;
     return entry;
   }
 

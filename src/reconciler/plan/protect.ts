@@ -11,15 +11,18 @@ import type { DesiredObject } from './state.js';
  */
 export class Protection {
   private readonly selectors: Selector[];
-  /** Identity → `protect` of the manifests' objects. */
-  private readonly manifest = new Map<string, boolean>();
+  /** Identity → `protect` of the manifests' objects: made on the first question (a plan that deletes and replaces nothing asks none). */
+  private manifest?: Map<string, boolean>;
 
-  constructor(selectors: readonly string[] = [], desired: readonly DesiredObject[] = [], readonly allow = false) {
+  constructor(selectors: readonly string[] = [], private readonly desired: readonly DesiredObject[] = [], readonly allow = false) {
     this.selectors = selectors.map(selector);
-    for (const d of desired) this.manifest.set(d.identity, d.protect);
   }
 
   covers(identity: string, marker?: Marker): boolean {
+    if (!this.manifest) {
+      this.manifest = new Map();
+      for (const d of this.desired) this.manifest.set(d.identity, d.protect);
+    }
     return (this.manifest.get(identity) ?? !!marker?.protect) || this.selectors.some((s) => s.matches(identity));
   }
 

@@ -43,8 +43,9 @@ interface Prunes { pending: PendingDelete[]; warnings: string[]; protectedChange
 function prunes(ctx: PlanContext, matched: Matched, planned: Planned): Prunes {
   const out: Prunes = { pending: [], warnings: [], protectedChanges: [] };
   const { observed, protection } = ctx;
-  const keptIds = new Set<string>();
-  for (const dec of matched.matches.values()) if (dec.o) keptIds.add(dec.o.id);
+  // Kept: the live objects some manifest object took (or replaces), and parents kept for their children.
+  const keptParents = new Set<string>();
+  const kept = (id: string) => matched.claimed.has(id) || keptParents.has(id);
   // Protected children that left the manifests, by parent: deleting the parent would delete them.
   const protectedChildren = new Map<string, string[]>();
   // Children this stack does not own (another stack's, or none's): deleting their parent would delete them.
@@ -57,16 +58,16 @@ function prunes(ctx: PlanContext, matched: Matched, planned: Planned): Prunes {
       foreignChildren.set(o.parentId, [...(foreignChildren.get(o.parentId) ?? []), what]);
       continue;
     }
-    if (!protection.keeps(o.marker!.id, o.marker) || keptIds.has(o.id)) continue;
+    if (kept(o.id) || !protection.keeps(o.marker!.id, o.marker)) continue;
     protectedChildren.set(o.parentId, [...(protectedChildren.get(o.parentId) ?? []), o.marker!.id]);
   }
   const ids = new Set(planned.retired.map((p) => p.id));
   const hint = renameHints(ctx, matched);
   const going = protectedGoing(ctx);
   for (const o of observed) {
-    if (o.owner.type !== 'this' || keptIds.has(o.id)) continue;
+    if (o.owner.type !== 'this' || kept(o.id)) continue;
     // Children go with their parent; only children of kept parents are deleted one by one.
-    if (o.parentId && !keptIds.has(o.parentId)) continue;
+    if (o.parentId && !kept(o.parentId)) continue;
     const identity = o.marker!.id;
     const dup = matched.matches.get(identity)?.o;
     if (!dup && protection.keeps(identity, o.marker)) {
@@ -80,14 +81,14 @@ function prunes(ctx: PlanContext, matched: Matched, planned: Planned): Prunes {
     if (foreign) {
       // This stack deletes only what it owns: the parent stays, with what it holds of others.
       out.warnings.push(`${identity} (${o.id}) is ${dup ? 'a duplicate' : 'no longer in the manifests'} but is kept: deleting it would delete ${foreign.join(', ')}, which this stack does not own (delete or move ${foreign.length === 1 ? 'it' : 'them'} first)`);
-      keptIds.add(o.id);
+      keptParents.add(o.id);
       continue;
     }
     const guarded = dup ? undefined : protectedChildren.get(o.id);
     if (guarded) {
       // Kept as it is, so the protected ones keep their parent; its other children are pruned one by one.
       out.warnings.push(`${identity} (${o.id}) is no longer in the manifests but is kept: deleting it would delete ${guarded.join(', ')}, which ${guarded.length === 1 ? 'is' : 'are'} protected (remove protect there to let it go)`);
-      keptIds.add(o.id);
+      keptParents.add(o.id);
       continue;
     }
     const reason = dup ? `duplicate of ${identity} (${dup.id}), left by an interrupted apply or two applies at once`

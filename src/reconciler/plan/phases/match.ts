@@ -1,3 +1,4 @@
+import { isRefTarget } from '../../../kinds/registry.js';
 import type { Body, KindDef } from '../../../kinds/types.js';
 import { canonicalJson } from '../../../util/canonical-json.js';
 import { keptCopy } from '../duplicates.js';
@@ -30,11 +31,16 @@ export interface Matched {
   /** Ids of the live objects some manifest object took (kept, replaced or adopted). */
   readonly claimed: ReadonlySet<string>;
   /** Id → identity of the live objects kept as they are (matched, not replaced): what their ids read as. */
-  readonly kept: ReadonlyMap<string, string>;
+  readonly kept: IdentityOf;
+  /** The same, of the kinds a reference can name (`isRefTarget`): what the ids in normal forms read as. */
+  readonly keptRefs: IdentityOf;
   readonly conflicts: readonly Conflict[];
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/** Id → identity, as a `Map` answers it. */
+export type IdentityOf = Pick<ReadonlyMap<string, string>, 'get'>;
 
 /** Stands for a reference whose target is not matched yet (no id has this form). */
 const UNRESOLVED = '<unresolved reference>';
@@ -49,9 +55,21 @@ export function match(ctx: PlanContext): Matched {
   const m = new Matching(ctx);
   m.byIdentity();
   if (ctx.opts.adopt) m.adoptByContent();
-  const kept = new Map<string, string>();
-  for (const dec of m.matches.values()) if (dec.o && !dec.replaced) kept.set(dec.o.id, dec.d.identity);
-  return { matches: m.matches, claimed: m.claimed, kept, conflicts: m.conflicts };
+  // Every plan reads references through `keptRefs` (thousands of ids at most); `kept`, over every
+  // object, is made only when asked (deletes and objects of others inside this stack's).
+  const keptRefs = new Map<string, string>();
+  for (const dec of m.matches.values()) if (dec.o && !dec.replaced && isRefTarget(dec.o.kind)) keptRefs.set(dec.o.id, dec.d.identity);
+  let all: Map<string, string> | undefined;
+  const kept: IdentityOf = {
+    get(id) {
+      if (!all) {
+        all = new Map();
+        for (const dec of m.matches.values()) if (dec.o && !dec.replaced) all.set(dec.o.id, dec.d.identity);
+      }
+      return all.get(id);
+    },
+  };
+  return { matches: m.matches, claimed: m.claimed, kept, keptRefs, conflicts: m.conflicts };
 }
 
 /** The working state of one match: built here, returned as a value, never touched afterwards. */

@@ -40,10 +40,9 @@ export interface Planned {
 export function planSteps(ctx: PlanContext, matched: Matched): Planned {
   const s = new Stepping(ctx, matched);
   const only = ctx.opts.only;
-  for (const d of ctx.desired) {
-    if (only && !only.has(d.identity)) continue;
-    const dec = matched.matches.get(d.identity)!;
-    if (dec.conflicted) continue;
+  // Matches are in the manifests' order, one per manifest object.
+  for (const dec of matched.matches.values()) {
+    if (dec.conflicted || (only && !only.has(dec.d.identity))) continue;
     if (!dec.o) s.create(dec, 'create');
     else if (dec.replaced) s.create(dec, 'replace');
     else s.update(dec);
@@ -64,7 +63,7 @@ class Stepping {
   private readonly config: KindRuntimeConfig;
 
   constructor(private readonly ctx: PlanContext, private readonly m: Matched) {
-    this.sym = tokenReader(m.kept);
+    this.sym = tokenReader(m.keptRefs);
     this.config = ctx.opts.config ?? DEFAULT_CONFIG;
   }
 
