@@ -40,16 +40,14 @@ export const PAGE_SIZE = 100;
 export const READ_AHEAD_AFTER = 5;
 
 /**
- * The ETag each listed object (or a child listed inside it) was given by its list (`Prefer:
- * etags`), or a fetched object by its `ETag` header, read by `etagOf`. Kept beside the objects,
- * so nothing that copies or compares them sees it (`Object.defineProperty` on each object, as
- * before, cost twice as much).
+ * Where a listed object (or a child listed inside it) carries the ETag its list gave (`Prefer:
+ * etags`): a property JSON leaves out, read by `etagOf`.
  */
-const etags = new WeakMap<object, string>();
+const LISTED_ETAG: unique symbol = Symbol('listed etag');
 
 /** The ETag a list gave for this object, if it gave one. */
 export function etagOf(item: Body): string | undefined {
-  return etags.get(item);
+  return (item as { [LISTED_ETAG]?: string })[LISTED_ETAG];
 }
 
 /** A list page's objects and its next link (null at the end: no link, or an empty page). */
@@ -57,12 +55,12 @@ function pageOf(kind: KindDef, body: unknown): { items: Body[]; next: string | n
   const page = body as Record<string, unknown>;
   const items = page?.[kind.listKey!];
   if (!Array.isArray(items)) throw new Error(`list of ${kind.title}s: the response has no "${kind.listKey}" array`);
-  const given = page.etags && typeof page.etags === 'object' ? (page.etags as Record<string, unknown>) : undefined;
-  if (given) {
+  const etags = page.etags && typeof page.etags === 'object' ? (page.etags as Record<string, unknown>) : undefined;
+  if (etags) {
     const tag = (o: unknown) => {
       if (!o || typeof o !== 'object') return;
-      const e = given[(o as Body).id as string];
-      if (typeof e === 'string') etags.set(o, e);
+      const e = etags[(o as Body).id as string];
+      if (typeof e === 'string') Object.defineProperty(o, LISTED_ETAG, { value: e });
     };
     for (const item of items as Body[]) {
       tag(item);
@@ -149,7 +147,7 @@ export class ApiClient {
     if (res.status < 200 || res.status >= 300) throw new ApiRequestError('GET', path, res.status, res.body);
     const body = res.body as Body;
     const etag = res.headers.etag;
-    if (body && typeof body === 'object' && typeof etag === 'string') etags.set(body, etag);
+    if (body && typeof body === 'object' && typeof etag === 'string') Object.defineProperty(body, LISTED_ETAG, { value: etag });
     return body;
   }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ApiClient, etagOf } from '../../src/client/api-client.js';
-import type { Transport } from '../../src/client/transport.js';
+import type { RawResponse, Transport } from '../../src/client/transport.js';
 import { kindByName } from '../../src/kinds/registry.js';
 
 const ID = 'bkdfo_000000000000000000000000001';
@@ -8,7 +8,7 @@ const object = () => ({ id: ID, backends: ['bkdhr_000000000000000000000000007'] 
 /** Lists one failover backend with `Prefer: etags`, and answers its GET with an ETag header. */
 const transport: Transport = {
   target: 'fake',
-  async request(_method, path) {
+  async request(_method, path): Promise<RawResponse> {
     return path.startsWith('/backends/failover/')
       ? { status: 200, headers: { etag: '"3"' }, body: object() }
       : { status: 200, headers: {}, body: { backends: [object()], etags: { [ID]: '"3"' }, next_page_uri: null } };
