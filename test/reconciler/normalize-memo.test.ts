@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { kindByName } from '../../src/kinds/registry.js';
-import { DEFAULT_CONFIG, NormMemo, type Symbolize } from '../../src/reconciler/plan/normalize.js';
+import { DEFAULT_CONFIG, normalize, NormMemo, type Symbolize } from '../../src/reconciler/plan/normalize.js';
 
 const route = kindByName('httpsEdgeRoute');
 const POOL = 'bkdfo_000000000000000000000000001';
@@ -19,6 +19,9 @@ describe('NormMemo: pairs compared ahead of the plan', () => {
     memo.normalForm(route, h, early, DEFAULT_CONFIG);
     memo.settleAhead(w, h, DEFAULT_CONFIG);
     expect(memo.settled(w, h, knows({ [POOL]: 'FailoverBackend/pool', [OTHER]: 'FailoverBackend/x' }), DEFAULT_CONFIG)).toBe(true);
+    // A settled live body's normal form (now the manifest side's values) is still its own.
+    const { fields, modules } = memo.normalForm(route, h, early, DEFAULT_CONFIG);
+    expect({ fields, modules }).toEqual(normalize(route, h, early, DEFAULT_CONFIG));
     // The id now reads as another object (or as no managed object): not known any more.
     expect(memo.settled(w, h, knows({ [POOL]: 'FailoverBackend/renamed' }), DEFAULT_CONFIG)).toBe(false);
     expect(memo.settled(w, h, knows({}), DEFAULT_CONFIG)).toBe(false);

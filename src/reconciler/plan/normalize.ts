@@ -431,6 +431,10 @@ export class NormMemo {
     if (a && b && a.config === config && b.config === config && identical(a.fields, b.fields) && identical(a.modules, b.modules)) {
       b.sameAs = want;
       b.sameEntry = a;
+      // The same values: the observed side's own copies are let go while they are young (a plan
+      // holds tens of thousands, and the young generation copies every one that survives).
+      b.fields = a.fields;
+      b.modules = a.modules;
     }
   }
 
