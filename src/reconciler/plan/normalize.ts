@@ -431,10 +431,13 @@ export class NormMemo {
     if (a && b && a.config === config && b.config === config && identical(a.fields, b.fields) && identical(a.modules, b.modules)) {
       b.sameAs = want;
       b.sameEntry = a;
-      // The same values: the observed side's own copies are let go while they are young (a plan
-      // holds tens of thousands, and the young generation copies every one that survives).
+      // The observed side's own copies are let go while they are young (a plan holds tens of
+      // thousands, and the young generation copies every one that survives). `settled` needs only
+      // the pair; a later `normalForm` of this body makes them again (the same values, perhaps
+      // with keys in another order, which a plan's `before` shows).
       b.fields = a.fields;
       b.modules = a.modules;
+      b.borrowed = true;
     }
   }
 
@@ -452,7 +455,7 @@ export class NormMemo {
 
   normalForm(kind: KindDef, body: Body, sym: Symbolize, config: KindRuntimeConfig): Normal {
     const hit = this.normal.get(body);
-    if (hit && hit.config === config && stillReads(hit.lookups, sym)) return this.remember(body, hit);
+    if (hit && !hit.borrowed && hit.config === config && stillReads(hit.lookups, sym)) return this.remember(body, hit);
     this.reading = sym;
     this.lookups.clear();
     const fields = normalizeFields(kind, body, this.recorder);
@@ -460,7 +463,7 @@ export class NormMemo {
     // Kept at their exact length (most bodies look up one id or none); the scratch list is reused.
     const lookups = this.lookups.length === 2 ? this.oneLookup() : this.lookups.take(undefined);
     // One object per body: the normal form and what it was made with (thousands are kept).
-    const entry: Entry = { fields, modules, config, lookups, sameAs: undefined, sameEntry: undefined };
+    const entry: Entry = { fields, modules, config, lookups, sameAs: undefined, sameEntry: undefined, borrowed: false };
     this.normal.set(body, entry);
     return this.remember(body, entry);
   }
@@ -520,6 +523,8 @@ interface Entry extends Normal {
   lookups: Lookups | undefined;
   sameAs: Body | undefined;
   sameEntry: Entry | undefined;
+  /** Settled ahead: `fields` and `modules` are the desired entry's (`settleAhead`), not this body's own. */
+  borrowed: boolean;
 }
 
 interface MapLike<K, V> { get(k: K): V | undefined; set(k: K, v: V): unknown }
