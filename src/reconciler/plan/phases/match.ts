@@ -57,19 +57,14 @@ export function match(ctx: PlanContext): Matched {
   if (ctx.opts.adopt) m.adoptByContent();
   // Every plan reads references through `keptRefs` (thousands of ids at most); `kept`, over every
   // object, is made only when asked (deletes and objects of others inside this stack's).
-  const keptRefs = new Map<string, string>();
-  for (const dec of m.matches.values()) if (dec.o && !dec.replaced && isRefTarget(dec.o.kind)) keptRefs.set(dec.o.id, dec.d.identity);
-  let all: Map<string, string> | undefined;
-  const kept: IdentityOf = {
-    get(id) {
-      if (!all) {
-        all = new Map();
-        for (const dec of m.matches.values()) if (dec.o && !dec.replaced) all.set(dec.o.id, dec.d.identity);
-      }
-      return all.get(id);
-    },
+  const keptOf = (which: (o: ObservedObject) => boolean) => {
+    const out = new Map<string, string>();
+    for (const dec of m.matches.values()) if (dec.o && !dec.replaced && which(dec.o)) out.set(dec.o.id, dec.d.identity);
+    return out;
   };
-  return { matches: m.matches, claimed: m.claimed, kept, keptRefs, conflicts: m.conflicts };
+  let all: Map<string, string> | undefined;
+  const kept: IdentityOf = { get: (id) => (all ??= keptOf(() => true)).get(id) };
+  return { matches: m.matches, claimed: m.claimed, kept, keptRefs: keptOf((o) => isRefTarget(o.kind)), conflicts: m.conflicts };
 }
 
 /** The working state of one match: built here, returned as a value, never touched afterwards. */
