@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { match } from '../../src/reconciler/plan/phases/match.js';
+import { match, pairWith, type Matched, type Paired } from '../../src/reconciler/plan/phases/match.js';
+import type { DesiredObject, ObservedObject } from '../../src/reconciler/plan/state.js';
 import { CA_PEM, CA_PEM_2 } from '../helpers/edges.js';
 import { context, live, numberedId, want } from '../helpers/plan-phases.js';
 
@@ -123,5 +124,60 @@ describe('planner phase: match', () => {
     const m = match(context([want('certificateAuthority', 'CertificateAuthority/root', { ca_pem: CA_PEM, description: 'root' })], [plain, described], { adopt: true }));
     expect(m.matches.get('CertificateAuthority/root')).toMatchObject({ o: described, adopted: true });
     expect(m.conflicts).toEqual([]);
+  });
+
+  it('pairs made while the pages are read (as a plan makes them) match exactly as matching by its own index does', () => {
+    /** What `preparePlan` hands over: each live object of this stack, paired with the manifest object of its marker's identity. */
+    const pairedAs = (desired: DesiredObject[], observed: ObservedObject[]): Paired => {
+      const at = new Map(desired.map((d, i) => [d.identity, i]));
+      const paired: Paired = [];
+      for (const o of observed) {
+        const i = o.owner.type === 'this' && o.marker ? at.get(o.marker.id) : undefined;
+        if (i !== undefined) pairWith(paired, i, o);
+      }
+      return paired;
+    };
+    const said = (m: Matched) => ({
+      matches: [...m.matches].map(([k, x]) => [k, x.o?.id, x.replaced, x.adopted, x.renamedFrom, x.conflicted]),
+      claimed: [...m.claimed].sort(),
+      kept: [edge(1), edge(2), edge(3), route(1), route(2), pool(1), pool(2), pool(3), pool(4), 'ca_1'].map((id) => m.kept.get(id)),
+      keptRefs: [pool(1), pool(2), pool(3), pool(4), 'ca_1'].map((id) => m.keptRefs.get(id)),
+      conflicts: m.conflicts,
+    });
+    const desired = [
+      want('certificateAuthority', 'CertificateAuthority/root', { ca_pem: CA_PEM_2 }),
+      want('failoverBackend', 'FailoverBackend/app', { backends: ['bkdhr_x'] }),
+      want('failoverBackend', 'FailoverBackend/new', { backends: ['bkdhr_y'] }, { previousIdentities: ['FailoverBackend/old'] }),
+      want('failoverBackend', 'FailoverBackend/kind', { backends: ['bkdhr_z'] }),
+      want('httpsEdge', 'HTTPSEdge/web', {}),
+      want('httpsEdgeRoute', 'HTTPSEdge/web/routes/r1', { match_type: 'path_prefix', match: '/r1/' }),
+      want('httpsEdgeRoute', 'HTTPSEdge/web/routes/moved', { match_type: 'path_prefix', match: '/m/' }),
+      want('httpsEdge', 'HTTPSEdge/fresh', { hostports: ['b.example:443'] }),
+    ];
+    const observed = [
+      live('certificateAuthority', 'ca_1', { ca_pem: CA_PEM }, { identity: 'CertificateAuthority/root' }), // replaced
+      live('failoverBackend', pool(1), { backends: ['bkdhr_x'] }, { identity: 'FailoverBackend/app' }), // duplicates
+      live('failoverBackend', pool(2), { backends: ['bkdhr_x'] }, { identity: 'FailoverBackend/app' }),
+      live('failoverBackend', pool(3), { backends: [pool(2)] }, { identity: 'FailoverBackend/old' }), // renamed
+      live('httpsEdge', edge(3), {}, { identity: 'FailoverBackend/kind' }), // another kind under that identity
+      live('httpsEdge', edge(1), {}, { identity: 'HTTPSEdge/web' }),
+      live('httpsEdge', edge(2), {}, { identity: 'HTTPSEdge/web' }),
+      live('httpsEdgeRoute', route(1), { match_type: 'path_prefix', match: '/r1/' }, { identity: 'HTTPSEdge/web/routes/r1', parentId: edge(2) }),
+      live('httpsEdgeRoute', route(2), { match_type: 'path_prefix', match: '/m/' }, { identity: 'HTTPSEdge/web/routes/moved', parentId: edge(3) }), // in another parent
+      live('failoverBackend', pool(4), { backends: ['bkdhr_w'] }, { identity: 'FailoverBackend/gone' }),
+      live('httpsEdge', 'edghts_other', { hostports: ['b.example:443'] }, { identity: 'HTTPSEdge/fresh', stack: 'other' }),
+    ];
+    for (const order of [observed, [...observed].reverse()]) {
+      const own = match(context(desired, order));
+      const handed = match(context(desired, order, { paired: pairedAs(desired, order) }));
+      expect(said(handed)).toEqual(said(own));
+      // Each case did what it is here for: kept, kept of duplicates, renamed, not another kind's, not in another parent, a conflict.
+      expect(said(own).matches.map(([k, id, , , via, conflicted]) => [k, id, via, conflicted])).toEqual([
+        ['CertificateAuthority/root', 'ca_1', undefined, undefined], ['FailoverBackend/app', pool(2), undefined, undefined],
+        ['FailoverBackend/new', pool(3), 'FailoverBackend/old', undefined], ['FailoverBackend/kind', undefined, undefined, undefined],
+        ['HTTPSEdge/web', edge(2), undefined, undefined], ['HTTPSEdge/web/routes/r1', route(1), undefined, undefined],
+        ['HTTPSEdge/web/routes/moved', undefined, undefined, undefined], ['HTTPSEdge/fresh', undefined, undefined, true],
+      ]);
+    }
   });
 });

@@ -13,6 +13,7 @@ import { manifestKinds } from '../manifests/schema.js';
 import type { KindDef } from '../../kinds/types.js';
 import { isRefTarget } from '../../kinds/registry.js';
 import type { DesiredObject, ObservedObject, Identities } from '../plan/state.js';
+import { pairWith, type Paired } from '../plan/phases/match.js';
 import type { Plan } from '../plan/types.js';
 import { streamLiveState } from '../state/read-state.js';
 
@@ -89,8 +90,8 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
   live.then(() => (liveSettled = true), () => (liveSettled = true)); // invalid manifests return before awaiting it; its failure is not theirs
   const slicer = new Slicer();
   const turn = async () => { if (slicer.due()) await slicer.turn(); };
-  /** Desired objects by identity: what each live object of this stack is compared with, and the identities declared. */
-  const byIdentity = new Map<string, DesiredObject>();
+  /** Desired objects by identity, as their place in `desired`: what each live object of this stack is compared with, and the identities declared. */
+  const byIdentity = new Map<string, number>();
   const none = { secrets: new Map(), identities: byIdentity, observed: [] };
 
   const docs: SourceDoc[] = [];
@@ -125,26 +126,33 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
     builder.add(v.objects[i], desired);
     for (let j = from; j < desired.length; j++) {
       const d = desired[j];
-      byIdentity.set(d.identity, d);
+      byIdentity.set(d.identity, j);
       memo.normalForm(d.kind, d.body, provisional, config);
     }
     if (slicer.due()) await slicer.turn();
   }
+  // What the match phase would look up for each desired object, paired here while each live
+  // object is at hand (`DiffOptions.paired`). Two objects of one identity (not a valid stack) leave it to match.
+  const paired: Paired | undefined = byIdentity.size === desired.length ? [] : undefined;
   // Normal forms of what has been read, page by page, until the last page is in; each object of
   // this stack is compared with its manifest object as it comes, so the diff finds most settled.
   for (let i = 0; ;) {
     if (i < ahead.length) {
       const o = ahead[i++];
       memo.normalForm(o.kind, o.body, provisional, config);
-      const d = o.owner.type === 'this' && o.marker ? byIdentity.get(o.marker.id) : undefined;
-      if (d && d.kind === o.kind) memo.settleAhead(d.body, o.body, config);
+      const at = o.owner.type === 'this' && o.marker ? byIdentity.get(o.marker.id) : undefined;
+      if (at !== undefined) {
+        const d = desired[at];
+        if (paired) pairWith(paired, at, o);
+        if (d.kind === o.kind) memo.settleAhead(d.body, o.body, config);
+      }
       if (slicer.due()) await slicer.turn();
     } else if (liveSettled) break;
     else await Promise.race([nextPage, live.catch(() => {})]);
   }
   await live;
   const observed = manifestKinds().flatMap((k) => observedByKind.get(k) ?? []);
-  const plan = diff(desired, observed, { ...input, target: client.target }, memo);
+  const plan = diff(desired, observed, { ...input, target: client.target, paired }, memo);
   return { problems, plan, secrets: s.secrets, identities: byIdentity, observed };
 }
 

@@ -4,6 +4,7 @@ import { NormMemo } from '../normalize.js';
 import { Protection } from '../protect.js';
 import type { Threshold } from '../safety.js';
 import type { DesiredObject, Identities, ObservedObject } from '../state.js';
+import type { Paired } from './match.js';
 
 export interface DiffOptions {
   stack: string;
@@ -24,6 +25,12 @@ export interface DiffOptions {
   only?: Identities;
   /** When `observed` is a part of what was read (with `only`): every object read (the ids that exist, the safety threshold's counts), answered from indexes the caller keeps. */
   live?: LiveView;
+  /**
+   * For each of `desired`, in order: this stack's live objects marked with its identity, as the
+   * caller paired them while reading (`pairWith`). It must have seen every object of `observed`.
+   * Matching then reads the pair at hand, and indexes the live objects only for renames.
+   */
+  paired?: Paired;
   /** Filled with the identities of the planned objects found unchanged (no step, no warning). */
   settled?: Set<string>;
   /** Selectors of protected objects (the stack file's `safety.protect`), besides `protect: true` in manifests. */

@@ -42,6 +42,28 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 /** Id → identity, as a `Map` answers it. */
 export type IdentityOf = Pick<ReadonlyMap<string, string>, 'get'>;
 
+/** This stack's live objects marked with one identity: one, or a list when an interrupted apply left duplicates (rare: no list is made per object). */
+type Owned = ObservedObject | ObservedObject[];
+
+/** For each desired object of a plan, in order: this stack's live objects marked with its identity (`DiffOptions.paired`). */
+export type Paired = (Owned | undefined)[];
+
+/** Notes `o` (marked with the identity of desired object `at`) in `paired`. */
+export function pairWith(paired: Paired, at: number, o: ObservedObject): void {
+  paired[at] = with1(paired[at], o);
+}
+
+function with1(had: Owned | undefined, o: ObservedObject): Owned {
+  return had === undefined ? o : Array.isArray(had) ? [...had, o] : [had, o];
+}
+
+/** This stack's live objects by the identity in their markers. */
+function ownedByIdentity(observed: readonly ObservedObject[]): Map<string, Owned> {
+  const owned = new Map<string, Owned>();
+  for (const o of observed) if (o.owner.type === 'this' && o.marker) owned.set(o.marker.id, with1(owned.get(o.marker.id), o));
+  return owned;
+}
+
 /** Stands for a reference whose target is not matched yet (no id has this form). */
 const UNRESOLVED = '<unresolved reference>';
 
@@ -77,24 +99,21 @@ class Matching {
   constructor(private readonly ctx: PlanContext) {}
 
   byIdentity() {
-    // This stack's objects by marker identity: one object, or a list when an interrupted apply
-    // left duplicates (rare: no list is made per object).
-    const owned = new Map<string, ObservedObject | ObservedObject[]>();
-    for (const o of this.ctx.observed) {
-      if (o.owner.type !== 'this' || !o.marker) continue;
-      const had = owned.get(o.marker.id);
-      owned.set(o.marker.id, had === undefined ? o : Array.isArray(had) ? [...had, o] : [had, o]);
-    }
-    for (const d of this.ctx.desired) {
+    const { desired, opts } = this.ctx;
+    const paired = opts.paired;
+    let index: Map<string, Owned> | undefined;
+    const owned = () => (index ??= ownedByIdentity(this.ctx.observed));
+    for (let i = 0; i < desired.length; i++) {
+      const d = desired[i];
       const dec: Mutable<Match> = { d };
       this.matches.set(d.identity, dec);
       const parent = d.parentIdentity ? this.matches.get(d.parentIdentity) : undefined;
       if (d.parentIdentity && (!parent?.o || parent.replaced)) continue; // a new parent has no children yet
       const parentId = parent?.o?.id;
-      let found = owned.get(d.identity);
+      let found = paired ? paired[i] : owned().get(d.identity);
       // Renamed: the object marked with the old identity is kept (and re-marked), not deleted and made again.
-      const via = found === undefined ? d.previousIdentities?.find((id) => owned.has(id)) : undefined;
-      if (via) found = owned.get(via);
+      const via = found === undefined ? d.previousIdentities?.find((id) => owned().has(id)) : undefined;
+      if (via) found = owned().get(via);
       if (found !== undefined && !Array.isArray(found)) {
         // The common case: one object carries this identity.
         if (found.kind === d.kind && found.parentId === parentId) {
