@@ -286,6 +286,33 @@ describe('export --all and adoption', () => {
   });
 });
 
+describe('metadata alone', () => {
+  it('is planned, though each object reads the same as its manifest while the pages arrive: the user\'s metadata, protection, and a marker edited out of band', async () => {
+    const client = await clientFor(svc);
+    const host = `meta-${Date.now()}.example.com:443`;
+    const files = (extra: { pool?: string; web?: string; route?: string }) => ({
+      'all.yaml': `kind: FailoverBackend\nname: pool\nbackends: []\n${extra.pool ?? ''}---\n` +
+        `kind: HTTPSEdge\nname: web\nhostports: ["${host}"]\n${extra.web ?? ''}routes:\n  - name: root\n    match_type: path_prefix\n    match: /\n    backend: { backend_id: pool }\n${extra.route ?? ''}`,
+    });
+    const dir = manifestDir(files({}));
+    await applyDir(client, dir, 'meta');
+    expect(await remaining(client, dir, 'meta')).toEqual([]);
+    manifestDir(files({ pool: 'metadata: team-a\n', web: 'protect: true\n', route: '    metadata: "{\\"owner\\": \\"ops\\"}"\n' }), dir);
+    const steps = (await prepare(client, dir, 'meta')).plan!.steps;
+    expect(steps.map((x) => `${x.id} ${x.changes.map((c) => c.path).join(',')}`).sort()).toEqual([
+      'FailoverBackend/pool:update metadata',
+      'HTTPSEdge/web/routes/root:update metadata',
+      'HTTPSEdge/web:update metadata (ownership marker)',
+    ]);
+    await applyDir(client, dir, 'meta');
+    expect(await remaining(client, dir, 'meta')).toEqual([]);
+    // A marker changed out of band (here: protection taken off) is put back.
+    const web = ((await readLiveState(client)).https_edges as { id: string; metadata: string }[]).find((e) => e.metadata.includes('"protect":true'))!;
+    await client.send('PATCH', `/edges/https/${web.id}`, { metadata: web.metadata.replace(',"protect":true', '') });
+    expect((await prepare(client, dir, 'meta')).plan!.steps.map((x) => `${x.id} ${x.changes.map((c) => c.path).join(',')}`)).toEqual(['HTTPSEdge/web:update metadata (ownership marker)']);
+  });
+});
+
 describe('export --all of an account with an edge that lost its marker', () => {
   it('names that edge from its routes\' markers before any other edge takes the name', async () => {
     const client = await clientFor(svc);

@@ -130,7 +130,7 @@ describe('planner phase: match', () => {
     /** What `preparePlan` hands over: each live object of this stack, paired with the manifest object of its marker's identity. */
     const pairedAs = (desired: DesiredObject[], observed: ObservedObject[]): Paired => {
       const at = new Map(desired.map((d, i) => [d.identity, i]));
-      const paired: Paired = [];
+      const paired: Paired = { owned: [], settled: [] };
       for (const o of observed) {
         const i = o.owner.type === 'this' && o.marker ? at.get(o.marker.id) : undefined;
         if (i !== undefined) pairWith(paired, i, o);

@@ -14,6 +14,7 @@ import type { KindDef } from '../../kinds/types.js';
 import { isRefTarget } from '../../kinds/registry.js';
 import type { DesiredObject, ObservedObject, Identities } from '../plan/state.js';
 import { pairWith, type Paired } from '../plan/phases/match.js';
+import { sameMetadata } from '../plan/phases/marker.js';
 import type { Plan } from '../plan/types.js';
 import { streamLiveState } from '../state/read-state.js';
 
@@ -133,7 +134,7 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
   }
   // What the match phase would look up for each desired object, paired here while each live
   // object is at hand (`DiffOptions.paired`). Two objects of one identity (not a valid stack) leave it to match.
-  const paired: Paired | undefined = byIdentity.size === desired.length ? [] : undefined;
+  const paired: Paired | undefined = byIdentity.size === desired.length ? { owned: [], settled: [] } : undefined;
   // Normal forms of what has been read, page by page, until the last page is in; each object of
   // this stack is compared with its manifest object as it comes, so the diff finds most settled.
   for (let i = 0; ;) {
@@ -144,7 +145,8 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
       if (at !== undefined) {
         const d = desired[at];
         if (paired) pairWith(paired, at, o);
-        if (d.kind === o.kind) memo.settleAhead(d.body, o.body, config);
+        const settled = d.kind === o.kind ? memo.settleAhead(d.body, o.body, config) : undefined;
+        if (settled && paired?.owned[at] === o && sameMetadata(input.stack, d, o)) paired.settled[at] = settled;
       }
       if (slicer.due()) await slicer.turn();
     } else if (liveSettled) break;

@@ -424,7 +424,7 @@ export class NormMemo {
    * same. Planning pages while they arrive does this as each object comes, so that once the last
    * page is in, most objects are settled by `settled` instead of by a comparison.
    */
-  settleAhead(want: Body, have: Body, config: KindRuntimeConfig): void {
+  settleAhead(want: Body, have: Body, config: KindRuntimeConfig): Settlement | undefined {
     const a = this.normal.get(want);
     // Planning settles each observed body right after normalising it: its entry is at hand.
     const b = have === this.lastBody ? this.lastEntry : this.normal.get(have);
@@ -438,7 +438,9 @@ export class NormMemo {
       b.fields = a.fields;
       b.modules = a.modules;
       b.borrowed = true;
+      return b as object as Settlement;
     }
+    return undefined;
   }
 
   /**
@@ -449,8 +451,14 @@ export class NormMemo {
    */
   settled(want: Body, have: Body, sym: Symbolize, config: KindRuntimeConfig): boolean {
     const b = this.normal.get(have);
-    const a = b?.sameEntry;
-    return !!a && b!.sameAs === want && a.config === config && stillReads(a.lookups, sym) && stillReads(b!.lookups, sym);
+    return !!b && this.stillSettled(b as object as Settlement, want, sym, config);
+  }
+
+  /** `settled`, of the body `settleAhead` answered with `s` (the caller kept it: no look-up). */
+  stillSettled(s: Settlement, want: Body, sym: Symbolize, config: KindRuntimeConfig): boolean {
+    const b = s as object as Entry;
+    const a = b.sameEntry;
+    return !!a && b.sameAs === want && a.config === config && stillReads(a.lookups, sym) && stillReads(b.lookups, sym);
   }
 
   normalForm(kind: KindDef, body: Body, sym: Symbolize, config: KindRuntimeConfig): Normal {
@@ -509,6 +517,10 @@ export class NormMemo {
 }
 
 const asItIs: Symbolize = (id) => id;
+
+declare const settlement: unique symbol;
+/** A live body `settleAhead` found the same as a desired one (opaque: read back by `stillSettled`). */
+export interface Settlement { readonly [settlement]: true }
 
 /** Look-ups a normal form made: id, what it read as, id, what it read as, … */
 type Lookups = (string | RefToken)[];

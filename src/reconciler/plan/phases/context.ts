@@ -26,9 +26,11 @@ export interface DiffOptions {
   /** When `observed` is a part of what was read (with `only`): every object read (the ids that exist, the safety threshold's counts), answered from indexes the caller keeps. */
   live?: LiveView;
   /**
-   * For each of `desired`, in order: this stack's live objects marked with its identity, as the
-   * caller paired them while reading (`pairWith`). It must have seen every object of `observed`.
-   * Matching then reads the pair at hand, and indexes the live objects only for renames.
+   * For each of `desired`, by its place: this stack's live objects marked with its identity, as the
+   * caller paired them while reading (`pairWith`), and which of them it found unchanged then. It
+   * must have seen every object of `observed`. Matching then reads the pair at hand (it indexes
+   * the live objects only for renames), and the steps phase settles those found unchanged once it
+   * has checked that their references still read the same.
    */
   paired?: Paired;
   /** Filled with the identities of the planned objects found unchanged (no step, no warning). */

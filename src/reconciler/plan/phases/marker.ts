@@ -17,6 +17,11 @@ export function markedAs(stack: string, d: DesiredObject, b: Marker | undefined)
   return sameFingerprints(d.fp, b) && onlyMarkerKeys(b);
 }
 
+/** Whether `o`'s metadata is what a plan of `stack` writes for `d`: the user's own, and the marker. */
+export function sameMetadata(stack: string, d: DesiredObject, o: ObservedObject): boolean {
+  return (d.userMetadata ?? '') === (o.userMetadata ?? '') && markedAs(stack, d, o.marker);
+}
+
 /** The user's metadata and the marker; the marker changes with secrets, stack, protect or adoption. */
 export function metadataChanges(stack: string, d: DesiredObject, o: ObservedObject): Change[] {
   const out: Change[] = [];

@@ -2,7 +2,7 @@ import { isRefTarget } from '../../../kinds/registry.js';
 import type { Body, KindDef } from '../../../kinds/types.js';
 import { canonicalJson } from '../../../util/canonical-json.js';
 import { keptCopy } from '../duplicates.js';
-import { normalizeFields, same } from '../normalize.js';
+import { normalizeFields, same, type Settlement } from '../normalize.js';
 import type { DesiredObject, ObservedObject } from '../state.js';
 import { isRefToken } from '../tokens.js';
 import type { Conflict } from '../types.js';
@@ -45,12 +45,22 @@ export type IdentityOf = Pick<ReadonlyMap<string, string>, 'get'>;
 /** This stack's live objects marked with one identity: one, or a list when an interrupted apply left duplicates (rare: no list is made per object). */
 type Owned = ObservedObject | ObservedObject[];
 
-/** For each desired object of a plan, in order: this stack's live objects marked with its identity (`DiffOptions.paired`). */
-export type Paired = (Owned | undefined)[];
+/**
+ * For each desired object of a plan, by its place: this stack's live objects marked with its
+ * identity, and, when that is one object found unchanged as it was read, what the memo said then
+ * (`DiffOptions.paired`).
+ */
+export interface Paired {
+  readonly owned: (Owned | undefined)[];
+  /** `settled[i]`: the one object `owned[i]` has the metadata a plan writes, and `NormMemo.settleAhead` found it the same. */
+  readonly settled: (Settlement | undefined)[];
+}
 
 /** Notes `o` (marked with the identity of desired object `at`) in `paired`. */
 export function pairWith(paired: Paired, at: number, o: ObservedObject): void {
-  paired[at] = with1(paired[at], o);
+  const had = paired.owned[at];
+  paired.owned[at] = with1(had, o);
+  if (had !== undefined) paired.settled[at] = undefined; // duplicates: which one is kept is match's to say
 }
 
 function with1(had: Owned | undefined, o: ObservedObject): Owned {
@@ -110,7 +120,7 @@ class Matching {
       const parent = d.parentIdentity ? this.matches.get(d.parentIdentity) : undefined;
       if (d.parentIdentity && (!parent?.o || parent.replaced)) continue; // a new parent has no children yet
       const parentId = parent?.o?.id;
-      let found = paired ? paired[i] : owned().get(d.identity);
+      let found = paired ? paired.owned[i] : owned().get(d.identity);
       // Renamed: the object marked with the old identity is kept (and re-marked), not deleted and made again.
       const via = found === undefined ? d.previousIdentities?.find((id) => owned().has(id)) : undefined;
       if (via) found = owned().get(via);

@@ -3,13 +3,13 @@ import { getPath } from '../../../kinds/paths.js';
 import type { Body, KindDef, KindRuntimeConfig } from '../../../kinds/types.js';
 import { encodeMetadata } from '../../ownership/marker.js';
 import { creationChanges, diffValues } from '../changes.js';
-import { copyOf, DEFAULT_CONFIG, identical, resetValue, same, setAt, tokenReader, type Normal, type Symbolize } from '../normalize.js';
+import { copyOf, DEFAULT_CONFIG, identical, resetValue, same, setAt, tokenReader, type Normal, type Settlement, type Symbolize } from '../normalize.js';
 import { stepPatch } from '../patch.js';
 import type { DesiredObject, ObservedObject } from '../state.js';
 import { isSecretToken, placeholder, type SecretToken } from '../tokens.js';
 import type { Change, ProtectedChange, Step, StepObject } from '../types.js';
 import type { PlanContext } from './context.js';
-import { markedAs, markerOf, metadataChanges } from './marker.js';
+import { markerOf, metadataChanges, sameMetadata } from './marker.js';
 import type { Match, Matched } from './match.js';
 import { moduleSteps, nothingStoredWarnings, pick } from './modules.js';
 import { creator, idOf, materialize, objectPath, refDeps } from './refs.js';
@@ -39,13 +39,15 @@ export interface Planned {
  */
 export function planSteps(ctx: PlanContext, matched: Matched): Planned {
   const s = new Stepping(ctx, matched);
-  const only = ctx.opts.only;
+  const { only, paired } = ctx.opts;
   // Matches are in the manifests' order, one per manifest object.
+  let i = 0;
   for (const dec of matched.matches.values()) {
+    const at = i++;
     if (dec.conflicted || (only && !only.has(dec.d.identity))) continue;
     if (!dec.o) s.create(dec, 'create');
     else if (dec.replaced) s.create(dec, 'replace');
-    else s.update(dec);
+    else s.update(dec, paired && ctx.desired[at] === dec.d && paired.owned[at] === dec.o ? paired.settled[at] : undefined);
   }
   return { steps: s.steps, stepsOf: s.stepsOf, retired: s.retired, protectedChanges: s.protectedChanges, warnings: s.warnings, settled: s.settled };
 }
@@ -135,15 +137,20 @@ class Stepping {
     }
   }
 
-  /** An update of what differs (fields and marker in one PATCH) and module steps; nothing for an object as the manifests say. */
-  update(dec: Match) {
+  /**
+   * An update of what differs (fields and marker in one PATCH) and module steps; nothing for an
+   * object as the manifests say. `ahead`: the object was found unchanged as it was read (`Paired`).
+   */
+  update(dec: Match, ahead: Settlement | undefined) {
     const d = dec.d;
     const o = dec.o!;
     const stack = this.ctx.opts.stack;
     // Most objects of a plan are unchanged. Their normal forms were mostly compared while the pages
-    // arrived (`NormMemo.settleAhead`); the others are settled by one structural comparison (what
-    // follows would find every field and module the same, one by one).
-    const sameMeta = (d.userMetadata ?? '') === (o.userMetadata ?? '') && markedAs(stack, d, o.marker);
+    // arrived (`NormMemo.settleAhead`, and its metadata then too when the caller pairs them); the
+    // others are settled by one structural comparison (what follows would find every field and
+    // module the same, one by one).
+    if (ahead && this.ctx.memo.stillSettled(ahead, d.body, this.sym, this.config)) return void this.settled.push(d.identity);
+    const sameMeta = sameMetadata(stack, d, o);
     const oBody = dec.renamedFrom ? secretsRenamed(d, o, dec.renamedFrom) : o.body;
     if (sameMeta && this.ctx.memo.settled(d.body, oBody, this.sym, this.config)) return void this.settled.push(d.identity);
     const want = this.norm(d.kind, d.body);
