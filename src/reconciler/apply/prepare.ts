@@ -91,9 +91,7 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
   live.then(() => (liveSettled = true), () => (liveSettled = true)); // invalid manifests return before awaiting it; its failure is not theirs
   const slicer = new Slicer();
   const turn = async () => { if (slicer.due()) await slicer.turn(); };
-  /** Desired objects by identity, as their place in `desired`: what each live object of this stack is compared with, and the identities declared. */
-  const byIdentity = new Map<string, number>();
-  const none = { secrets: new Map(), identities: byIdentity, observed: [] };
+  const none = { secrets: new Map(), identities: new Set<string>(), observed: [] };
 
   const docs: SourceDoc[] = [];
   const loadProblems: Problem[] = [];
@@ -122,28 +120,55 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
   await turn();
   const desired: DesiredObject[] = [];
   const builder = new DesiredBuilder(s.secrets);
+  // Desired objects by identity, as their place in `desired`: what each live object of this stack
+  // is compared with, and the identities declared. Objects with no parent are indexed as they are
+  // made; a child is found beside its parent (below), and every identity is indexed only when asked.
+  const topLevel = new Map<string, number>();
+  let all: Map<string, number> | undefined;
+  const everyIdentity = () => {
+    if (!all) {
+      all = new Map();
+      for (let j = 0; j < desired.length; j++) all.set(desired[j].identity, j);
+    }
+    return all;
+  };
+  const identities: Identities = { has: (identity) => everyIdentity().has(identity) };
   for (let i = 0; i < v.objects.length; i++) {
     const from = desired.length;
     builder.add(v.objects[i], desired);
+    topLevel.set(desired[from].identity, from);
     for (let j = from; j < desired.length; j++) {
       const d = desired[j];
-      byIdentity.set(d.identity, j);
       memo.normalForm(d.kind, d.body, provisional, config);
     }
     if (slicer.due()) await slicer.turn();
   }
   // What the match phase would look up for each desired object, paired here while each live
   // object is at hand (`DiffOptions.paired`). Two objects of one identity (not a valid stack) leave it to match.
-  const paired: Paired | undefined = byIdentity.size === desired.length ? { owned: [], settled: [] } : undefined;
+  // (Names are unique among objects with no parent and among one parent's children, or validation stopped the plan.)
+  const paired: Paired | undefined = topLevel.size === v.objects.length ? { owned: [], settled: [] } : undefined;
+  // A child is read right after its parent (`observeItem`), and the manifests list it beside its
+  // parent's other children (`DesiredBuilder.add`): it is looked for there first, among a few
+  // objects at hand, before in the index of every identity (a look-up far slower at this size).
+  let parentAt = -1;
+  let parentId: string | undefined;
+  const placeOf = (o: ObservedObject, identity: string): number | undefined => {
+    if (o.parentId !== undefined && o.parentId === parentId) {
+      const p = desired[parentAt].identity;
+      for (let j = parentAt + 1; j < desired.length && desired[j].parentIdentity === p; j++) if (desired[j].identity === identity) return j;
+    }
+    return topLevel.get(identity) ?? everyIdentity().get(identity);
+  };
   // Normal forms of what has been read, page by page, until the last page is in; each object of
   // this stack is compared with its manifest object as it comes, so the diff finds most settled.
   for (let i = 0; ;) {
     if (i < ahead.length) {
       const o = ahead[i++];
       memo.normalForm(o.kind, o.body, provisional, config);
-      const at = o.owner.type === 'this' && o.marker ? byIdentity.get(o.marker.id) : undefined;
+      const at = o.owner.type === 'this' && o.marker ? placeOf(o, o.marker.id) : undefined;
       if (at !== undefined) {
         const d = desired[at];
+        if (o.kind.embeds) [parentAt, parentId] = [at, o.id];
         if (paired) pairWith(paired, at, o);
         const settled = d.kind === o.kind ? memo.settleAhead(d.body, o.body, config) : undefined;
         if (settled && paired?.owned[at] === o && sameMetadata(input.stack, d, o)) paired.settled[at] = settled;
@@ -155,6 +180,6 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
   await live;
   const observed = manifestKinds().flatMap((k) => observedByKind.get(k) ?? []);
   const plan = diff(desired, observed, { ...input, target: client.target, paired }, memo);
-  return { problems, plan, secrets: s.secrets, identities: byIdentity, observed };
+  return { problems, plan, secrets: s.secrets, identities, observed };
 }
 
