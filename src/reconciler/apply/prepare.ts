@@ -8,7 +8,7 @@ import type { PlanInput } from '../pipeline.js';
 import { DesiredBuilder } from '../plan/desired.js';
 import { diff } from '../plan/diff.js';
 import { observeItem } from '../plan/observed.js';
-import { DEFAULT_CONFIG, NormMemo, tokenReader } from '../plan/normalize.js';
+import { DEFAULT_CONFIG, NormMemo, tokenReader, type Normal } from '../plan/normalize.js';
 import { manifestKinds } from '../manifests/schema.js';
 import type { KindDef } from '../../kinds/types.js';
 import { isRefTarget } from '../../kinds/registry.js';
@@ -124,6 +124,8 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
   // is compared with, and the identities declared. Objects with no parent are indexed as they are
   // made; a child is found beside its parent (below), and every identity is indexed only when asked.
   const topLevel = new Map<string, number>();
+  /** Each desired object's normal form, by its place: compared with its live object's as that is read. */
+  const wantForms: Normal[] = [];
   let all: Map<string, number> | undefined;
   const everyIdentity = () => {
     if (!all) {
@@ -139,7 +141,7 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
     topLevel.set(desired[from].identity, from);
     for (let j = from; j < desired.length; j++) {
       const d = desired[j];
-      memo.normalForm(d.kind, d.body, provisional, config);
+      wantForms.push(memo.normalForm(d.kind, d.body, provisional, config));
     }
     if (slicer.due()) await slicer.turn();
   }
@@ -170,7 +172,7 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
         const d = desired[at];
         if (o.kind.embeds) [parentAt, parentId] = [at, o.id];
         if (paired) pairWith(paired, at, o);
-        const settled = d.kind === o.kind ? memo.settleAhead(d.body, o.body, config) : undefined;
+        const settled = d.kind === o.kind ? memo.settleAhead(d.body, o.body, config, wantForms[at]) : undefined;
         if (settled && paired?.owned[at] === o && sameMetadata(input.stack, d, o)) paired.settled[at] = settled;
       }
       if (slicer.due()) await slicer.turn();

@@ -422,10 +422,12 @@ export class NormMemo {
    * Compares a desired body with an observed one ahead of the plan, from their normal forms in
    * this memo (computed with the look-ups known so far), and remembers the pair when they are the
    * same. Planning pages while they arrive does this as each object comes, so that once the last
-   * page is in, most objects are settled by `settled` instead of by a comparison.
+   * page is in, most objects are settled by `settled` instead of by a comparison. `wantForm`: what
+   * `normalForm` answered for `want`, when the caller kept it (no look-up; `settled` checks its
+   * look-ups again whatever it is).
    */
-  settleAhead(want: Body, have: Body, config: KindRuntimeConfig): Settlement | undefined {
-    const a = this.normal.get(want);
+  settleAhead(want: Body, have: Body, config: KindRuntimeConfig, wantForm?: Normal): Settlement | undefined {
+    const a = (wantForm as Entry | undefined) ?? this.normal.get(want);
     // Planning settles each observed body right after normalising it: its entry is at hand.
     const b = have === this.lastBody ? this.lastEntry : this.normal.get(have);
     if (a && b && a.config === config && b.config === config && identical(a.fields, b.fields) && identical(a.modules, b.modules)) {
