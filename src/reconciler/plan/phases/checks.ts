@@ -42,7 +42,7 @@ export function missingRawRefs(ctx: PlanContext, matched: Matched, planned: Plan
 export function foreignChildren(ctx: PlanContext, matched: Matched): string[] {
   const out: string[] = [];
   for (const o of ctx.observed) {
-    if (!o.parentId || o.owner.type === 'this' || matched.claimed.has(o.id)) continue;
+    if (!o.parentId || o.owner.type === 'this' || matched.claimed.has(o)) continue;
     const parent = matched.kept.get(o.parentId);
     if (!parent) continue;
     out.push(o.owner.type === 'stack'

@@ -45,7 +45,10 @@ function prunes(ctx: PlanContext, matched: Matched, planned: Planned): Prunes {
   const { observed, protection } = ctx;
   // Kept: the live objects some manifest object took (or replaces), and parents kept for their children.
   const keptParents = new Set<string>();
-  const kept = (id: string) => matched.claimed.has(id) || keptParents.has(id);
+  const kept = (o: ObservedObject) => matched.claimed.has(o) || keptParents.has(o.id);
+  // A parent asked for by id (only for a child that goes): the ids of those taken, made once.
+  let claimedIds: Set<string> | undefined;
+  const keptId = (id: string) => (claimedIds ??= new Set([...matched.claimed].map((o) => o.id))).has(id) || keptParents.has(id);
   // Protected children that left the manifests, by parent: deleting the parent would delete them.
   const protectedChildren = new Map<string, string[]>();
   // Children this stack does not own (another stack's, or none's): deleting their parent would delete them.
@@ -53,21 +56,21 @@ function prunes(ctx: PlanContext, matched: Matched, planned: Planned): Prunes {
   for (const o of observed) {
     if (!o.parentId) continue;
     if (o.owner.type !== 'this') {
-      if (matched.claimed.has(o.id)) continue;
+      if (matched.claimed.has(o)) continue;
       const what = o.owner.type === 'stack' ? `${o.marker!.id} of stack "${o.owner.stack}"` : `${o.kind.title} ${o.id} (no stack manages it)`;
       foreignChildren.set(o.parentId, [...(foreignChildren.get(o.parentId) ?? []), what]);
       continue;
     }
-    if (kept(o.id) || !protection.keeps(o.marker!.id, o.marker)) continue;
+    if (kept(o) || !protection.keeps(o.marker!.id, o.marker)) continue;
     protectedChildren.set(o.parentId, [...(protectedChildren.get(o.parentId) ?? []), o.marker!.id]);
   }
   const ids = new Set(planned.retired.map((p) => p.id));
   const hint = renameHints(ctx, matched);
   const going = protectedGoing(ctx);
   for (const o of observed) {
-    if (o.owner.type !== 'this' || kept(o.id)) continue;
+    if (o.owner.type !== 'this' || kept(o)) continue;
     // Children go with their parent; only children of kept parents are deleted one by one.
-    if (o.parentId && !kept(o.parentId)) continue;
+    if (o.parentId && !keptId(o.parentId)) continue;
     const identity = o.marker!.id;
     const dup = matched.matches.get(identity)?.o;
     if (!dup && protection.keeps(identity, o.marker)) {

@@ -28,8 +28,8 @@ export interface Match {
 export interface Matched {
   /** By identity, in the manifests' order. */
   readonly matches: ReadonlyMap<string, Match>;
-  /** Ids of the live objects some manifest object took (kept, replaced or adopted). */
-  readonly claimed: ReadonlySet<string>;
+  /** The live objects some manifest object took (kept, replaced or adopted). */
+  readonly claimed: ReadonlySet<ObservedObject>;
   /** Id → identity of the live objects kept as they are (matched, not replaced): what their ids read as. */
   readonly kept: IdentityOf;
   /** The same, of the kinds a reference can name (`isRefTarget`): what the ids in normal forms read as. */
@@ -102,7 +102,7 @@ export function match(ctx: PlanContext): Matched {
 /** The working state of one match: built here, returned as a value, never touched afterwards. */
 class Matching {
   readonly matches = new Map<string, Mutable<Match>>();
-  readonly claimed = new Set<string>();
+  readonly claimed = new Set<ObservedObject>();
   readonly conflicts: Conflict[] = [];
   private readonly keyCache = new Map<string, string[]>();
 
@@ -149,13 +149,13 @@ class Matching {
     dec.o = o;
     dec.renamedFrom = via;
     dec.replaced = this.immutableChanged(dec.d, o);
-    this.claimed.add(o.id);
+    this.claimed.add(o);
   }
 
   private adopt(dec: Mutable<Match>, o: ObservedObject) {
     dec.o = o;
     dec.adopted = true;
-    this.claimed.add(o.id);
+    this.claimed.add(o);
   }
 
   /**
@@ -183,7 +183,7 @@ class Matching {
         if (dec.o || dec.conflicted) continue;
         const key = this.desiredContent(dec.d);
         if (key === undefined) continue; // wait for the targets' round
-        const hits = (unmanaged.get(key) ?? []).filter((o) => !this.claimed.has(o.id));
+        const hits = (unmanaged.get(key) ?? []).filter((o) => !this.claimed.has(o));
         if (hits.length === 1) {
           this.adopt(dec, hits[0]);
           this.matchChildren(dec);
@@ -251,7 +251,7 @@ class Matching {
     const { d } = dec;
     const mine = new Set(identifyingKeys(this.ctx, d.kind, d.body));
     if (!mine.size) return;
-    const hits = this.ctx.observed.filter((o) => o.kind === d.kind && o.parentId === parentId && o.owner.type !== 'this' && !this.claimed.has(o.id) &&
+    const hits = this.ctx.observed.filter((o) => o.kind === d.kind && o.parentId === parentId && o.owner.type !== 'this' && !this.claimed.has(o) &&
       this.observedKeys(o).some((k) => mine.has(k)));
     // Several unmanaged ones alike (the same certificate twice): the one exactly as the manifest says is adopted, the others are not this object's.
     const exact = this.ctx.opts.adopt && hits.length > 1 ? this.exactAmong(dec, hits) : undefined;
