@@ -172,6 +172,14 @@ describe('planner phase: match', () => {
       const own = match(context(desired, order));
       const handed = match(context(desired, order, { paired: pairedAs(desired, order) }));
       expect(said(handed)).toEqual(said(own));
+      // Matches by identity read the same however they are kept.
+      for (const id of [...desired.map((d) => d.identity), 'HTTPSEdge/none']) {
+        expect([handed.matches.has(id), handed.matches.get(id)?.o?.id]).toEqual([own.matches.has(id), own.matches.get(id)?.o?.id]);
+      }
+      expect([handed.matches.size, [...handed.matches.keys()], [...handed.matches.values()].map((x) => x.d.identity)])
+        .toEqual([own.matches.size, [...own.matches.keys()], [...own.matches.values()].map((x) => x.d.identity)]);
+      const each = (m: Matched) => { const out: string[] = []; m.matches.forEach((x, k) => out.push(`${k} ${x.o?.id}`)); return out; };
+      expect(each(handed)).toEqual(each(own));
       // Each case did what it is here for: kept, kept of duplicates, renamed, not another kind's, not in another parent, a conflict.
       expect(said(own).matches.map(([k, id, , , via, conflicted]) => [k, id, via, conflicted])).toEqual([
         ['CertificateAuthority/root', 'ca_1', undefined, undefined], ['FailoverBackend/app', pool(2), undefined, undefined],

@@ -74,6 +74,41 @@ function ownedByIdentity(observed: readonly ObservedObject[]): Map<string, Owned
   return owned;
 }
 
+/**
+ * Matches by identity in the manifests' order, as a list indexed by identity when first asked: a
+ * plan with nothing to do asks for none, and tens of thousands of insertions after the last page
+ * are saved. Identities must be unique (a second match of one would be listed twice).
+ */
+class MatchList implements ReadonlyMap<string, Mutable<Match>> {
+  private readonly list: Mutable<Match>[] = [];
+  private index: Map<string, Mutable<Match>> | undefined;
+
+  set(identity: string, m: Mutable<Match>): this {
+    this.list.push(m);
+    this.index?.set(identity, m);
+    return this;
+  }
+
+  private indexed(): Map<string, Mutable<Match>> {
+    if (!this.index) {
+      this.index = new Map();
+      for (const m of this.list) this.index.set(m.d.identity, m);
+    }
+    return this.index;
+  }
+
+  get(identity: string): Mutable<Match> | undefined { return this.indexed().get(identity); }
+  has(identity: string): boolean { return this.indexed().has(identity); }
+  get size(): number { return this.list.length; }
+  values(): MapIterator<Mutable<Match>> { return this.list.values(); }
+  *keys(): MapIterator<string> { for (const m of this.list) yield m.d.identity; }
+  *entries(): MapIterator<[string, Mutable<Match>]> { for (const m of this.list) yield [m.d.identity, m]; }
+  [Symbol.iterator](): MapIterator<[string, Mutable<Match>]> { return this.entries(); }
+  forEach(fn: (m: Mutable<Match>, identity: string, map: ReadonlyMap<string, Mutable<Match>>) => void, thisArg?: unknown): void {
+    for (const m of this.list) fn.call(thisArg, m, m.d.identity, this);
+  }
+}
+
 /** Stands for a reference whose target is not matched yet (no id has this form). */
 const UNRESOLVED = '<unresolved reference>';
 
@@ -101,23 +136,30 @@ export function match(ctx: PlanContext): Matched {
 
 /** The working state of one match: built here, returned as a value, never touched afterwards. */
 class Matching {
-  readonly matches = new Map<string, Mutable<Match>>();
+  readonly matches: Map<string, Mutable<Match>> | MatchList;
   readonly claimed = new Set<ObservedObject>();
   readonly conflicts: Conflict[] = [];
   private readonly keyCache = new Map<string, string[]>();
 
-  constructor(private readonly ctx: PlanContext) {}
+  constructor(private readonly ctx: PlanContext) {
+    // Identities are unique when the caller paired them (a valid stack): a list serves.
+    this.matches = ctx.opts.paired ? new MatchList() : new Map();
+  }
 
   byIdentity() {
     const { desired, opts } = this.ctx;
     const paired = opts.paired;
     let index: Map<string, Owned> | undefined;
     const owned = () => (index ??= ownedByIdentity(this.ctx.observed));
+    /** The last object with no parent: the manifests list its children right after it. */
+    let top: Mutable<Match> | undefined;
     for (let i = 0; i < desired.length; i++) {
       const d = desired[i];
       const dec: Mutable<Match> = { d };
       this.matches.set(d.identity, dec);
-      const parent = d.parentIdentity ? this.matches.get(d.parentIdentity) : undefined;
+      const pi = d.parentIdentity;
+      const parent = pi === undefined ? undefined : top !== undefined && pi === top.d.identity ? top : this.matches.get(pi);
+      if (pi === undefined) top = dec;
       if (d.parentIdentity && (!parent?.o || parent.replaced)) continue; // a new parent has no children yet
       const parentId = parent?.o?.id;
       let found = paired ? paired.owned[i] : owned().get(d.identity);
