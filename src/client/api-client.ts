@@ -50,24 +50,35 @@ export function etagOf(item: Body): string | undefined {
   return (item as { [LISTED_ETAG]?: string })[LISTED_ETAG];
 }
 
-/** A list page's objects and its next link (null at the end: no link, or an empty page). */
-function pageOf(kind: KindDef, body: unknown): { items: Body[]; next: string | null } {
+/** A list page's ETags by object id (`Prefer: etags`), of the children listed inside too. */
+export type ListedEtags = Readonly<Record<string, unknown>>;
+
+/** The ETag `etags` gives the object with this id, if it gives one. */
+export function listedEtag(etags: ListedEtags, id: unknown): string | undefined {
+  const e = etags[id as string];
+  return typeof e === 'string' ? e : undefined;
+}
+
+/** A list page's objects, its next link (null at the end: no link, or an empty page) and its ETags. */
+function pageOf(kind: KindDef, body: unknown): { items: Body[]; next: string | null; etags: ListedEtags | undefined } {
   const page = body as Record<string, unknown>;
   const items = page?.[kind.listKey!];
   if (!Array.isArray(items)) throw new Error(`list of ${kind.title}s: the response has no "${kind.listKey}" array`);
-  const etags = page.etags && typeof page.etags === 'object' ? (page.etags as Record<string, unknown>) : undefined;
-  if (etags) {
-    const tag = (o: unknown) => {
-      if (!o || typeof o !== 'object') return;
-      const e = etags[(o as Body).id as string];
-      if (typeof e === 'string') Object.defineProperty(o, LISTED_ETAG, { value: e });
-    };
-    for (const item of items as Body[]) {
-      tag(item);
-      for (const field of Object.keys(kind.embeds ?? {})) if (Array.isArray(item?.[field])) (item[field] as unknown[]).forEach(tag);
-    }
+  const etags = page.etags && typeof page.etags === 'object' ? (page.etags as ListedEtags) : undefined;
+  return { items: items as Body[], next: typeof page.next_page_uri === 'string' && items.length ? page.next_page_uri : null, etags };
+}
+
+/** Gives each listed object (and each child listed inside it) the ETag its page gave, for `etagOf`. */
+function tagEtags(kind: KindDef, items: Body[], etags: ListedEtags): void {
+  const tag = (o: unknown) => {
+    if (!o || typeof o !== 'object') return;
+    const e = listedEtag(etags, (o as Body).id);
+    if (e !== undefined) Object.defineProperty(o, LISTED_ETAG, { value: e });
+  };
+  for (const item of items) {
+    tag(item);
+    for (const field in kind.embeds) if (Array.isArray(item?.[field])) (item[field] as unknown[]).forEach(tag);
   }
-  return { items: items as Body[], next: typeof page.next_page_uri === 'string' && items.length ? page.next_page_uri : null };
 }
 
 /**
@@ -192,7 +203,8 @@ export class ApiClient {
   /** Every object of a kind, all pages (children are listed inside their parent); `onPage` sees each page as it arrives. */
   async list(kind: KindDef, parentId?: string, onPage?: (items: Body[]) => void): Promise<Body[]> {
     const out: Body[] = [];
-    await this.eachPage(kind, parentId, (items) => {
+    await this.eachPage(kind, parentId, (items, etags) => {
+      if (etags) tagEtags(kind, items, etags);
       out.push(...items);
       onPage?.(items);
     });
@@ -208,9 +220,10 @@ export class ApiClient {
    * `READ_AHEAD_AFTER` pages: `readAhead`) reads them, asking for each next page however busy this
    * thread is. Pages it still hands on once the list has failed are dropped. Until then,
    * from a page it hands back, or with any other transport, pages are read here, each next one
-   * asked for before the one just read is handed on, with retries.
+   * asked for before the one just read is handed on, with retries. Each page comes with its
+   * ETags (`list` gives them to the objects; a caller that keeps its own form of each reads them).
    */
-  async eachPage(kind: KindDef, parentId: string | undefined, onPage: (items: Body[]) => void): Promise<void> {
+  async eachPage(kind: KindDef, parentId: string | undefined, onPage: (items: Body[], etags: ListedEtags | undefined) => void): Promise<void> {
     if (!kind.listKey) throw new Error(`${kind.title}s cannot be listed`);
     /** Set once this list has failed: pages a reader thread still hands on are not wanted. */
     let failed = false;
@@ -219,7 +232,7 @@ export class ApiClient {
         if (failed) return false;
         this.counts.GET = (this.counts.GET ?? 0) + 1;
         const page = pageOf(kind, res.body);
-        onPage(page.items);
+        onPage(page.items, page.etags);
         return page.next !== null;
       });
       return rest.then((from) => {
@@ -237,12 +250,12 @@ export class ApiClient {
         reading = from ? this.read(from.path, from.res) : undefined;
       } else reading = this.read(first);
       while (reading) {
-        const { items, next } = pageOf(kind, await reading);
+        const { items, next, etags } = pageOf(kind, await reading);
         if (next !== null && ++pages >= READ_AHEAD_AFTER) this.transport.readAhead?.();
         if (next !== null && readsAhead()) {
           const rest = ahead(next);
           rest.catch(() => {}); // if `onPage` throws, nobody awaits it
-          onPage(items);
+          onPage(items, etags);
           const from = await rest;
           reading = from ? this.read(from.path, from.res) : undefined;
           continue;
@@ -255,7 +268,7 @@ export class ApiClient {
           reading.catch(() => {}); // if `onPage` throws, nobody awaits it; otherwise the loop sees its failure
           await new Promise((r) => setImmediate(r));
         }
-        onPage(items);
+        onPage(items, etags);
       }
     } catch (err) {
       failed = true;

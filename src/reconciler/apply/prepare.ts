@@ -73,11 +73,11 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
   const provisional = tokenReader(owned);
   let pageArrived = () => {};
   let nextPage = new Promise<void>((r) => (pageArrived = r));
-  const live = streamLiveState(client, (kind, items) => {
+  const live = streamLiveState(client, (kind, items, etags) => {
     let list = observedByKind.get(kind);
     if (!list) observedByKind.set(kind, (list = []));
     const from = list.length;
-    for (let i = 0; i < items.length; i++) observeItem(kind, items[i], input.stack, list);
+    for (let i = 0; i < items.length; i++) observeItem(kind, items[i], input.stack, list, etags);
     for (let i = from; i < list.length; i++) {
       const o = list[i];
       ahead.push(o);

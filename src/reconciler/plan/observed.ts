@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { kindByName } from '../../kinds/registry.js';
 import type { Body, KindDef, ModuleDef, RefDef } from '../../kinds/types.js';
 import { canonicalJson } from '../../util/canonical-json.js';
-import { etagOf } from '../../client/api-client.js';
+import { etagOf, listedEtag, type ListedEtags } from '../../client/api-client.js';
 import { manifestKinds } from '../manifests/schema.js';
 import { decodeMetadata, type Marker } from '../ownership/marker.js';
 import type { ObservedObject, Owner } from './state.js';
@@ -104,13 +104,13 @@ class Observed implements ObservedObject {
   }
 }
 
-/** One response → an observed object, classified by its marker. */
-export function observeOne(kind: KindDef, resp: Body, stack: string, parentId?: string): ObservedObject {
+/** One response → an observed object, classified by its marker. `etags`: its page's (else the response's own, `etagOf`). */
+export function observeOne(kind: KindDef, resp: Body, stack: string, parentId?: string, etags?: ListedEtags): ObservedObject {
   const { marker, user } = decodeMetadata(resp.metadata);
   const owner: Owner = !marker ? { type: 'unmanaged' } : marker.stack === stack ? THIS : { type: 'stack', stack: marker.stack };
   const body = withSecretTokens(responseToRequest(kind, resp), marker?.fp);
   const o = new Observed(kind, resp.id as string, parentId, body, resp.metadata as string | undefined, marker, user, owner);
-  const etag = etagOf(resp);
+  const etag = etags ? listedEtag(etags, resp.id) : etagOf(resp);
   if (etag !== undefined) o.etag = etag;
   return o;
 }
@@ -119,15 +119,15 @@ const THIS: Owner = Object.freeze({ type: 'this' });
 
 /**
  * One listed object and the children listed inside it (routes inside an edge), parent first,
- * appended to `out` (a new list by default).
+ * appended to `out` (a new list by default). `etags`: its page's, when the page was not given to `list`.
  */
-export function observeItem(kind: KindDef, resp: Body, stack: string, out: ObservedObject[] = []): ObservedObject[] {
-  out.push(observeOne(kind, resp, stack));
+export function observeItem(kind: KindDef, resp: Body, stack: string, out: ObservedObject[] = [], etags?: ListedEtags): ObservedObject[] {
+  out.push(observeOne(kind, resp, stack, undefined, etags));
   for (const field in kind.embeds) {
     const children = resp[field] as Body[] | undefined;
     if (!children) continue;
     const childKind = kindByName(kind.embeds[field]);
-    for (let i = 0; i < children.length; i++) out.push(observeOne(childKind, children[i], stack, resp.id as string));
+    for (let i = 0; i < children.length; i++) out.push(observeOne(childKind, children[i], stack, resp.id as string, etags));
   }
   return out;
 }

@@ -1,4 +1,4 @@
-import type { ApiClient } from '../../client/api-client.js';
+import type { ApiClient, ListedEtags } from '../../client/api-client.js';
 import type { Body, KindDef } from '../../kinds/types.js';
 import { manifestKinds } from '../manifests/schema.js';
 import type { ObservedLists } from '../plan/observed.js';
@@ -11,11 +11,11 @@ export async function readLiveState(client: ApiClient): Promise<ObservedLists> {
 }
 
 /**
- * The same pages as `readLiveState`, each handed to `onPage` as it arrives and none kept: a plan
- * keeps what it makes of them (the request form of each object), not the responses themselves.
+ * The same pages as `readLiveState`, each handed to `onPage` as it arrives with its ETags, and none
+ * kept: a plan keeps what it makes of them (the request form of each object), not the responses themselves.
  */
-export async function streamLiveState(client: ApiClient, onPage: (kind: KindDef, items: Body[]) => void): Promise<void> {
-  await Promise.all(listedKinds().map((k) => client.eachPage(k, undefined, (items) => onPage(k, items))));
+export async function streamLiveState(client: ApiClient, onPage: (kind: KindDef, items: Body[], etags: ListedEtags | undefined) => void): Promise<void> {
+  await Promise.all(listedKinds().map((k) => client.eachPage(k, undefined, (items, etags) => onPage(k, items, etags))));
 }
 
 let listed: KindDef[] | undefined;
