@@ -8,7 +8,7 @@ import type { PlanInput } from '../pipeline.js';
 import { DesiredBuilder } from '../plan/desired.js';
 import { diff } from '../plan/diff.js';
 import { observeItem } from '../plan/observed.js';
-import { DEFAULT_CONFIG, NormMemo, tokenReader, type Normal } from '../plan/normalize.js';
+import { DEFAULT_CONFIG, NormMemo, tokenReader, type Normal, type Settlement } from '../plan/normalize.js';
 import { manifestKinds } from '../manifests/schema.js';
 import type { KindDef } from '../../kinds/types.js';
 import { isRefTarget } from '../../kinds/registry.js';
@@ -166,15 +166,17 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
   for (let i = 0; ;) {
     if (i < ahead.length) {
       const o = ahead[i++];
-      memo.normalForm(o.kind, o.body, provisional, config);
+      memo.freshForm(o.kind, o.body, provisional, config);
       const at = o.owner.type === 'this' && o.marker ? placeOf(o, o.marker.id) : undefined;
+      let settled: Settlement | undefined;
       if (at !== undefined) {
         const d = desired[at];
         if (o.kind.embeds) [parentAt, parentId] = [at, o.id];
         if (paired) pairWith(paired, at, o);
-        const settled = d.kind === o.kind ? memo.settleAhead(d.body, o.body, config, wantForms[at]) : undefined;
+        settled = d.kind === o.kind ? memo.settleAhead(d.body, o.body, config, wantForms[at]) : undefined;
         if (settled && paired?.owned[at] === o && sameMetadata(input.stack, d, o)) paired.settled[at] = settled;
       }
+      if (!settled) memo.keep(o.body); // the plan compares it, or reads it for something else
       if (slicer.due()) await slicer.turn();
     } else if (liveSettled) break;
     else await Promise.race([nextPage, live.catch(() => {})]);

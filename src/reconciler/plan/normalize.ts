@@ -466,6 +466,26 @@ export class NormMemo {
   normalForm(kind: KindDef, body: Body, sym: Symbolize, config: KindRuntimeConfig): Normal {
     const hit = this.normal.get(body);
     if (hit && !hit.borrowed && hit.config === config && stillReads(hit.lookups, sym)) return this.remember(body, hit);
+    const entry = this.make(kind, body, sym, config);
+    this.normal.set(body, entry);
+    return this.remember(body, entry);
+  }
+
+  /**
+   * The normal form of a body nothing has asked for yet, for `settleAhead` (a live object as its
+   * page arrives): made with no look-up, and kept only when `keep` says so (most are settled
+   * ahead and never asked for again).
+   */
+  freshForm(kind: KindDef, body: Body, sym: Symbolize, config: KindRuntimeConfig): Normal {
+    return this.remember(body, this.make(kind, body, sym, config));
+  }
+
+  /** Keeps the normal form `freshForm` just made of `body`, for the plan to ask for. */
+  keep(body: Body): void {
+    if (body === this.lastBody && this.lastEntry) this.normal.set(body, this.lastEntry);
+  }
+
+  private make(kind: KindDef, body: Body, sym: Symbolize, config: KindRuntimeConfig): Entry {
     this.reading = sym;
     this.lookups.clear();
     const fields = normalizeFields(kind, body, this.recorder);
@@ -473,9 +493,7 @@ export class NormMemo {
     // Kept at their exact length (most bodies look up one id or none); the scratch list is reused.
     const lookups = this.lookups.length === 2 ? this.oneLookup() : this.lookups.take(undefined);
     // One object per body: the normal form and what it was made with (thousands are kept).
-    const entry: Entry = { fields, modules, config, lookups, sameAs: undefined, sameEntry: undefined, borrowed: false };
-    this.normal.set(body, entry);
-    return this.remember(body, entry);
+    return { fields, modules, config, lookups, sameAs: undefined, sameEntry: undefined, borrowed: false };
   }
 
   /** The body `normalForm` answered last, and its entry. */
