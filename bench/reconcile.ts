@@ -482,6 +482,16 @@ async function benchEngine(name: string, manifests: string, rawManifests: string
         else into.serve += d;
       }
     };
+    // When the plan's last page came in: the plan's time is the pages' (slowed by what runs beside
+    // them) and what it does after the last one (the diff).
+    let lastPage = 0;
+    const eachPage = client.eachPage;
+    client.eachPage = (kind, parentId, onPage) => eachPage.call(client, kind, parentId, (items, etags) => {
+      lastPage = now();
+      onPage(items, etags);
+    });
+    const lastPageAt: number[] = [];
+    const afterLastPage: number[] = [];
     for (let i = 0; i < NOOP_RUNS; i++) {
       for (const k of Object.keys(client.counts)) delete client.counts[k];
       const s0 = await serverCpu();
@@ -490,6 +500,8 @@ async function benchEngine(name: string, manifests: string, rawManifests: string
       const c0 = process.cpuUsage();
       const noop = await preparePlan({ root: manifests, stack: 'bench', env: {} }, client);
       plans.push(now() - p0);
+      lastPageAt.push(lastPage - p0);
+      afterLastPage.push(now() - lastPage);
       planCpu.push(cpuMs(c0));
       const t1 = mainThreadTimes();
       if (t0 && t1) {
@@ -507,6 +519,7 @@ async function benchEngine(name: string, manifests: string, rawManifests: string
       fetchCpu.push(cpuMs(c1));
       await addServer(share.fetch, s1);
     }
+    client.eachPage = eachPage;
     const planMs = median(plans);
     const fetchMs = median(fetches);
     const kinds = manifestKinds().map((k) => ({ kind: k.name, objects: k.name === 'httpsEdge' ? SIZE.edges : k.name === 'certificateAuthority' ? SIZE.cas : SIZE.backends }));
@@ -524,6 +537,8 @@ async function benchEngine(name: string, manifests: string, rawManifests: string
       noop_plan_server_cpu_ms: servers ? { serve: Math.round(share.plan.serve / NOOP_RUNS), postgres: Math.round(share.plan.postgres / NOOP_RUNS) } : null,
       page_fetch_server_cpu_ms: servers ? { serve: Math.round(share.fetch.serve / NOOP_RUNS), postgres: Math.round(share.fetch.postgres / NOOP_RUNS) } : null,
       plan_vs_fetch: +(planMs / fetchMs).toFixed(2),
+      noop_plan_last_page_ms: Math.round(median(lastPageAt)),
+      noop_plan_after_last_page_ms: Math.round(median(afterLastPage)),
     };
     const replayed = await replayedPlans(client, manifests, NOOP_RUNS);
     if (NOOP_ONLY) return { engine: eng.name, objects: objectCount(SIZE), steps, apply_ms: Math.round(applyMs), ...noop, noop_plan_replayed_ms: Math.round(median(replayed)), noop_plan_replayed_runs_ms: replayed.map(Math.round), skipped: 'raw creates, Markdown, per-object refresh, CLI process, watch (--only noop)' };
@@ -580,6 +595,7 @@ function table(rows: Row[]): string {
     [`no-op plan, in-process, median of ${NOOP_RUNS} (after ${NOOP_WARMUP})`, (r: Row) => `${r.noop_plan_ms} ms (${(r.noop_plan_runs_ms as number[]).join(', ')})`],
     [`list pages alone, median of ${NOOP_RUNS}`, (r: Row) => `${r.page_fetch_ms} ms (${(r.page_fetch_runs_ms as number[]).join(', ')})`],
     [`plan / page fetch (target ≤ ${SCALE > 1 ? '1.3' : '1.5'})`, (r: Row) => String(r.plan_vs_fetch)],
+    [`no-op plan: its last page in at / its work after that, medians of ${NOOP_RUNS}`, (r: Row) => `${r.noop_plan_last_page_ms} / ${r.noop_plan_after_last_page_ms} ms`],
     [`no-op plan against the same pages replayed from memory (no server), median of ${NOOP_RUNS}`, (r: Row) => `${r.noop_plan_replayed_ms} ms (${(r.noop_plan_replayed_runs_ms as number[]).join(', ')})`],
     [`CPU of the bench process: no-op plan / list pages alone, medians of ${NOOP_RUNS}`, (r: Row) => `${r.noop_plan_cpu_ms} / ${r.page_fetch_cpu_ms} ms`],
     [`no-op plan's planning thread: on a core / runnable, waiting for one, medians of ${NOOP_RUNS}`, (r: Row) => r.noop_plan_thread_run_ms === null ? 'n/a' : `${r.noop_plan_thread_run_ms} / ${r.noop_plan_thread_wait_ms} ms`],
