@@ -22,6 +22,7 @@ export function checks(ctx: PlanContext, matched: Matched, planned: Planned): st
  */
 export function missingRawRefs(ctx: PlanContext, matched: Matched, planned: Planned): string[] {
   const out: string[] = [];
+  if (!planned.stepsOf.size) return out; // nothing written
   for (const dec of matched.matches.values()) {
     if (!planned.stepsOf.has(dec.d.identity)) continue;
     for (const r of refValues(dec.d)) {
