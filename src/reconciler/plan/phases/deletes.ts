@@ -46,9 +46,7 @@ function prunes(ctx: PlanContext, matched: Matched, planned: Planned): Prunes {
   // Kept: the live objects some manifest object took (or replaces), and parents kept for their children.
   const keptParents = new Set<string>();
   const kept = (o: ObservedObject) => matched.claimed.has(o) || keptParents.has(o.id);
-  // A parent asked for by id (only for a child that goes): the ids of those taken, made once.
-  let claimedIds: Set<string> | undefined;
-  const keptId = (id: string) => (claimedIds ??= new Set([...matched.claimed].map((o) => o.id))).has(id) || keptParents.has(id);
+  const keptId = (id: string) => matched.claimed.hasId(id) || keptParents.has(id);
   // Protected children that left the manifests, by parent: deleting the parent would delete them.
   const protectedChildren = new Map<string, string[]>();
   // Children this stack does not own (another stack's, or none's): deleting their parent would delete them.

@@ -29,7 +29,7 @@ export interface Matched {
   /** By identity, in the manifests' order. */
   readonly matches: ReadonlyMap<string, Match>;
   /** The live objects some manifest object took (kept, replaced or adopted). */
-  readonly claimed: ReadonlySet<ObservedObject>;
+  readonly claimed: Claimed;
   /** Id → identity of the live objects kept as they are (matched, not replaced): what their ids read as. */
   readonly kept: IdentityOf;
   /** The same, of the kinds a reference can name (`isRefTarget`): what the ids in normal forms read as. */
@@ -109,6 +109,51 @@ class MatchList implements ReadonlyMap<string, Mutable<Match>> {
   }
 }
 
+/**
+ * The live objects a match took, asked by object or by id: an object a list gave twice (two
+ * copies, one id) is taken as one.
+ */
+export interface Claimed extends Iterable<ObservedObject> {
+  has(o: ObservedObject): boolean;
+  hasId(id: string): boolean;
+  readonly size: number;
+}
+
+/**
+ * Kept by object (hashing tens of thousands of ids for the first time after the last page cost
+ * more than the set); the ids are indexed only when an object is not found (a plan that deletes
+ * nothing asks none).
+ */
+class ClaimedSet implements Claimed {
+  private readonly objects = new Set<ObservedObject>();
+  private ids: Set<string> | undefined;
+
+  add(o: ObservedObject): void {
+    this.objects.add(o);
+    this.ids?.add(o.id);
+  }
+
+  has(o: ObservedObject): boolean {
+    return this.objects.has(o) || this.hasId(o.id);
+  }
+
+  hasId(id: string): boolean {
+    if (!this.ids) {
+      this.ids = new Set();
+      for (const o of this.objects) this.ids.add(o.id);
+    }
+    return this.ids.has(id);
+  }
+
+  get size(): number {
+    return this.objects.size;
+  }
+
+  [Symbol.iterator](): Iterator<ObservedObject> {
+    return this.objects.values();
+  }
+}
+
 /** Stands for a reference whose target is not matched yet (no id has this form). */
 const UNRESOLVED = '<unresolved reference>';
 
@@ -137,7 +182,7 @@ export function match(ctx: PlanContext): Matched {
 /** The working state of one match: built here, returned as a value, never touched afterwards. */
 class Matching {
   readonly matches: Map<string, Mutable<Match>> | MatchList;
-  readonly claimed = new Set<ObservedObject>();
+  readonly claimed = new ClaimedSet();
   readonly conflicts: Conflict[] = [];
   private readonly keyCache = new Map<string, string[]>();
 
