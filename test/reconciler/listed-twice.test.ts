@@ -62,3 +62,20 @@ it('an edge listed on two pages (with its route) is kept, not deleted with its r
   );
   expect(p.steps.map((s) => `${s.action} ${s.object.id}`)).toEqual([]);
 });
+
+it('an object listed three times that the manifests no longer have is deleted once, after the edge that refers to it', async () => {
+  const ca = { id: 'ca_000000000000000000000000001', $pem: 'rsa-ca.pem', $marker: { id: 'CertificateAuthority/root' } };
+  const edge = {
+    id: 'edghts_000000000000000000000000001', hostports: [], routes: [], $marker: { id: 'HTTPSEdge/web' },
+    mutual_tls: { enabled: true, certificate_authorities: [{ id: ca.id, uri: `${BASE}/certificate_authorities/${ca.id}` }] },
+  };
+  for (const destroy of [false, true]) {
+    const dir = manifestDir({ 'edgeplane.yaml': 'stack: prod\n', 'all.yaml': 'kind: FailoverBackend\nname: x\nbackends: []\n' });
+    const client = new ApiClient(transport(expandObserved({ certificate_authorities: [ca, ca, ca], https_edges: [edge] } as never, 'prod') as never, 1));
+    const p = (await preparePlan({ root: dir, cwd: dir, stack: 'prod', env: {}, destroy }, client)).plan!;
+    const deletes = p.steps.filter((s) => s.action === 'delete');
+    expect(deletes.map((s) => `${s.object.identity} ${s.object.id}`)).toEqual([`HTTPSEdge/web ${edge.id}`, `CertificateAuthority/root ${ca.id}`]);
+    expect(deletes[1].dependsOn).toContain(deletes[0].id);
+  }
+});
+

@@ -65,10 +65,14 @@ function prunes(ctx: PlanContext, matched: Matched, planned: Planned): Prunes {
   const ids = new Set(planned.retired.map((p) => p.id));
   const hint = renameHints(ctx, matched);
   const going = protectedGoing(ctx);
+  /** Ids already decided on here: an object a list gave twice (one id, two copies) is one object. */
+  const seen = new Set<string>();
   for (const o of observed) {
     if (o.owner.type !== 'this' || kept(o)) continue;
     // Children go with their parent; only children of kept parents are deleted one by one.
     if (o.parentId && !keptId(o.parentId)) continue;
+    if (seen.has(o.id)) continue;
+    seen.add(o.id);
     const identity = o.marker!.id;
     const dup = matched.matches.get(identity)?.o;
     if (!dup && protection.keeps(identity, o.marker)) {
