@@ -477,7 +477,9 @@ async function benchEngine(name: string, manifests: string, rawManifests: string
       const after = await serverCpu();
       if (!before || !after) return;
       for (const [pid, ms] of after) {
-        const d = ms - (before.get(pid) ?? ms);
+        // Less than before: the pid is a new process's (PostgreSQL reuses them), started since.
+        const was = before.get(pid) ?? ms;
+        const d = ms >= was ? ms - was : ms;
         if (pid < 0) into.postgres += d;
         else into.serve += d;
       }
