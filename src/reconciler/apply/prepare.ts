@@ -127,13 +127,7 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
   /** Each desired object's normal form, by its place: compared with its live object's as that is read. */
   const wantForms: Normal[] = [];
   let all: Map<string, number> | undefined;
-  const everyIdentity = () => {
-    if (!all) {
-      all = new Map();
-      for (let j = 0; j < desired.length; j++) all.set(desired[j].identity, j);
-    }
-    return all;
-  };
+  const everyIdentity = () => (all ??= new Map(desired.map((d, j) => [d.identity, j])));
   const identities: Identities = { has: (identity) => everyIdentity().has(identity) };
   for (let i = 0; i < v.objects.length; i++) {
     const from = desired.length;
@@ -145,9 +139,9 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
     }
     if (slicer.due()) await slicer.turn();
   }
-  // What the match phase would look up for each desired object, paired here while each live
-  // object is at hand (`DiffOptions.paired`). Two objects of one identity (not a valid stack) leave it to match.
-  // (Names are unique among objects with no parent and among one parent's children, or validation stopped the plan.)
+  // What the match phase would look up for each desired object, paired here while each live object
+  // is at hand (`DiffOptions.paired`). Identities are unique in a valid stack (validation refuses a
+  // name used twice); two objects with no parent under one identity leave it to match.
   const paired: Paired | undefined = topLevel.size === v.objects.length ? { owned: [], settled: [] } : undefined;
   // A child is read right after its parent (`observeItem`), and the manifests list it beside its
   // parent's other children (`DesiredBuilder.add`): it is looked for there first, among a few

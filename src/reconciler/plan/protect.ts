@@ -19,10 +19,7 @@ export class Protection {
   }
 
   covers(identity: string, marker?: Marker): boolean {
-    if (!this.manifest) {
-      this.manifest = new Map();
-      for (const d of this.desired) this.manifest.set(d.identity, d.protect);
-    }
+    this.manifest ??= new Map(this.desired.map((d) => [d.identity, d.protect]));
     return (this.manifest.get(identity) ?? !!marker?.protect) || this.selectors.some((s) => s.matches(identity));
   }
 

@@ -90,11 +90,7 @@ class MatchList implements ReadonlyMap<string, Mutable<Match>> {
   }
 
   private indexed(): Map<string, Mutable<Match>> {
-    if (!this.index) {
-      this.index = new Map();
-      for (const m of this.list) this.index.set(m.d.identity, m);
-    }
-    return this.index;
+    return (this.index ??= new Map(this.list.map((m) => [m.d.identity, m])));
   }
 
   get(identity: string): Mutable<Match> | undefined { return this.indexed().get(identity); }
@@ -138,11 +134,7 @@ class ClaimedSet implements Claimed {
   }
 
   hasId(id: string): boolean {
-    if (!this.ids) {
-      this.ids = new Set();
-      for (const o of this.objects) this.ids.add(o.id);
-    }
-    return this.ids.has(id);
+    return (this.ids ??= new Set(Array.from(this.objects, (o) => o.id))).has(id);
   }
 
   get size(): number {
