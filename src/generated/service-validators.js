@@ -13458,10 +13458,10 @@ validate33.errors = vErrors;
 return errors === 0;
 }
 
-export const s5cc9cbf1f94471d87628b8de = validate34;
-const schema35 = {"type":"object","properties":{"identity_provider":{"type":"object","properties":{"name":{"type":"string","minLength":1,"maxBytes":255},"url":{"type":"string","minLength":1,"maxBytes":1024,"pattern":"^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$","x-rule":"must be an absolute http or https URL"}},"required":["name","url"],"additionalProperties":false},"provider_user_id":{"type":"string","minLength":1,"maxBytes":255},"username":{"type":"string","maxBytes":255},"email":{"type":"string","maxBytes":320},"name":{"type":"string","maxBytes":255},"last_active":{"type":"string","pattern":"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$","x-rule":"must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z"},"last_login":{"type":"string","pattern":"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$","x-rule":"must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z"}},"additionalProperties":false,"required":["identity_provider","provider_user_id"]};
-const pattern22 = new RegExp("^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$", "u");
-const pattern23 = new RegExp("^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$", "u");
+export const sa1adf289b1f12fd0180a411c = validate34;
+const schema35 = {"type":"object","additionalProperties":false,"required":["stack","trigger","holder","outcome","counts"],"properties":{"stack":{"type":"string","pattern":"^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$","description":"The stack: lower-case letters, digits, \".\", \"_\" or \"-\" (1-64 characters)"},"commit":{"type":["object","null"],"additionalProperties":false,"required":["sha"],"properties":{"sha":{"type":"string","pattern":"^[0-9a-f]{7,64}$","description":"The commit's hash (hex, lower case)"},"subject":{"type":"string","maxLength":1000},"author":{"type":"string","maxLength":500}}},"trigger":{"type":"string","enum":["commit","interval","webhook","manual","cli"]},"holder":{"type":"string","minLength":1,"maxLength":500},"duration_ms":{"type":"integer","minimum":0,"maximum":604800000},"outcome":{"type":"string","enum":["applied","no_changes","drifted","failed","blocked"]},"counts":{"type":"object","additionalProperties":false,"required":["create","update","replace","delete"],"properties":{"create":{"type":"integer","minimum":0,"maximum":10000000},"update":{"type":"integer","minimum":0,"maximum":10000000},"replace":{"type":"integer","minimum":0,"maximum":10000000},"delete":{"type":"integer","minimum":0,"maximum":10000000}},"description":"The steps of the run's plan, per action"},"drift_count":{"type":["integer","null"],"minimum":0,"maximum":10000000},"error":{"type":["string","null"],"maxLength":8000},"plan_markdown":{"type":["string","null"],"maxLength":65536}}};
+const pattern22 = new RegExp("^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$", "u");
+const pattern23 = new RegExp("^[0-9a-f]{7,64}$", "u");
 
 function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -13469,15 +13469,530 @@ let errors = 0;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if(((data.identity_provider === undefined) && (missing0 = "identity_provider")) || ((data.provider_user_id === undefined) && (missing0 = "provider_user_id"))){
+if((((((data.stack === undefined) && (missing0 = "stack")) || ((data.trigger === undefined) && (missing0 = "trigger"))) || ((data.holder === undefined) && (missing0 = "holder"))) || ((data.outcome === undefined) && (missing0 = "outcome"))) || ((data.counts === undefined) && (missing0 = "counts"))){
 validate34.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'",schema:schema35.required,parentSchema:schema35,data}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
-if(!(((((((key0 === "identity_provider") || (key0 === "provider_user_id")) || (key0 === "username")) || (key0 === "email")) || (key0 === "name")) || (key0 === "last_active")) || (key0 === "last_login"))){
+if(!(func8.call(schema35.properties, key0))){
 validate34.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema35,data}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.stack !== undefined){
+let data0 = data.stack;
+const _errs2 = errors;
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(!pattern22.test(data0)){
+validate34.errors = [{instancePath:instancePath+"/stack",schemaPath:"#/properties/stack/pattern",keyword:"pattern",params:{pattern: "^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$"},message:"must match pattern \""+"^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$"+"\"",schema:"^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$",parentSchema:schema35.properties.stack,data:data0}];
+return false;
+}
+}
+else {
+validate34.errors = [{instancePath:instancePath+"/stack",schemaPath:"#/properties/stack/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.stack.type,parentSchema:schema35.properties.stack,data:data0}];
+return false;
+}
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.commit !== undefined){
+let data1 = data.commit;
+const _errs4 = errors;
+if((!(data1 && typeof data1 == "object" && !Array.isArray(data1))) && (data1 !== null)){
+validate34.errors = [{instancePath:instancePath+"/commit",schemaPath:"#/properties/commit/type",keyword:"type",params:{type: schema35.properties.commit.type},message:"must be object,null",schema:schema35.properties.commit.type,parentSchema:schema35.properties.commit,data:data1}];
+return false;
+}
+if(errors === _errs4){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+let missing1;
+if((data1.sha === undefined) && (missing1 = "sha")){
+validate34.errors = [{instancePath:instancePath+"/commit",schemaPath:"#/properties/commit/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'",schema:schema35.properties.commit.required,parentSchema:schema35.properties.commit,data:data1}];
+return false;
+}
+else {
+const _errs6 = errors;
+for(const key1 in data1){
+if(!(((key1 === "sha") || (key1 === "subject")) || (key1 === "author"))){
+validate34.errors = [{instancePath:instancePath+"/commit",schemaPath:"#/properties/commit/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema35.properties.commit,data:data1}];
+return false;
+break;
+}
+}
+if(_errs6 === errors){
+if(data1.sha !== undefined){
+let data2 = data1.sha;
+const _errs7 = errors;
+if(errors === _errs7){
+if(typeof data2 === "string"){
+if(!pattern23.test(data2)){
+validate34.errors = [{instancePath:instancePath+"/commit/sha",schemaPath:"#/properties/commit/properties/sha/pattern",keyword:"pattern",params:{pattern: "^[0-9a-f]{7,64}$"},message:"must match pattern \""+"^[0-9a-f]{7,64}$"+"\"",schema:"^[0-9a-f]{7,64}$",parentSchema:schema35.properties.commit.properties.sha,data:data2}];
+return false;
+}
+}
+else {
+validate34.errors = [{instancePath:instancePath+"/commit/sha",schemaPath:"#/properties/commit/properties/sha/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.commit.properties.sha.type,parentSchema:schema35.properties.commit.properties.sha,data:data2}];
+return false;
+}
+}
+var valid1 = _errs7 === errors;
+}
+else {
+var valid1 = true;
+}
+if(valid1){
+if(data1.subject !== undefined){
+let data3 = data1.subject;
+const _errs9 = errors;
+if(errors === _errs9){
+if(typeof data3 === "string"){
+if(func2(data3) > 1000){
+validate34.errors = [{instancePath:instancePath+"/commit/subject",schemaPath:"#/properties/commit/properties/subject/maxLength",keyword:"maxLength",params:{limit: 1000},message:"must NOT have more than 1000 characters",schema:1000,parentSchema:schema35.properties.commit.properties.subject,data:data3}];
+return false;
+}
+}
+else {
+validate34.errors = [{instancePath:instancePath+"/commit/subject",schemaPath:"#/properties/commit/properties/subject/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.commit.properties.subject.type,parentSchema:schema35.properties.commit.properties.subject,data:data3}];
+return false;
+}
+}
+var valid1 = _errs9 === errors;
+}
+else {
+var valid1 = true;
+}
+if(valid1){
+if(data1.author !== undefined){
+let data4 = data1.author;
+const _errs11 = errors;
+if(errors === _errs11){
+if(typeof data4 === "string"){
+if(func2(data4) > 500){
+validate34.errors = [{instancePath:instancePath+"/commit/author",schemaPath:"#/properties/commit/properties/author/maxLength",keyword:"maxLength",params:{limit: 500},message:"must NOT have more than 500 characters",schema:500,parentSchema:schema35.properties.commit.properties.author,data:data4}];
+return false;
+}
+}
+else {
+validate34.errors = [{instancePath:instancePath+"/commit/author",schemaPath:"#/properties/commit/properties/author/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.commit.properties.author.type,parentSchema:schema35.properties.commit.properties.author,data:data4}];
+return false;
+}
+}
+var valid1 = _errs11 === errors;
+}
+else {
+var valid1 = true;
+}
+}
+}
+}
+}
+}
+}
+var valid0 = _errs4 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.trigger !== undefined){
+let data5 = data.trigger;
+const _errs13 = errors;
+if(typeof data5 !== "string"){
+validate34.errors = [{instancePath:instancePath+"/trigger",schemaPath:"#/properties/trigger/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.trigger.type,parentSchema:schema35.properties.trigger,data:data5}];
+return false;
+}
+if(!(((((data5 === "commit") || (data5 === "interval")) || (data5 === "webhook")) || (data5 === "manual")) || (data5 === "cli"))){
+validate34.errors = [{instancePath:instancePath+"/trigger",schemaPath:"#/properties/trigger/enum",keyword:"enum",params:{allowedValues: schema35.properties.trigger.enum},message:"must be equal to one of the allowed values",schema:schema35.properties.trigger.enum,parentSchema:schema35.properties.trigger,data:data5}];
+return false;
+}
+var valid0 = _errs13 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.holder !== undefined){
+let data6 = data.holder;
+const _errs15 = errors;
+if(errors === _errs15){
+if(typeof data6 === "string"){
+if(func2(data6) > 500){
+validate34.errors = [{instancePath:instancePath+"/holder",schemaPath:"#/properties/holder/maxLength",keyword:"maxLength",params:{limit: 500},message:"must NOT have more than 500 characters",schema:500,parentSchema:schema35.properties.holder,data:data6}];
+return false;
+}
+else {
+if(func2(data6) < 1){
+validate34.errors = [{instancePath:instancePath+"/holder",schemaPath:"#/properties/holder/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema35.properties.holder,data:data6}];
+return false;
+}
+}
+}
+else {
+validate34.errors = [{instancePath:instancePath+"/holder",schemaPath:"#/properties/holder/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.holder.type,parentSchema:schema35.properties.holder,data:data6}];
+return false;
+}
+}
+var valid0 = _errs15 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.duration_ms !== undefined){
+let data7 = data.duration_ms;
+const _errs17 = errors;
+if(!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))){
+validate34.errors = [{instancePath:instancePath+"/duration_ms",schemaPath:"#/properties/duration_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema35.properties.duration_ms.type,parentSchema:schema35.properties.duration_ms,data:data7}];
+return false;
+}
+if(errors === _errs17){
+if((typeof data7 == "number") && (isFinite(data7))){
+if(data7 > 604800000 || isNaN(data7)){
+validate34.errors = [{instancePath:instancePath+"/duration_ms",schemaPath:"#/properties/duration_ms/maximum",keyword:"maximum",params:{comparison: "<=", limit: 604800000},message:"must be <= 604800000",schema:604800000,parentSchema:schema35.properties.duration_ms,data:data7}];
+return false;
+}
+else {
+if(data7 < 0 || isNaN(data7)){
+validate34.errors = [{instancePath:instancePath+"/duration_ms",schemaPath:"#/properties/duration_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema35.properties.duration_ms,data:data7}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs17 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.outcome !== undefined){
+let data8 = data.outcome;
+const _errs19 = errors;
+if(typeof data8 !== "string"){
+validate34.errors = [{instancePath:instancePath+"/outcome",schemaPath:"#/properties/outcome/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.outcome.type,parentSchema:schema35.properties.outcome,data:data8}];
+return false;
+}
+if(!(((((data8 === "applied") || (data8 === "no_changes")) || (data8 === "drifted")) || (data8 === "failed")) || (data8 === "blocked"))){
+validate34.errors = [{instancePath:instancePath+"/outcome",schemaPath:"#/properties/outcome/enum",keyword:"enum",params:{allowedValues: schema35.properties.outcome.enum},message:"must be equal to one of the allowed values",schema:schema35.properties.outcome.enum,parentSchema:schema35.properties.outcome,data:data8}];
+return false;
+}
+var valid0 = _errs19 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.counts !== undefined){
+let data9 = data.counts;
+const _errs21 = errors;
+if(errors === _errs21){
+if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
+let missing2;
+if(((((data9.create === undefined) && (missing2 = "create")) || ((data9.update === undefined) && (missing2 = "update"))) || ((data9.replace === undefined) && (missing2 = "replace"))) || ((data9.delete === undefined) && (missing2 = "delete"))){
+validate34.errors = [{instancePath:instancePath+"/counts",schemaPath:"#/properties/counts/required",keyword:"required",params:{missingProperty: missing2},message:"must have required property '"+missing2+"'",schema:schema35.properties.counts.required,parentSchema:schema35.properties.counts,data:data9}];
+return false;
+}
+else {
+const _errs23 = errors;
+for(const key2 in data9){
+if(!((((key2 === "create") || (key2 === "update")) || (key2 === "replace")) || (key2 === "delete"))){
+validate34.errors = [{instancePath:instancePath+"/counts",schemaPath:"#/properties/counts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties",schema:false,parentSchema:schema35.properties.counts,data:data9}];
+return false;
+break;
+}
+}
+if(_errs23 === errors){
+if(data9.create !== undefined){
+let data10 = data9.create;
+const _errs24 = errors;
+if(!(((typeof data10 == "number") && (!(data10 % 1) && !isNaN(data10))) && (isFinite(data10)))){
+validate34.errors = [{instancePath:instancePath+"/counts/create",schemaPath:"#/properties/counts/properties/create/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema35.properties.counts.properties.create.type,parentSchema:schema35.properties.counts.properties.create,data:data10}];
+return false;
+}
+if(errors === _errs24){
+if((typeof data10 == "number") && (isFinite(data10))){
+if(data10 > 10000000 || isNaN(data10)){
+validate34.errors = [{instancePath:instancePath+"/counts/create",schemaPath:"#/properties/counts/properties/create/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000000},message:"must be <= 10000000",schema:10000000,parentSchema:schema35.properties.counts.properties.create,data:data10}];
+return false;
+}
+else {
+if(data10 < 0 || isNaN(data10)){
+validate34.errors = [{instancePath:instancePath+"/counts/create",schemaPath:"#/properties/counts/properties/create/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema35.properties.counts.properties.create,data:data10}];
+return false;
+}
+}
+}
+}
+var valid2 = _errs24 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data9.update !== undefined){
+let data11 = data9.update;
+const _errs26 = errors;
+if(!(((typeof data11 == "number") && (!(data11 % 1) && !isNaN(data11))) && (isFinite(data11)))){
+validate34.errors = [{instancePath:instancePath+"/counts/update",schemaPath:"#/properties/counts/properties/update/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema35.properties.counts.properties.update.type,parentSchema:schema35.properties.counts.properties.update,data:data11}];
+return false;
+}
+if(errors === _errs26){
+if((typeof data11 == "number") && (isFinite(data11))){
+if(data11 > 10000000 || isNaN(data11)){
+validate34.errors = [{instancePath:instancePath+"/counts/update",schemaPath:"#/properties/counts/properties/update/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000000},message:"must be <= 10000000",schema:10000000,parentSchema:schema35.properties.counts.properties.update,data:data11}];
+return false;
+}
+else {
+if(data11 < 0 || isNaN(data11)){
+validate34.errors = [{instancePath:instancePath+"/counts/update",schemaPath:"#/properties/counts/properties/update/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema35.properties.counts.properties.update,data:data11}];
+return false;
+}
+}
+}
+}
+var valid2 = _errs26 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data9.replace !== undefined){
+let data12 = data9.replace;
+const _errs28 = errors;
+if(!(((typeof data12 == "number") && (!(data12 % 1) && !isNaN(data12))) && (isFinite(data12)))){
+validate34.errors = [{instancePath:instancePath+"/counts/replace",schemaPath:"#/properties/counts/properties/replace/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema35.properties.counts.properties.replace.type,parentSchema:schema35.properties.counts.properties.replace,data:data12}];
+return false;
+}
+if(errors === _errs28){
+if((typeof data12 == "number") && (isFinite(data12))){
+if(data12 > 10000000 || isNaN(data12)){
+validate34.errors = [{instancePath:instancePath+"/counts/replace",schemaPath:"#/properties/counts/properties/replace/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000000},message:"must be <= 10000000",schema:10000000,parentSchema:schema35.properties.counts.properties.replace,data:data12}];
+return false;
+}
+else {
+if(data12 < 0 || isNaN(data12)){
+validate34.errors = [{instancePath:instancePath+"/counts/replace",schemaPath:"#/properties/counts/properties/replace/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema35.properties.counts.properties.replace,data:data12}];
+return false;
+}
+}
+}
+}
+var valid2 = _errs28 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data9.delete !== undefined){
+let data13 = data9.delete;
+const _errs30 = errors;
+if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
+validate34.errors = [{instancePath:instancePath+"/counts/delete",schemaPath:"#/properties/counts/properties/delete/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema35.properties.counts.properties.delete.type,parentSchema:schema35.properties.counts.properties.delete,data:data13}];
+return false;
+}
+if(errors === _errs30){
+if((typeof data13 == "number") && (isFinite(data13))){
+if(data13 > 10000000 || isNaN(data13)){
+validate34.errors = [{instancePath:instancePath+"/counts/delete",schemaPath:"#/properties/counts/properties/delete/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000000},message:"must be <= 10000000",schema:10000000,parentSchema:schema35.properties.counts.properties.delete,data:data13}];
+return false;
+}
+else {
+if(data13 < 0 || isNaN(data13)){
+validate34.errors = [{instancePath:instancePath+"/counts/delete",schemaPath:"#/properties/counts/properties/delete/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema35.properties.counts.properties.delete,data:data13}];
+return false;
+}
+}
+}
+}
+var valid2 = _errs30 === errors;
+}
+else {
+var valid2 = true;
+}
+}
+}
+}
+}
+}
+}
+else {
+validate34.errors = [{instancePath:instancePath+"/counts",schemaPath:"#/properties/counts/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema35.properties.counts.type,parentSchema:schema35.properties.counts,data:data9}];
+return false;
+}
+}
+var valid0 = _errs21 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.drift_count !== undefined){
+let data14 = data.drift_count;
+const _errs32 = errors;
+if((!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))) && (data14 !== null)){
+validate34.errors = [{instancePath:instancePath+"/drift_count",schemaPath:"#/properties/drift_count/type",keyword:"type",params:{type: schema35.properties.drift_count.type},message:"must be integer,null",schema:schema35.properties.drift_count.type,parentSchema:schema35.properties.drift_count,data:data14}];
+return false;
+}
+if(errors === _errs32){
+if((typeof data14 == "number") && (isFinite(data14))){
+if(data14 > 10000000 || isNaN(data14)){
+validate34.errors = [{instancePath:instancePath+"/drift_count",schemaPath:"#/properties/drift_count/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000000},message:"must be <= 10000000",schema:10000000,parentSchema:schema35.properties.drift_count,data:data14}];
+return false;
+}
+else {
+if(data14 < 0 || isNaN(data14)){
+validate34.errors = [{instancePath:instancePath+"/drift_count",schemaPath:"#/properties/drift_count/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema35.properties.drift_count,data:data14}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs32 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.error !== undefined){
+let data15 = data.error;
+const _errs34 = errors;
+if((typeof data15 !== "string") && (data15 !== null)){
+validate34.errors = [{instancePath:instancePath+"/error",schemaPath:"#/properties/error/type",keyword:"type",params:{type: schema35.properties.error.type},message:"must be string,null",schema:schema35.properties.error.type,parentSchema:schema35.properties.error,data:data15}];
+return false;
+}
+if(errors === _errs34){
+if(typeof data15 === "string"){
+if(func2(data15) > 8000){
+validate34.errors = [{instancePath:instancePath+"/error",schemaPath:"#/properties/error/maxLength",keyword:"maxLength",params:{limit: 8000},message:"must NOT have more than 8000 characters",schema:8000,parentSchema:schema35.properties.error,data:data15}];
+return false;
+}
+}
+}
+var valid0 = _errs34 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.plan_markdown !== undefined){
+let data16 = data.plan_markdown;
+const _errs36 = errors;
+if((typeof data16 !== "string") && (data16 !== null)){
+validate34.errors = [{instancePath:instancePath+"/plan_markdown",schemaPath:"#/properties/plan_markdown/type",keyword:"type",params:{type: schema35.properties.plan_markdown.type},message:"must be string,null",schema:schema35.properties.plan_markdown.type,parentSchema:schema35.properties.plan_markdown,data:data16}];
+return false;
+}
+if(errors === _errs36){
+if(typeof data16 === "string"){
+if(func2(data16) > 65536){
+validate34.errors = [{instancePath:instancePath+"/plan_markdown",schemaPath:"#/properties/plan_markdown/maxLength",keyword:"maxLength",params:{limit: 65536},message:"must NOT have more than 65536 characters",schema:65536,parentSchema:schema35.properties.plan_markdown,data:data16}];
+return false;
+}
+}
+}
+var valid0 = _errs36 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+else {
+validate34.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema35.type,parentSchema:schema35,data}];
+return false;
+}
+}
+validate34.errors = vErrors;
+return errors === 0;
+}
+
+export const s8bb5d22a92c1d9c681a8600d = validate35;
+const schema36 = {"type":"object","additionalProperties":false,"properties":{"requested_by":{"type":"string","minLength":1,"maxLength":500}}};
+
+function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+const _errs1 = errors;
+for(const key0 in data){
+if(!(key0 === "requested_by")){
+validate35.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema36,data}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.requested_by !== undefined){
+let data0 = data.requested_by;
+const _errs2 = errors;
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(func2(data0) > 500){
+validate35.errors = [{instancePath:instancePath+"/requested_by",schemaPath:"#/properties/requested_by/maxLength",keyword:"maxLength",params:{limit: 500},message:"must NOT have more than 500 characters",schema:500,parentSchema:schema36.properties.requested_by,data:data0}];
+return false;
+}
+else {
+if(func2(data0) < 1){
+validate35.errors = [{instancePath:instancePath+"/requested_by",schemaPath:"#/properties/requested_by/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema36.properties.requested_by,data:data0}];
+return false;
+}
+}
+}
+else {
+validate35.errors = [{instancePath:instancePath+"/requested_by",schemaPath:"#/properties/requested_by/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema36.properties.requested_by.type,parentSchema:schema36.properties.requested_by,data:data0}];
+return false;
+}
+}
+}
+}
+}
+else {
+validate35.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema36.type,parentSchema:schema36,data}];
+return false;
+}
+}
+validate35.errors = vErrors;
+return errors === 0;
+}
+
+export const s5cc9cbf1f94471d87628b8de = validate36;
+const schema37 = {"type":"object","properties":{"identity_provider":{"type":"object","properties":{"name":{"type":"string","minLength":1,"maxBytes":255},"url":{"type":"string","minLength":1,"maxBytes":1024,"pattern":"^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$","x-rule":"must be an absolute http or https URL"}},"required":["name","url"],"additionalProperties":false},"provider_user_id":{"type":"string","minLength":1,"maxBytes":255},"username":{"type":"string","maxBytes":255},"email":{"type":"string","maxBytes":320},"name":{"type":"string","maxBytes":255},"last_active":{"type":"string","pattern":"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$","x-rule":"must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z"},"last_login":{"type":"string","pattern":"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$","x-rule":"must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z"}},"additionalProperties":false,"required":["identity_provider","provider_user_id"]};
+const pattern24 = new RegExp("^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$", "u");
+const pattern25 = new RegExp("^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$", "u");
+
+function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if(((data.identity_provider === undefined) && (missing0 = "identity_provider")) || ((data.provider_user_id === undefined) && (missing0 = "provider_user_id"))){
+validate36.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'",schema:schema37.required,parentSchema:schema37,data}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!(((((((key0 === "identity_provider") || (key0 === "provider_user_id")) || (key0 === "username")) || (key0 === "email")) || (key0 === "name")) || (key0 === "last_active")) || (key0 === "last_login"))){
+validate36.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema37,data}];
 return false;
 break;
 }
@@ -13490,14 +14005,14 @@ if(errors === _errs2){
 if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
 let missing1;
 if(((data0.name === undefined) && (missing1 = "name")) || ((data0.url === undefined) && (missing1 = "url"))){
-validate34.errors = [{instancePath:instancePath+"/identity_provider",schemaPath:"#/properties/identity_provider/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'",schema:schema35.properties.identity_provider.required,parentSchema:schema35.properties.identity_provider,data:data0}];
+validate36.errors = [{instancePath:instancePath+"/identity_provider",schemaPath:"#/properties/identity_provider/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'",schema:schema37.properties.identity_provider.required,parentSchema:schema37.properties.identity_provider,data:data0}];
 return false;
 }
 else {
 const _errs4 = errors;
 for(const key1 in data0){
 if(!((key1 === "name") || (key1 === "url"))){
-validate34.errors = [{instancePath:instancePath+"/identity_provider",schemaPath:"#/properties/identity_provider/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema35.properties.identity_provider,data:data0}];
+validate36.errors = [{instancePath:instancePath+"/identity_provider",schemaPath:"#/properties/identity_provider/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema37.properties.identity_provider,data:data0}];
 return false;
 break;
 }
@@ -13509,18 +14024,18 @@ const _errs5 = errors;
 if(errors === _errs5){
 if(typeof data1 === "string"){
 if(func2(data1) < 1){
-validate34.errors = [{instancePath:instancePath+"/identity_provider/name",schemaPath:"#/properties/identity_provider/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema35.properties.identity_provider.properties.name,data:data1}];
+validate36.errors = [{instancePath:instancePath+"/identity_provider/name",schemaPath:"#/properties/identity_provider/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema37.properties.identity_provider.properties.name,data:data1}];
 return false;
 }
 else {
 if(Buffer.byteLength(data1, "utf8") > 255){
-validate34.errors = [{instancePath:instancePath+"/identity_provider/name",schemaPath:"#/properties/identity_provider/properties/name/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 255 bytes (UTF-8)",schema:255,parentSchema:schema35.properties.identity_provider.properties.name,data:data1}];
+validate36.errors = [{instancePath:instancePath+"/identity_provider/name",schemaPath:"#/properties/identity_provider/properties/name/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 255 bytes (UTF-8)",schema:255,parentSchema:schema37.properties.identity_provider.properties.name,data:data1}];
 return false;
 }
 }
 }
 else {
-validate34.errors = [{instancePath:instancePath+"/identity_provider/name",schemaPath:"#/properties/identity_provider/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.identity_provider.properties.name.type,parentSchema:schema35.properties.identity_provider.properties.name,data:data1}];
+validate36.errors = [{instancePath:instancePath+"/identity_provider/name",schemaPath:"#/properties/identity_provider/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema37.properties.identity_provider.properties.name.type,parentSchema:schema37.properties.identity_provider.properties.name,data:data1}];
 return false;
 }
 }
@@ -13536,24 +14051,24 @@ const _errs7 = errors;
 if(errors === _errs7){
 if(typeof data2 === "string"){
 if(func2(data2) < 1){
-validate34.errors = [{instancePath:instancePath+"/identity_provider/url",schemaPath:"#/properties/identity_provider/properties/url/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema35.properties.identity_provider.properties.url,data:data2}];
+validate36.errors = [{instancePath:instancePath+"/identity_provider/url",schemaPath:"#/properties/identity_provider/properties/url/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema37.properties.identity_provider.properties.url,data:data2}];
 return false;
 }
 else {
-if(!pattern22.test(data2)){
-validate34.errors = [{instancePath:instancePath+"/identity_provider/url",schemaPath:"#/properties/identity_provider/properties/url/pattern",keyword:"pattern",params:{pattern: "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$"},message:"must match pattern \""+"^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$"+"\"",schema:"^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$",parentSchema:schema35.properties.identity_provider.properties.url,data:data2}];
+if(!pattern24.test(data2)){
+validate36.errors = [{instancePath:instancePath+"/identity_provider/url",schemaPath:"#/properties/identity_provider/properties/url/pattern",keyword:"pattern",params:{pattern: "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$"},message:"must match pattern \""+"^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$"+"\"",schema:"^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$",parentSchema:schema37.properties.identity_provider.properties.url,data:data2}];
 return false;
 }
 else {
 if(Buffer.byteLength(data2, "utf8") > 1024){
-validate34.errors = [{instancePath:instancePath+"/identity_provider/url",schemaPath:"#/properties/identity_provider/properties/url/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 1024 bytes (UTF-8)",schema:1024,parentSchema:schema35.properties.identity_provider.properties.url,data:data2}];
+validate36.errors = [{instancePath:instancePath+"/identity_provider/url",schemaPath:"#/properties/identity_provider/properties/url/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 1024 bytes (UTF-8)",schema:1024,parentSchema:schema37.properties.identity_provider.properties.url,data:data2}];
 return false;
 }
 }
 }
 }
 else {
-validate34.errors = [{instancePath:instancePath+"/identity_provider/url",schemaPath:"#/properties/identity_provider/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.identity_provider.properties.url.type,parentSchema:schema35.properties.identity_provider.properties.url,data:data2}];
+validate36.errors = [{instancePath:instancePath+"/identity_provider/url",schemaPath:"#/properties/identity_provider/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema37.properties.identity_provider.properties.url.type,parentSchema:schema37.properties.identity_provider.properties.url,data:data2}];
 return false;
 }
 }
@@ -13567,7 +14082,7 @@ var valid1 = true;
 }
 }
 else {
-validate34.errors = [{instancePath:instancePath+"/identity_provider",schemaPath:"#/properties/identity_provider/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema35.properties.identity_provider.type,parentSchema:schema35.properties.identity_provider,data:data0}];
+validate36.errors = [{instancePath:instancePath+"/identity_provider",schemaPath:"#/properties/identity_provider/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema37.properties.identity_provider.type,parentSchema:schema37.properties.identity_provider,data:data0}];
 return false;
 }
 }
@@ -13583,18 +14098,18 @@ const _errs10 = errors;
 if(errors === _errs10){
 if(typeof data3 === "string"){
 if(func2(data3) < 1){
-validate34.errors = [{instancePath:instancePath+"/provider_user_id",schemaPath:"#/properties/provider_user_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema35.properties.provider_user_id,data:data3}];
+validate36.errors = [{instancePath:instancePath+"/provider_user_id",schemaPath:"#/properties/provider_user_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema37.properties.provider_user_id,data:data3}];
 return false;
 }
 else {
 if(Buffer.byteLength(data3, "utf8") > 255){
-validate34.errors = [{instancePath:instancePath+"/provider_user_id",schemaPath:"#/properties/provider_user_id/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 255 bytes (UTF-8)",schema:255,parentSchema:schema35.properties.provider_user_id,data:data3}];
+validate36.errors = [{instancePath:instancePath+"/provider_user_id",schemaPath:"#/properties/provider_user_id/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 255 bytes (UTF-8)",schema:255,parentSchema:schema37.properties.provider_user_id,data:data3}];
 return false;
 }
 }
 }
 else {
-validate34.errors = [{instancePath:instancePath+"/provider_user_id",schemaPath:"#/properties/provider_user_id/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.provider_user_id.type,parentSchema:schema35.properties.provider_user_id,data:data3}];
+validate36.errors = [{instancePath:instancePath+"/provider_user_id",schemaPath:"#/properties/provider_user_id/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema37.properties.provider_user_id.type,parentSchema:schema37.properties.provider_user_id,data:data3}];
 return false;
 }
 }
@@ -13610,12 +14125,12 @@ const _errs12 = errors;
 if(errors === _errs12){
 if(typeof data4 === "string"){
 if(Buffer.byteLength(data4, "utf8") > 255){
-validate34.errors = [{instancePath:instancePath+"/username",schemaPath:"#/properties/username/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 255 bytes (UTF-8)",schema:255,parentSchema:schema35.properties.username,data:data4}];
+validate36.errors = [{instancePath:instancePath+"/username",schemaPath:"#/properties/username/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 255 bytes (UTF-8)",schema:255,parentSchema:schema37.properties.username,data:data4}];
 return false;
 }
 }
 else {
-validate34.errors = [{instancePath:instancePath+"/username",schemaPath:"#/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.username.type,parentSchema:schema35.properties.username,data:data4}];
+validate36.errors = [{instancePath:instancePath+"/username",schemaPath:"#/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema37.properties.username.type,parentSchema:schema37.properties.username,data:data4}];
 return false;
 }
 }
@@ -13631,12 +14146,12 @@ const _errs14 = errors;
 if(errors === _errs14){
 if(typeof data5 === "string"){
 if(Buffer.byteLength(data5, "utf8") > 320){
-validate34.errors = [{instancePath:instancePath+"/email",schemaPath:"#/properties/email/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 320 bytes (UTF-8)",schema:320,parentSchema:schema35.properties.email,data:data5}];
+validate36.errors = [{instancePath:instancePath+"/email",schemaPath:"#/properties/email/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 320 bytes (UTF-8)",schema:320,parentSchema:schema37.properties.email,data:data5}];
 return false;
 }
 }
 else {
-validate34.errors = [{instancePath:instancePath+"/email",schemaPath:"#/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.email.type,parentSchema:schema35.properties.email,data:data5}];
+validate36.errors = [{instancePath:instancePath+"/email",schemaPath:"#/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema37.properties.email.type,parentSchema:schema37.properties.email,data:data5}];
 return false;
 }
 }
@@ -13652,12 +14167,12 @@ const _errs16 = errors;
 if(errors === _errs16){
 if(typeof data6 === "string"){
 if(Buffer.byteLength(data6, "utf8") > 255){
-validate34.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 255 bytes (UTF-8)",schema:255,parentSchema:schema35.properties.name,data:data6}];
+validate36.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 255 bytes (UTF-8)",schema:255,parentSchema:schema37.properties.name,data:data6}];
 return false;
 }
 }
 else {
-validate34.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.name.type,parentSchema:schema35.properties.name,data:data6}];
+validate36.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema37.properties.name.type,parentSchema:schema37.properties.name,data:data6}];
 return false;
 }
 }
@@ -13672,13 +14187,13 @@ let data7 = data.last_active;
 const _errs18 = errors;
 if(errors === _errs18){
 if(typeof data7 === "string"){
-if(!pattern23.test(data7)){
-validate34.errors = [{instancePath:instancePath+"/last_active",schemaPath:"#/properties/last_active/pattern",keyword:"pattern",params:{pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$"},message:"must match pattern \""+"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$"+"\"",schema:"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$",parentSchema:schema35.properties.last_active,data:data7}];
+if(!pattern25.test(data7)){
+validate36.errors = [{instancePath:instancePath+"/last_active",schemaPath:"#/properties/last_active/pattern",keyword:"pattern",params:{pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$"},message:"must match pattern \""+"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$"+"\"",schema:"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$",parentSchema:schema37.properties.last_active,data:data7}];
 return false;
 }
 }
 else {
-validate34.errors = [{instancePath:instancePath+"/last_active",schemaPath:"#/properties/last_active/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.last_active.type,parentSchema:schema35.properties.last_active,data:data7}];
+validate36.errors = [{instancePath:instancePath+"/last_active",schemaPath:"#/properties/last_active/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema37.properties.last_active.type,parentSchema:schema37.properties.last_active,data:data7}];
 return false;
 }
 }
@@ -13693,13 +14208,13 @@ let data8 = data.last_login;
 const _errs21 = errors;
 if(errors === _errs21){
 if(typeof data8 === "string"){
-if(!pattern23.test(data8)){
-validate34.errors = [{instancePath:instancePath+"/last_login",schemaPath:"#/properties/last_login/pattern",keyword:"pattern",params:{pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$"},message:"must match pattern \""+"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$"+"\"",schema:"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$",parentSchema:schema35.properties.last_login,data:data8}];
+if(!pattern25.test(data8)){
+validate36.errors = [{instancePath:instancePath+"/last_login",schemaPath:"#/properties/last_login/pattern",keyword:"pattern",params:{pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$"},message:"must match pattern \""+"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$"+"\"",schema:"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$",parentSchema:schema37.properties.last_login,data:data8}];
 return false;
 }
 }
 else {
-validate34.errors = [{instancePath:instancePath+"/last_login",schemaPath:"#/properties/last_login/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.last_login.type,parentSchema:schema35.properties.last_login,data:data8}];
+validate36.errors = [{instancePath:instancePath+"/last_login",schemaPath:"#/properties/last_login/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema37.properties.last_login.type,parentSchema:schema37.properties.last_login,data:data8}];
 return false;
 }
 }
@@ -13718,11 +14233,11 @@ var valid0 = true;
 }
 }
 else {
-validate34.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema35.type,parentSchema:schema35,data}];
+validate36.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema37.type,parentSchema:schema37,data}];
 return false;
 }
 }
-validate34.errors = vErrors;
+validate36.errors = vErrors;
 return errors === 0;
 }
 

@@ -7,6 +7,7 @@ import { BODY_LIMIT } from '../contract/limits.js';
 import { serviceValidator } from './precompiled.js';
 import type { RateLimitOptions } from './rate-limit.js';
 import type { IdempotencyOptions } from './idempotency.js';
+import type { SyncRecordOptions } from './sync-runs.js';
 import { acceptedVersionHeaders, resolveVendorPrefix, type VendorOptions } from '../contract/vendor.js';
 import { abuseProcessingPlugin, type JobWorkerSettings } from './plugins/abuse-processing.js';
 import { apiPlugin } from './plugins/api.js';
@@ -32,6 +33,8 @@ export interface AppOptions extends VendorOptions {
   rateLimit?: RateLimitOptions;
   /** How many `Idempotency-Key` responses an account keeps (`idempotency.ts`); 10,000 without it. */
   idempotency?: IdempotencyOptions;
+  /** The sync record's retention: runs kept per stack (`sync-runs.ts`); 200 without it. */
+  syncRecord?: SyncRecordOptions;
   /** Connection limits and TLS of `serve` (README, Operations); Node's defaults without it. */
   server?: ServerOptions;
   /**
@@ -146,6 +149,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     authCacheMs: opts.authCacheMs,
     rateLimit: opts.rateLimit,
     idempotency: opts.idempotency,
+    syncRecord: opts.syncRecord,
   });
   return app;
 }

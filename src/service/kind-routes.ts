@@ -75,10 +75,12 @@ function listQuery(query: Record<string, unknown>, kind: KindDef): { limit: numb
  */
 export interface OperationDoc {
   operationId: string;
-  /** Path parameters and the id prefix each names. */
-  params: { name: string; prefix: string; what: string }[];
+  /** Path parameters and the id prefix each names (or, for a parameter that is not an id, its `pattern`). */
+  params: { name: string; prefix: string; what: string; pattern?: string }[];
   /** The list query (limit, before_id). */
   listOf?: string;
+  /** Another query than the list's (`properties` of the query object). */
+  query?: Record<string, unknown>;
   /** The account flag the operation needs (403 without it). */
   requires?: AccountFlag;
 }

@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import { canonicalJson } from '../../util/canonical-json.js';
 import { utf8Bytes } from '../../util/bytes.js';
 import { NAME_PATTERN } from '../manifests/schema.js';
+import { STACK_NAME } from '../../contract/stack-name.js';
 
 export const TOOL = 'edgeplane';
 export const MARKER_VERSION = 1;
@@ -33,8 +34,7 @@ export function encodeMetadata(marker: Marker, user: string | undefined): string
   return canonicalJson({ managed_by: m, ...(user !== undefined && user !== '' ? { metadata: user } : {}) });
 }
 
-/** Stack names (`--stack`, `edgeplane.yaml`): what a marker's `stack` must be. */
-export const STACK_NAME = /^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$/;
+export { STACK_NAME } from '../../contract/stack-name.js';
 
 /**
  * Manifest identities as the reconciler writes them (`HTTPSEdge/web/routes/api`): a marker whose

@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../../contract/errors.js';
 import rateLimitPlugin, { type RateLimitOptions } from '../rate-limit.js';
 import type { IdempotencyOptions } from '../idempotency.js';
+import type { SyncRecordOptions } from '../sync-runs.js';
 import { authPlugin } from './authenticate.js';
 import { kindRoutesPlugin } from './kind-routes.js';
 import { syncHook } from './sync-hook.js';
@@ -23,6 +24,7 @@ export interface ApiScopeOptions {
   /** Requests per minute per API key (`rate-limit.ts`); none without it (tests, the embedded CLI). */
   rateLimit?: RateLimitOptions;
   idempotency?: IdempotencyOptions;
+  syncRecord?: SyncRecordOptions;
 }
 
 /**
@@ -41,7 +43,7 @@ export const apiPlugin = fp<ApiScopeOptions>(async (api, opts) => {
   await api.register(authPlugin, { authCacheMs: opts.authCacheMs });
   // Needs the caller (it counts per key), before the routes (its hooks attach to those after it).
   if (opts.rateLimit) await api.register(rateLimitPlugin, opts.rateLimit);
-  await api.register(kindRoutesPlugin, { vendorPrefix: opts.vendorPrefix, idempotency: opts.idempotency });
+  await api.register(kindRoutesPlugin, { vendorPrefix: opts.vendorPrefix, idempotency: opts.idempotency, syncRecord: opts.syncRecord });
   // Set here, not at the root: a path no route has goes through this scope's checks (a caller
   // without a key learns nothing about which paths exist beyond the OpenAPI document).
   api.setNotFoundHandler(async (req) => {

@@ -3,13 +3,16 @@ import type { FastifyRequest } from 'fastify';
 import { registerKindRoutes } from '../kind-routes.js';
 import { Resources, type Caller } from '../resources.js';
 import { registerStackLocks } from '../stack-locks.js';
+import { registerSyncRecord, type SyncRecordOptions } from '../sync-runs.js';
 import type { IdempotencyOptions } from '../idempotency.js';
 
-/** Every operation of every kind (`src/kinds/`) and the stack locks, in the API scope: after the version and key checks. */
-export const kindRoutesPlugin = fp<{ vendorPrefix: string; idempotency?: IdempotencyOptions }>(async (api, opts) => {
+/** Every operation of every kind (`src/kinds/`) the stack locks and the sync record, in the API scope: after the version and key checks. */
+export const kindRoutesPlugin = fp<{ vendorPrefix: string; idempotency?: IdempotencyOptions; syncRecord?: SyncRecordOptions }>(async (api, opts) => {
   const resources = new Resources(api.db, { vendorPrefix: opts.vendorPrefix });
   const callerOf = (req: FastifyRequest): Caller => ({ accountId: req.principal!.accountId, baseUrl: req.baseUrl! });
   registerKindRoutes(api, resources, callerOf, api.db, opts.idempotency);
   // Our extension beside the kinds: the stack locks the reconciler takes (docs/api.md).
   registerStackLocks(api, api.db, callerOf, opts.idempotency);
+  // And the record of syncs: runs, and each stack's summary (docs/api.md, "Sync record").
+  registerSyncRecord(api, api.db, callerOf, opts.idempotency, opts.syncRecord);
 }, { name: 'edgeplane-kind-routes', dependencies: ['edgeplane-database', 'edgeplane-version-header', 'edgeplane-auth'] });

@@ -63,18 +63,23 @@ export const openapiPlugin = fp<{ versionHeader: string }>(async (app, opts) => 
 const ERROR_REF = { $ref: 'ApiError#' };
 
 function operationSchema(schema: FastifySchema, doc: OperationDoc, versionHeader: string): FastifySchema {
-  const params = Object.fromEntries(doc.params.map((p) => [p.name, { type: 'string', pattern: idPattern(p.prefix), description: `id of the ${p.what}` }]));
+  const params = Object.fromEntries(doc.params.map((p) => [p.name, { type: 'string', pattern: p.pattern ?? idPattern(p.prefix), description: p.pattern ? p.what : `id of the ${p.what}` }]));
   return {
     ...schema,
     operationId: doc.operationId,
     ...(doc.params.length ? { params: { type: 'object', properties: params, required: doc.params.map((p) => p.name) } } : {}),
-    ...(doc.listOf
+    ...(doc.listOf || doc.query
       ? {
         querystring: {
           type: 'object',
           properties: {
-            limit: { type: 'integer', minimum: 1, maximum: 100, default: 100, description: 'Page size' },
-            before_id: { type: 'string', pattern: idPattern(doc.listOf), description: 'The last id of the previous page (next_page_uri carries it)' },
+            ...(doc.listOf
+              ? {
+                limit: { type: 'integer', minimum: 1, maximum: 100, default: 100, description: 'Page size' },
+                before_id: { type: 'string', pattern: idPattern(doc.listOf), description: 'The last id of the previous page (next_page_uri carries it)' },
+              }
+              : {}),
+            ...doc.query,
           },
           additionalProperties: false,
         },
