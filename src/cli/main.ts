@@ -168,6 +168,26 @@ targetOptions(
 
 targetOptions(
   program
+    .command('status [stack]')
+    .description('the sync record: each stack\'s status (synced, out_of_sync, failed, unknown), live commit, last run, drift and lock')
+    .option('--json', 'print the summaries (one stack: its summary) as JSON'),
+).action(async (stack, flags) => (await import('./commands/sync-record.js')).status(stdio, stack, flags));
+targetOptions(
+  program
+    .command('history <stack>')
+    .description('the stack\'s runs (agent syncs, CLI applies and destroys), newest first')
+    .option('--limit <n>', 'at most this many runs', '20')
+    .option('--json', 'print the runs as a JSON array'),
+).action(async (stack, flags) => (await import('./commands/sync-record.js')).history(stdio, stack, flags));
+targetOptions(
+  program
+    .command('sync <stack>')
+    .description('ask the agents that sync the stack for a sync now (through the service)')
+    .option('--json', 'print the stack\'s summary as JSON'),
+).action(async (stack, flags) => (await import('./commands/sync-record.js')).sync(stdio, stack, flags));
+
+targetOptions(
+  program
     .command('export')
     .description('write the live objects as manifests (one file per kind; references by name, secrets from the environment)')
     .option('--out <dir>', 'write files into this directory (default: print to stdout)')

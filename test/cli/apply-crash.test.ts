@@ -187,7 +187,7 @@ describe(`apply killed at random points (${TRIALS} trials, seed ${SEED})`, { tim
 const COMMIT_TRIALS = Number(process.env.EDGEPLANE_CRASH_COMMIT_TRIALS ?? 2);
 
 /** A create's answer: a POST that made an object (201), not a stack lock's. */
-const isCreate = (a: Answered) => a.method === 'POST' && a.status === 201 && !a.path.startsWith('/stack_locks');
+const isCreate = (a: Answered) => a.method === 'POST' && a.status === 201 && !a.path.startsWith('/stack_locks') && !a.path.startsWith('/sync_runs');
 
 /**
  * Two `serve` replicas of one PostgreSQL behind a proxy (test/helpers/crash-proxy.ts). When the

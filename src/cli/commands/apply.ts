@@ -13,12 +13,16 @@ import { formatProblem, hasErrors } from '../../reconciler/manifests/problems.js
 import type { Plan } from '../../reconciler/plan/types.js';
 import { parsePlan } from '../../reconciler/render/json.js';
 import { renderText } from '../../reconciler/render/text.js';
-import { blockLine, protectedLine, summaryLine, waitingLine } from '../../reconciler/render/values.js';
+import { summaryLine, waitingLine } from '../../reconciler/render/values.js';
+import { gatePlan } from '../../reconciler/apply/gate.js';
+import { RunRecord } from '../../reconciler/apply/run-record.js';
+import { cleanHeadCommit } from '../../agent/git.js';
+import { holderName } from '../holder.js';
 import { readLiveState } from '../../reconciler/state/read-state.js';
 import type { ApiClient } from '../../client/api-client.js';
 import { canPrompt, confirm } from '../confirm.js';
 import { CliExit, EXIT, exitForSignal, onStopSignals } from '../exit.js';
-import { useColor, type Output } from '../output.js';
+import { info, useColor, type Output } from '../output.js';
 import { progressFor } from '../progress.js';
 import { reconcilerConfig } from '../service-config.js';
 import { openTarget, targetArgs, type TargetFlags } from '../target.js';
@@ -67,17 +71,39 @@ async function applyDir(out: Output, dir: string, flags: ApplyFlags, parallelism
   filesToPlan(dir); // a directory that is not there, or holds no manifest, fails before the service starts
   const { stack } = resolveStack(dir, flags.stack);
   const scope = scopeInput(dir, flags);
+  const commit = cleanHeadCommit(dir);
   const client = await openTarget(flags, { out, ...waitsForStateDir(out, flags) });
   try {
+    const record = new RunRecord(client, { stack, commit: await commit, trigger: 'cli', holder: holderName(flags.destroy ? 'destroy' : 'apply'), args: `${dir} --stack ${stack}${flags.destroy ? ' --destroy' : ''}` });
     // Planned from the live state read once the lock is held: an apply that waited for another
-    // one sees what that one made, and creates nothing twice.
-    await lockedRun(out, client, stack, flags, 'apply', (held, phase) => planAndApply(out, client, dir, stack, flags, parallelism, scope, held, phase));
+    // one sees what that one made, and creates nothing twice. The run is recorded before the lock
+    // is released: an agent that takes the stack next finds it in the sync record.
+    await lockedRun(out, client, stack, flags, 'apply', async (held, phase) => {
+      try {
+        await planAndApply(out, client, dir, stack, flags, parallelism, scope, held, phase, record);
+        record.outcome ??= 'applied';
+      } catch (err) {
+        if (!record.outcome) record.finish('failed', (err instanceof Error && err.message) || `${flags.destroy ? 'destroy' : 'apply'} did not finish`);
+        throw err;
+      } finally {
+        await writeRecord(out, record);
+      }
+    });
   } finally {
     await client.close();
   }
 }
 
-async function planAndApply(out: Output, client: ApiClient, dir: string, stack: string, flags: ApplyFlags, parallelism: number, scope: ReturnType<typeof scopeInput>, held: HeldStackLock, phase: { executing: boolean }): Promise<void> {
+/** Sends the run to the service's sync record; a failure to do so is said, and is not the apply's. */
+async function writeRecord(out: Output, record: RunRecord): Promise<void> {
+  try {
+    await record.write();
+  } catch (err) {
+    info(out, `note: the run was not recorded in the service's sync record: ${(err as Error).message}`);
+  }
+}
+
+async function planAndApply(out: Output, client: ApiClient, dir: string, stack: string, flags: ApplyFlags, parallelism: number, scope: ReturnType<typeof scopeInput>, held: HeldStackLock, phase: { executing: boolean }, record: RunRecord): Promise<void> {
   {
     let prepared;
     try {
@@ -92,10 +118,13 @@ async function planAndApply(out: Output, client: ApiClient, dir: string, stack: 
     }
     for (const p of prepared.problems) out.error(formatProblem(p));
     if (hasErrors(prepared.problems) || !prepared.plan) {
+      const errors = prepared.problems.filter((p) => p.severity === 'error');
+      record.finish('failed', `the manifests do not validate: ${errors.slice(0, 20).map(formatProblem).join('; ')}`);
       if (flags.json) out.json({ event: 'problems', problems: prepared.problems });
       throw new CliExit(EXIT.error);
     }
     const plan = prepared.plan;
+    record.plan = plan;
     if (flags.json) {
       out.json({
         event: 'plan', stack: plan.stack, target: plan.target, summary: plan.summary, steps: plan.steps.length, warnings: plan.warnings, conflicts: plan.conflicts, blocked: plan.blocked,
@@ -104,12 +133,15 @@ async function planAndApply(out: Output, client: ApiClient, dir: string, stack: 
     }
     else out.line(renderText(plan, { color: useColor() }).replace(/\n$/, ''));
     try {
-      gate(out, plan, flags);
+      gate(out, plan, flags, record);
       if (!plan.steps.length) {
+        record.finish('no_changes');
         if (flags.json) out.json({ event: 'summary', total: 0, done: 0, failed: 0, skipped: 0, ms: 0 });
         return;
       }
+      // Refused at the confirmation: nothing was tried, nothing is recorded.
       if (!flags.autoApprove) {
+        record.skip = true;
         if (!canPrompt()) throw new CliExit(EXIT.error, `${plan.destroy ? 'destroy' : 'apply'}: no terminal to ask for confirmation; pass --auto-approve (CI)${plan.destroy ? '' : ' or save a plan with `plan --out` and apply it'}`);
         const question = plan.destroy
           ? `\nDestroy stack "${plan.stack}" on ${plan.target}: delete ${plan.summary.delete} object${plan.summary.delete === 1 ? '' : 's'}? Only "yes" is accepted: `
@@ -117,6 +149,7 @@ async function planAndApply(out: Output, client: ApiClient, dir: string, stack: 
         if (!(await confirm(question))) {
           throw new CliExit(EXIT.error, `${plan.destroy ? 'destroy' : 'apply'} cancelled`);
         }
+        record.skip = false;
       }
     } catch (err) {
       // Refused before any step (conflicts, the threshold, no confirmation): the JSON stream says why, as for an unreadable state.
@@ -206,18 +239,12 @@ async function applySavedLocked(out: Output, client: ApiClient, file: string, pl
   }
 }
 
-/** Conflicts stop everything; the safety threshold stops unless forced, protected objects unless allowed. */
-function gate(out: Output, plan: Plan, flags: ApplyFlags): void {
-  if (plan.conflicts.length) throw new CliExit(EXIT.error, `apply: ${plan.conflicts.length} conflict${plan.conflicts.length > 1 ? 's' : ''} with objects this stack does not own; nothing applied`);
-  const prot = plan.protectedChanges ?? [];
-  if (prot.length && !flags.allowProtectedChanges) {
-    throw new CliExit(EXIT.blocked, `apply blocked by protected objects: ${prot.map(protectedLine).join(', ')}; review the plan and pass --allow-protected-changes to go ahead`);
-  }
-  if (prot.length) out.error(`warning: protected objects: ${prot.map(protectedLine).join(', ')}; going ahead because of --allow-protected-changes`);
-  if (plan.blocked.length && !flags.force) {
-    throw new CliExit(EXIT.blocked, `apply blocked by the safety threshold (${plan.blocked.map(blockLine).join(', ')}); review the plan and pass --force to go ahead`);
-  }
-  if (plan.blocked.length) out.error('warning: safety threshold exceeded; going ahead because of --force');
+/** Conflicts stop everything; the safety threshold stops unless forced, protected objects unless allowed (`gatePlan`). */
+function gate(out: Output, plan: Plan, flags: ApplyFlags, record?: RunRecord): void {
+  const { refusal, warnings } = gatePlan(plan, flags);
+  if (refusal) record?.finish('blocked', refusal.message);
+  if (refusal) throw new CliExit(refusal.reason === 'conflicts' ? EXIT.error : EXIT.blocked, refusal.message);
+  for (const w of warnings) out.error(w);
 }
 
 async function execute(out: Output, client: ApiClient, plan: Plan, secrets: SecretLookup, flags: ApplyFlags, parallelism: number, held: HeldStackLock): Promise<ApplyResult> {

@@ -1,0 +1,57 @@
+import { recordRun, type Commit, type NewSyncRun, type RunOutcome, type RunTrigger, type SyncRun } from '../../client/sync-record.js';
+import { ApiRequestError, type ApiClient } from '../../client/api-client.js';
+import type { Plan } from '../plan/types.js';
+import { renderMarkdown } from '../render/markdown.js';
+
+/**
+ * One run of a stack as the service's sync record keeps it (docs/api.md, "Sync record"): what
+ * `apply`, `destroy` and the agent tell it at the end of each sync. Started when made; the outcome,
+ * the plan and the error are set as the run goes, and `write` sends it once.
+ */
+export class RunRecord {
+  private readonly started = Date.now();
+  plan?: Plan;
+  outcome?: RunOutcome;
+  error?: string;
+  /** Nothing to record (a run cancelled at its confirmation). */
+  skip = false;
+
+  constructor(readonly client: ApiClient, readonly base: { stack: string; commit: Commit | null; trigger: RunTrigger; holder: string; args?: string }) {}
+
+  finish(outcome: RunOutcome, error?: string): void {
+    this.outcome = outcome;
+    if (error !== undefined) this.error = error;
+  }
+
+  /** The run as the service takes it. */
+  value(): NewSyncRun {
+    const plan = this.plan;
+    const outcome = this.outcome ?? 'failed';
+    const steps = plan?.steps.length ?? null;
+    const { args: _args, ...base } = this.base;
+    return {
+      ...base,
+      duration_ms: Math.max(0, Date.now() - this.started),
+      outcome,
+      counts: plan ? { ...plan.summary } : { create: 0, update: 0, replace: 0, delete: 0 },
+      // Changes found and not made: all of a plan's steps when it was only reported or refused.
+      drift_count: outcome === 'drifted' || outcome === 'blocked' ? steps : null,
+      error: this.error ?? null,
+      plan_markdown: plan && plan.steps.length ? renderMarkdown(plan, { args: this.base.args }) : null,
+    };
+  }
+
+  /**
+   * Sends the run once. A service without the sync record (404: an older release) is not an
+   * error of the run: undefined. Other failures throw; the caller decides whether they matter.
+   */
+  async write(): Promise<SyncRun | undefined> {
+    if (this.skip) return undefined;
+    try {
+      return await recordRun(this.client, this.value());
+    } catch (err) {
+      if (err instanceof ApiRequestError && err.status === 404) return undefined;
+      throw err;
+    }
+  }
+}
