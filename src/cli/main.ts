@@ -27,7 +27,7 @@ export const program = new Command('edgeplane')
  * in the background: peak memory and CPU that a run of seconds does not earn back. The processes that stay up,
  * `serve` and `watch`, keep the optimising tier. Process-wide; set before the first PGlite opens.
  */
-const LONG_RUNNING = new Set(['serve', 'watch']);
+const LONG_RUNNING = new Set(['serve', 'watch', 'agent']);
 program.hook('preAction', (_program, command) => {
   if (!LONG_RUNNING.has(command.name())) setFlagsFromString('--liftoff-only');
   const globals = program.opts<{ quiet?: boolean; color?: boolean }>();
@@ -166,6 +166,23 @@ targetOptions(
     .option('--force', 'release it whoever holds it (make sure the apply or watch holding it is no longer running)'),
 ).action(async (dir, flags) => (await import('./commands/lock.js')).lockRelease(stdio, dir, flags));
 
+targetOptions(
+  program
+    .command('agent')
+    .description('keep stacks equal to Git: fetch, plan, apply on each new commit, check drift on an interval, record every sync')
+    .option('--config <file>', 'agent.yaml: sources, stacks and their settings (docs/agent.md)')
+    .option('--repo <url|path>', 'the Git repository of the one source (without --config)')
+    .option('--ref <branch|tag>', 'its branch or tag (default main)')
+    .option('--path <dir>', 'a stack folder in it, or a folder of stack folders (default: its root)')
+    .option('--interval <duration>', 'how often it is fetched (default 1m)')
+    .option('--drift-interval <duration>', 'how often the live state is checked for drift (default 5m)')
+    .option('--mode <mode>', 'apply: make the live state the commit\'s; plan: only report (default apply)')
+    .option('--drift <what>', 'report or repair drift found by the check (default report)')
+    .option('--port <n>', 'the agent\'s port: /healthz, /readyz, /metrics, POST /hooks/git (default 8090; 0: any)')
+    .option('--host <h>', 'the address it listens on (default 127.0.0.1)')
+    .option('--webhook-secret-env <name>', 'the environment variable holding the push webhook\'s secret')
+    .option('--work-dir <dir>', 'where sources are fetched to (default: a temporary folder)'),
+).action(async (flags) => (await import('./commands/agent.js')).agent(stdio, flags));
 targetOptions(
   program
     .command('status [stack]')

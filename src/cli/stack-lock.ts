@@ -10,7 +10,7 @@ import { targetArgs, type TargetFlags, type TargetOptions } from './target.js';
 export interface LockFlags extends TargetFlags { lockTimeout?: string }
 
 /** The lock's TTL: `EDGEPLANE_LOCK_TTL` (a duration, 5 s to 1 h), default 60 s. */
-function ttlSeconds(env: NodeJS.ProcessEnv): number {
+export function ttlSeconds(env: NodeJS.ProcessEnv): number {
   if (!env.EDGEPLANE_LOCK_TTL) return DEFAULT_LOCK_TTL_SECONDS;
   const s = Math.round(parseDuration(env.EDGEPLANE_LOCK_TTL, 'EDGEPLANE_LOCK_TTL') / 1000);
   if (s < 3 || s > 3600) throw new CliExit(EXIT.error, `EDGEPLANE_LOCK_TTL must be from 3 s to 1 h, not ${env.EDGEPLANE_LOCK_TTL}`);
