@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseDocument } from 'yaml';
 import { collectingAjv } from '../contract/validation.js';
 import { didYouMean } from '../util/suggest.js';
@@ -71,6 +72,13 @@ export const AGENT_SCHEMA = {
   properties: TOP_KEYS,
 };
 
+/** Where the schema of `agent.yaml` is committed (`npm run schemas`), beside the manifests' and edgeplane.yaml's. */
+export const AGENT_SCHEMA_FILE = fileURLToPath(new URL('../../schemas/agent.schema.json', import.meta.url));
+
+export function renderAgentSchema(): string {
+  return JSON.stringify(AGENT_SCHEMA, null, 2) + '\n';
+}
+
 export class AgentConfigError extends Error {
   constructor(readonly problems: string[]) {
     super(problems.join('\n'));
@@ -84,6 +92,8 @@ export function durationMs(value: string): number {
   if (!m) throw new AgentConfigError([`${JSON.stringify(value)} is not a duration such as 30s, 5m or 1h`]);
   return Math.round(Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's').toLowerCase() as 'ms' | 's' | 'm' | 'h']);
 }
+
+let validator: ReturnType<ReturnType<typeof collectingAjv>['compile']> | undefined;
 
 const KEYS_AT: Record<string, string[]> = { '': Object.keys(TOP_KEYS), sources: Object.keys(SOURCE_KEYS), stacks: Object.keys(STACK_KEYS) };
 
@@ -103,7 +113,7 @@ export function readAgentConfig(file: string): AgentConfig {
   };
   if (doc.errors.length) throw new AgentConfigError(doc.errors.map((e) => `${file}:${e.linePos?.[0].line ?? 1}:${e.linePos?.[0].col ?? 1}: ${e.message.split('\n')[0]}`));
   const value = doc.toJS() as unknown;
-  const validate = collectingAjv().compile(AGENT_SCHEMA);
+  const validate = (validator ??= collectingAjv().compile({ ...AGENT_SCHEMA, $schema: undefined }));
   const problems: string[] = [];
   if (!validate(value)) {
     for (const e of validate.errors ?? []) {
