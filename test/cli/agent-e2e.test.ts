@@ -219,6 +219,11 @@ describe.skipIf(!process.env.DATABASE_URL)('the sync agent end to end: two agent
     await until('the other agent converged', async () => (await stackSummary()).live_commit?.sha === last, 30_000);
     await converged('after SIGKILL');
     expect((await runs()).filter((r) => r.commit?.sha === last && r.outcome === 'applied')).toHaveLength(1);
+    expect((await fetch(`${other.url}/healthz`)).status).toBe(200);
+    const metrics = await (await fetch(`${other.url}/metrics`)).text();
+    expect(metrics).toMatch(/^edgeplane_agent_last_success_timestamp_seconds\{stack="web"\} \d/m);
+    expect(metrics).toMatch(/^edgeplane_agent_sync_duration_seconds_count\{outcome="applied"\} [1-9]/m);
+    expect(metrics).toContain('edgeplane_agent_objects_drifted{stack="web"} 0');
     expect(await stop(other)).toBe(0);
     for (const x of agents) expect(x.out()).not.toMatch(/\bWarning\b/);
   });
