@@ -132,6 +132,8 @@ export class SyncAgent {
       s.failures = 0;
       s.nextFetch = Date.now() + s.git.config.intervalMs;
       this.findStacks(s);
+      // A failure of this source was recorded on these stacks: a check now records that it is over.
+      for (const st of this.stacks.values()) if (st.source === s && st.recordedSourceError) st.lastCheck = 0;
       this.metrics.fetches.inc({ outcome: 'ok' });
     } catch (err) {
       s.failures++;

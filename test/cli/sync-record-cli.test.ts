@@ -40,6 +40,14 @@ describe('the sync record from the command line', { timeout: 240_000 }, () => {
     expect(runs[2].counts).toEqual({ create: 1, update: 0, replace: 0, delete: 0 });
     expect(runs[2].holder).toMatch(/pid \d+, apply/);
 
+    // apply --plan records its run too, with no commit (a saved plan names none).
+    writeFileSync(join(dir, 'all.yaml'), backend('pool') + '---\n' + backend('spare') + '---\n' + backend('third'));
+    const planFile = join(state, 'plan.json');
+    expect((await runCli(['plan', dir, '--out', planFile], { env })).code).toBe(0);
+    const savedApply = await runCli(['apply', '--plan', planFile], { env });
+    expect(savedApply.code, savedApply.stderr).toBe(0);
+    expect(JSON.parse((await runCli(['history', 'web', '--json', '--limit', '1'], { env })).stdout)[0]).toMatchObject({ outcome: 'applied', commit: null, counts: { create: 1 }, holder: expect.stringMatching(/apply --plan$/) });
+
     // A manifest that does not validate is recorded as failed, with why.
     writeFileSync(join(dir, 'bad.yaml'), 'kind: FailoverBackend\nname: bad\nbackendz: []\n');
     expect((await runCli(['apply', dir, '--auto-approve'], { env })).code).toBe(1);
@@ -62,7 +70,7 @@ describe('the sync record from the command line', { timeout: 240_000 }, () => {
     const destroyed = await runCli(['destroy', manifestDir({ 'all.yaml': backend('pool'), 'edgeplane.yaml': 'stack: web\n' }), '--auto-approve'], { env });
     expect(destroyed.code, destroyed.stderr).toBe(0);
     const last = JSON.parse((await runCli(['history', 'web', '--json', '--limit', '1'], { env })).stdout)[0];
-    expect(last).toMatchObject({ outcome: 'applied', trigger: 'cli', counts: { delete: 2 } });
+    expect(last).toMatchObject({ outcome: 'applied', trigger: 'cli', counts: { delete: 3 } });
     expect(last.holder).toMatch(/, destroy$/);
     expect(last.plan_markdown).toBeUndefined();
     expect((await runCli(['status', 'NOPE'], { env })).code).toBe(1);

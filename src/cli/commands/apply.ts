@@ -185,7 +185,20 @@ async function applySaved(out: Output, file: string, flags: ApplyFlags, parallel
       throw err;
     }
     // The stale check reads the live state under the lock: nothing else applies this stack from then on.
-    await lockedRun(out, client, plan.stack, flags, 'apply --plan', (held, phase) => applySavedLocked(out, client, file, plan, flags, parallelism, held, phase));
+    // Recorded with no commit: a saved plan says nothing of the one it was made from.
+    const record = new RunRecord(client, { stack: plan.stack, commit: null, trigger: 'cli', holder: holderName('apply --plan') });
+    record.plan = plan;
+    await lockedRun(out, client, plan.stack, flags, 'apply --plan', async (held, phase) => {
+      try {
+        await applySavedLocked(out, client, file, plan, flags, parallelism, held, phase);
+        record.outcome ??= plan.steps.length ? 'applied' : 'no_changes';
+      } catch (err) {
+        if (!record.outcome) record.finish('failed', (err instanceof Error && err.message) || 'apply --plan did not finish');
+        throw err;
+      } finally {
+        await writeRecord(out, record);
+      }
+    });
   } finally {
     await client.close();
   }
