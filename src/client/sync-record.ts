@@ -39,7 +39,7 @@ export interface StackSummary {
   status: 'synced' | 'out_of_sync' | 'failed' | 'unknown';
   live_commit: { sha: string; subject: string | null; author: string | null } | null;
   live_since: string | null;
-  last_run: { id: string; uri: string; outcome: RunOutcome; trigger: RunTrigger; finished_at: string } | null;
+  last_run: { id: string; uri: string; outcome: RunOutcome; trigger: RunTrigger; finished_at: string; commit_sha: string | null } | null;
   drift_count: number | null;
   lock: { holder: string; created_at: string; expires_at: string } | null;
   sync_requested_at: string | null;

@@ -99,8 +99,11 @@ const STACK_SCHEMA = {
     live_commit: COMMIT_OUT,
     live_since: { type: ['string', 'null'], format: 'date-time' },
     last_run: {
-      type: ['object', 'null'], additionalProperties: false, required: ['id', 'uri', 'outcome', 'trigger', 'finished_at'],
-      properties: { id: { type: 'string' }, uri: { type: 'string', format: 'uri' }, outcome: { type: 'string' }, trigger: { type: 'string' }, finished_at: { type: 'string', format: 'date-time' } },
+      type: ['object', 'null'], additionalProperties: false, required: ['id', 'uri', 'outcome', 'trigger', 'finished_at', 'commit_sha'],
+      properties: {
+        id: { type: 'string' }, uri: { type: 'string', format: 'uri' }, outcome: { type: 'string' }, trigger: { type: 'string' }, finished_at: { type: 'string', format: 'date-time' },
+        commit_sha: { type: ['string', 'null'], description: 'The commit the last run synced, when known' },
+      },
     },
     drift_count: { type: ['integer', 'null'], description: 'Changes the last run found and did not make (0 when synced; null when not known)' },
     lock: {
@@ -160,7 +163,7 @@ function stackResponse(row: StackRow, base: string) {
     live_commit: commitOf(row.live_sha, row.live_subject, row.live_author),
     live_since: iso(row.live_since),
     last_run: row.last_run_id && row.last_run_outcome
-      ? { id: row.last_run_id, uri: `${base}${SYNC_RUNS_PATH}/${row.last_run_id}`, outcome: row.last_run_outcome, trigger: row.last_run_trigger!, finished_at: rfc3339(row.last_run_finished_at!) }
+      ? { id: row.last_run_id, uri: `${base}${SYNC_RUNS_PATH}/${row.last_run_id}`, outcome: row.last_run_outcome, trigger: row.last_run_trigger!, finished_at: rfc3339(row.last_run_finished_at!), commit_sha: row.last_run_commit_sha }
       : null,
     drift_count: row.drift_count,
     lock: row.lock_holder ? { holder: row.lock_holder, created_at: rfc3339(row.lock_created_at!), expires_at: rfc3339(row.lock_expires_at!) } : null,

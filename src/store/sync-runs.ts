@@ -65,6 +65,7 @@ export interface StackRow {
   last_run_outcome: Outcome | null;
   last_run_trigger: Trigger | null;
   last_run_finished_at: Date | null;
+  last_run_commit_sha: string | null;
   lock_holder: string | null;
   lock_created_at: Date | null;
   lock_expires_at: Date | null;
@@ -157,7 +158,7 @@ export async function listStacks(q: Queryable, accountId: string, opts: { limit:
        UNION SELECT stack COLLATE "C" FROM stack_locks WHERE account_id = $1 AND expires_at > now())
      SELECT n.stack, s.live_sha, s.live_subject, s.live_author, s.live_since, coalesce(s.status, 'unknown') AS status, s.drift_count,
             s.sync_requested_at, s.sync_requested_by, s.last_run_id,
-            r.outcome AS last_run_outcome, r.trigger AS last_run_trigger, r.finished_at AS last_run_finished_at,
+            r.outcome AS last_run_outcome, r.trigger AS last_run_trigger, r.finished_at AS last_run_finished_at, r.commit_sha AS last_run_commit_sha,
             l.holder AS lock_holder, l.created_at AS lock_created_at, l.expires_at AS lock_expires_at
      FROM names n
      LEFT JOIN sync_stacks s ON s.account_id = $1 AND s.stack = n.stack

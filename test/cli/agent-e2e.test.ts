@@ -194,6 +194,10 @@ describe.skipIf(!process.env.DATABASE_URL)('the sync agent end to end: two agent
     expect((await stackSummary()).live_commit.sha).toBe(good);
     expect((await liveObjects(client)).filter((o) => o.identity.startsWith('web:')).length).toBeGreaterThanOrEqual(OBJECTS);
 
+    // Retried with backoff by both agents, each failure is recorded once.
+    expect((await runs()).filter((r) => r.commit?.sha === bad).map((r) => r.outcome)).toEqual(['failed']);
+    expect((await runs()).filter((r) => r.commit?.sha === blocked).map((r) => r.outcome)).toEqual(['blocked']);
+
     // An unreachable source: recorded with its reason; readyz says so.
     const fixed = commit({ 'web/all.yaml': manifests(10) }, 'version 10');
     await until('version 10 live', async () => (await stackSummary()).live_commit?.sha === fixed);
@@ -219,6 +223,12 @@ describe.skipIf(!process.env.DATABASE_URL)('the sync agent end to end: two agent
     await until('the other agent converged', async () => (await stackSummary()).live_commit?.sha === last, 30_000);
     await converged('after SIGKILL');
     expect((await runs()).filter((r) => r.commit?.sha === last && r.outcome === 'applied')).toHaveLength(1);
+    // edgeplane sync: the agent syncs at once, and the request is answered.
+    const asked = await runCli(['sync', 'web'], { env: env() });
+    expect(asked.code, asked.stderr).toBe(0);
+    const manual = await until('the manual sync', async () => (await runs()).find((r) => r.trigger === 'manual'));
+    expect(manual).toMatchObject({ outcome: 'no_changes', commit: { sha: last } });
+    expect((await stackSummary()).sync_requested_at).toBeNull();
     expect((await fetch(`${other.url}/healthz`)).status).toBe(200);
     const metrics = await (await fetch(`${other.url}/metrics`)).text();
     expect(metrics).toMatch(/^edgeplane_agent_last_success_timestamp_seconds\{stack="web"\} \d/m);

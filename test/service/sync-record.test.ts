@@ -37,7 +37,7 @@ describe.each(ENGINES)('sync record (%s)', (engine) => {
     expect(stack.status, stack.text).toBe(200);
     expect(stack.body).toMatchObject({
       stack: 'web', status: 'synced', drift_count: 0, live_commit: { sha: 'a'.repeat(40), subject: 'first' }, lock: null,
-      last_run: { id: posted.body.id, outcome: 'applied', trigger: 'commit' }, runs_uri: `${svc.url}/sync_runs?stack=web`,
+      last_run: { id: posted.body.id, outcome: 'applied', trigger: 'commit', commit_sha: 'a'.repeat(40) }, runs_uri: `${svc.url}/sync_runs?stack=web`,
     });
     // Another account sees none of it.
     const other = await svc.account();
