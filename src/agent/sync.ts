@@ -8,6 +8,7 @@ import { preparePlan } from '../reconciler/apply/prepare.js';
 import { RunRecord } from '../reconciler/apply/run-record.js';
 import { acquireStackLock, StackLockTimeout } from '../reconciler/lock/stack-lock.js';
 import { formatProblem } from '../reconciler/manifests/problems.js';
+import { stackSafety } from '../reconciler/manifests/config.js';
 import type { StackEntry } from './config.js';
 
 /** What the agent gives every sync. */
@@ -94,9 +95,19 @@ async function planAndApply(ctx: SyncContext, req: SyncRequest, record: RunRecor
     record.finish(outcome, error);
     return { outcome, drift, ...(error !== undefined ? { error } : {}), ...(reason ? { reason } : {}) };
   };
+  let safety;
+  try {
+    // The stack's own safety settings (edgeplane.yaml), as `apply` reads them.
+    safety = stackSafety(req.dir);
+  } catch (err) {
+    return done('failed', 0, `edgeplane.yaml: ${(err as Error).message}`, 'validation');
+  }
   let prepared;
   try {
-    prepared = await preparePlan({ root: req.dir, stack: req.stack, env: ctx.env, config: ctx.planConfig, cwd: req.dir }, ctx.client);
+    prepared = await preparePlan({
+      root: req.dir, stack: req.stack, env: ctx.env, config: ctx.planConfig, cwd: req.dir,
+      threshold: safety.threshold, protect: safety.protect, allowProtected: req.settings.allowProtectedChanges,
+    }, ctx.client);
   } catch (err) {
     return done('failed', 0, `the live state could not be read: ${(err as Error).message}`, 'service');
   }

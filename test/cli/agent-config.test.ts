@@ -79,6 +79,20 @@ describe('the sync agent from agent.yaml', { timeout: 240_000 }, () => {
       expect(planned[0]).toMatchObject({ outcome: 'drifted', counts: { create: 3 } });
       const table = await runCli(['status'], { env });
       expect(table.stdout).toMatch(/^planned\s+out_of_sync\s+-\s+drifted \(commit\)/m);
+
+      // The stack's own safety settings hold: a protected object that left the manifests is kept.
+      git(work, 'checkout', '-q', 'main');
+      writeFileSync(join(work, 'stacks/b/edgeplane.yaml'), 'stack: team-b\nsafety:\n  protect: [FailoverBackend/b1]\n');
+      writeFileSync(join(work, 'stacks/b/all.yaml'), backend('b2'));
+      git(work, 'add', '-A');
+      git(work, 'commit', '-q', '-m', 'b1 gone');
+      const gone = git(work, 'rev-parse', 'HEAD');
+      let kept: any;
+      for (let i = 0; i < 200 && !kept; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        kept = JSON.parse((await runCli(['history', 'team-b', '--json'], { env })).stdout).find((r: any) => r.commit?.sha === gone);
+      }
+      expect(kept).toMatchObject({ outcome: 'applied', counts: { create: 1, delete: 0 } });
     } finally {
       agent.child.kill('SIGTERM');
       expect(await agent.exited).toBe(0);

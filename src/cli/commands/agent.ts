@@ -71,7 +71,8 @@ export async function agent(out: Output, flags: AgentFlags): Promise<void> {
   const config = agentConfigOf(flags);
   const secret = config.webhookSecretEnv ? process.env[config.webhookSecretEnv] : undefined;
   if (config.webhookSecretEnv && !secret) throw new CliExit(EXIT.error, `the webhook's secret: environment variable ${config.webhookSecretEnv} is not set`);
-  const client = await openTarget(flags, { out });
+  // On the embedded default, other commands (status, history, plan) reach the state directory through it while it runs.
+  const client = await openTarget(flags, { out, serveOthers: true });
   const ownWorkDir = config.workDir === undefined;
   const workDir = config.workDir ?? mkdtempSync(join(tmpdir(), 'edgeplane-agent-'));
   const metrics = agentMetrics();
