@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { getStack, recordRun, type Commit, type RunTrigger } from '../client/sync-record.js';
+import { listStacks, recordRun, type Commit, type RunTrigger } from '../client/sync-record.js';
 import { resolveStack } from '../reconciler/manifests/config.js';
 import type { AgentConfig, StackEntry } from './config.js';
 import { GitSource } from './git-source.js';
@@ -13,6 +13,8 @@ const BACKOFF_BASE_MS = 2_000;
 const BACKOFF_CAP_MS = 300_000;
 /** Another agent holds the stack: looked at again after this (with jitter), until its lock frees. */
 const LOCKED_RETRY_MS = 1_000;
+/** How often the agent asks the service for syncs asked for (`edgeplane sync`): one list request. */
+const REQUEST_POLL_MS = 5_000;
 
 export function backoffMs(failures: number, random: () => number = Math.random): number {
   const base = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** Math.max(0, failures - 1));
@@ -189,17 +191,18 @@ export class SyncAgent {
     for (const [key, st] of this.stacks) if (st.source === s && !seen.has(key)) this.stacks.delete(key);
   }
 
-  /** Asks the service which stacks have a sync asked for (`edgeplane sync STACK`). */
+  /**
+   * Asks the service which stacks have a sync asked for (`edgeplane sync STACK`): the summaries of
+   * the account's stacks, a page per 100, every `REQUEST_POLL_MS` (or the shortest source interval).
+   */
   private async pollRequests(): Promise<void> {
-    this.nextPoll = Date.now() + Math.min(...this.config.sources.map((s) => s.intervalMs));
-    for (const st of this.stacks.values()) {
-      if (st.settings.suspend || st.manual) continue;
-      try {
-        const s = await getStack(this.ctx.client, st.stack);
-        if (s?.sync_requested_at) st.manual = true;
-      } catch {
-        // The service unreachable: the next poll asks again; syncs say why they fail.
-      }
+    this.nextPoll = Date.now() + Math.min(REQUEST_POLL_MS, ...this.config.sources.map((s) => s.intervalMs));
+    if (!this.stacks.size) return;
+    try {
+      const asked = new Set((await listStacks(this.ctx.client)).filter((s) => s.sync_requested_at).map((s) => s.stack));
+      for (const st of this.stacks.values()) if (!st.settings.suspend && asked.has(st.stack)) st.manual = true;
+    } catch {
+      // The service unreachable: the next poll asks again; syncs say why they fail.
     }
   }
 

@@ -90,7 +90,7 @@ export async function sync(out: Output, stack: string, flags: RecordFlags): Prom
   try {
     const s = await requestSync(client, name, holderName('sync'));
     if (flags.json) return out.json(s);
-    out.line(`asked for a sync of stack "${name}" at ${s.sync_requested_at}: an agent syncing it starts within its poll interval (edgeplane status ${name})`);
+    out.line(`asked for a sync of stack "${name}" at ${s.sync_requested_at}: the agents that sync it start within 5 s (edgeplane status ${name})`);
   } finally {
     await client.close();
   }
