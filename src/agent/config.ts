@@ -39,7 +39,7 @@ const NAME = { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$', 'x-
 const SOURCE_KEYS = {
   name: NAME,
   url: { type: 'string', minLength: 1, maxLength: 2000, description: 'A Git URL (https://, ssh://, git@host:path, file://) or a local path' },
-  ref: { type: 'string', minLength: 1, maxLength: 255, description: 'A branch or tag (default main)' },
+  ref: { type: 'string', minLength: 1, maxLength: 255, description: 'A branch or tag (default HEAD: the repository\'s default branch)' },
   interval: { ...DURATION, description: 'How often it is fetched (default 1m)' },
 };
 const STACK_KEYS = {
@@ -132,7 +132,7 @@ export function readAgentConfig(file: string): AgentConfig {
   const raw = value as { sources: Record<string, unknown>[]; stacks: Record<string, unknown>[]; port?: number; host?: string; webhook_secret_env?: string; work_dir?: string };
   const base = dirname(resolve(file));
   const config: AgentConfig = {
-    sources: raw.sources.map((s) => ({ name: s.name as string, url: localOrUrl(s.url as string, base), ref: (s.ref as string | undefined) ?? 'main', intervalMs: durationMs((s.interval as string | undefined) ?? '1m') })),
+    sources: raw.sources.map((s) => ({ name: s.name as string, url: localOrUrl(s.url as string, base), ref: (s.ref as string | undefined) ?? 'HEAD', intervalMs: durationMs((s.interval as string | undefined) ?? '1m') })),
     stacks: raw.stacks.map((s) => stackEntry(s)),
     port: raw.port ?? 8090,
     host: raw.host ?? '127.0.0.1',

@@ -172,7 +172,7 @@ targetOptions(
     .description('keep stacks equal to Git: fetch, plan, apply on each new commit, check drift on an interval, record every sync')
     .option('--config <file>', 'agent.yaml: sources, stacks and their settings (docs/agent.md)')
     .option('--repo <url|path>', 'the Git repository of the one source (without --config)')
-    .option('--ref <branch|tag>', 'its branch or tag (default main)')
+    .option('--ref <branch|tag>', 'its branch or tag (default HEAD: the repository\'s default branch)')
     .option('--path <dir>', 'a stack folder in it, or a folder of stack folders (default: its root)')
     .option('--interval <duration>', 'how often it is fetched (default 1m)')
     .option('--drift-interval <duration>', 'how often the live state is checked for drift (default 5m)')

@@ -30,7 +30,7 @@ describe('agent.yaml', () => {
   it('reads sources and stacks with their defaults; a local source is the file\'s', () => {
     const file = configFile('sources:\n  - name: main\n    url: ../repo\n    interval: 30s\nstacks:\n  - source: main\n    path: stacks\n    drift: repair\n');
     const c = readAgentConfig(file);
-    expect(c.sources).toEqual([{ name: 'main', url: join(file, '../../repo'), ref: 'main', intervalMs: 30_000 }]);
+    expect(c.sources).toEqual([{ name: 'main', url: join(file, '../../repo'), ref: 'HEAD', intervalMs: 30_000 }]);
     expect(c.stacks).toEqual([{ source: 'main', path: 'stacks', mode: 'apply', driftIntervalMs: 300_000, drift: 'repair', suspend: false, force: false, allowProtectedChanges: false }]);
     expect(c.port).toBe(8090);
     expect(readAgentConfig(configFile('sources: [{name: a, url: "https://git.example/r.git", ref: v1}]\nstacks: [{source: a}]\n')).sources[0].url).toBe('https://git.example/r.git');

@@ -42,7 +42,7 @@ export function agentConfigOf(flags: AgentFlags, cwd = process.cwd()): AgentConf
     } else {
       if (!flags.repo) throw new CliExit(EXIT.error, 'agent needs --repo URL|PATH (and --ref, --path), or --config agent.yaml');
       config = {
-        sources: [{ name: 'repo', url: localOrUrl(flags.repo, cwd), ref: flags.ref ?? 'main', intervalMs: durationMs(flags.interval ?? '1m') }],
+        sources: [{ name: 'repo', url: localOrUrl(flags.repo, cwd), ref: flags.ref ?? 'HEAD', intervalMs: durationMs(flags.interval ?? '1m') }],
         stacks: [stackEntry({ source: 'repo', path: flags.path ?? '.', interval: flags.driftInterval ?? '5m', mode: flags.mode ?? 'apply', drift: flags.drift ?? 'report' })],
         port: 8090,
         host: '127.0.0.1',
