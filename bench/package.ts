@@ -40,6 +40,8 @@ const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', TSX_TSCONFIG_PAT
 delete env.DATABASE_URL;
 delete env.EDGEPLANE_API_URL;
 const small = join(ROOT, 'examples/small');
+const existing = join(work, 'existing-state');
+execFileSync(bin, ['apply', small, '--auto-approve', '--state', existing], { cwd: work, env, stdio: 'ignore' });
 const rows: [string, () => string[]][] = [
   ['node -e 0', () => [process.execPath, '-e', '0']],
   ['edgeplane --version (installed)', () => [bin, '--version']],
@@ -47,6 +49,10 @@ const rows: [string, () => string[]][] = [
   // A fresh state directory each run: the embedded database is created, as on a first plan.
   ['plan examples/small (installed)', () => [bin, 'plan', small, '--state', mkdtempSync(join(work, 'st-'))]],
   ['plan examples/small (sources, tsx)', () => [...fromSources, 'plan', small, '--state', mkdtempSync(join(work, 'st-'))]],
+  // A state directory that already holds the applied stack: the common second plan.
+  ['plan examples/small, existing state (installed)', () => [bin, 'plan', small, '--state', existing]],
+  ['validate examples/small (installed)', () => [bin, 'validate', small]],
+  ['apply examples/small, new state (installed)', () => [bin, 'apply', small, '--auto-approve', '--state', mkdtempSync(join(work, 'st-'))]],
 ];
 
 const load = loadavg()[0];

@@ -72,8 +72,8 @@ export async function openTarget(flags: TargetFlags, how: TargetOptions = {}): P
   }
   if (flags.apiKey) throw new Error('--api-key needs --api-url (or EDGEPLANE_API_URL); without both the embedded service is used');
   // Loaded only for the embedded target: a command against a deployment never starts the service.
-  const [{ stateDirTransport }, { embeddedTransport }, { hasEmbeddedState, stateDirOf }, { serviceOptionsFromEnv }, { displayDir }] = await Promise.all([
-    import('../embedded/state-dir-transport.js'), import('../embedded/embedded.js'), import('../embedded/state-dir.js'), import('./service-config.js'), import('../util/display-path.js'),
+  const [{ stateDirTransport }, { emptyTransport }, { hasEmbeddedState, stateDirOf }, { serviceOptionsFromEnv }, { displayDir }] = await Promise.all([
+    import('../embedded/state-dir-transport.js'), import('../embedded/empty-transport.js'), import('../embedded/state-dir.js'), import('./service-config.js'), import('../util/display-path.js'),
   ]);
   const out = how.out ?? stdio;
   const dir = stateDirOf({ stateDir: flags.state });
@@ -82,8 +82,9 @@ export async function openTarget(flags: TargetFlags, how: TargetOptions = {}): P
   if (how.readOnly !== undefined && !onPostgres && !hasEmbeddedState(dir)) {
     // A read-only command in the wrong working directory made a new ./state and planned
     // everything as new: now it makes nothing, and says what it plans against.
+    // Its database would be empty: no engine is started at all (empty-transport.ts).
     info(out, `no embedded state at ${displayDir(dir)}: ${how.readOnly}`);
-    return new ApiClient(await embeddedTransport(dir, serviceOptionsFromEnv(), { empty: true }));
+    return new ApiClient(emptyTransport(dir));
   }
   if (how.readOnly === undefined || onPostgres) await stateDirFor(dir, out);
   try {
