@@ -2,9 +2,10 @@ import { headerSafeUrl, withoutCredentials } from '../util/shown-url.js';
 import type { KindRuntimeConfig } from '../kinds/types.js';
 import type { AppOptions, ServerOptions } from '../service/app.js';
 import { resolveVendorPrefix } from '../contract/vendor.js';
-import { DEFAULT_RATE_LIMIT, type RateLimitOptions } from '../service/rate-limit.js';
+import type { RateLimitOptions } from '../service/rate-limit.js';
+import { DEFAULT_MAX_KEYS_PER_ACCOUNT, DEFAULT_RATE_LIMIT } from '../service/defaults.js';
 import type { WorkerOptions } from '../service/job-worker.js';
-import { DEFAULT_MAX_KEYS_PER_ACCOUNT, type IdempotencyOptions } from '../service/idempotency.js';
+import type { IdempotencyOptions } from '../service/idempotency.js';
 
 /** pino's levels: what `--log-level` / EDGEPLANE_LOG_LEVEL takes. */
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];

@@ -1,6 +1,5 @@
 import { isIPv4 } from 'node:net';
 import { ApiClient } from '../client/api-client.js';
-import { httpTransport } from '../client/transport.js';
 import { databaseUrl } from '../util/database-url.js';
 import type { StateDirOptions } from '../embedded/state-dir-transport.js';
 import { info, stateDirFor, stdio, type Output } from './output.js';
@@ -68,12 +67,14 @@ export async function openTarget(flags: TargetFlags, how: TargetOptions = {}): P
   if (flags.apiUrl) {
     if (!flags.apiKey) throw new Error('--api-url needs --api-key (or EDGEPLANE_API_KEY)');
     refuseCleartextKey(flags.apiUrl);
+    // Loaded only for a deployment: the embedded target never loads the HTTP client (undici).
+    const { httpTransport } = await import('../client/transport.js');
     return new ApiClient(httpTransport(flags.apiUrl, flags.apiKey, { timeoutMs: timeoutOf(flags) }));
   }
   if (flags.apiKey) throw new Error('--api-key needs --api-url (or EDGEPLANE_API_URL); without both the embedded service is used');
   // Loaded only for the embedded target: a command against a deployment never starts the service.
-  const [{ stateDirTransport }, { emptyTransport }, { hasEmbeddedState, stateDirOf }, { serviceOptionsFromEnv }, { displayDir }] = await Promise.all([
-    import('../embedded/state-dir-transport.js'), import('../embedded/empty-transport.js'), import('../embedded/state-dir.js'), import('./service-config.js'), import('../util/display-path.js'),
+  const [{ hasEmbeddedState, stateDirOf }, { serviceOptionsFromEnv }, { displayDir }] = await Promise.all([
+    import('../embedded/state-dir.js'), import('./service-config.js'), import('../util/display-path.js'),
   ]);
   const out = how.out ?? stdio;
   const dir = stateDirOf({ stateDir: flags.state });
@@ -84,9 +85,11 @@ export async function openTarget(flags: TargetFlags, how: TargetOptions = {}): P
     // everything as new: now it makes nothing, and says what it plans against.
     // Its database would be empty: no engine is started at all (empty-transport.ts).
     info(out, `no embedded state at ${displayDir(dir)}: ${how.readOnly}`);
+    const { emptyTransport } = await import('../embedded/empty-transport.js');
     return new ApiClient(emptyTransport(dir));
   }
   if (how.readOnly === undefined || onPostgres) await stateDirFor(dir, out);
+  const { stateDirTransport } = await import('../embedded/state-dir-transport.js');
   try {
     return new ApiClient(await stateDirTransport(dir, serviceOptionsFromEnv(), { ...how, timeoutMs: timeoutOf(flags) }));
   } catch (err) {

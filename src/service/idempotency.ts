@@ -13,8 +13,9 @@ export const IDEMPOTENCY_HEADER = 'idempotency-key';
 const SWEEP_EVERY = 200;
 /** One new key in this many trims its account's keys to the cap, unless told otherwise (`IdempotencyOptions`). */
 const TRIM_EVERY = 100;
-/** Keys kept per account at most when not configured (`EDGEPLANE_IDEMPOTENCY_KEYS`; docs/api.md says why this many). */
-export const DEFAULT_MAX_KEYS_PER_ACCOUNT = 10_000;
+import { DEFAULT_MAX_KEYS_PER_ACCOUNT } from './defaults.js';
+
+export { DEFAULT_MAX_KEYS_PER_ACCOUNT };
 
 /** How many responses an account keeps at most, and how often that is checked. */
 export interface IdempotencyOptions {

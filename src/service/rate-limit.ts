@@ -4,8 +4,9 @@ import fp from 'fastify-plugin';
 import { Redis } from 'ioredis';
 import { ApiError } from '../contract/errors.js';
 
-/** Requests per minute per API key when `EDGEPLANE_RATE_LIMIT` is not set (docs/api.md says why this many). */
-export const DEFAULT_RATE_LIMIT = 10_000;
+import { DEFAULT_RATE_LIMIT } from './defaults.js';
+
+export { DEFAULT_RATE_LIMIT };
 
 export interface RateLimitOptions {
   /** Requests per minute per API key; 0 switches rate limiting off. */

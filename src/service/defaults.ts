@@ -1,0 +1,11 @@
+/**
+ * The service's defaults that the CLI reads too (`service-config.ts`), in a module that imports
+ * nothing: a command that only plans does not load the rate limiter (ioredis, @fastify/rate-limit)
+ * or the idempotency layer to learn two numbers.
+ */
+
+/** Requests per minute per API key when `EDGEPLANE_RATE_LIMIT` is not set (docs/api.md says why this many). */
+export const DEFAULT_RATE_LIMIT = 10_000;
+
+/** Keys kept per account at most when not configured (`EDGEPLANE_IDEMPOTENCY_KEYS`; docs/api.md says why this many). */
+export const DEFAULT_MAX_KEYS_PER_ACCOUNT = 10_000;
