@@ -1,4 +1,5 @@
 import { hostname, userInfo } from 'node:os';
+import { printable } from '../util/text.js';
 
 /**
  * Who holds a stack lock, for the person who finds it held: `user@host pid N`, and the CI run
@@ -8,7 +9,8 @@ export function holderName(command: string, env: NodeJS.ProcessEnv = process.env
   const parts = [userAtHost(env), `pid ${process.pid}`, command];
   const ci = ciRun(env);
   if (ci) parts.push(ci);
-  return parts.join(', ').slice(0, 500);
+  // The service takes printable text only: a control character from the environment is written out.
+  return printable(parts.join(', ')).slice(0, 500);
 }
 
 /** The pid of a holder `holderName` wrote on this machine (`user@<this host>, pid N, …`); undefined for another machine or format. */

@@ -1,5 +1,6 @@
 import type { ApiClient, StackLockHeld } from '../client/api-client.js';
 import { processRuns } from '../util/process.js';
+import { printable } from '../util/text.js';
 import { acquireStackLock, DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_LOCK_TTL_SECONDS, StackLockAborted, StackLockTimeout, type HeldStackLock } from '../reconciler/lock/stack-lock.js';
 import { parseDuration } from './duration.js';
 import { CliExit, EXIT, exitForSignal, onStopSignals } from './exit.js';
@@ -48,7 +49,7 @@ async function reclaimDead(out: Output, client: ApiClient, stack: string, held: 
   if (pid === undefined || pid === process.pid || processRuns(pid)) return false;
   const lock = (await client.listLocks()).find((l) => l.stack === stack && l.holder === held.holder && l.created_at === held.created_at);
   if (lock) await client.releaseLock(lock.id);
-  out.error(`stack "${stack}": the lock of ${held.holder} was left by a process that no longer runs on this machine: released`);
+  out.error(`stack "${stack}": the lock of ${printable(held.holder)} was left by a process that no longer runs on this machine: released`);
   return true;
 }
 
@@ -74,7 +75,7 @@ export async function lockedRun<T>(out: Output, client: ApiClient, stack: string
       stack, holder: holderName(command), ttlSeconds: ttlSeconds(process.env), timeoutMs,
       releaseHint: `edgeplane lock release --stack ${stack}${targetArgs(flags)} --force`,
       reclaim: client.target.startsWith('embedded:') ? (h) => reclaimDead(out, client, stack, h) : undefined,
-      onWait: (h) => out.error(`stack "${stack}" is locked by ${h.holder} since ${h.created_at}: waiting up to ${Math.round(timeoutMs / 1000)} s (--lock-timeout)`),
+      onWait: (h) => out.error(`stack "${stack}" is locked by ${printable(h.holder)} since ${h.created_at}: waiting up to ${Math.round(timeoutMs / 1000)} s (--lock-timeout)`),
       onLost: (why) => out.error(`error: ${why}`),
     });
   } catch (err) {

@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyRequest, HTTPMethods } from 'fastify';
 import type { Db } from '../store/db.js';
-import { getStackLock, listStackLocks, releaseStackLock, renewStackLock, takeStackLock, type StackLockRow } from '../store/stack-locks.js';
+import { getStackLock, listStackLocks, releaseStackLock, renewStackLock, sweepStackLocks, takeStackLock, type StackLockRow } from '../store/stack-locks.js';
 import { idPattern, newId } from '../util/ids.js';
-import { isStorableText } from '../util/text.js';
+import { isPrintableText, isStorableText } from '../util/text.js';
 import { rfc3339 } from '../util/time.js';
 import { ApiError } from '../contract/errors.js';
 import { runIdempotent, type IdempotencyOptions } from './idempotency.js';
@@ -81,6 +81,8 @@ function notFound(id: string): ApiError {
 
 function text(field: string, v: string): string {
   if (!isStorableText(v)) throw new ApiError('ERR_VALIDATION', `${field}: text may not contain U+0000 or an unpaired UTF-16 surrogate`);
+  // Shown to people (the CLI's messages, CI logs): no control (ESC, CR, LF…) or bidi character.
+  if (!isPrintableText(v)) throw new ApiError('ERR_VALIDATION', `${field}: text may hold printable characters only (no control characters such as ESC, CR or LF, and no bidirectional controls)`);
   return v;
 }
 
@@ -108,6 +110,8 @@ export function registerStackLocks(app: FastifyInstance, db: Db, callerOf: (req:
       const body = lockResponse(out.taken, caller.baseUrl);
       return { status: 201, body, location: body.uri };
     }, idempotency);
+    // Locks left to expire (killed applies, clients that never release) are deleted a few at each take.
+    await sweepStackLocks(db).catch((err: unknown) => req.log.warn({ err }, 'expired stack locks not swept'));
     reply.code(result.status);
     if (result.location) reply.header('Location', result.location);
     for (const [k, v] of Object.entries(result.headers ?? {})) reply.header(k, v);

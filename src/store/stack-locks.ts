@@ -37,6 +37,20 @@ export async function takeStackLock(
   }
 }
 
+/**
+ * Deletes up to `limit` expired locks, of any account (an expired lock counts nowhere): each take
+ * sweeps some, so the table holds about the live locks, however many are left to expire. Rows
+ * another transaction is deleting are skipped, not waited for.
+ */
+export async function sweepStackLocks(db: Db, limit = 100): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM stack_locks WHERE id IN (
+       SELECT id FROM stack_locks WHERE expires_at <= now() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)`,
+    [limit],
+  );
+  return rowCount ?? 0;
+}
+
 /** Extends a live lock to `ttlSeconds` from now; null when it expired or was released. */
 export async function renewStackLock(q: Queryable, accountId: string, id: string, ttlSeconds: number): Promise<StackLockRow | null> {
   const { rows } = await q.query<StackLockRow>(

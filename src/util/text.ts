@@ -71,3 +71,25 @@ export function nestsDeeperThan(value: unknown, max: number): boolean {
 export function formatPath(path: readonly (string | number)[]): string {
   return path.reduce<string>((acc, p) => (typeof p === 'number' ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '');
 }
+
+/**
+ * Characters a terminal or a CI log would act on rather than show: C0 and C1 controls (ESC, CR,
+ * LF, TAB…), DEL, the line and paragraph separators, and the bidirectional controls that reorder
+ * what is shown (Trojan Source). Text a person reads as a name (a stack lock's holder and stack)
+ * may hold none of them.
+ */
+const UNPRINTABLE = /[\u0000-\u001F\u007F-\u009F\u061C\u200E\u200F\u2028\u2029\u202A-\u202E\u2066-\u2069]/;
+const UNPRINTABLE_ALL = new RegExp(UNPRINTABLE.source, 'g');
+
+export function isPrintableText(s: string): boolean {
+  return !UNPRINTABLE.test(s);
+}
+
+/**
+ * `s` with each character `isPrintableText` refuses written as `\u{…}`: text from elsewhere (a
+ * lock's holder another version of the service stored) printed without acting on the terminal or
+ * on a CI log (a line starting `::warning::` is a GitHub Actions command only at a line's start).
+ */
+export function printable(s: string): string {
+  return s.replace(UNPRINTABLE_ALL, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);
+}

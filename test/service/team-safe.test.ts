@@ -85,6 +85,34 @@ describe.each(ENGINES)('team-safe service extensions (%s)', (engine) => {
       expect((await c.request('PUT', '/stack_locks', {})).status).toBe(405);
     });
 
+    it('holder and stack are printable text: ESC, CR, LF, TAB, C1 and bidi controls are a clear 400', async () => {
+      const bad = ['a\u001b[31mred', 'a\rb', 'x\n::warning::owned', 'a\tb', 'a\u0085b', 'a\u202Eevil', 'a\u2066b', 'a\u2028b', 'a\u007fb'];
+      for (const text of bad) {
+        for (const field of ['holder', 'stack'] as const) {
+          const res = await c.post('/stack_locks', { stack: 'printable', holder: 'ok', [field]: text });
+          expect(res.status, `${field} ${JSON.stringify(text)}`).toBe(400);
+          expect(res.body.error_code).toBe('ERR_VALIDATION');
+          expect(res.body.msg).toContain(`${field}: text may hold printable characters only`);
+        }
+      }
+      // Letters of any script, emoji and punctuation are printable.
+      const ok = await c.post('/stack_locks', { stack: 'printable-ünï', holder: 'zoë@hôte, pid 1 — 🚀 «CI» ::notice::' });
+      expect(ok.status, ok.text).toBe(201);
+    });
+
+    it('expired locks are swept as others are taken: they do not pile up, and live ones are kept', async () => {
+      const a = await svc.account();
+      for (let i = 0; i < 30; i++) expect((await a.post('/stack_locks', { stack: `old-${i}`, holder: 'gone' })).status).toBe(201);
+      const live = (await a.post('/stack_locks', { stack: 'live', holder: 'here', ttl_seconds: 600 })).body;
+      await svc.db.query("UPDATE stack_locks SET expires_at = now() - interval '1 second' WHERE account_id = $1 AND stack LIKE 'old-%'", [a.accountId]);
+      // Another account's take sweeps them (an expired lock counts nowhere).
+      const b = await svc.account();
+      expect((await b.post('/stack_locks', { stack: 'sweeper', holder: 'b' })).status).toBe(201);
+      const { rows } = await svc.db.query<{ n: string }>('SELECT count(*) AS n FROM stack_locks WHERE account_id = $1', [a.accountId]);
+      expect(Number(rows[0].n)).toBe(1);
+      expect((await a.get(`/stack_locks/${live.id}`)).status).toBe(200);
+    });
+
     it('two takers at once: exactly one gets the lock', async () => {
       const a = await svc.account();
       const results = await Promise.all(Array.from({ length: 6 }, (_, i) => a.post('/stack_locks', { stack: 'race', holder: `h${i}` })));

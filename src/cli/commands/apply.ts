@@ -272,6 +272,7 @@ async function execute(out: Output, client: ApiClient, plan: Plan, secrets: Secr
   };
   const offSignal = onStopSignals(onSignal);
   let result: ApplyResult;
+  let lostAtEnd = false;
   try {
     // A lost lock stops the apply as Ctrl-C does: another apply may be writing the stack now. Lost
     // already (at the confirmation prompt, say), nothing starts; run out by this process's clock
@@ -279,6 +280,9 @@ async function execute(out: Output, client: ApiClient, plan: Plan, secrets: Secr
     if (held.signal.aborted || !held.valid()) ac.abort(held.signal.reason);
     else held.signal.addEventListener('abort', () => ac.abort(held.signal.reason), { once: true });
     result = await applyPlan(plan, { client, secrets, parallelism, onEvent: (e) => progress.event(e), signal: ac.signal, mayStart: () => held.valid() });
+    // Every step done, the lock is asked about once more: released by force since the last beat
+    // (another apply may have written the stack meanwhile), this apply does not say it converged.
+    if (!result.failed.length && !result.skipped.length && !result.stale.length && !ac.signal.aborted) lostAtEnd = !(await held.confirm());
   } finally {
     offSignal();
   }
@@ -295,6 +299,9 @@ async function execute(out: Output, client: ApiClient, plan: Plan, secrets: Secr
     }
     const why = result.failed.length ? 'fix the failures above and run apply again' : ac.signal.aborted ? 'it was interrupted; run apply again to finish' : 'run apply again';
     throw new CliExit(EXIT.error, flags.json ? '' : `apply did not finish: ${why} (it resumes from the live state)`);
+  }
+  if (lostAtEnd) {
+    throw new CliExit(EXIT.locked, flags.json ? '' : `apply done, but the stack's lock was lost while it ran (above), so another apply may have written the stack too: run plan to see, and apply again once that one is done`);
   }
   return result;
 }

@@ -3,13 +3,14 @@ import { resolveStack } from '../../reconciler/manifests/config.js';
 import { CliExit, EXIT } from '../exit.js';
 import { pidHereOf, userAtHost } from '../holder.js';
 import { processRuns } from '../../util/process.js';
+import { printable } from '../../util/text.js';
 import type { Output } from '../output.js';
 import { openTarget, targetArgs, type TargetFlags } from '../target.js';
 
 export interface LockCommandFlags extends TargetFlags { stack?: string; json?: boolean; force?: boolean }
 
 function line(l: StackLock): string {
-  return `stack "${l.stack}": locked by ${l.holder} since ${l.created_at}, expires ${l.expires_at} unless renewed (${l.id})`;
+  return `stack "${printable(l.stack)}": locked by ${printable(l.holder)} since ${l.created_at}, expires ${l.expires_at} unless renewed (${l.id})`;
 }
 
 /** `lock status [DIR] [--stack S]`: the stack's lock, or every live lock of the account when neither is given. */
@@ -47,7 +48,7 @@ export async function lockRelease(out: Output, dir: string | undefined, flags: L
       throw new CliExit(EXIT.locked, `${line(lock)}\nnot released: its process (pid ${pid}) is still running on this machine; releasing it would let another apply write the stack beside it. Stop it (Ctrl-C releases the lock), or: edgeplane lock release --stack ${stack}${targetArgs(flags)} --force`);
     }
     await client.releaseLock(lock.id);
-    out.line(`released the lock on stack "${stack}" (held by ${lock.holder} since ${lock.created_at})`);
+    out.line(`released the lock on stack "${stack}" (held by ${printable(lock.holder)} since ${lock.created_at})`);
   } finally {
     await client.close();
   }

@@ -1,7 +1,19 @@
 import type { ApiClient, StackLock, StackLockHeld } from '../../client/api-client.js';
+import { printable } from '../../util/text.js';
 
-/** How long a lock lives without renewal: a killed apply's lock frees the stack by itself after this. */
-export const DEFAULT_LOCK_TTL_SECONDS = 60;
+/**
+ * How long a lock lives without renewal: a killed apply's lock frees the stack by itself after
+ * this, so the next apply (through `serve` or a shared service, where no process check can tell
+ * the holder is gone) waits at most this long. A live holder renews it every `beatMs`.
+ */
+export const DEFAULT_LOCK_TTL_SECONDS = 15;
+/** A live holder renews at least this often: a lock released by force is noticed within it. */
+export const MAX_BEAT_MS = 2000;
+
+/** Between two renewals: a third of the TTL, at most `MAX_BEAT_MS`, at least half a second. */
+export function beatMs(ttlSeconds: number): number {
+  return Math.max(500, Math.min(MAX_BEAT_MS, (ttlSeconds * 1000) / 3));
+}
 /** How long an apply waits for a lock another one holds (CI merges minutes apart). */
 export const DEFAULT_LOCK_TIMEOUT_MS = 120_000;
 
@@ -42,7 +54,7 @@ export class StackLockAborted extends Error {
 
 export class StackLockTimeout extends Error {
   constructor(readonly stackName: string, readonly held: StackLockHeld, waitedMs: number, release: string) {
-    super(`stack "${stackName}" is locked by ${held.holder} since ${held.created_at} (expires ${held.expires_at} unless renewed); waited ${Math.round(waitedMs / 1000)} s (--lock-timeout). If it is no longer running, release the lock: ${release}`);
+    super(`stack "${stackName}" is locked by ${printable(held.holder)} since ${held.created_at} (expires ${held.expires_at} unless renewed); waited ${Math.round(waitedMs / 1000)} s (--lock-timeout). If it is no longer running, release the lock: ${release}`);
     this.name = 'StackLockTimeout';
   }
 }
@@ -58,12 +70,18 @@ export interface HeldStackLock {
    * it here, before starting another write, not at the next renewal.
    */
   valid(): boolean;
+  /**
+   * Asks the service now whether the lock is still this process's (a renewal): false, and
+   * `signal` aborted, when it was released by force or expired. An apply asks once its last step
+   * is done, so a release by force that came after the last beat still fails it.
+   */
+  confirm(): Promise<boolean>;
   release(): Promise<void>;
 }
 
 /**
  * Takes the stack's lock, waiting (polling) while another holds it, up to `timeoutMs`; then
- * renews it every third of its TTL until released. A renewal that finds the lock gone (it
+ * renews it every `beatMs(ttl)` until released. A renewal that finds the lock gone (it
  * expired, the process having stalled past its TTL, or someone released it by force) aborts
  * `signal`: the caller stops starting writes. A renewal that fails (the service unreachable) is
  * tried again at the next beat: the lock still holds until it expires.
@@ -103,7 +121,7 @@ export async function acquireStackLock(client: ApiClient, opts: LockOptions & { 
     if (waited >= timeoutMs) throw new StackLockTimeout(opts.stack, got.held, waited, opts.releaseHint);
     if (!told) opts.onWait?.(got.held);
     told = true;
-    await Promise.race([sleep(Math.min(pause, Math.max(1, timeoutMs - waited))), aborted(opts.signal)]);
+    await unlessAborted(sleep(Math.min(pause, Math.max(1, timeoutMs - waited))), opts.signal);
     if (opts.pollMs === undefined) pause = Math.min(2000, pause * 1.5);
   }
   const lost = new AbortController();
@@ -116,27 +134,32 @@ export async function acquireStackLock(client: ApiClient, opts: LockOptions & { 
   const margin = Math.min(5000, (ttl * 1000) / 6);
   let released = false;
   let beat: Promise<void> = Promise.resolve();
-  const timer = setInterval(() => {
-    beat = beat.then(async () => {
-      if (released || lost.signal.aborted) return;
-      try {
-        const sent = now();
-        if (await client.renewLock(lock.id, ttl)) validFrom = sent;
-        else if (!released) lose(`the lock on stack "${opts.stack}" was lost (it expired or was released by force): stopping`);
-      } catch {
-        // Unreachable for now: the next beat tries again, well before the lock expires.
-      }
-    });
-  }, Math.max(1000, (ttl * 1000) / 3));
+  /** One renewal, after the one before it; true when it found the lock gone. */
+  const renew = () => (beat = beat.then(async () => {
+    if (released || lost.signal.aborted) return;
+    try {
+      const sent = now();
+      if (await client.renewLock(lock.id, ttl)) validFrom = sent;
+      else if (!released) lose(`the lock on stack "${opts.stack}" was lost (it expired or was released by force): stopping`);
+    } catch {
+      // Unreachable for now: the next beat tries again, well before the lock expires.
+    }
+  }));
+  const timer = setInterval(() => void renew(), beatMs(ttl));
   timer.unref?.();
+  const valid = () => {
+    if (!released && !lost.signal.aborted && now() >= validFrom + ttl * 1000 - margin) {
+      lose(`the lock on stack "${opts.stack}" ran out before it could be renewed (this process stalled for ${Math.round((now() - validFrom) / 1000)} s): stopping`);
+    }
+    return !lost.signal.aborted;
+  };
   return {
     lock,
     signal: lost.signal,
-    valid() {
-      if (!released && !lost.signal.aborted && now() >= validFrom + ttl * 1000 - margin) {
-        lose(`the lock on stack "${opts.stack}" ran out before it could be renewed (this process stalled for ${Math.round((now() - validFrom) / 1000)} s): stopping`);
-      }
-      return !lost.signal.aborted;
+    valid,
+    async confirm() {
+      await renew();
+      return valid();
     },
     async release() {
       if (released) return;
@@ -158,7 +181,18 @@ export async function withStackLock<T>(client: ApiClient, opts: LockOptions & { 
   }
 }
 
-/** Settles when `signal` aborts (never without one). */
-function aborted(signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => signal?.addEventListener('abort', () => resolve(), { once: true }));
+/**
+ * Settles when `wait` does or `signal` aborts, whichever is first. The abort listener is removed
+ * as it settles: a wait of many polls on one long-lived signal adds none that stay.
+ */
+function unlessAborted(wait: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
+  if (!signal) return wait;
+  return new Promise((resolve) => {
+    const done = () => {
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    signal.addEventListener('abort', done, { once: true });
+    void wait.then(done, done);
+  });
 }
