@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach } from 'vitest';
 import { tsxModuleUrl } from '../../src/util/worker.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -17,6 +18,32 @@ export const SOURCES_CLI = ['--import', tsxModuleUrl('.'), ROOT + 'src/cli/main.
 export const CLI = process.env.EDGEPLANE_TEST_CLI === 'sources' ? SOURCES_CLI : [ROOT + 'bin/edgeplane.js'];
 
 
+/**
+ * A warning Node printed on a CLI process's stderr (`(node:1234) MaxListenersExceededWarning: …`,
+ * `ExperimentalWarning`, a deprecation): the CLI must print none in ordinary use. Every process
+ * these helpers start is looked at when it ends; the test (or, for a process a `beforeAll`
+ * started, the file) fails on the first one.
+ */
+const NODE_WARNING = /^\(node:\d+\) (?:\[[^\]]+\] )?\w*Warning\b.*$/gm;
+const warned: string[] = [];
+
+/** Node's warnings in `stderr`, each as its line. */
+export function nodeWarnings(stderr: string): string[] {
+  return [...stderr.matchAll(NODE_WARNING)].map((m) => m[0]);
+}
+
+function noteWarnings(args: string[], stderr: string): void {
+  for (const w of nodeWarnings(stderr)) warned.push(`edgeplane ${args.join(' ').slice(0, 120)}: ${w}`);
+}
+
+function failOnWarnings(): void {
+  if (!warned.length) return;
+  const found = warned.splice(0);
+  throw new Error(`Node printed ${found.length} warning(s) on a CLI process's stderr:\n${found.join('\n')}`);
+}
+afterEach(failOnWarnings);
+afterAll(failOnWarnings);
+
 export interface CliResult { code: number | null; stdout: string; stderr: string }
 
 /** Runs `edgeplane ARGS` as a user would, as its own process (`cli`: another way to start it, as SOURCES_CLI). */
@@ -32,7 +59,10 @@ export function runCli(args: string[], opts: { env?: Record<string, string | und
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
     child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.on('close', (code) => {
+      noteWarnings(args, stderr);
+      resolve({ code, stdout, stderr });
+    });
     child.stdin.end(opts.input ?? '');
   });
 }
@@ -56,7 +86,7 @@ export function startServe(args: string[], opts: { env?: Record<string, string |
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...CLI, 'serve', '--port', '0', ...args], { cwd: ROOT, env: cliEnv(opts.env), stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
-    const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
+    const exited = new Promise<number | null>((r) => child.on('close', (code) => { noteWarnings(['serve', ...args], out); r(code); }));
     const timer = setTimeout(() => reject(new Error(`serve did not start:\n${out}`)), 60_000);
     const onData = (d: Buffer) => {
       out += d;
@@ -91,7 +121,7 @@ export function startCli(args: string[], opts: { env?: Record<string, string | u
   const onData = (d: Buffer) => { out += d; for (const l of listeners) l(); };
   child.stdout!.on('data', onData);
   child.stderr!.on('data', onData);
-  const exited = new Promise<number | null>((r) => child.on('close', (code) => { for (const l of listeners) l(); r(code); }));
+  const exited = new Promise<number | null>((r) => child.on('close', (code) => { noteWarnings(args, out); for (const l of listeners) l(); r(code); }));
   let closed = false;
   void exited.then(() => { closed = true; });
   const waitFor = (re: RegExp, o: { from?: number; timeoutMs?: number } = {}) => new Promise<RegExpExecArray>((resolve, reject) => {

@@ -5,7 +5,8 @@ import { ApiClient, type StackLockHeld } from '../../src/client/api-client.js';
 import { httpTransport, type RawResponse, type Transport } from '../../src/client/transport.js';
 import { applyPlan, StaleObjectError } from '../../src/reconciler/apply/execute.js';
 import { secretsFromMap } from '../../src/reconciler/apply/materialize.js';
-import { acquireStackLock, StackLockAborted, StackLockTimeout } from '../../src/reconciler/lock/stack-lock.js';
+import { getEventListeners } from 'node:events';
+import { acquireStackLock, beatMs, StackLockAborted, StackLockTimeout } from '../../src/reconciler/lock/stack-lock.js';
 import { applyDir, cleanupDirs, liveObjects, manifestDir, prepare, remaining } from '../helpers/reconcile.js';
 import { ENGINES, startTestService, type TestService } from '../helpers/service.js';
 
@@ -158,7 +159,37 @@ describe.each(ENGINES)('team-safe apply (%s)', (engine) => {
     await held.release();
   });
 
-  it('stack lock: renewed every third of its TTL while held; a lock released by force aborts the holder\'s signal', async () => {
+  it('stack lock: a long wait leaves no abort listener behind on the caller\'s signal; confirm() tells a lock released by force', async () => {
+    const { client } = await clientOf();
+    const other = await acquireStackLock(client, { stack: 'wait', holder: 'other', ttlSeconds: 600, releaseHint: '' });
+    const ac = new AbortController();
+    let polls = 0;
+    const waiting = acquireStackLock(client, {
+      stack: 'wait', holder: 'me', timeoutMs: 60_000, pollMs: 1, signal: ac.signal, releaseHint: '',
+      sleep: async () => {
+        polls++;
+        expect(getEventListeners(ac.signal, 'abort').length).toBeLessThanOrEqual(1);
+        if (polls === 30) await other.release();
+      },
+    });
+    const held = await waiting;
+    expect(polls).toBeGreaterThanOrEqual(30); // more polls than Node's 10-listener warning
+    expect(getEventListeners(ac.signal, 'abort')).toHaveLength(0);
+    expect(await held.confirm()).toBe(true);
+    expect(await client.releaseLock(held.lock.id)).toBe(true); // lock release --force
+    expect(await held.confirm()).toBe(false);
+    expect(held.signal.aborted).toBe(true);
+    await held.release();
+  });
+
+  it('stack lock: the beat is a third of the TTL, at most 2 s: a lock released by force is noticed within seconds', () => {
+    expect(beatMs(15)).toBe(2000);
+    expect(beatMs(3)).toBe(1000);
+    expect(beatMs(1)).toBe(500);
+    expect(beatMs(3600)).toBe(2000);
+  });
+
+  it('stack lock: renewed every beat (beatMs) while held; a lock released by force aborts the holder\'s signal', async () => {
     const { client } = await clientOf();
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     try {
