@@ -1,10 +1,10 @@
-import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, rmdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
 import { createPgConfig } from '@electric-sql/pglite/node-postgres';
 import { DirLock } from './dir-lock.js';
-import { settingsParams, templateFor } from './pglite-template.js';
+import { extractTemplate, settingsParams, templateFor } from './pglite-template.js';
 import { PoolDb } from './pool-db.js';
 import type { Db } from './db.js';
 
@@ -30,12 +30,18 @@ export async function openPglite(stateDir: string | null, opts: { locked?: boole
   const lock = dir && !opts.locked ? DirLock.acquire(dir) : null;
   try {
     const data = dir ? join(dir, 'pgdata') : null;
+    // A new database comes from the committed template when it fits (pglite-template.ts): no
+    // initdb. In a state directory its files are written out before PGlite starts, and PGlite
+    // opens them as an existing database; in memory PGlite loads it. Otherwise initdb makes it,
+    // with the same settings (it would probe its own defaults while it runs, and write those to
+    // postgresql.conf).
+    let isNew = !data || !existsSync(join(data, 'PG_VERSION'));
+    if (data && isNew && isEmptyOrMissing(data)) {
+      if (existsSync(data)) rmdirSync(data);
+      if (await extractTemplate(PGLITE_SETTINGS, data)) isNew = false;
+    }
     if (data) ownerOnly(data);
     const settings = settingsParams(PGLITE_SETTINGS);
-    // A new database comes from the committed template when it fits (pglite-template.ts): no
-    // initdb. Otherwise initdb makes it, with the same settings (it would probe its own defaults
-    // while it runs, and write those to postgresql.conf).
-    const isNew = !data || !existsSync(join(data, 'PG_VERSION'));
     const template = isNew ? templateFor(PGLITE_SETTINGS) : undefined;
     const pglite = new PGlite(data ?? 'memory://', {
       startParams: [...PGlite.defaultStartParams, ...settings], initDbStartParams: settings,
@@ -55,6 +61,15 @@ export async function openPglite(stateDir: string | null, opts: { locked?: boole
     return Object.assign(db, { lock });
   } catch (err) {
     lock?.release();
+    throw err;
+  }
+}
+
+function isEmptyOrMissing(dir: string): boolean {
+  try {
+    return readdirSync(dir).length === 0;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return true;
     throw err;
   }
 }

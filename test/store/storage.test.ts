@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -164,6 +164,23 @@ describe('new embedded databases', () => {
       }
     }
     expect(new Set(ids).size).toBe(1);
+  });
+
+  it('a new state directory gets the template\'s files written out, owner-only; what a killed first start left half-written is started again', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ep-tpl-'));
+    // A first start killed while it wrote the files: only the sibling directory is there.
+    mkdirSync(join(dir, 'pgdata.new', 'base'), { recursive: true });
+    writeFileSync(join(dir, 'pgdata.new', 'base', 'junk'), 'half');
+    const db = await openPglite(dir);
+    try {
+      await migrate(db);
+      expect((await db.query<{ n: number }>('SELECT 1 AS n')).rows[0].n).toBe(1);
+    } finally {
+      await db.close();
+    }
+    expect(existsSync(join(dir, 'pgdata.new'))).toBe(false);
+    expect(statSync(join(dir, 'pgdata')).mode & 0o777).toBe(0o700);
+    expect(statSync(join(dir, 'pgdata', 'PG_VERSION')).mode & 0o077).toBe(0);
   });
 });
 

@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin';
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../../contract/errors.js';
-import rateLimitPlugin, { type RateLimitOptions } from '../rate-limit.js';
+import type { RateLimitOptions } from '../rate-limit.js';
 import type { IdempotencyOptions } from '../idempotency.js';
 import type { SyncRecordOptions } from '../sync-runs.js';
 import { authPlugin } from './authenticate.js';
@@ -42,7 +42,8 @@ export const apiPlugin = fp<ApiScopeOptions>(async (api, opts) => {
   await api.register(versionHeaderPlugin, { versionHeaders: opts.versionHeaders });
   await api.register(authPlugin, { authCacheMs: opts.authCacheMs });
   // Needs the caller (it counts per key), before the routes (its hooks attach to those after it).
-  if (opts.rateLimit) await api.register(rateLimitPlugin, opts.rateLimit);
+  // Loaded only when configured: the embedded CLI has none, and need not load ioredis.
+  if (opts.rateLimit) await api.register((await import('../rate-limit.js')).default, opts.rateLimit);
   await api.register(kindRoutesPlugin, { vendorPrefix: opts.vendorPrefix, idempotency: opts.idempotency, syncRecord: opts.syncRecord });
   // Set here, not at the root: a path no route has goes through this scope's checks (a caller
   // without a key learns nothing about which paths exist beyond the OpenAPI document).
