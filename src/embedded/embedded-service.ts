@@ -7,7 +7,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { openEngine } from './engine.js';
-import { buildApp, type AppOptions } from '../service/app.js';
+import type { AppOptions } from '../service/app.js';
 import { ensureCredentials } from './embedded-credentials.js';
 import { pageLoop } from '../client/page-loop.js';
 import { injector } from '../client/transport.js';
@@ -26,8 +26,13 @@ const post = (m: unknown) => port.postMessage(m);
 const { stateDir, locked, appOptions, listen } = (workerData as { data: EmbeddedServiceInput }).data;
 
 async function start() {
+  // The service's modules load while the engine starts: its WebAssembly compiles on V8's
+  // background threads meanwhile.
+  const app$ = import('../service/app.js');
+  app$.catch(() => {}); // awaited below; a failed open is reported first
   const db = await openEngine(stateDir === null ? { memory: true } : { stateDir, locked });
   try {
+    const { buildApp } = await app$;
     const app = await buildApp({ db, metrics: 'off', openapi: false, ...appOptions });
     await app.ready();
     const creds = await ensureCredentials(db, stateDir, process.env.DATABASE_URL || undefined);

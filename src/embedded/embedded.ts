@@ -25,20 +25,15 @@ export { credentialsPath, readCredentials, type EmbeddedCredentials } from './em
  * its reason if it cannot start. Closing the transport closes the app and the engine, ends the
  * thread and releases the lock.
  */
-export async function embeddedTransport(stateDir: string, appOptions: Partial<AppOptions> = {}, how: { serveOthers?: boolean; empty?: boolean } = {}): Promise<Transport> {
+export async function embeddedTransport(stateDir: string, appOptions: Partial<AppOptions> = {}, how: { serveOthers?: boolean } = {}): Promise<Transport> {
   const dir = resolve(stateDir);
-  // `empty`: the directory holds no database, and the command only reads (plan, export). It runs
-  // on an empty database in memory, made for this one command and gone with it: nothing is
-  // written and no lock is needed. It is still named by the directory, whose database is just
-  // as empty: a plan saved from it applies there (and is refused as stale if that has changed).
   const database = databaseUrl();
-  const empty = !!how.empty && !database;
-  const lock = database || empty ? null : DirLock.acquire(dir);
+  const lock = database ? null : DirLock.acquire(dir);
   let channel: WorkerChannel;
   try {
     // A long-lived holder (watch) also serves the directory to other commands, on loopback: they
     // find its URL in the lock, as they find `serve`'s, and talk to it with the directory's key.
-    const data: EmbeddedServiceInput = { stateDir: empty ? null : dir, locked: lock !== null, appOptions, listen: !!how.serveOthers && lock !== null };
+    const data: EmbeddedServiceInput = { stateDir: dir, locked: lock !== null, appOptions, listen: !!how.serveOthers && lock !== null };
     const worker = startWorker(siblingModule(import.meta.url, 'embedded-service'), { workerData: { data } });
     worker.once('exit', () => lock?.release());
     channel = new WorkerChannel(worker, 'the embedded service', (url) => lock?.setUrl(url));
