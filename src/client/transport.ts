@@ -4,11 +4,12 @@ import { apiUrls } from './api-url.js';
 import type { PageReaderInput } from './http-page-reader.js';
 import { parse, WorkerChannel, type HandBack } from './worker-channel.js';
 import { siblingModule, startWorker } from '../util/worker.js';
-import type { FastifyInstance } from 'fastify';
 import { withoutCredentials } from '../util/shown-url.js';
 
-export const VERSION_HEADER = 'Service-Version';
-export const API_VERSION = '2';
+import { API_VERSION, headers, VERSION_HEADER } from './headers.js';
+
+export { API_VERSION, VERSION_HEADER };
+export { injector } from './headers.js';
 
 export interface RawResponse { status: number; headers: Record<string, string>; body: unknown }
 
@@ -42,17 +43,6 @@ export interface Transport {
    */
   readAhead?(): void;
   close(): Promise<void>;
-}
-
-/** The transport's own headers. `Prefer: etags`: lists give each object's ETag (the plan records what it saw). */
-function headers(apiKey: string, body: unknown, extra?: Record<string, string>): Record<string, string> {
-  const h: Record<string, string> = { [VERSION_HEADER]: API_VERSION, authorization: `Bearer ${apiKey}`, accept: 'application/json', prefer: 'etags' };
-  if (body !== undefined) h['content-type'] = 'application/json';
-  for (const [k, v] of Object.entries(extra ?? {})) {
-    const name = k.toLowerCase();
-    if (name !== 'authorization' && name !== VERSION_HEADER.toLowerCase()) h[name] = v;
-  }
-  return h;
 }
 
 /** A request the transport did not send, and would not send if asked again: code `EP_NOT_SENT` (`isFinal`). */
@@ -132,20 +122,3 @@ export function httpTransport(baseUrl: string, apiKey: string, opts: HttpTranspo
   };
 }
 
-/**
- * One request to a fastify app in-process (`inject`): the embedded service without a socket. The
- * body stays text; the thread that uses it parses it. Absolute URLs the API returned
- * (`next_page_uri`) are requested by their path.
- */
-export function injector(app: FastifyInstance, apiKey: string) {
-  return async (method: string, path: string, body?: unknown, extra?: Record<string, string>): Promise<{ status: number; headers: Record<string, string>; text: string }> => {
-    const url = /^https?:\/\//.test(path) ? (({ pathname, search }) => pathname + search)(new URL(path)) : path;
-    const res = await app.inject({
-      method: method as 'GET', url, headers: headers(apiKey, body, extra),
-      ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
-    });
-    const h: Record<string, string> = {};
-    for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) h[k] = String(v);
-    return { status: res.statusCode, headers: h, text: res.body };
-  };
-}

@@ -10,7 +10,7 @@ import { openEngine } from './engine.js';
 import type { AppOptions } from '../service/app.js';
 import { ensureCredentials } from './embedded-credentials.js';
 import { pageLoop } from '../client/page-loop.js';
-import { injector } from '../client/transport.js';
+import { injector } from '../client/headers.js';
 
 export interface EmbeddedServiceInput {
   /** null: an empty database in memory, and a key that is not kept. */
