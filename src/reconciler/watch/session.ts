@@ -257,7 +257,7 @@ function stackOf(root: string): string {
 }
 
 /** Waits `ms`, or less if `signal` aborts; its abort listener goes with it (the signal lives as long as the watch). */
-function delay(ms: number, signal: AbortSignal): Promise<void> {
+export function delay(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       clearTimeout(t);
