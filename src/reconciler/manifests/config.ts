@@ -2,7 +2,8 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { ValidateFunction } from 'ajv';
 import type { JSONSchema } from '../../kinds/types.js';
-import { collectingAjv } from '../../contract/validation.js';
+import { collectingAjv, schemaKey } from '../../contract/validation.js';
+import * as generated from '../../generated/manifest-validators.js';
 import { didYouMean } from '../../util/suggest.js';
 import { displayPath } from '../../util/display-path.js';
 import { CONFIG_FILES, parseSource } from './load.js';
@@ -85,7 +86,11 @@ export function readStackFile(root: string, cwd = process.cwd()): StackFile {
 
 let validator: ValidateFunction | undefined;
 function stackFileValidator(): ValidateFunction {
-  return (validator ??= collectingAjv().compile(buildStackFileSchema()));
+  if (validator) return validator;
+  // Precompiled by `npm run schemas`; compiled now when the schema changed since (a test fails
+  // until the precompiled one is written again).
+  const schema = buildStackFileSchema();
+  return (validator = generated.STACK_FILE_KEY === schemaKey(schema) ? generated.StackFile as unknown as ValidateFunction : collectingAjv().compile(schema));
 }
 
 /**

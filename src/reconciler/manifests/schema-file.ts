@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { createAjv, schemaKey } from '../../contract/validation.js';
 import { standaloneModule } from '../../contract/standalone.js';
-import { buildStackFileSchema } from './config.js';
+import { buildStackFileSchema, STACK_FILE_SCHEMA_ID } from './config.js';
 import { buildManifestSchema, manifestKinds, MANIFEST_SCHEMA_ID } from './schema.js';
 
 /** Where the generated manifest schema is committed (editors point `yaml-language-server` at it). */
@@ -36,12 +36,17 @@ export const MANIFEST_VALIDATORS_FILE = fileURLToPath(new URL('../../generated/m
 /**
  * The manifest validators, one per manifest kind, as ajv standalone code compiled by the
  * collecting (all errors) Ajv configuration, with `SCHEMA_KEY`: the key of the manifest schema
- * they were compiled from.
+ * they were compiled from; and the stack file's (`StackFile`, `STACK_FILE_KEY`), so a command
+ * that reads `edgeplane.yaml` loads no Ajv to compile it.
  */
 export function renderManifestValidators(): { js: string; dts: string } {
   const schema = buildManifestSchema();
+  const stackFile = buildStackFileSchema();
   const ajv = createAjv({ allErrors: true, standalone: true });
   ajv.addSchema(schema);
+  ajv.addSchema(stackFile);
   const refs = Object.fromEntries(manifestKinds().map((k) => [k.manifestKind!, `${MANIFEST_SCHEMA_ID}#/definitions/${k.manifestKind}`]));
-  return standaloneModule(ajv, 'the manifest validators (src/reconciler/manifests/schema.ts)', refs, { SCHEMA_KEY: schemaKey(schema) });
+  return standaloneModule(ajv, 'the manifest validators (src/reconciler/manifests/schema.ts)', { ...refs, StackFile: STACK_FILE_SCHEMA_ID }, {
+    SCHEMA_KEY: schemaKey(schema), STACK_FILE_KEY: schemaKey(stackFile),
+  });
 }
