@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import { savepointDb, type Db } from '../store/db.js';
-import { claimKey, keepResponse, keptResponse, sweepKeys, trimKeys } from '../store/idempotency.js';
+import { flatDb, isPgError, RunAgainFromStart, type Db } from '../store/db.js';
+import { claimAndRead, keepResponse, sweepKeys, trimKeys } from '../store/idempotency.js';
 import { canonicalJson } from '../util/canonical-json.js';
 import { ApiError } from '../contract/errors.js';
 import { etagOfBody } from './serialize.js';
@@ -71,18 +71,22 @@ export async function runIdempotent(db: Db, req: FastifyRequest, accountId: stri
   const hash = requestHash(req);
   if (Math.random() * SWEEP_EVERY < 1) void sweepKeys(db).catch((err: unknown) => req.log.warn({ err }, 'expired idempotency keys not swept'));
   let stored = false;
-  const result = await db.tx(async (q) => {
-    if (!(await claimKey(q, accountId, key))) {
+  // The write runs in the key's transaction as it is (`flatDb`: no savepoints, two round trips
+  // fewer). A deadlock or serialization failure in it, which the write would otherwise retry on
+  // its own, aborts that transaction: the whole is run again, claim and read of the key included.
+  const result = await forTransientFailures(() => db.tx(async (q) => {
+    stored = false;
+    const { claimed, kept } = await claimAndRead(q, accountId, key);
+    if (!claimed) {
       throw new ApiError('ERR_IDEMPOTENCY_IN_PROGRESS', 'a request with this Idempotency-Key is still in progress; retry it once that one is answered', {}, { 'retry-after': '1' });
     }
-    const kept = await keptResponse(q, accountId, key);
     if (kept) {
       if (kept.request_hash !== hash) {
         throw new ApiError('ERR_IDEMPOTENCY_KEY_REUSED', `Idempotency-Key ${JSON.stringify(key.slice(0, 80))} was used within ${IDEMPOTENCY_HOURS} hours for another request (method, path or body differ); use a new key for a new request`);
       }
       return { status: kept.status, body: kept.body ?? undefined, headers: { ...kept.headers, 'idempotent-replayed': 'true' } };
     }
-    const result = await run(savepointDb(q, db));
+    const result = await run(flatDb(q, db));
     if (result.status >= 200 && result.status < 300) {
       const headers: Record<string, string> = { ...result.headers };
       if (result.location) headers.location = result.location;
@@ -92,10 +96,30 @@ export async function runIdempotent(db: Db, req: FastifyRequest, accountId: stri
       stored = true;
     }
     return result;
-  });
+  }));
   // The write is done and answered whatever happens here: a failed trim is tried by a later key.
   if (stored && Math.random() * (opts.trimEvery ?? TRIM_EVERY) < 1) {
     await trimKeys(db, accountId, opts.maxKeysPerAccount ?? DEFAULT_MAX_KEYS_PER_ACCOUNT).catch((err: unknown) => req.log.warn({ err }, 'idempotency keys beyond the account\'s cap not trimmed'));
   }
   return result;
+}
+
+/** Runs of a keyed request's transaction at most, when the database fails it as a deadlock victim or a serialization failure. */
+const RUNS = 3;
+
+function transient(err: unknown): boolean {
+  const cause = err instanceof RunAgainFromStart ? err.cause : err;
+  return isPgError(cause, '40P01') || isPgError(cause, '40001');
+}
+
+async function forTransientFailures<T>(run: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await run();
+    } catch (err) {
+      if (!transient(err)) throw err instanceof RunAgainFromStart ? err.cause : err;
+      if (attempt >= RUNS) throw new ApiError('ERR_CONFLICT', 'the object changed concurrently several times in a row; retry the request');
+      await new Promise((r) => setTimeout(r, Math.random() * 20 * attempt));
+    }
+  }
 }

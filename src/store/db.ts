@@ -58,3 +58,52 @@ export function savepointDb(q: Queryable, outer: Db): Db {
     close: async () => {},
   };
 }
+
+/**
+ * Thrown by `flatDb` once its transaction failed in the database: the work must be run again from
+ * the outer transaction's start (`cause` is the database's error).
+ */
+export class RunAgainFromStart extends Error {
+  constructor(override readonly cause: unknown) {
+    super('the transaction failed in the database: run it again from its start');
+    this.name = 'RunAgainFromStart';
+  }
+}
+
+/** A database error (it has a five-character SQLSTATE): the transaction it happened in is aborted. */
+function isDatabaseError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code);
+}
+
+/**
+ * As `savepointDb`, without the savepoints: its `tx` runs `fn` in the outer transaction as it is,
+ * two round trips fewer per operation. Used where one operation runs in the outer transaction and
+ * any failure fails the whole (`runIdempotent`). An operation that retries its own transaction
+ * (a deadlock, a serialization failure: `Resources.tx`) cannot do so here, the outer transaction
+ * being aborted: after a database error every further use throws `RunAgainFromStart`, and the
+ * owner of the outer transaction runs it again from the start.
+ */
+export function flatDb(q: Queryable, outer: Db): Db {
+  let failed: unknown;
+  let isFailed = false;
+  const guard = async <T>(run: () => Promise<T>): Promise<T> => {
+    if (isFailed) throw new RunAgainFromStart(failed);
+    try {
+      return await run();
+    } catch (err) {
+      if (!isFailed && isDatabaseError(err)) {
+        isFailed = true;
+        failed = err;
+      }
+      throw err;
+    }
+  };
+  return {
+    engine: outer.engine,
+    describe: outer.describe,
+    query: <R extends QueryResultRow = QueryResultRow>(sql: string, params?: unknown[], how?: { prepared?: boolean }) => guard(() => q.query<R>(sql, params, how)),
+    tx: <T>(fn: (inner: Queryable) => Promise<T>) => guard(() => fn({ query: (sql, params, how) => guard(() => q.query(sql, params, how)) })),
+    close: async () => {},
+  };
+}

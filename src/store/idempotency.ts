@@ -17,6 +17,18 @@ export async function claimKey(q: Queryable, accountId: string, key: string): Pr
   return rows[0].ok;
 }
 
+/**
+ * Claims the key for this transaction and reads the response kept for it, in one round trip (the
+ * function of migration 010: the lock is taken before the read): `claimed` false when another
+ * transaction holds the key; `kept` the response, unless there is none or it expired.
+ */
+export async function claimAndRead(q: Queryable, accountId: string, key: string): Promise<{ claimed: boolean; kept?: KeptResponse }> {
+  const { rows } = await q.query<{ claimed: boolean } & KeptResponse>('SELECT * FROM ep_claim_idempotency_key($1, $2)', [accountId, key]);
+  const r = rows[0];
+  if (!r?.claimed) return { claimed: false };
+  return r.request_hash === null ? { claimed: true } : { claimed: true, kept: { request_hash: r.request_hash, status: r.status, headers: r.headers, body: r.body } };
+}
+
 /** The response kept for the key, unless it expired. */
 export async function keptResponse(q: Queryable, accountId: string, key: string): Promise<KeptResponse | undefined> {
   const { rows } = await q.query<KeptResponse>(
