@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run build`: compiles src/ to dist/ with tsc (tsconfig.build.json), then copies the files the
-// compiled code reads at run time from beside itself: SQL migrations and the generated validators
-// and PGlite template. Plain JavaScript, so building needs no TypeScript loader. Run by `prepare`
+// compiled code reads at run time from beside itself: SQL migrations, the status page's static
+// files, and the generated validators and PGlite template. Plain JavaScript, so building needs no TypeScript loader. Run by `prepare`
 // (after `npm ci` in a clone) and `prepack`; a dist/ newer than every source is left as it is
 // unless `--force` is given.
 import { execFileSync } from 'node:child_process';
@@ -27,6 +27,8 @@ rmSync(dist, { recursive: true, force: true });
 const tsc = join(dirname(createRequire(import.meta.url).resolve('typescript/package.json')), 'bin', 'tsc');
 execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
 cpSync(join(root, 'src/store/migrations'), join(dist, 'store/migrations'), { recursive: true });
+// The status page's style sheet and script, served from beside the compiled plugin.
+cpSync(join(root, 'src/service/ui/static'), join(dist, 'service/ui/static'), { recursive: true });
 for (const f of readdirSync(join(root, 'src/generated'))) {
   if (!f.endsWith('.d.ts')) cpSync(join(root, 'src/generated', f), join(dist, 'generated', f));
 }

@@ -1,0 +1,219 @@
+import { html } from 'ghtml';
+import { KINDS } from '../../kinds/registry.js';
+import type { Resources } from '../resources.js';
+import { badge, duration, nextLink, notice, when, type BadgeTone } from './layout.js';
+import { ownerOf } from './objects-page.js';
+import { planHtml } from './plan-html.js';
+import type { UiSession } from './sessions.js';
+
+/** A stack as its summary answers it (the record of syncs). */
+export interface StackView {
+  stack: string;
+  status: 'synced' | 'out_of_sync' | 'failed' | 'unknown';
+  live_commit: { sha: string; subject?: string | null } | null;
+  last_run: { id: string; outcome: string; finished_at: string | null; started_at: string } | null;
+  drift_count: number;
+  lock: { holder: string; expires_at: string } | null;
+}
+
+/** A run as the record keeps it. */
+export interface RunView {
+  id: string;
+  stack: string;
+  trigger: string;
+  who: string | null;
+  commit: { sha: string; subject?: string | null; author?: string | null } | null;
+  started_at: string;
+  finished_at: string | null;
+  outcome: string;
+  counts: Record<string, number>;
+  error: string | null;
+  plan_markdown?: string | null;
+  drifted?: { identity: string; fields: string[] }[];
+}
+
+/** What the pages read of the record of stacks and runs, always for one account. */
+export interface StackRecords {
+  stacks(accountId: string): Promise<StackView[]>;
+  stack(accountId: string, name: string): Promise<StackView | null>;
+  runs(accountId: string, stack: string, opts: { before?: string; limit: number }): Promise<{ items: RunView[]; more: boolean }>;
+  run(accountId: string, id: string): Promise<RunView | null>;
+  requestSync(accountId: string, stack: string, who: string): Promise<void>;
+}
+
+const REFRESH_S = 3;
+export const RUNS_PAGE_SIZE = 25;
+
+const STATUS: Record<StackView['status'], [string, BadgeTone]> = {
+  synced: ['Synced', 'ok'],
+  out_of_sync: ['Out of sync', 'warn'],
+  failed: ['Failed', 'bad'],
+  unknown: ['Never synced', 'muted'],
+};
+
+const OUTCOME: Record<string, BadgeTone> = { applied: 'ok', no_changes: 'ok', drifted: 'warn', failed: 'bad', blocked: 'bad' };
+
+/** The badges of a stack: its sync status, and `Locked` while someone holds its lock. */
+export function stackBadges(s: StackView): string {
+  const [label, tone] = s.status === 'unknown' && s.last_run ? ['Unknown', 'muted' as BadgeTone] : STATUS[s.status];
+  return badge(label, tone) + (s.lock ? ' ' + badge('Locked', 'info') : '');
+}
+
+function commit(c: { sha: string; subject?: string | null } | null): string {
+  return c ? html`<code title="${c.sha}">${c.sha.slice(0, 8)}</code> ${c.subject ?? ''}` : html`<span class="muted">none</span>`;
+}
+
+function stackRow(s: StackView): string {
+  return html`<tr data-stack="${s.stack}">
+    <th scope="row"><a href="/ui/stacks/${encodeURIComponent(s.stack)}">${s.stack}</a></th>
+    <td class="status">!${stackBadges(s)}</td>
+    <td>!${commit(s.live_commit)}</td>
+    <td>!${when(s.last_run?.finished_at ?? s.last_run?.started_at)}</td>
+    <td class="align-right">${s.drift_count}</td>
+    <td>${s.lock?.holder ?? ''}</td>
+  </tr>`;
+}
+
+/** The stacks page's table: refreshed in place by the page's script. */
+export function stacksTable(stacks: StackView[]): string {
+  if (stacks.length === 0) return html`<p class="muted">No stacks yet: a stack appears here after its first apply or sync.</p>`;
+  return html`<div class="scroll"><table>
+    <caption class="sr-only">Stacks of this account</caption>
+    <thead><tr><th scope="col">stack</th><th scope="col">status</th><th scope="col">live commit</th><th scope="col">last sync</th><th scope="col" class="align-right">drifted</th><th scope="col">lock holder</th></tr></thead>
+    <tbody>!${stacks.map(stackRow).join('')}</tbody>
+  </table></div>`;
+}
+
+export async function stacksSection(records: StackRecords, accountId: string): Promise<string> {
+  const stacks = await records.stacks(accountId);
+  return html`<h1>Stacks</h1>
+    <div id="stacks" data-refresh="/ui/parts/stacks" data-interval="${REFRESH_S}" aria-live="polite">!${stacksTable(stacks)}</div>`;
+}
+
+function counts(c: Record<string, number>): string {
+  const parts = Object.entries(c).filter(([, n]) => n > 0).map(([k, n]) => `${n} ${k}`);
+  return parts.length ? parts.join(', ') : '—';
+}
+
+function runRow(r: RunView): string {
+  const ms = r.finished_at ? new Date(r.finished_at).getTime() - new Date(r.started_at).getTime() : undefined;
+  return html`<tr>
+    <td><a href="/ui/runs/${encodeURIComponent(r.id)}">!${when(r.started_at)}</a></td>
+    <td>!${badge(r.outcome.replace('_', ' '), OUTCOME[r.outcome] ?? 'muted')}</td>
+    <td>${r.trigger}</td>
+    <td>!${commit(r.commit)}</td>
+    <td>${r.who ?? ''}</td>
+    <td>${counts(r.counts)}</td>
+    <td>${duration(ms)}</td>
+  </tr>`;
+}
+
+export function runsTable(runs: RunView[]): string {
+  if (runs.length === 0) return html`<p class="muted">No runs yet.</p>`;
+  return html`<div class="scroll"><table>
+    <caption class="sr-only">Runs, newest first</caption>
+    <thead><tr><th scope="col">started</th><th scope="col">outcome</th><th scope="col">trigger</th><th scope="col">commit</th><th scope="col">who</th><th scope="col">changes</th><th scope="col">took</th></tr></thead>
+    <tbody>!${runs.map(runRow).join('')}</tbody>
+  </table></div>`;
+}
+
+/** A stack's header, runs and the objects it owns (as the API answers them), drifted ones marked. */
+export async function stackSection(
+  records: StackRecords, resources: Resources, caller: { accountId: string; baseUrl: string }, session: UiSession, name: string, before: string | undefined,
+): Promise<string> {
+  const s = await records.stack(session.accountId, name);
+  const { items, more } = await records.runs(session.accountId, name, { before, limit: RUNS_PAGE_SIZE });
+  const drifted = new Map((items.find((r) => r.drifted?.length)?.drifted ?? []).map((d) => [d.identity, d.fields]));
+  const owned = await ownedObjects(resources, caller, name);
+  const next = more && items.length ? `/ui/stacks/${encodeURIComponent(name)}?before=${encodeURIComponent(items.at(-1)!.id)}` : undefined;
+  return html`<h1>Stack ${name}</h1>
+    <div id="stack-head" data-refresh="/ui/parts/stacks/${encodeURIComponent(name)}" data-interval="${REFRESH_S}" aria-live="polite">!${s ? stackFacts(s) : html`<p class="muted">This stack has no record yet.</p>`}</div>
+    <form method="post" action="/ui/stacks/${encodeURIComponent(name)}/sync" class="row-actions">
+      <input type="hidden" name="csrf" value="${session.csrf}">
+      <button class="primary" type="submit">Sync now</button>
+      <span class="muted">asks the sync agents for an immediate sync (as <code>edgeplane sync ${name}</code> does)</span>
+    </form>
+    <h2>Runs</h2>
+    <div id="runs" !${before ? '' : html`data-refresh="/ui/parts/stacks/${encodeURIComponent(name)}/runs" data-interval="${REFRESH_S}"`}>!${runsTable(items)}</div>
+    !${nextLink(next)}
+    <h2>Objects the stack owns</h2>
+    !${ownedTable(owned, drifted)}`;
+}
+
+export function stackFacts(s: StackView): string {
+  return html`<dl class="facts">
+    <dt>status</dt><dd class="status">!${stackBadges(s)}</dd>
+    <dt>live commit</dt><dd>!${commit(s.live_commit)}</dd>
+    <dt>last sync</dt><dd>!${when(s.last_run?.finished_at ?? s.last_run?.started_at)} !${s.last_run ? html`(<a href="/ui/runs/${encodeURIComponent(s.last_run.id)}">${s.last_run.outcome.replace('_', ' ')}</a>)` : ''}</dd>
+    <dt>drifted objects</dt><dd>${s.drift_count}</dd>
+    <dt>lock</dt><dd>!${s.lock ? html`held by ${s.lock.holder} until !${when(s.lock.expires_at)}` : html`<span class="muted">free</span>`}</dd>
+  </dl>`;
+}
+
+interface Owned { kind: string; id: string; identity: string }
+
+/** The most objects the stack page lists: an account's objects are read a page at a time until then. */
+const OWNED_LIMIT = 2000;
+
+async function ownedObjects(resources: Resources, caller: { accountId: string; baseUrl: string }, stack: string): Promise<{ items: Owned[]; truncated: boolean }> {
+  const items: Owned[] = [];
+  for (const kind of KINDS.filter((k) => k.manifestKind && !k.parent)) {
+    let before: string | undefined;
+    for (;;) {
+      const page = await resources.list(kind, caller, { beforeId: before, limit: 100 });
+      for (const body of page.items) {
+        const add = (b: Record<string, unknown>, title: string) => {
+          const o = ownerOf(b.metadata);
+          if (o?.stack === stack) items.push({ kind: title, id: String(b.id), identity: o.id });
+        };
+        add(body, kind.manifestKind!);
+        for (const [field, childName] of Object.entries(kind.embeds ?? {})) {
+          const child = KINDS.find((k) => k.name === childName);
+          for (const c of (body[field] as Record<string, unknown>[] | undefined) ?? []) add(c, child?.manifestKind ?? childName);
+        }
+      }
+      if (items.length >= OWNED_LIMIT) return { items: items.slice(0, OWNED_LIMIT), truncated: true };
+      if (!page.more || !page.lastId) break;
+      before = page.lastId;
+    }
+  }
+  return { items, truncated: false };
+}
+
+function ownedTable(owned: { items: Owned[]; truncated: boolean }, drifted: Map<string, string[]>): string {
+  if (owned.items.length === 0) return html`<p class="muted">No object carries this stack's ownership marker.</p>`;
+  const rows = owned.items
+    .sort((a, b) => a.kind.localeCompare(b.kind) || a.identity.localeCompare(b.identity))
+    .map((o) => {
+      const fields = drifted.get(o.identity);
+      return html`<tr>
+        <td>${o.kind}</td><td><code>${o.identity}</code></td><td><code class="id">${o.id}</code></td>
+        <td>!${fields ? badge('Drifted', 'warn') + ' ' + fields.map((f) => html`<code>${f}</code>`).join(', ') : ''}</td>
+      </tr>`;
+    });
+  return html`<div class="scroll"><table>
+    <caption class="sr-only">Objects owned by the stack</caption>
+    <thead><tr><th scope="col">kind</th><th scope="col">identity</th><th scope="col">id</th><th scope="col">drift</th></tr></thead>
+    <tbody>!${rows.join('')}</tbody></table></div>
+    !${owned.truncated ? notice(`Only the first ${OWNED_LIMIT} objects are listed.`) : ''}`;
+}
+
+/** A run: its facts and its plan, rendered from the stored Markdown. */
+export async function runSection(records: StackRecords, accountId: string, id: string): Promise<string> {
+  const r = await records.run(accountId, id);
+  if (!r) return html`<h1>Run not found</h1><p>No run ${id} in this account. <a href="/ui/">Back to the stacks</a>.</p>`;
+  const ms = r.finished_at ? new Date(r.finished_at).getTime() - new Date(r.started_at).getTime() : undefined;
+  return html`<h1>Run of <a href="/ui/stacks/${encodeURIComponent(r.stack)}">${r.stack}</a></h1>
+    <dl class="facts">
+      <dt>outcome</dt><dd>!${badge(r.outcome.replace('_', ' '), OUTCOME[r.outcome] ?? 'muted')}</dd>
+      <dt>trigger</dt><dd>${r.trigger}</dd>
+      <dt>commit</dt><dd>!${commit(r.commit)} !${r.commit?.author ? html`by ${r.commit.author}` : ''}</dd>
+      <dt>who</dt><dd>${r.who ?? ''}</dd>
+      <dt>started</dt><dd>!${when(r.started_at)}</dd>
+      <dt>took</dt><dd>${duration(ms) || 'running'}</dd>
+      <dt>changes</dt><dd>${counts(r.counts)}</dd>
+    </dl>
+    !${r.error ? notice(r.error, 'error') : ''}
+    <h2>Plan</h2>
+    !${r.plan_markdown ? html`<div class="plan">!${planHtml(r.plan_markdown)}</div>` : html`<p class="muted">No plan was recorded for this run.</p>`}`;
+}
