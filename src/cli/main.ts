@@ -55,6 +55,7 @@ program
   .addOption(new Option('--tls-key <file>', 'PEM private key of --tls-cert').env('EDGEPLANE_TLS_KEY'))
   .addOption(new Option('--metrics <mode>', 'Prometheus metrics at GET /metrics: on or off').choices(['on', 'off']).default('on').env('EDGEPLANE_METRICS'))
   .addOption(new Option('--metrics-port <n>', 'serve GET /metrics on this port (same --host) instead of the API port').env('EDGEPLANE_METRICS_PORT'))
+  .addOption(new Option('--ui <mode>', 'the status page at /ui/: on or off').choices(['on', 'off']).default('on').env('EDGEPLANE_UI'))
   .action(async (flags) => (await import('./commands/serve.js')).serve(flags));
 
 const targetOptions = (c: Command) =>

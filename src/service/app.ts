@@ -46,6 +46,8 @@ export interface AppOptions extends VendorOptions {
   openapi?: boolean;
   /** Run a background job worker while the app is up (`serve` does); default none. */
   jobWorker?: JobWorkerSettings | false;
+  /** Serve the status page at `/ui/` (`serve` does unless `--ui off`); default off. */
+  ui?: boolean;
   /** Compiles the routes' body schemas instead of the precompiled set (`npm run schemas` collects them with it). */
   validatorCompiler?: FastifySchemaCompiler<unknown>;
 }
@@ -151,5 +153,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     idempotency: opts.idempotency,
     syncRecord: opts.syncRecord,
   });
+  if (opts.ui) {
+    // Its own encapsulated scope: its form parser, error pages and headers stay off the API.
+    const { uiPlugin } = await import('./ui/plugin.js');
+    app.register(uiPlugin, { vendorPrefix: resolveVendorPrefix(opts), publicUrl: opts.publicUrl, authCacheMs: opts.authCacheMs, tls: !!server?.tls, prefix: '/ui' });
+  }
   return app;
 }

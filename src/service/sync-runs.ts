@@ -135,7 +135,7 @@ const RUN_ID = new RegExp(idPattern(SYNC_RUN_PREFIX));
 const iso = (d: Date | null) => (d ? rfc3339(d) : null);
 const commitOf = (sha: string | null, subject: string | null, author: string | null) => (sha ? { sha, subject, author } : null);
 
-function runResponse(row: RunRow, base: string, withPlan: boolean) {
+export function runResponse(row: RunRow, base: string, withPlan: boolean) {
   return {
     id: row.id,
     uri: `${base}${SYNC_RUNS_PATH}/${row.id}`,
@@ -154,7 +154,7 @@ function runResponse(row: RunRow, base: string, withPlan: boolean) {
   };
 }
 
-function stackResponse(row: StackRow, base: string) {
+export function stackResponse(row: StackRow, base: string) {
   return {
     stack: row.stack,
     uri: `${base}${STACKS_PATH}/${row.stack}`,

@@ -13,7 +13,7 @@ import { stateDirOf } from '../../embedded/state-dir.js';
 import { stateDirFor, stdio } from '../output.js';
 import { idempotencyFromEnv, logLevelOf, rateLimitFromEnv, serverOptionsFromEnv, serviceOptionsFromEnv, workerOptionsFromEnv } from '../service-config.js';
 
-export interface ServeFlags { port: string; host: string; state?: string; logLevel?: string; tlsCert?: string; tlsKey?: string; metrics?: string; metricsPort?: string }
+export interface ServeFlags { port: string; host: string; state?: string; logLevel?: string; tlsCert?: string; tlsKey?: string; metrics?: string; metricsPort?: string; ui?: string }
 
 function portNumber(flag: string, value: string): number {
   const port = Number(value);
@@ -81,6 +81,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
       // Every process runs a worker: the queue is in the database, so N replicas share the work.
       jobWorker: runJobs ? workerOptions : false,
       metrics: metricsOff ? 'off' : metricsPort !== undefined ? 'collect' : 'route',
+      ui: flags.ui !== 'off',
     });
     await app.listen({ port, host: flags.host });
     if (metricsPort !== undefined) metricsServer = await serveMetrics(app, flags.host, metricsPort);
@@ -103,6 +104,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
     {
       url, engine: db.engine, database: db.describe, worker: app.jobWorker?.id ?? null,
       metrics: metricsOff ? null : metricsUrl ?? `${url}/metrics`,
+      ui: flags.ui === 'off' ? null : `${url}/ui/`,
       rate_limit: rateLimit.perMinute, rate_limit_store: rateLimit.redisUrl ? 'redis' : 'process',
     },
     `edgeplane listening on ${url} (database ${db.describe})`,

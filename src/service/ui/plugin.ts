@@ -9,7 +9,8 @@ import { Resources } from '../resources.js';
 import { notice, page, type Section } from './layout.js';
 import { OBJECT_TABS, objectsSection } from './objects-page.js';
 import { csrfMatches, SESSION_TTL_MS, UiSessions, type UiSession } from './sessions.js';
-import { RUNS_PAGE_SIZE, runSection, runsTable, stackFacts, stackSection, stacksSection, stacksTable, type StackRecords } from './stacks-page.js';
+import { stackRecords } from './records.js';
+import { RUNS_PAGE_SIZE, runSection, runsTable, stackFacts, stackSection, stacksSection, STACKS_PAGE_SIZE, stacksTable } from './stacks-page.js';
 
 export interface UiOptions {
   /** The vendor prefix of the API's responses (the objects page reads them as the API answers them). */
@@ -19,8 +20,6 @@ export interface UiOptions {
   authCacheMs?: number;
   /** Whether the service speaks HTTPS itself: the session cookie is then `Secure`. */
   tls: boolean;
-  /** The record of stacks and runs the pages show. */
-  records: StackRecords;
 }
 
 declare module 'fastify' {
@@ -64,7 +63,13 @@ export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<v
   const sessions = new UiSessions(app.db, new Authenticator(app.db, opts.authCacheMs), opts.authCacheMs);
   const resources = new Resources(app.db, { vendorPrefix: opts.vendorPrefix });
   const files = loadStatic();
+  // The pages show no `uri`: the record's responses are built on the public URL, or none.
+  const records = stackRecords(app.db, () => opts.publicUrl ?? '');
   app.decorateRequest('uiSession', undefined);
+  // Pages for people, not operations of the API: left out of /openapi.json.
+  app.addHook('onRoute', (route) => {
+    route.schema = { ...(route.schema ?? {}), hide: true };
+  });
 
   // Forms post `application/x-www-form-urlencoded`; small ones only (a key, a token).
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 4096 }, (_req, body, done) => {
@@ -116,9 +121,7 @@ export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<v
   const show = (reply: FastifyReply, req: FastifyRequest, title: string, section: Section, body: string) =>
     reply.type('text/html; charset=utf-8').send(isFragment(req) ? body : page({ title, section, session: req.uiSession ?? undefined, body }));
 
-  app.get('/ui', (_req, reply) => reply.redirect('/ui/', 301));
-
-  app.get<{ Params: { file: string } }>('/ui/static/:file', (req, reply) => {
+  app.get<{ Params: { file: string } }>('/static/:file', (req, reply) => {
     const f = files.get(req.params.file);
     if (!f) return reply.code(404).type('text/plain').send('not found');
     reply.header('etag', f.etag).header('cache-control', 'public, max-age=300, must-revalidate');
@@ -126,12 +129,12 @@ export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<v
     return reply.type(f.type).send(f.body);
   });
 
-  app.get<{ Querystring: { next?: string } }>('/ui/login', async (req, reply) => {
-    if (await sessions.resolve(cookieOf(req))) return reply.redirect(safeNext(req.query.next), 303);
-    return reply.type('text/html; charset=utf-8').send(loginPage(safeNext(req.query.next)));
+  app.get<{ Querystring: { next?: string } }>('/login', async (req, reply) => {
+    if (await sessions.resolve(cookieOf(req))) return reply.redirect(safeNext(one(req.query.next)), 303);
+    return reply.type('text/html; charset=utf-8').send(loginPage(safeNext(one(req.query.next))));
   });
 
-  app.post<{ Body: { api_key?: string; next?: string } }>('/ui/login', async (req, reply) => {
+  app.post<{ Body: { api_key?: string; next?: string } }>('/login', async (req, reply) => {
     checkForm(req, null);
     const key = typeof req.body?.api_key === 'string' ? req.body.api_key.trim() : '';
     const opened = key ? await sessions.open(key) : null;
@@ -140,7 +143,7 @@ export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<v
     return reply.redirect(safeNext(req.body?.next), 303);
   });
 
-  app.post<{ Body: { csrf?: string } }>('/ui/logout', async (req, reply) => {
+  app.post<{ Body: { csrf?: string } }>('/logout', async (req, reply) => {
     const session = await sessions.resolve(cookieOf(req));
     checkForm(req, session);
     await sessions.close(cookieOf(req));
@@ -148,57 +151,63 @@ export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<v
     return reply.redirect('/ui/login', 303);
   });
 
-  app.get('/ui/', async (req, reply) => {
+  app.get<{ Querystring: { after?: string } }>('/', async (req, reply) => {
     const s = await signedIn(req, reply);
     if (!s) return reply;
-    return show(reply, req, 'Stacks', 'stacks', await stacksSection(opts.records, s.accountId));
+    return show(reply, req, 'Stacks', 'stacks', await stacksSection(records, s.accountId, one(req.query.after)));
   });
 
-  app.get<{ Params: { name: string }; Querystring: { before?: string } }>('/ui/stacks/:name', async (req, reply) => {
+  app.get<{ Params: { name: string }; Querystring: { before?: string } }>('/stacks/:name', async (req, reply) => {
     const s = await signedIn(req, reply);
     if (!s) return reply;
-    return show(reply, req, `Stack ${req.params.name}`, 'stacks', await stackSection(opts.records, resources, caller(req, s), s, req.params.name, req.query.before));
+    return show(reply, req, `Stack ${req.params.name}`, 'stacks', await stackSection(records, resources, caller(req, s), s, req.params.name, one(req.query.before)));
   });
 
-  app.get<{ Params: { id: string } }>('/ui/runs/:id', async (req, reply) => {
+  app.get<{ Params: { id: string } }>('/runs/:id', async (req, reply) => {
     const s = await signedIn(req, reply);
     if (!s) return reply;
-    return show(reply, req, `Run ${req.params.id}`, 'stacks', await runSection(opts.records, s.accountId, req.params.id));
+    return show(reply, req, `Run ${req.params.id}`, 'stacks', await runSection(records, s.accountId, req.params.id));
   });
 
-  app.post<{ Params: { name: string }; Body: { csrf?: string } }>('/ui/stacks/:name/sync', async (req, reply) => {
+  app.post<{ Params: { name: string }; Body: { csrf?: string } }>('/stacks/:name/sync', async (req, reply) => {
     const s = await signedIn(req, reply);
     if (!s) return reply;
     checkForm(req, s);
-    await opts.records.requestSync(s.accountId, req.params.name, `ui (key ${s.keyId})`);
+    await records.requestSync(s.accountId, req.params.name, `ui (key ${s.keyId})`);
     return reply.redirect(`/ui/stacks/${encodeURIComponent(req.params.name)}?requested=1`, 303);
   });
 
   // The parts the page's script refreshes in place.
-  app.get('/ui/parts/stacks', async (req, reply) => {
+  app.get<{ Querystring: { after?: string } }>('/parts/stacks', async (req, reply) => {
     const s = await signedIn(req, reply);
     if (!s) return reply;
-    return reply.type('text/html; charset=utf-8').send(stacksTable(await opts.records.stacks(s.accountId)));
+    const { items } = await records.stacks(s.accountId, { after: one(req.query.after), limit: STACKS_PAGE_SIZE });
+    return reply.type('text/html; charset=utf-8').send(stacksTable(items));
   });
-  app.get<{ Params: { name: string } }>('/ui/parts/stacks/:name', async (req, reply) => {
+  app.get<{ Params: { name: string } }>('/parts/stacks/:name', async (req, reply) => {
     const s = await signedIn(req, reply);
     if (!s) return reply;
-    const stack = await opts.records.stack(s.accountId, req.params.name);
+    const stack = await records.stack(s.accountId, req.params.name);
     return reply.type('text/html; charset=utf-8').send(stack ? stackFacts(stack) : html`<p class="muted">This stack has no record yet.</p>`);
   });
-  app.get<{ Params: { name: string } }>('/ui/parts/stacks/:name/runs', async (req, reply) => {
+  app.get<{ Params: { name: string } }>('/parts/stacks/:name/runs', async (req, reply) => {
     const s = await signedIn(req, reply);
     if (!s) return reply;
-    const { items } = await opts.records.runs(s.accountId, req.params.name, { limit: RUNS_PAGE_SIZE });
+    const { items } = await records.runs(s.accountId, req.params.name, { limit: RUNS_PAGE_SIZE });
     return reply.type('text/html; charset=utf-8').send(runsTable(items));
   });
 
-  app.get<{ Querystring: { kind?: string; before?: string } }>('/ui/objects', async (req, reply) => {
+  app.get<{ Querystring: { kind?: string; before?: string } }>('/objects', async (req, reply) => {
     const s = await signedIn(req, reply);
     if (!s) return reply;
-    const kind = OBJECT_TABS.find((t) => t.kind === req.query.kind)?.kind ?? OBJECT_TABS[0].kind;
-    return show(reply, req, 'Objects', 'objects', await objectsSection(resources, caller(req, s), kind, req.query.before));
+    const kind = OBJECT_TABS.find((t) => t.kind === one(req.query.kind))?.kind ?? OBJECT_TABS[0].kind;
+    return show(reply, req, 'Objects', 'objects', await objectsSection(resources, caller(req, s), kind, one(req.query.before)));
   });
+}
+
+/** A query parameter given once, as text; anything else (absent, repeated) is none. */
+function one(v: unknown): string | undefined {
+  return typeof v === 'string' && v.length <= 200 ? v : undefined;
 }
 
 function hostOf(origin: string): string | undefined {

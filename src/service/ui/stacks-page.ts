@@ -4,42 +4,8 @@ import type { Resources } from '../resources.js';
 import { badge, duration, nextLink, notice, when, type BadgeTone } from './layout.js';
 import { ownerOf } from './objects-page.js';
 import { planHtml } from './plan-html.js';
+import type { RunView, StackRecords, StackView } from './records.js';
 import type { UiSession } from './sessions.js';
-
-/** A stack as its summary answers it (the record of syncs). */
-export interface StackView {
-  stack: string;
-  status: 'synced' | 'out_of_sync' | 'failed' | 'unknown';
-  live_commit: { sha: string; subject?: string | null } | null;
-  last_run: { id: string; outcome: string; finished_at: string | null; started_at: string } | null;
-  drift_count: number;
-  lock: { holder: string; expires_at: string } | null;
-}
-
-/** A run as the record keeps it. */
-export interface RunView {
-  id: string;
-  stack: string;
-  trigger: string;
-  who: string | null;
-  commit: { sha: string; subject?: string | null; author?: string | null } | null;
-  started_at: string;
-  finished_at: string | null;
-  outcome: string;
-  counts: Record<string, number>;
-  error: string | null;
-  plan_markdown?: string | null;
-  drifted?: { identity: string; fields: string[] }[];
-}
-
-/** What the pages read of the record of stacks and runs, always for one account. */
-export interface StackRecords {
-  stacks(accountId: string): Promise<StackView[]>;
-  stack(accountId: string, name: string): Promise<StackView | null>;
-  runs(accountId: string, stack: string, opts: { before?: string; limit: number }): Promise<{ items: RunView[]; more: boolean }>;
-  run(accountId: string, id: string): Promise<RunView | null>;
-  requestSync(accountId: string, stack: string, who: string): Promise<void>;
-}
 
 const REFRESH_S = 3;
 export const RUNS_PAGE_SIZE = 25;
@@ -68,8 +34,8 @@ function stackRow(s: StackView): string {
     <th scope="row"><a href="/ui/stacks/${encodeURIComponent(s.stack)}">${s.stack}</a></th>
     <td class="status">!${stackBadges(s)}</td>
     <td>!${commit(s.live_commit)}</td>
-    <td>!${when(s.last_run?.finished_at ?? s.last_run?.started_at)}</td>
-    <td class="align-right">${s.drift_count}</td>
+    <td>!${when(s.last_run?.finished_at)}</td>
+    <td class="align-right">${s.drift_count ?? ''}</td>
     <td>${s.lock?.holder ?? ''}</td>
   </tr>`;
 }
@@ -84,25 +50,29 @@ export function stacksTable(stacks: StackView[]): string {
   </table></div>`;
 }
 
-export async function stacksSection(records: StackRecords, accountId: string): Promise<string> {
-  const stacks = await records.stacks(accountId);
+export const STACKS_PAGE_SIZE = 100;
+
+export async function stacksSection(records: StackRecords, accountId: string, after: string | undefined): Promise<string> {
+  const { items, more } = await records.stacks(accountId, { after, limit: STACKS_PAGE_SIZE });
+  const next = more && items.length ? `/ui/?after=${encodeURIComponent(items.at(-1)!.stack)}` : undefined;
+  const part = `/ui/parts/stacks${after ? `?after=${encodeURIComponent(after)}` : ''}`;
   return html`<h1>Stacks</h1>
-    <div id="stacks" data-refresh="/ui/parts/stacks" data-interval="${REFRESH_S}" aria-live="polite">!${stacksTable(stacks)}</div>`;
+    <div id="stacks" data-refresh="${part}" data-interval="${REFRESH_S}">!${stacksTable(items)}</div>!${nextLink(next)}`;
 }
 
-function counts(c: Record<string, number>): string {
+function counts(c: RunView['counts']): string {
   const parts = Object.entries(c).filter(([, n]) => n > 0).map(([k, n]) => `${n} ${k}`);
   return parts.length ? parts.join(', ') : '—';
 }
 
 function runRow(r: RunView): string {
-  const ms = r.finished_at ? new Date(r.finished_at).getTime() - new Date(r.started_at).getTime() : undefined;
+  const ms = r.duration_ms;
   return html`<tr>
     <td><a href="/ui/runs/${encodeURIComponent(r.id)}">!${when(r.started_at)}</a></td>
     <td>!${badge(r.outcome.replace('_', ' '), OUTCOME[r.outcome] ?? 'muted')}</td>
     <td>${r.trigger}</td>
     <td>!${commit(r.commit)}</td>
-    <td>${r.who ?? ''}</td>
+    <td>${r.holder}</td>
     <td>${counts(r.counts)}</td>
     <td>${duration(ms)}</td>
   </tr>`;
@@ -123,7 +93,6 @@ export async function stackSection(
 ): Promise<string> {
   const s = await records.stack(session.accountId, name);
   const { items, more } = await records.runs(session.accountId, name, { before, limit: RUNS_PAGE_SIZE });
-  const drifted = new Map((items.find((r) => r.drifted?.length)?.drifted ?? []).map((d) => [d.identity, d.fields]));
   const owned = await ownedObjects(resources, caller, name);
   const next = more && items.length ? `/ui/stacks/${encodeURIComponent(name)}?before=${encodeURIComponent(items.at(-1)!.id)}` : undefined;
   return html`<h1>Stack ${name}</h1>
@@ -137,15 +106,15 @@ export async function stackSection(
     <div id="runs" !${before ? '' : html`data-refresh="/ui/parts/stacks/${encodeURIComponent(name)}/runs" data-interval="${REFRESH_S}"`}>!${runsTable(items)}</div>
     !${nextLink(next)}
     <h2>Objects the stack owns</h2>
-    !${ownedTable(owned, drifted)}`;
+    !${ownedTable(owned)}`;
 }
 
 export function stackFacts(s: StackView): string {
   return html`<dl class="facts">
     <dt>status</dt><dd class="status">!${stackBadges(s)}</dd>
     <dt>live commit</dt><dd>!${commit(s.live_commit)}</dd>
-    <dt>last sync</dt><dd>!${when(s.last_run?.finished_at ?? s.last_run?.started_at)} !${s.last_run ? html`(<a href="/ui/runs/${encodeURIComponent(s.last_run.id)}">${s.last_run.outcome.replace('_', ' ')}</a>)` : ''}</dd>
-    <dt>drifted objects</dt><dd>${s.drift_count}</dd>
+    <dt>last sync</dt><dd>!${when(s.last_run?.finished_at)} !${s.last_run ? html`(<a href="/ui/runs/${encodeURIComponent(s.last_run.id)}">${s.last_run.outcome.replace('_', ' ')}</a>)` : ''}</dd>
+    <dt>drifted objects</dt><dd>${s.drift_count ?? 'not known'}</dd>
     <dt>lock</dt><dd>!${s.lock ? html`held by ${s.lock.holder} until !${when(s.lock.expires_at)}` : html`<span class="muted">free</span>`}</dd>
   </dl>`;
 }
@@ -180,20 +149,16 @@ async function ownedObjects(resources: Resources, caller: { accountId: string; b
   return { items, truncated: false };
 }
 
-function ownedTable(owned: { items: Owned[]; truncated: boolean }, drifted: Map<string, string[]>): string {
+function ownedTable(owned: { items: Owned[]; truncated: boolean }): string {
   if (owned.items.length === 0) return html`<p class="muted">No object carries this stack's ownership marker.</p>`;
   const rows = owned.items
     .sort((a, b) => a.kind.localeCompare(b.kind) || a.identity.localeCompare(b.identity))
     .map((o) => {
-      const fields = drifted.get(o.identity);
-      return html`<tr>
-        <td>${o.kind}</td><td><code>${o.identity}</code></td><td><code class="id">${o.id}</code></td>
-        <td>!${fields ? badge('Drifted', 'warn') + ' ' + fields.map((f) => html`<code>${f}</code>`).join(', ') : ''}</td>
-      </tr>`;
+      return html`<tr><td>${o.kind}</td><td><code>${o.identity}</code></td><td><code class="id">${o.id}</code></td></tr>`;
     });
   return html`<div class="scroll"><table>
     <caption class="sr-only">Objects owned by the stack</caption>
-    <thead><tr><th scope="col">kind</th><th scope="col">identity</th><th scope="col">id</th><th scope="col">drift</th></tr></thead>
+    <thead><tr><th scope="col">kind</th><th scope="col">identity</th><th scope="col">id</th></tr></thead>
     <tbody>!${rows.join('')}</tbody></table></div>
     !${owned.truncated ? notice(`Only the first ${OWNED_LIMIT} objects are listed.`) : ''}`;
 }
@@ -202,18 +167,18 @@ function ownedTable(owned: { items: Owned[]; truncated: boolean }, drifted: Map<
 export async function runSection(records: StackRecords, accountId: string, id: string): Promise<string> {
   const r = await records.run(accountId, id);
   if (!r) return html`<h1>Run not found</h1><p>No run ${id} in this account. <a href="/ui/">Back to the stacks</a>.</p>`;
-  const ms = r.finished_at ? new Date(r.finished_at).getTime() - new Date(r.started_at).getTime() : undefined;
+  const ms = r.duration_ms;
   return html`<h1>Run of <a href="/ui/stacks/${encodeURIComponent(r.stack)}">${r.stack}</a></h1>
     <dl class="facts">
       <dt>outcome</dt><dd>!${badge(r.outcome.replace('_', ' '), OUTCOME[r.outcome] ?? 'muted')}</dd>
       <dt>trigger</dt><dd>${r.trigger}</dd>
       <dt>commit</dt><dd>!${commit(r.commit)} !${r.commit?.author ? html`by ${r.commit.author}` : ''}</dd>
-      <dt>who</dt><dd>${r.who ?? ''}</dd>
+      <dt>who</dt><dd>${r.holder}</dd>
       <dt>started</dt><dd>!${when(r.started_at)}</dd>
-      <dt>took</dt><dd>${duration(ms) || 'running'}</dd>
+      <dt>took</dt><dd>${duration(ms)}</dd>
       <dt>changes</dt><dd>${counts(r.counts)}</dd>
     </dl>
     !${r.error ? notice(r.error, 'error') : ''}
     <h2>Plan</h2>
-    !${r.plan_markdown ? html`<div class="plan">!${planHtml(r.plan_markdown)}</div>` : html`<p class="muted">No plan was recorded for this run.</p>`}`;
+    !${'plan_markdown' in r && r.plan_markdown ? html`<div class="plan">!${planHtml(r.plan_markdown)}</div>` : html`<p class="muted">No plan was recorded for this run.</p>`}`;
 }
