@@ -78,11 +78,15 @@ export async function syncStack(ctx: SyncContext, req: SyncRequest): Promise<Syn
     const record = new RunRecord(ctx.client, { stack: req.stack, commit: req.commit, trigger: req.trigger, holder: ctx.holder, args: `${req.settings.path} --stack ${req.stack}` });
     const result = await planAndApply(ctx, req, record, held);
     // A drift check that found nothing, on a stack already synced at this commit, is not worth a
-    // run of its own: the record keeps what changed. Nor is a failure the last run already
+    // run of its own: the record keeps what changed (the status page lists runs: a drift check a
+    // second would push every commit out of the history). Nor is a failure the last run already
     // recorded for this commit (retries with backoff would push the history out of its cap).
     const last = summary?.last_run;
     const quiet = (req.trigger === 'interval' && result.outcome === 'no_changes' && summary?.status === 'synced' && live === req.commit.sha)
-      || ((result.outcome === 'failed' || result.outcome === 'blocked') && last?.outcome === result.outcome && last.commit_sha === req.commit.sha);
+      || ((result.outcome === 'failed' || result.outcome === 'blocked') && last?.outcome === result.outcome && last.commit_sha === req.commit.sha)
+      // Nor a drift check that finds the drift the last drift check recorded (as many changes, same commit).
+      || (req.trigger === 'interval' && result.outcome === 'drifted' && last?.outcome === 'drifted' && last.trigger === 'interval'
+        && last.commit_sha === req.commit.sha && summary?.drift_count === result.drift);
     if (!quiet) await record.write();
     return { ...result, recorded: !quiet };
   } finally {

@@ -102,11 +102,13 @@ export async function recordRun(db: Db, run: NewRun, keep: number): Promise<RunR
          live_subject = CASE WHEN $6 THEN $8 ELSE live_subject END,
          live_author = CASE WHEN $6 THEN $9 ELSE live_author END,
          live_since = CASE WHEN $6 AND (live_sha IS DISTINCT FROM $7 OR $10) THEN $11 ELSE live_since END,
-         sync_requested_by = CASE WHEN sync_requested_at <= $12 THEN NULL ELSE sync_requested_by END,
-         sync_requested_at = CASE WHEN sync_requested_at <= $12 THEN NULL ELSE sync_requested_at END
+         sync_requested_by = CASE WHEN sync_requested_at <= $12 AND $13 THEN NULL ELSE sync_requested_by END,
+         sync_requested_at = CASE WHEN sync_requested_at <= $12 AND $13 THEN NULL ELSE sync_requested_at END
        WHERE account_id = $1 AND stack = $2`,
       [run.accountId, run.stack, row.id, status, status === 'synced' ? 0 : run.driftCount, live === 'set',
-        run.commit?.sha ?? null, run.commit?.subject ?? null, run.commit?.author ?? null, run.outcome === 'applied', row.finished_at, row.started_at],
+        run.commit?.sha ?? null, run.commit?.subject ?? null, run.commit?.author ?? null, run.outcome === 'applied', row.finished_at, row.started_at,
+        // A drift check does not answer a sync asked for: in `drift: report` it changes nothing.
+        run.trigger !== 'interval'],
     );
     await q.query(
       `DELETE FROM sync_runs WHERE account_id = $1 AND stack = $2 AND id < (
