@@ -114,6 +114,9 @@ describe.each(ENGINES)('sync record (%s)', (engine) => {
     // A run that started before the request (it took an hour) does not answer it.
     await a.post('/sync_runs', run({ duration_ms: 3_600_000 }));
     expect((await a.get('/stacks/web')).body.sync_requested_at).not.toBeNull();
+    // Nor does a drift check that started after it: it only reports.
+    await a.post('/sync_runs', run({ trigger: 'interval', outcome: 'drifted', drift_count: 1, duration_ms: 0 }));
+    expect((await a.get('/stacks/web')).body.sync_requested_at).not.toBeNull();
     await a.post('/sync_runs', run({ trigger: 'manual', duration_ms: 0 }));
     expect((await a.get('/stacks/web')).body).toMatchObject({ sync_requested_at: null, sync_requested_by: null });
     // No body at all is a request too.
