@@ -1,6 +1,7 @@
 import { X509Certificate } from 'node:crypto';
 import { html } from 'ghtml';
 import { kindByName } from '../../kinds/registry.js';
+import { idPattern } from '../../util/ids.js';
 import type { KindDef } from '../../kinds/types.js';
 import type { Resources } from '../resources.js';
 import { badge, nextLink } from './layout.js';
@@ -122,6 +123,8 @@ function failover(body: Body): string {
 /** One tab of the objects page: a page of one kind's objects, as the API answers them. */
 export async function objectsSection(resources: Resources, caller: { accountId: string; baseUrl: string }, kindName: string, before: string | undefined): Promise<string> {
   const kind = kindByName(kindName);
+  // A `before` that is no id of this kind (typed by hand, cut short) starts at the first page.
+  if (before !== undefined && !new RegExp(idPattern(kind.idPrefix)).test(before)) before = undefined;
   const { items, more, lastId } = await resources.list(kind, caller, { beforeId: before, limit: OBJECTS_PAGE_SIZE });
   const next = more && lastId ? `/ui/objects?kind=${encodeURIComponent(kindName)}&before=${encodeURIComponent(lastId)}` : undefined;
   const tabs = html`<nav class="tabs" aria-label="Kinds">!${OBJECT_TABS.map((t) => html`<a href="/ui/objects?kind=${t.kind}" !${t.kind === kindName ? 'aria-current="page"' : ''}>${t.label}</a>`).join('')}</nav>`;
