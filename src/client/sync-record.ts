@@ -19,6 +19,8 @@ export interface NewSyncRun {
   drift_count?: number | null;
   error?: string | null;
   plan_markdown?: string | null;
+  /** The objects the plan changed (a drift check: found changed), each with the fields that differ. */
+  objects?: { identity: string; action: string; fields: string[] }[] | null;
 }
 
 export interface SyncRun extends Omit<NewSyncRun, 'commit'> {

@@ -13458,8 +13458,8 @@ validate33.errors = vErrors;
 return errors === 0;
 }
 
-export const sa1adf289b1f12fd0180a411c = validate34;
-const schema35 = {"type":"object","additionalProperties":false,"required":["stack","trigger","holder","outcome","counts"],"properties":{"stack":{"type":"string","pattern":"^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$","description":"The stack: lower-case letters, digits, \".\", \"_\" or \"-\" (1-64 characters)"},"commit":{"type":["object","null"],"additionalProperties":false,"required":["sha"],"properties":{"sha":{"type":"string","pattern":"^[0-9a-f]{7,64}$","description":"The commit's hash (hex, lower case)"},"subject":{"type":"string","maxLength":1000},"author":{"type":"string","maxLength":500}}},"trigger":{"type":"string","enum":["commit","interval","webhook","manual","cli"]},"holder":{"type":"string","minLength":1,"maxLength":500},"duration_ms":{"type":"integer","minimum":0,"maximum":604800000},"outcome":{"type":"string","enum":["applied","no_changes","drifted","failed","blocked"]},"counts":{"type":"object","additionalProperties":false,"required":["create","update","replace","delete"],"properties":{"create":{"type":"integer","minimum":0,"maximum":10000000},"update":{"type":"integer","minimum":0,"maximum":10000000},"replace":{"type":"integer","minimum":0,"maximum":10000000},"delete":{"type":"integer","minimum":0,"maximum":10000000}},"description":"The steps of the run's plan, per action"},"drift_count":{"type":["integer","null"],"minimum":0,"maximum":10000000},"error":{"type":["string","null"],"maxLength":8000},"plan_markdown":{"type":["string","null"],"maxLength":65536}}};
+export const sb7041f90cf6db30d5ea2b77b = validate34;
+const schema35 = {"type":"object","additionalProperties":false,"required":["stack","trigger","holder","outcome","counts"],"properties":{"stack":{"type":"string","pattern":"^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$","description":"The stack: lower-case letters, digits, \".\", \"_\" or \"-\" (1-64 characters)"},"commit":{"type":["object","null"],"additionalProperties":false,"required":["sha"],"properties":{"sha":{"type":"string","pattern":"^[0-9a-f]{7,64}$","description":"The commit's hash (hex, lower case)"},"subject":{"type":"string","maxLength":1000},"author":{"type":"string","maxLength":500}}},"trigger":{"type":"string","enum":["commit","interval","webhook","manual","cli"]},"holder":{"type":"string","minLength":1,"maxLength":500},"duration_ms":{"type":"integer","minimum":0,"maximum":604800000},"outcome":{"type":"string","enum":["applied","no_changes","drifted","failed","blocked"]},"counts":{"type":"object","additionalProperties":false,"required":["create","update","replace","delete"],"properties":{"create":{"type":"integer","minimum":0,"maximum":10000000},"update":{"type":"integer","minimum":0,"maximum":10000000},"replace":{"type":"integer","minimum":0,"maximum":10000000},"delete":{"type":"integer","minimum":0,"maximum":10000000}},"description":"The steps of the run's plan, per action"},"drift_count":{"type":["integer","null"],"minimum":0,"maximum":10000000},"error":{"type":["string","null"],"maxLength":8000},"plan_markdown":{"type":["string","null"],"maxLength":65536},"objects":{"type":["array","null"],"maxItems":500,"items":{"type":"object","additionalProperties":false,"required":["identity","action","fields"],"properties":{"identity":{"type":"string","minLength":1,"maxLength":300,"description":"The object's manifest identity: HTTPSEdge/web, HTTPSEdge/web/routes/api"},"action":{"type":"string","minLength":1,"maxLength":40,"description":"create, update, replace, delete, module.put, module.delete"},"fields":{"type":"array","maxItems":50,"items":{"type":"string","maxLength":200},"description":"The field paths that differ (none for a create or delete)"}}},"description":"The objects the plan changed (a drift check: found changed), each with the fields that differ"}}};
 const pattern22 = new RegExp("^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$", "u");
 const pattern23 = new RegExp("^[0-9a-f]{7,64}$", "u");
 
@@ -13901,6 +13901,165 @@ var valid0 = _errs36 === errors;
 }
 else {
 var valid0 = true;
+}
+if(valid0){
+if(data.objects !== undefined){
+let data17 = data.objects;
+const _errs38 = errors;
+if((!(Array.isArray(data17))) && (data17 !== null)){
+validate34.errors = [{instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/type",keyword:"type",params:{type: schema35.properties.objects.type},message:"must be array,null",schema:schema35.properties.objects.type,parentSchema:schema35.properties.objects,data:data17}];
+return false;
+}
+if(errors === _errs38){
+if(Array.isArray(data17)){
+if(data17.length > 500){
+validate34.errors = [{instancePath:instancePath+"/objects",schemaPath:"#/properties/objects/maxItems",keyword:"maxItems",params:{limit: 500},message:"must NOT have more than 500 items",schema:500,parentSchema:schema35.properties.objects,data:data17}];
+return false;
+}
+else {
+var valid3 = true;
+const len0 = data17.length;
+for(let i0=0; i0<len0; i0++){
+let data18 = data17[i0];
+const _errs40 = errors;
+if(errors === _errs40){
+if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
+let missing3;
+if((((data18.identity === undefined) && (missing3 = "identity")) || ((data18.action === undefined) && (missing3 = "action"))) || ((data18.fields === undefined) && (missing3 = "fields"))){
+validate34.errors = [{instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/required",keyword:"required",params:{missingProperty: missing3},message:"must have required property '"+missing3+"'",schema:schema35.properties.objects.items.required,parentSchema:schema35.properties.objects.items,data:data18}];
+return false;
+}
+else {
+const _errs42 = errors;
+for(const key3 in data18){
+if(!(((key3 === "identity") || (key3 === "action")) || (key3 === "fields"))){
+validate34.errors = [{instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties",schema:false,parentSchema:schema35.properties.objects.items,data:data18}];
+return false;
+break;
+}
+}
+if(_errs42 === errors){
+if(data18.identity !== undefined){
+let data19 = data18.identity;
+const _errs43 = errors;
+if(errors === _errs43){
+if(typeof data19 === "string"){
+if(func2(data19) > 300){
+validate34.errors = [{instancePath:instancePath+"/objects/" + i0+"/identity",schemaPath:"#/properties/objects/items/properties/identity/maxLength",keyword:"maxLength",params:{limit: 300},message:"must NOT have more than 300 characters",schema:300,parentSchema:schema35.properties.objects.items.properties.identity,data:data19}];
+return false;
+}
+else {
+if(func2(data19) < 1){
+validate34.errors = [{instancePath:instancePath+"/objects/" + i0+"/identity",schemaPath:"#/properties/objects/items/properties/identity/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema35.properties.objects.items.properties.identity,data:data19}];
+return false;
+}
+}
+}
+else {
+validate34.errors = [{instancePath:instancePath+"/objects/" + i0+"/identity",schemaPath:"#/properties/objects/items/properties/identity/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.objects.items.properties.identity.type,parentSchema:schema35.properties.objects.items.properties.identity,data:data19}];
+return false;
+}
+}
+var valid4 = _errs43 === errors;
+}
+else {
+var valid4 = true;
+}
+if(valid4){
+if(data18.action !== undefined){
+let data20 = data18.action;
+const _errs45 = errors;
+if(errors === _errs45){
+if(typeof data20 === "string"){
+if(func2(data20) > 40){
+validate34.errors = [{instancePath:instancePath+"/objects/" + i0+"/action",schemaPath:"#/properties/objects/items/properties/action/maxLength",keyword:"maxLength",params:{limit: 40},message:"must NOT have more than 40 characters",schema:40,parentSchema:schema35.properties.objects.items.properties.action,data:data20}];
+return false;
+}
+else {
+if(func2(data20) < 1){
+validate34.errors = [{instancePath:instancePath+"/objects/" + i0+"/action",schemaPath:"#/properties/objects/items/properties/action/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema35.properties.objects.items.properties.action,data:data20}];
+return false;
+}
+}
+}
+else {
+validate34.errors = [{instancePath:instancePath+"/objects/" + i0+"/action",schemaPath:"#/properties/objects/items/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.objects.items.properties.action.type,parentSchema:schema35.properties.objects.items.properties.action,data:data20}];
+return false;
+}
+}
+var valid4 = _errs45 === errors;
+}
+else {
+var valid4 = true;
+}
+if(valid4){
+if(data18.fields !== undefined){
+let data21 = data18.fields;
+const _errs47 = errors;
+if(errors === _errs47){
+if(Array.isArray(data21)){
+if(data21.length > 50){
+validate34.errors = [{instancePath:instancePath+"/objects/" + i0+"/fields",schemaPath:"#/properties/objects/items/properties/fields/maxItems",keyword:"maxItems",params:{limit: 50},message:"must NOT have more than 50 items",schema:50,parentSchema:schema35.properties.objects.items.properties.fields,data:data21}];
+return false;
+}
+else {
+var valid5 = true;
+const len1 = data21.length;
+for(let i1=0; i1<len1; i1++){
+let data22 = data21[i1];
+const _errs49 = errors;
+if(errors === _errs49){
+if(typeof data22 === "string"){
+if(func2(data22) > 200){
+validate34.errors = [{instancePath:instancePath+"/objects/" + i0+"/fields/" + i1,schemaPath:"#/properties/objects/items/properties/fields/items/maxLength",keyword:"maxLength",params:{limit: 200},message:"must NOT have more than 200 characters",schema:200,parentSchema:schema35.properties.objects.items.properties.fields.items,data:data22}];
+return false;
+}
+}
+else {
+validate34.errors = [{instancePath:instancePath+"/objects/" + i0+"/fields/" + i1,schemaPath:"#/properties/objects/items/properties/fields/items/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.objects.items.properties.fields.items.type,parentSchema:schema35.properties.objects.items.properties.fields.items,data:data22}];
+return false;
+}
+}
+var valid5 = _errs49 === errors;
+if(!valid5){
+break;
+}
+}
+}
+}
+else {
+validate34.errors = [{instancePath:instancePath+"/objects/" + i0+"/fields",schemaPath:"#/properties/objects/items/properties/fields/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema35.properties.objects.items.properties.fields.type,parentSchema:schema35.properties.objects.items.properties.fields,data:data21}];
+return false;
+}
+}
+var valid4 = _errs47 === errors;
+}
+else {
+var valid4 = true;
+}
+}
+}
+}
+}
+}
+else {
+validate34.errors = [{instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema35.properties.objects.items.type,parentSchema:schema35.properties.objects.items,data:data18}];
+return false;
+}
+}
+var valid3 = _errs40 === errors;
+if(!valid3){
+break;
+}
+}
+}
+}
+}
+var valid0 = _errs38 === errors;
+}
+else {
+var valid0 = true;
+}
 }
 }
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest, HTTPMethods } from 'fastify';
 import type { Db } from '../store/db.js';
-import { getRun, listRuns, listStacks, OUTCOMES, recordRun, requestSync, TRIGGERS, type RunRow, type StackRow, type NewRun } from '../store/sync-runs.js';
+import { getRun, listRuns, listStacks, OUTCOMES, recordRun, requestSync, TRIGGERS, type RunRow, type RunObject, type StackRow, type NewRun } from '../store/sync-runs.js';
 import { idPattern, newId } from '../util/ids.js';
 import { isStorableText } from '../util/text.js';
 import { rfc3339 } from '../util/time.js';
@@ -40,6 +40,17 @@ const COMMIT_IN = {
     author: { type: 'string', maxLength: 500 },
   },
 };
+/** The most objects a run lists, and fields per object. */
+export const RUN_OBJECTS_MAX = 500;
+const RUN_OBJECT = {
+  type: 'object', additionalProperties: false, required: ['identity', 'action', 'fields'],
+  properties: {
+    identity: { type: 'string', minLength: 1, maxLength: 300, description: 'The object\'s manifest identity: HTTPSEdge/web, HTTPSEdge/web/routes/api' },
+    action: { type: 'string', minLength: 1, maxLength: 40, description: 'create, update, replace, delete, module.put, module.delete' },
+    fields: { type: 'array', maxItems: 50, items: { type: 'string', maxLength: 200 }, description: 'The field paths that differ (none for a create or delete)' },
+  },
+};
+const OBJECTS_IN = { type: ['array', 'null'], maxItems: RUN_OBJECTS_MAX, items: RUN_OBJECT, description: 'The objects the plan changed (a drift check: found changed), each with the fields that differ' };
 const CREATE_SCHEMA = {
   type: 'object',
   additionalProperties: false,
@@ -55,6 +66,7 @@ const CREATE_SCHEMA = {
     drift_count: { type: ['integer', 'null'], minimum: 0, maximum: 10_000_000 },
     error: { type: ['string', 'null'], maxLength: ERROR_MAX },
     plan_markdown: { type: ['string', 'null'], maxLength: PLAN_MARKDOWN_MAX },
+    objects: OBJECTS_IN,
   },
 };
 const SYNC_REQUEST_SCHEMA = { type: 'object', additionalProperties: false, properties: { requested_by: { type: 'string', minLength: 1, maxLength: 500 } } };
@@ -80,8 +92,8 @@ const RUN_PROPS = {
 };
 const RUN_REQUIRED = Object.keys(RUN_PROPS);
 const RUN_SCHEMA = {
-  type: 'object', additionalProperties: false, required: [...RUN_REQUIRED, 'plan_markdown'],
-  properties: { ...RUN_PROPS, plan_markdown: { type: ['string', 'null'], description: 'The plan as its Markdown comment (within its budget)' } },
+  type: 'object', additionalProperties: false, required: [...RUN_REQUIRED, 'plan_markdown', 'objects'],
+  properties: { ...RUN_PROPS, plan_markdown: { type: ['string', 'null'], description: 'The plan as its Markdown comment (within its budget)' }, objects: OBJECTS_IN },
 };
 const RUN_ITEM_SCHEMA = { type: 'object', additionalProperties: false, required: RUN_REQUIRED, properties: RUN_PROPS, description: 'A run as listed: without its plan (GET the run for it)' };
 const RUN_LIST_SCHEMA = {
@@ -150,7 +162,7 @@ export function runResponse(row: RunRow, base: string, withPlan: boolean) {
     counts: row.counts,
     drift_count: row.drift_count,
     error: row.error,
-    ...(withPlan ? { plan_markdown: row.plan_markdown ?? null } : {}),
+    ...(withPlan ? { plan_markdown: row.plan_markdown ?? null, objects: row.objects ?? null } : {}),
   };
 }
 
@@ -210,17 +222,19 @@ export function registerSyncRecord(app: FastifyInstance, db: Db, callerOf: (req:
     const caller = callerOf(req);
     const b = req.body as {
       stack: string; commit?: { sha: string; subject?: string; author?: string } | null; trigger: NewRun['trigger']; holder: string; duration_ms?: number;
-      outcome: NewRun['outcome']; counts: NewRun['counts']; drift_count?: number | null; error?: string | null; plan_markdown?: string | null;
+      outcome: NewRun['outcome']; counts: NewRun['counts']; drift_count?: number | null; error?: string | null; plan_markdown?: string | null; objects?: RunObject[] | null;
     };
     const commit = b.commit ? { sha: b.commit.sha, subject: text('commit.subject', b.commit.subject) ?? undefined, author: text('commit.author', b.commit.author) ?? undefined } : null;
     const run: NewRun = {
       id: newId(SYNC_RUN_PREFIX), accountId: caller.accountId, stack: b.stack, commit, trigger: b.trigger, holder: text('holder', b.holder)!,
       durationMs: b.duration_ms ?? 0, outcome: b.outcome, counts: b.counts, driftCount: b.drift_count ?? null,
       error: text('error', b.error), planMarkdown: text('plan_markdown', b.plan_markdown),
+      objects: b.objects?.map((o) => ({ identity: text('objects.identity', o.identity)!, action: text('objects.action', o.action)!, fields: o.fields.map((f) => text('objects.fields', f)!) })) ?? null,
     };
     const result = await runIdempotent(db, req, caller.accountId, async (d) => {
       const body = runResponse(await recordRun(d, run, keep), caller.baseUrl, true);
       body.plan_markdown = run.planMarkdown;
+      body.objects = run.objects;
       return { status: 201, body, location: body.uri };
     }, idempotency);
     reply.code(result.status);

@@ -16,6 +16,8 @@ export const STATUS_OF: Record<Outcome, SyncStatus> = {
   blocked: 'failed',
 };
 
+export interface RunObject { identity: string; action: string; fields: string[] }
+
 export interface RunCounts { create: number; update: number; replace: number; delete: number }
 
 export interface NewRun {
@@ -32,6 +34,8 @@ export interface NewRun {
   driftCount: number | null;
   error: string | null;
   planMarkdown: string | null;
+  /** The objects the plan changed, with the fields that differ (bounded by the route's schema). */
+  objects: RunObject[] | null;
 }
 
 export interface RunRow {
@@ -49,6 +53,7 @@ export interface RunRow {
   drift_count: number | null;
   error: string | null;
   plan_markdown?: string | null;
+  objects?: RunObject[] | null;
 }
 
 export interface StackRow {
@@ -84,11 +89,11 @@ export async function recordRun(db: Db, run: NewRun, keep: number): Promise<RunR
     await q.query('INSERT INTO sync_stacks (account_id, stack) VALUES ($1, $2) ON CONFLICT DO NOTHING', [run.accountId, run.stack]);
     await q.query('SELECT 1 FROM sync_stacks WHERE account_id = $1 AND stack = $2 FOR UPDATE', [run.accountId, run.stack]);
     const { rows } = await q.query<RunRow>(
-      `INSERT INTO sync_runs (id, account_id, stack, commit_sha, commit_subject, commit_author, trigger, holder, started_at, outcome, counts, drift_count, error, plan_markdown)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() - make_interval(secs => $9::double precision / 1000), $10, $11, $12, $13, $14)
+      `INSERT INTO sync_runs (id, account_id, stack, commit_sha, commit_subject, commit_author, trigger, holder, started_at, outcome, counts, drift_count, error, plan_markdown, objects)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() - make_interval(secs => $9::double precision / 1000), $10, $11, $12, $13, $14, $15)
        RETURNING ${RUN_COLS}`,
       [run.id, run.accountId, run.stack, run.commit?.sha ?? null, run.commit?.subject ?? null, run.commit?.author ?? null, run.trigger, run.holder,
-        run.durationMs, run.outcome, JSON.stringify(run.counts), run.driftCount, run.error, run.planMarkdown],
+        run.durationMs, run.outcome, JSON.stringify(run.counts), run.driftCount, run.error, run.planMarkdown, run.objects === null ? null : JSON.stringify(run.objects)],
     );
     const row = rows[0];
     const status = STATUS_OF[run.outcome];
@@ -120,7 +125,7 @@ export async function recordRun(db: Db, run: NewRun, keep: number): Promise<RunR
 }
 
 export async function getRun(q: Queryable, accountId: string, id: string): Promise<RunRow | null> {
-  const { rows } = await q.query<RunRow>(`SELECT ${RUN_COLS}, plan_markdown FROM sync_runs WHERE account_id = $1 AND id = $2`, [accountId, id]);
+  const { rows } = await q.query<RunRow>(`SELECT ${RUN_COLS}, plan_markdown, objects FROM sync_runs WHERE account_id = $1 AND id = $2`, [accountId, id]);
   return rows[0] ?? null;
 }
 

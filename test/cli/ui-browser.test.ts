@@ -124,6 +124,8 @@ describe.skipIf(!HAS_CHROMIUM)('the status page in Chromium', { timeout: 300_000
     await step(page, 'open-a-run', async () => {
       await page.getByRole('link', { name: 'web', exact: true }).click();
       await page.getByRole('heading', { name: 'Stack web' }).waitFor();
+      // The drifted object is marked, with the field that differs.
+      expect(await page.locator('tr', { hasText: 'FailoverBackend/pool' }).locator('.drift').innerText()).toBe('Drifted description');
       expect(await seriousViolations(page)).toEqual([]);
       await page.locator('#runs tbody tr', { hasText: 'drifted' }).first().getByRole('link').click();
       await page.getByRole('heading', { name: 'Plan', exact: true }).waitFor();

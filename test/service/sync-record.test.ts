@@ -19,8 +19,10 @@ describe.each(ENGINES)('sync record (%s)', (engine) => {
 
   it('a run is recorded, read with its plan, listed without it; the stack is synced at its commit', async () => {
     const a = await svc.account();
-    const posted = await a.post('/sync_runs', run({ plan_markdown: '### Plan\n\n3 to create', drift_count: 0 }));
+    const objects = [{ identity: 'HTTPSEdge/web', action: 'update', fields: ['description', 'hostports'] }, { identity: 'CertificateAuthority/root', action: 'create', fields: [] }];
+    const posted = await a.post('/sync_runs', run({ plan_markdown: '### Plan\n\n3 to create', drift_count: 0, objects }));
     expect(posted.status, posted.text).toBe(201);
+    expect(posted.body.objects).toEqual(objects);
     expect(posted.body).toMatchObject({
       id: expect.stringMatching(/^syncrun_/), stack: 'web', trigger: 'commit', holder: 'agent-1', outcome: 'applied', counts: counts(3),
       commit: { sha: 'a'.repeat(40), subject: 'first', author: 'Ann <ann@example.com>' }, error: null, plan_markdown: '### Plan\n\n3 to create',
@@ -32,6 +34,11 @@ describe.each(ENGINES)('sync record (%s)', (engine) => {
     const list = await a.get('/sync_runs?stack=web');
     expect(list.body.sync_runs).toHaveLength(1);
     expect(list.body.sync_runs[0]).not.toHaveProperty('plan_markdown');
+    expect(list.body.sync_runs[0]).not.toHaveProperty('objects');
+    // Bounded: more objects than a run lists is refused, nothing written.
+    const tooMany = await a.post('/sync_runs', run({ objects: Array.from({ length: 501 }, (_, i) => ({ identity: `FailoverBackend/p${i}`, action: 'update', fields: [] })) }));
+    expect(tooMany.status).toBe(400);
+    expect((await a.get('/sync_runs?stack=web')).body.sync_runs).toHaveLength(1);
     expect(list.body.next_page_uri).toBeNull();
     const stack = await a.get('/stacks/web');
     expect(stack.status, stack.text).toBe(200);

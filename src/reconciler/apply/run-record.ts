@@ -38,6 +38,7 @@ export class RunRecord {
       drift_count: outcome === 'drifted' || outcome === 'blocked' ? steps : null,
       error: this.error ?? null,
       plan_markdown: plan && plan.steps.length ? renderMarkdown(plan, { args: this.base.args }) : null,
+      objects: plan && plan.steps.length ? runObjects(plan) : null,
     };
   }
 
@@ -54,4 +55,17 @@ export class RunRecord {
       throw err;
     }
   }
+}
+
+/** The most objects a run lists, and fields per object (the service's bounds). */
+const OBJECTS_MAX = 500;
+const FIELDS_MAX = 50;
+
+/** Each step's object and the fields it changes, in plan order, within the service's bounds. */
+export function runObjects(plan: Plan): NonNullable<NewSyncRun['objects']> {
+  return plan.steps.slice(0, OBJECTS_MAX).map((s) => ({
+    identity: s.object.identity.slice(0, 300),
+    action: s.action,
+    fields: [...new Set(s.changes.map((c) => c.path.slice(0, 200)))].slice(0, FIELDS_MAX),
+  }));
 }

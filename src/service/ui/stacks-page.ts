@@ -94,6 +94,9 @@ export async function stackSection(
   const s = await records.stack(session.accountId, name);
   const { items, more } = await records.runs(session.accountId, name, { before, limit: RUNS_PAGE_SIZE });
   const owned = await ownedObjects(resources, caller, name);
+  // While the stack is out of sync, its last run (a drift check) names the drifted objects and fields.
+  const driftRun = s?.status === 'out_of_sync' && s.last_run ? await records.run(session.accountId, s.last_run.id) : null;
+  const drifted = new Map((driftRun?.objects ?? []).map((o) => [o.identity, o]));
   const next = more && items.length ? `/ui/stacks/${encodeURIComponent(name)}?before=${encodeURIComponent(items.at(-1)!.id)}` : undefined;
   return html`<h1>Stack ${name}</h1>
     <div id="stack-head" data-refresh="/ui/parts/stacks/${encodeURIComponent(name)}" data-interval="${REFRESH_S}" aria-live="polite">!${s ? stackFacts(s) : html`<p class="muted">This stack has no record yet.</p>`}</div>
@@ -106,7 +109,7 @@ export async function stackSection(
     <div id="runs" !${before ? '' : html`data-refresh="/ui/parts/stacks/${encodeURIComponent(name)}/runs" data-interval="${REFRESH_S}"`}>!${runsTable(items)}</div>
     !${nextLink(next)}
     <h2>Objects the stack owns</h2>
-    !${ownedTable(owned)}`;
+    !${ownedTable(owned, drifted)}`;
 }
 
 export function stackFacts(s: StackView): string {
@@ -149,16 +152,18 @@ async function ownedObjects(resources: Resources, caller: { accountId: string; b
   return { items, truncated: false };
 }
 
-function ownedTable(owned: { items: Owned[]; truncated: boolean }): string {
+function ownedTable(owned: { items: Owned[]; truncated: boolean }, drifted: Map<string, { action: string; fields: string[] }>): string {
   if (owned.items.length === 0) return html`<p class="muted">No object carries this stack's ownership marker.</p>`;
   const rows = owned.items
     .sort((a, b) => a.kind.localeCompare(b.kind) || a.identity.localeCompare(b.identity))
     .map((o) => {
-      return html`<tr><td>${o.kind}</td><td><code>${o.identity}</code></td><td><code class="id">${o.id}</code></td></tr>`;
+      const d = drifted.get(o.identity);
+      const drift = d ? badge('Drifted', 'warn') + ' ' + (d.fields.length ? d.fields.map((f) => html`<code>${f}</code>`).join(', ') : html`${d.action}`) : '';
+      return html`<tr><td>${o.kind}</td><td><code>${o.identity}</code></td><td><code class="id">${o.id}</code></td><td class="drift">!${drift}</td></tr>`;
     });
   return html`<div class="scroll"><table>
     <caption class="sr-only">Objects owned by the stack</caption>
-    <thead><tr><th scope="col">kind</th><th scope="col">identity</th><th scope="col">id</th></tr></thead>
+    <thead><tr><th scope="col">kind</th><th scope="col">identity</th><th scope="col">id</th><th scope="col">drift</th></tr></thead>
     <tbody>!${rows.join('')}</tbody></table></div>
     !${owned.truncated ? notice(`Only the first ${OWNED_LIMIT} objects are listed.`) : ''}`;
 }
