@@ -17,6 +17,7 @@ import { jsonBodyPlugin } from './plugins/json-body.js';
 import { metricsPlugin } from './plugins/metrics.js';
 import { openapiPlugin } from './plugins/openapi.js';
 import { opsRoutesPlugin } from './plugins/ops-routes.js';
+import { DegradedChecks } from './health.js';
 
 /** The service's settings; the version headers and vendor prefix are described in `vendor.ts`. */
 export interface AppOptions extends VendorOptions {
@@ -142,14 +143,15 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.register(metricsPlugin, { enabled: metrics !== 'off' });
   // Before every route: it records them as they are registered.
   if (opts.openapi !== false) app.register(openapiPlugin, { versionHeader: versionHeaders[0] });
-  app.register(opsRoutesPlugin, { metricsRoute: metrics === 'route' });
+  const health = new DegradedChecks();
+  app.register(opsRoutesPlugin, { metricsRoute: metrics === 'route', health });
   app.register(abuseProcessingPlugin, { worker: opts.jobWorker ?? false });
   app.register(apiPlugin, {
     versionHeaders,
     vendorPrefix: resolveVendorPrefix(opts),
     publicUrl: opts.publicUrl,
     authCacheMs: opts.authCacheMs,
-    rateLimit: opts.rateLimit,
+    rateLimit: opts.rateLimit && { ...opts.rateLimit, health },
     idempotency: opts.idempotency,
     syncRecord: opts.syncRecord,
   });

@@ -4,6 +4,7 @@ import { ApiError } from '../../contract/errors.js';
 import type { RateLimitOptions } from '../rate-limit.js';
 import type { IdempotencyOptions } from '../idempotency.js';
 import type { SyncRecordOptions } from '../sync-runs.js';
+import type { DegradedChecks } from '../health.js';
 import { authPlugin } from './authenticate.js';
 import { kindRoutesPlugin } from './kind-routes.js';
 import { syncHook } from './sync-hook.js';
@@ -22,7 +23,7 @@ export interface ApiScopeOptions {
   publicUrl?: string;
   authCacheMs?: number;
   /** Requests per minute per API key (`rate-limit.ts`); none without it (tests, the embedded CLI). */
-  rateLimit?: RateLimitOptions;
+  rateLimit?: RateLimitOptions & { health?: DegradedChecks };
   idempotency?: IdempotencyOptions;
   syncRecord?: SyncRecordOptions;
 }

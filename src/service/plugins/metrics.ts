@@ -10,6 +10,8 @@ import type { FastifyInstance } from 'fastify';
 export interface ServiceMetrics {
   registry: Registry;
   jobOutcomes: Counter<'type' | 'outcome'>;
+  /** Requests the rate limit let through uncounted: its Redis did not answer in time (`rate-limit.ts`). */
+  rateLimitUncounted: Counter;
 }
 
 declare module 'fastify' {
@@ -63,6 +65,11 @@ export const metricsPlugin = fp<{ enabled: boolean }>(async (app, opts) => {
     labelNames: ['type', 'outcome'] as const,
     registers: [registry],
   });
+  const rateLimitUncounted = new Counter({
+    name: 'edgeplane_rate_limit_uncounted_total',
+    help: "Requests let through without being counted because the rate limit's Redis did not answer in time (fail-open)",
+    registers: [registry],
+  });
   const db = app.db;
   // Queue figures are read from the database at scrape time: the queue is shared by every replica.
   const queueGauge = (name: string, help: string, figure: 'count' | 'oldestAge') => new Gauge({
@@ -93,7 +100,7 @@ export const metricsPlugin = fp<{ enabled: boolean }>(async (app, opts) => {
   }
   await processMetrics();
 
-  app.decorate('metrics', { registry, jobOutcomes });
+  app.decorate('metrics', { registry, jobOutcomes, rateLimitUncounted });
   app.decorateRequest('inFlight', false);
   // Callback-style hooks (they run on every request): no promise each.
   app.addHook('onRequest', (req, _reply, next) => {
