@@ -131,6 +131,8 @@ export function serverOptionsFromEnv(env = process.env): Omit<ServerOptions, 'tl
     requestTimeoutMs: wholeNumber(env, 'EDGEPLANE_REQUEST_TIMEOUT_MS', 30_000, 'milliseconds'),
     keepAliveTimeoutMs: wholeNumber(env, 'EDGEPLANE_KEEPALIVE_TIMEOUT_MS', 72_000, 'milliseconds'),
     maxConnections: wholeNumber(env, 'EDGEPLANE_MAX_CONNECTIONS', 1024, 'connections'),
+    maxConnectionsPerAddress: wholeNumber(env, 'EDGEPLANE_MAX_CONNECTIONS_PER_ADDRESS', 256, 'connections (0: no per-address limit)', 0),
+    tlsHandshakeTimeoutMs: wholeNumber(env, 'EDGEPLANE_TLS_HANDSHAKE_TIMEOUT_MS', 5_000, 'milliseconds'),
     shutdownTimeoutMs: wholeNumber(env, 'EDGEPLANE_SHUTDOWN_TIMEOUT_MS', 25_000, 'milliseconds'),
   };
   if (opts.headersTimeoutMs > opts.requestTimeoutMs) {

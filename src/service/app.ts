@@ -18,6 +18,7 @@ import { metricsPlugin } from './plugins/metrics.js';
 import { openapiPlugin } from './plugins/openapi.js';
 import { opsRoutesPlugin } from './plugins/ops-routes.js';
 import { DegradedChecks } from './health.js';
+import { guardConnections } from './connections.js';
 
 /** The service's settings; the version headers and vendor prefix are described in `vendor.ts`. */
 export interface AppOptions extends VendorOptions {
@@ -62,6 +63,10 @@ export interface ServerOptions {
   keepAliveTimeoutMs: number;
   /** Connections open at once; more are closed as they arrive. */
   maxConnections: number;
+  /** Connections open at once from one client address (0: no such limit); more are closed as they arrive. */
+  maxConnectionsPerAddress: number;
+  /** Time for a TLS client to finish its handshake (HTTPS only). */
+  tlsHandshakeTimeoutMs: number;
   /** PEM certificate chain and key: the service speaks HTTPS only. */
   tls?: { cert: string; key: string };
 }
@@ -102,7 +107,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     : undefined;
   const app = Fastify({
     ...(server ? { keepAliveTimeout: server.keepAliveTimeoutMs, requestTimeout: server.requestTimeoutMs } : {}),
-    ...(server?.tls ? { https: { ...timeouts, cert: server.tls.cert, key: server.tls.key } } : timeouts ? { http: timeouts } : {}),
+    ...(server?.tls ? { https: { ...timeouts, handshakeTimeout: server.tlsHandshakeTimeoutMs, cert: server.tls.cert, key: server.tls.key } } : timeouts ? { http: timeouts } : {}),
     bodyLimit: BODY_LIMIT,
     // While shutting down, a request that still arrives on an open keep-alive connection is served
     // (with Connection: close) rather than answered by fastify's own 503 body, outside the API's
@@ -122,7 +127,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       : false,
   });
 
-  if (server) app.server.maxConnections = server.maxConnections;
+  if (server) {
+    app.server.maxConnections = server.maxConnections;
+    guardConnections(app, { perAddress: server.maxConnectionsPerAddress });
+  }
 
   // Route body schemas are precompiled (`npm run schemas`): start-up compiles none of them.
   app.setValidatorCompiler(opts.validatorCompiler ?? (({ schema }) => serviceValidator(schema)));

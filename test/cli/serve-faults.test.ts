@@ -1,7 +1,11 @@
-import { mkdtempSync } from 'node:fs';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { Agent, request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import forge from 'node-forge';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli, startServe, type Served } from '../helpers/cli.js';
 import { TestClient } from '../helpers/service.js';
@@ -120,5 +124,108 @@ describe('a stalled Redis (accepts connections, never answers)', () => {
     const { value: code, ms } = await timed(() => served.stop());
     expect(code).toBe(0);
     expect(ms).toBeLessThan(3000);
+  }, 60_000);
+});
+
+/** `count` connections from 127.0.0.1 that each send `payload` (maybe nothing) and then hold; they count those the server closed. */
+async function hold(url: string, count: number, payload: string): Promise<{ closed: () => number }> {
+  const { hostname, port } = new URL(url);
+  let closed = 0;
+  const sockets: Socket[] = [];
+  await Promise.all(Array.from({ length: count }, () => new Promise<void>((resolve) => {
+    const s = connect({ port: Number(port), host: hostname, localAddress: '127.0.0.1' }, () => { if (payload) s.write(payload); resolve(); });
+    sockets.push(s);
+    s.on('error', () => resolve());
+    s.on('close', () => { closed++; resolve(); });
+  })));
+  cleanups.push(() => { for (const s of sockets) s.destroy(); });
+  return { closed: () => closed };
+}
+
+/** A self-signed certificate for 127.0.0.1, made now. */
+function selfSigned(): { cert: string; key: string } {
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const keyPem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = forge.pki.publicKeyFromPem(publicKey.export({ type: 'spki', format: 'pem' }).toString());
+  cert.serialNumber = '01';
+  cert.validity.notBefore = new Date(Date.now() - 60_000);
+  cert.validity.notAfter = new Date(Date.now() + 86_400_000);
+  cert.setSubject([{ name: 'commonName', value: 'localhost' }]);
+  cert.setIssuer([{ name: 'commonName', value: 'localhost' }]);
+  cert.setExtensions([{ name: 'subjectAltName', altNames: [{ type: 7, ip: '127.0.0.1' }] }]);
+  cert.sign(forge.pki.privateKeyFromPem(keyPem), forge.md.sha256.create());
+  return { cert: forge.pki.certificateToPem(cert), key: keyPem };
+}
+
+describe('connection hygiene', () => {
+  it('1,100 idle TLS connections from one address do not stop an HTTPS client, and each is closed after the handshake timeout', async () => {
+    const { state, key } = await stateWithKey();
+    const dir = mkdtempSync(join(tmpdir(), 'ep-faults-tls-'));
+    const { cert, key: tlsKey } = selfSigned();
+    writeFileSync(join(dir, 'cert.pem'), cert);
+    writeFileSync(join(dir, 'key.pem'), tlsKey, { mode: 0o600 });
+    const served = await startServe(['--state', state, '--tls-cert', join(dir, 'cert.pem'), '--tls-key', join(dir, 'key.pem')], { env: { EDGEPLANE_TLS_HANDSHAKE_TIMEOUT_MS: '1000' } });
+    stopAfter(served);
+    const idle = await hold(served.url, 1100, '');
+    const { port } = new URL(served.url);
+    const get = () => new Promise<number>((resolve, reject) => {
+      const req = httpsRequest({ host: '127.0.0.1', port: Number(port), localAddress: '127.0.0.2', path: '/certificate_authorities', ca: cert, agent: false, headers: { 'service-version': '2', authorization: `Bearer ${key}` } }, (r) => { r.resume(); r.on('end', () => resolve(r.statusCode!)); });
+      req.on('error', reject);
+      req.end();
+    });
+    const { value: status, ms } = await timed(get);
+    expect(status).toBe(200);
+    expect(ms).toBeLessThan(1000);
+    // Those the cap let in are dropped once the handshake timeout passes (not Node's 120 s).
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(idle.closed()).toBe(1100);
+    expect(await served.stop()).toBe(0);
+  }, 60_000);
+
+  it('1,100 half-sent requests from one address do not stop a client on another address', async () => {
+    const { state, key } = await stateWithKey();
+    const served = await startServe(['--state', state], { env: { EDGEPLANE_MAX_CONNECTIONS_PER_ADDRESS: '100' } });
+    stopAfter(served);
+    const held = await hold(served.url, 1100, 'GET /certificate_authorities HTTP/1.1\r\nHost: x\r\n');
+    // Past the per-address cap: closed as they arrive.
+    await new Promise((r) => setTimeout(r, 200));
+    expect(held.closed()).toBe(1000);
+    const { port } = new URL(served.url);
+    const { value: status, ms } = await timed(() => new Promise<number>((resolve, reject) => {
+      const req = httpRequest({ host: '127.0.0.1', port: Number(port), localAddress: '127.0.0.2', path: '/certificate_authorities', agent: false, headers: { 'service-version': '2', authorization: `Bearer ${key}` } }, (r) => { r.resume(); r.on('end', () => resolve(r.statusCode!)); });
+      req.on('error', reject);
+      req.end();
+    }));
+    expect(status).toBe(200);
+    expect(ms).toBeLessThan(1000);
+    expect(await served.stop()).toBe(0);
+  }, 60_000);
+
+  it('SIGTERM with an idle keep-alive connection (its request finished during the drain) exits 0 within 3 s', async () => {
+    const { state, key } = await stateWithKey();
+    const served = await startServe(['--state', state]);
+    const { port } = new URL(served.url);
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    cleanups.push(() => agent.destroy());
+    const body = JSON.stringify({ backends: [], description: 'in flight' });
+    let answered!: (status: number) => void;
+    const response = new Promise<number>((r) => (answered = r));
+    const req = httpRequest({
+      host: '127.0.0.1', port: Number(port), method: 'POST', path: '/backends/failover', agent,
+      headers: { 'service-version': '2', authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+    }, (res) => { res.resume(); res.on('end', () => answered(res.statusCode!)); });
+    req.on('error', () => answered(0));
+    req.write(body.slice(0, 10));
+    await new Promise((r) => setTimeout(r, 200));
+    const started = Date.now();
+    served.child.kill('SIGTERM');
+    const exited = new Promise<number | null>((r) => served.child.on('close', (code) => r(code)));
+    await new Promise((r) => setTimeout(r, 200));
+    req.end(body.slice(10));
+    expect(await response).toBe(201);
+    // The connection stays open on the client's side, idle (a load balancer that stopped routing here).
+    expect(await exited).toBe(0);
+    expect(Date.now() - started).toBeLessThan(3000);
   }, 60_000);
 });

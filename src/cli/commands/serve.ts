@@ -84,7 +84,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
       ui: flags.ui !== 'off',
     });
     await app.listen({ port, host: flags.host });
-    if (metricsPort !== undefined) metricsServer = await serveMetrics(app, flags.host, metricsPort);
+    if (metricsPort !== undefined) metricsServer = await serveMetrics(app, flags.host, metricsPort, limits);
   } catch (err) {
     // A port in use, an address not on this machine, a bad certificate: the process ends with the
     // error, the database closed and the state directory released (open, they would keep it running).
@@ -132,9 +132,18 @@ export async function serve(flags: ServeFlags): Promise<void> {
   });
 }
 
+/** Connections the metrics port keeps open at once. */
+const METRICS_MAX_CONNECTIONS = 16;
+
 /** `GET /metrics` on a port of its own (kept off the API's port, e.g. reachable only inside the cluster). */
-function serveMetrics(app: FastifyInstance, host: string, port: number): Promise<Server> {
-  const server = createServer((req, res) => {
+function serveMetrics(app: FastifyInstance, host: string, port: number, limits: { headersTimeoutMs: number; requestTimeoutMs: number; keepAliveTimeoutMs: number }): Promise<Server> {
+  // The API port's timeouts (not Node's 90 s header timeout), and a few connections: a scraper needs one.
+  const server = createServer({
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    connectionsCheckingInterval: Math.min(2000, Math.max(100, Math.floor(limits.headersTimeoutMs / 4))),
+  }, (req, res) => {
     if ((req.url ?? '').split('?')[0] !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
       res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found: this port serves GET /metrics only\n');
       return;
@@ -147,6 +156,7 @@ function serveMetrics(app: FastifyInstance, host: string, port: number): Promise
       },
     );
   });
+  server.maxConnections = METRICS_MAX_CONNECTIONS;
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
