@@ -44,6 +44,8 @@ export interface AppOptions extends VendorOptions {
    * without the route (`serve --metrics-port` serves them on a port of their own); `off`.
    */
   metrics?: 'route' | 'collect' | 'off';
+  /** When set, `GET /metrics` needs `Authorization: Bearer <it>` (EDGEPLANE_METRICS_TOKEN). */
+  metricsToken?: string;
   /** Serve `GET /openapi.json` (default); the embedded CLI service, which nobody reads it from, does not. */
   openapi?: boolean;
   /** Run a background job worker while the app is up (`serve` does); default none. */
@@ -152,7 +154,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   // Before every route: it records them as they are registered.
   if (opts.openapi !== false) app.register(openapiPlugin, { versionHeader: versionHeaders[0] });
   const health = new DegradedChecks();
-  app.register(opsRoutesPlugin, { metricsRoute: metrics === 'route', health });
+  app.register(opsRoutesPlugin, { metricsRoute: metrics === 'route', metricsToken: opts.metricsToken, health });
   app.register(abuseProcessingPlugin, { worker: opts.jobWorker ?? false });
   app.register(apiPlugin, {
     versionHeaders,

@@ -229,3 +229,36 @@ describe('connection hygiene', () => {
     expect(Date.now() - started).toBeLessThan(3000);
   }, 60_000);
 });
+
+describe('metrics under load', () => {
+  it('30 scrapes/s leave a keyed client at >= 50 % of its throughput; strangers share one label set; a token guards /metrics', async () => {
+    const { state, key } = await stateWithKey();
+    const served = await startServe(['--state', state], { env: { EDGEPLANE_METRICS_TOKEN: 'scrape-secret' } });
+    stopAfter(served);
+    const c = new TestClient(served.url, key);
+    // Strangers on many paths and methods: one label set per status class, not one each.
+    for (let i = 0; i < 40; i++) await fetch(`${served.url}/nope-${i}`, { method: i % 2 ? 'GET' : 'DELETE', headers: { 'service-version': '2' } });
+    expect((await fetch(`${served.url}/metrics`)).status).toBe(401);
+    expect((await fetch(`${served.url}/metrics`, { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
+    const scrape = () => fetch(`${served.url}/metrics`, { headers: { authorization: 'Bearer scrape-secret' } }).then((r) => r.text());
+    const text = await scrape();
+    const stranger = text.split('\n').filter((l) => l.startsWith('http_request_duration_seconds_count{') && !/route="\/(metrics|healthz|readyz|openapi\.json)"/.test(l));
+    expect(stranger).toEqual([expect.stringContaining('method="ANY",route="unauthenticated",status_code="4xx"')]);
+
+    const throughput = async (ms: number) => {
+      let n = 0;
+      const until = Date.now() + ms;
+      while (Date.now() < until) { expect((await c.get('/certificate_authorities')).status).toBe(200); n++; }
+      return n / (ms / 1000);
+    };
+    await throughput(300); // warm
+    const alone = await throughput(1500);
+    let scraping = true;
+    const scraper = (async () => { while (scraping) { await Promise.all([scrape(), new Promise((r) => setTimeout(r, 33))]); } })();
+    const loaded = await throughput(1500);
+    scraping = false;
+    await scraper;
+    expect(loaded / alone).toBeGreaterThanOrEqual(0.5);
+    expect(await served.stop()).toBe(0);
+  }, 60_000);
+});

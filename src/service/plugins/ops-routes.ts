@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin';
 import { pendingMigrations } from '../../store/migrate.js';
-import { metricsText } from './metrics.js';
+import { metricsText, scrapeAllowed } from './metrics.js';
 import type { DegradedChecks } from '../health.js';
 
 /** How long /readyz waits for the database before calling it unreachable. */
@@ -32,7 +32,7 @@ const readiness = {
  * dependency it can run without, the rate limit's Redis, does not answer). `/metrics`:
  * Prometheus text, unless metrics are off or served on a port of their own.
  */
-export const opsRoutesPlugin = fp<{ metricsRoute: boolean; health?: DegradedChecks }>(async (app, opts) => {
+export const opsRoutesPlugin = fp<{ metricsRoute: boolean; metricsToken?: string; health?: DegradedChecks }>(async (app, opts) => {
   app.get('/healthz', { schema: { operationId: 'getHealth', summary: 'Liveness: the process is up', tags: ['operations'], response: { 200: health } } }, async (_req, reply) => {
     reply.header('cache-control', 'no-store');
     return { status: 'ok' };
@@ -58,9 +58,15 @@ export const opsRoutesPlugin = fp<{ metricsRoute: boolean; health?: DegradedChec
         summary: 'Prometheus metrics of this replica',
         tags: ['operations'],
         produces: ['text/plain'],
-        response: { 200: { description: 'Prometheus text exposition format 0.0.4', content: { 'text/plain': { schema: { type: 'string' } } } } },
+        response: {
+          200: { description: 'Prometheus text exposition format 0.0.4', content: { 'text/plain': { schema: { type: 'string' } } } },
+          401: { description: 'EDGEPLANE_METRICS_TOKEN is set and the request does not carry it as a Bearer token', content: { 'text/plain': { schema: { type: 'string' } } } },
+        },
       },
-    }, async (_req, reply) => {
+    }, async (req, reply) => {
+      if (!scrapeAllowed(opts.metricsToken, req.headers.authorization)) {
+        return reply.code(401).header('cache-control', 'no-store').type('text/plain; charset=utf-8').send('metrics need Authorization: Bearer <EDGEPLANE_METRICS_TOKEN>\n');
+      }
       const m = (await metricsText(app))!;
       reply.header('cache-control', 'no-store').type(m.contentType);
       return m.text;
