@@ -105,7 +105,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   // than the header timeout here (a slow-header connection outlived its timeout many times over):
   // checked often enough that a connection lives about as long as its timeout says.
   const timeouts = server
-    ? { headersTimeout: server.headersTimeoutMs, requestTimeout: server.requestTimeoutMs, connectionsCheckingInterval: Math.min(2000, Math.max(100, Math.floor(server.headersTimeoutMs / 4))) }
+    ? {
+      headersTimeout: server.headersTimeoutMs, requestTimeout: server.requestTimeoutMs, connectionsCheckingInterval: Math.min(2000, Math.max(100, Math.floor(server.headersTimeoutMs / 4))),
+      // An HTTP/1.1 request without Host is refused by the API scope, in its error shape, not by Node's bare 400.
+      requireHostHeader: false,
+    }
     : undefined;
   const app = Fastify({
     ...(server ? { keepAliveTimeout: server.keepAliveTimeoutMs, requestTimeout: server.requestTimeoutMs } : {}),

@@ -262,3 +262,26 @@ describe('metrics under load', () => {
     expect(await served.stop()).toBe(0);
   }, 60_000);
 });
+
+describe('a request without Host', () => {
+  it('is answered 400 in the API error shape (HTTP/1.1), and served on HTTP/1.0', async () => {
+    const { state, key } = await stateWithKey();
+    const served = await startServe(['--state', state]);
+    stopAfter(served);
+    const { port } = new URL(served.url);
+    const raw = (request: string) => new Promise<string>((resolve) => {
+      let data = '';
+      const s = connect(Number(port), '127.0.0.1', () => s.write(request));
+      s.on('data', (d) => (data += d));
+      s.on('error', () => resolve(data));
+      s.on('close', () => resolve(data));
+    });
+    const headers = `Service-Version: 2\r\nAuthorization: Bearer ${key}\r\nConnection: close\r\n\r\n`;
+    const missing = await raw(`GET /certificate_authorities HTTP/1.1\r\n${headers}`);
+    expect(missing).toMatch(/^HTTP\/1\.1 400 /);
+    expect(missing).toContain('"error_code":"ERR_BAD_REQUEST"');
+    expect(missing).toContain('no Host header');
+    expect(await raw(`GET /certificate_authorities HTTP/1.0\r\n${headers}`)).toMatch(/^HTTP\/1\.1 200 /);
+    expect(await served.stop()).toBe(0);
+  }, 60_000);
+});

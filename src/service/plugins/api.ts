@@ -64,6 +64,9 @@ const AUTHORITY = /^(?:[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.?|\[[0-9A-Fa-f:.]+\]
  */
 function requestBase(req: FastifyRequest): string {
   const host = req.headers.host;
+  if ((host === undefined || host === '') && req.raw.httpVersion !== '1.0') {
+    throw new ApiError('ERR_BAD_REQUEST', 'the request has no Host header: HTTP/1.1 requires one (RFC 9112, 3.2)');
+  }
   if (host === undefined || host === '') {
     const local = (req.socket.localAddress ?? '127.0.0.1').replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/, '$1');
     return `${req.protocol}://${local.includes(':') ? `[${local}]` : local}:${req.socket.localPort}`;
