@@ -285,3 +285,19 @@ describe('a request without Host', () => {
     expect(await served.stop()).toBe(0);
   }, 60_000);
 });
+
+describe('wildcards on public suffixes', () => {
+  it('*.co.uk and *.github.io are refused with a 400 naming the suffix; *.example.co.uk is taken', async () => {
+    const { state, key } = await stateWithKey();
+    const served = await startServe(['--state', state]);
+    stopAfter(served);
+    const c = new TestClient(served.url, key);
+    for (const [host, suffix] of [['*.co.uk', 'co.uk'], ['*.github.io', 'github.io']]) {
+      const res = await c.post('/edges/https', { hostports: [`${host}:443`] });
+      expect(res.status).toBe(400);
+      expect(res.text).toContain(`covers every name under ${suffix}, a public suffix (Public Suffix List)`);
+    }
+    expect((await c.post('/edges/https', { hostports: ['*.example-faults.co.uk:443'] })).status).toBe(201);
+    expect(await served.stop()).toBe(0);
+  }, 60_000);
+});
