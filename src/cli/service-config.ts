@@ -3,7 +3,7 @@ import type { KindRuntimeConfig } from '../kinds/types.js';
 import type { AppOptions, ServerOptions } from '../service/app.js';
 import { resolveVendorPrefix } from '../contract/vendor.js';
 import type { RateLimitOptions } from '../service/rate-limit.js';
-import { DEFAULT_MAX_KEYS_PER_ACCOUNT, DEFAULT_RATE_LIMIT } from '../service/defaults.js';
+import { DEFAULT_MAX_KEYS_PER_ACCOUNT, DEFAULT_RATE_LIMIT, DEFAULT_REDIS_TIMEOUT_MS } from '../service/defaults.js';
 import type { WorkerOptions } from '../service/job-worker.js';
 import type { IdempotencyOptions } from '../service/idempotency.js';
 
@@ -105,7 +105,7 @@ export function rateLimitFromEnv(env = process.env): RateLimitOptions {
       throw new Error('EDGEPLANE_REDIS_URL: must be a redis:// or rediss:// URL: redis://[user:password@]host[:port][/database number]');
     }
   }
-  return { perMinute, redisUrl };
+  return { perMinute, redisUrl, redisTimeoutMs: wholeNumber(env, 'EDGEPLANE_REDIS_TIMEOUT_MS', DEFAULT_REDIS_TIMEOUT_MS, 'milliseconds') };
 }
 
 function wholeNumber(env: NodeJS.ProcessEnv, name: string, dflt: number, unit: string, min = 1): number {
@@ -131,6 +131,8 @@ export function serverOptionsFromEnv(env = process.env): Omit<ServerOptions, 'tl
     requestTimeoutMs: wholeNumber(env, 'EDGEPLANE_REQUEST_TIMEOUT_MS', 30_000, 'milliseconds'),
     keepAliveTimeoutMs: wholeNumber(env, 'EDGEPLANE_KEEPALIVE_TIMEOUT_MS', 72_000, 'milliseconds'),
     maxConnections: wholeNumber(env, 'EDGEPLANE_MAX_CONNECTIONS', 1024, 'connections'),
+    maxConnectionsPerAddress: wholeNumber(env, 'EDGEPLANE_MAX_CONNECTIONS_PER_ADDRESS', 256, 'connections (0: no per-address limit)', 0),
+    tlsHandshakeTimeoutMs: wholeNumber(env, 'EDGEPLANE_TLS_HANDSHAKE_TIMEOUT_MS', 5_000, 'milliseconds'),
     shutdownTimeoutMs: wholeNumber(env, 'EDGEPLANE_SHUTDOWN_TIMEOUT_MS', 25_000, 'milliseconds'),
   };
   if (opts.headersTimeoutMs > opts.requestTimeoutMs) {

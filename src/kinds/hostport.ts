@@ -1,3 +1,4 @@
+import { getDomain } from 'tldts';
 import { dnsNameProblem } from './dns.js';
 import type { CheckContext } from './types.js';
 
@@ -26,8 +27,22 @@ function hostportProblem(value: string, seen: Map<string, number>): string | nul
   if (value.slice(colon + 1) !== String(HTTPS_PORT)) return `port must be ${HTTPS_PORT} on an HTTPS edge`;
   const problem = dnsNameProblem(value.slice(0, colon), { wildcard: true });
   if (problem) return `host ${problem}`;
+  const suffix = wildcardOverPublicSuffix(value.slice(0, colon));
+  if (suffix) return `covers every name under ${suffix}, a public suffix (Public Suffix List): a wildcard must sit under a registrable domain, like *.example.${suffix}:${HTTPS_PORT}`;
   const first = seen.get(value);
   return first === undefined ? null : `repeats hostports[${first}] (hostports are case-insensitive)`;
+}
+
+/**
+ * The public suffix a wildcard covers (`*.co.uk` → `co.uk`, `*.github.io` → `github.io`), null
+ * when it sits under a registrable domain (`*.example.co.uk`). By the Public Suffix List (tldts),
+ * its private part included: as browsers and ACME CAs refuse such wildcards, one account may not
+ * take every other tenant's names under a suffix many registrants share.
+ */
+function wildcardOverPublicSuffix(host: string): string | null {
+  if (!host.startsWith('*.')) return null;
+  const covered = host.slice(2);
+  return getDomain(covered, { allowPrivateDomains: true }) === null ? covered : null;
 }
 
 /** The stored form of checked hostports: lower case. */

@@ -17,6 +17,8 @@ import { jsonBodyPlugin } from './plugins/json-body.js';
 import { metricsPlugin } from './plugins/metrics.js';
 import { openapiPlugin } from './plugins/openapi.js';
 import { opsRoutesPlugin } from './plugins/ops-routes.js';
+import { DegradedChecks } from './health.js';
+import { guardConnections } from './connections.js';
 
 /** The service's settings; the version headers and vendor prefix are described in `vendor.ts`. */
 export interface AppOptions extends VendorOptions {
@@ -42,6 +44,8 @@ export interface AppOptions extends VendorOptions {
    * without the route (`serve --metrics-port` serves them on a port of their own); `off`.
    */
   metrics?: 'route' | 'collect' | 'off';
+  /** When set, `GET /metrics` needs `Authorization: Bearer <it>` (EDGEPLANE_METRICS_TOKEN). */
+  metricsToken?: string;
   /** Serve `GET /openapi.json` (default); the embedded CLI service, which nobody reads it from, does not. */
   openapi?: boolean;
   /** Run a background job worker while the app is up (`serve` does); default none. */
@@ -61,6 +65,10 @@ export interface ServerOptions {
   keepAliveTimeoutMs: number;
   /** Connections open at once; more are closed as they arrive. */
   maxConnections: number;
+  /** Connections open at once from one client address (0: no such limit); more are closed as they arrive. */
+  maxConnectionsPerAddress: number;
+  /** Time for a TLS client to finish its handshake (HTTPS only). */
+  tlsHandshakeTimeoutMs: number;
   /** PEM certificate chain and key: the service speaks HTTPS only. */
   tls?: { cert: string; key: string };
 }
@@ -97,11 +105,15 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   // than the header timeout here (a slow-header connection outlived its timeout many times over):
   // checked often enough that a connection lives about as long as its timeout says.
   const timeouts = server
-    ? { headersTimeout: server.headersTimeoutMs, requestTimeout: server.requestTimeoutMs, connectionsCheckingInterval: Math.min(2000, Math.max(100, Math.floor(server.headersTimeoutMs / 4))) }
+    ? {
+      headersTimeout: server.headersTimeoutMs, requestTimeout: server.requestTimeoutMs, connectionsCheckingInterval: Math.min(2000, Math.max(100, Math.floor(server.headersTimeoutMs / 4))),
+      // An HTTP/1.1 request without Host is refused by the API scope, in its error shape, not by Node's bare 400.
+      requireHostHeader: false,
+    }
     : undefined;
   const app = Fastify({
     ...(server ? { keepAliveTimeout: server.keepAliveTimeoutMs, requestTimeout: server.requestTimeoutMs } : {}),
-    ...(server?.tls ? { https: { ...timeouts, cert: server.tls.cert, key: server.tls.key } } : timeouts ? { http: timeouts } : {}),
+    ...(server?.tls ? { https: { ...timeouts, handshakeTimeout: server.tlsHandshakeTimeoutMs, cert: server.tls.cert, key: server.tls.key } } : timeouts ? { http: timeouts } : {}),
     bodyLimit: BODY_LIMIT,
     // While shutting down, a request that still arrives on an open keep-alive connection is served
     // (with Connection: close) rather than answered by fastify's own 503 body, outside the API's
@@ -121,7 +133,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       : false,
   });
 
-  if (server) app.server.maxConnections = server.maxConnections;
+  if (server) {
+    app.server.maxConnections = server.maxConnections;
+    guardConnections(app, { perAddress: server.maxConnectionsPerAddress });
+  }
 
   // Route body schemas are precompiled (`npm run schemas`): start-up compiles none of them.
   app.setValidatorCompiler(opts.validatorCompiler ?? (({ schema }) => serviceValidator(schema)));
@@ -142,14 +157,15 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.register(metricsPlugin, { enabled: metrics !== 'off' });
   // Before every route: it records them as they are registered.
   if (opts.openapi !== false) app.register(openapiPlugin, { versionHeader: versionHeaders[0] });
-  app.register(opsRoutesPlugin, { metricsRoute: metrics === 'route' });
+  const health = new DegradedChecks();
+  app.register(opsRoutesPlugin, { metricsRoute: metrics === 'route', metricsToken: opts.metricsToken, health });
   app.register(abuseProcessingPlugin, { worker: opts.jobWorker ?? false });
   app.register(apiPlugin, {
     versionHeaders,
     vendorPrefix: resolveVendorPrefix(opts),
     publicUrl: opts.publicUrl,
     authCacheMs: opts.authCacheMs,
-    rateLimit: opts.rateLimit,
+    rateLimit: opts.rateLimit && { ...opts.rateLimit, health },
     idempotency: opts.idempotency,
     syncRecord: opts.syncRecord,
   });

@@ -9,3 +9,6 @@ export const DEFAULT_RATE_LIMIT = 10_000;
 
 /** Keys kept per account at most when not configured (`EDGEPLANE_IDEMPOTENCY_KEYS`; docs/api.md says why this many). */
 export const DEFAULT_MAX_KEYS_PER_ACCOUNT = 10_000;
+
+/** How long a Redis command or connect of the rate limit may take (`EDGEPLANE_REDIS_TIMEOUT_MS`). */
+export const DEFAULT_REDIS_TIMEOUT_MS = 100;

@@ -5,7 +5,7 @@ import closeWithGrace from 'close-with-grace';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../service/app.js';
 import { unknownMigrations } from '../../store/migrate.js';
-import { metricsText } from '../../service/plugins/metrics.js';
+import { metricsText, scrapeAllowed } from '../../service/plugins/metrics.js';
 import { ensureCredentials } from '../../embedded/embedded-credentials.js';
 import { openEngine } from '../../embedded/engine.js';
 import { databaseUrl } from '../../util/database-url.js';
@@ -64,6 +64,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
   const tls = readTls(flags);
   const port = portNumber('--port', flags.port);
   const metricsOff = flags.metrics === 'off';
+  const metricsToken = process.env.EDGEPLANE_METRICS_TOKEN || undefined;
   const metricsPort = flags.metricsPort !== undefined && flags.metricsPort !== '' ? portNumber('--metrics-port', flags.metricsPort) : undefined;
   if (metricsOff && metricsPort !== undefined) throw new Error('--metrics-port: metrics are off (--metrics off / EDGEPLANE_METRICS=off)');
   if (!databaseUrl()) await stateDirFor(stateDirOf({ stateDir: flags.state }), stdio);
@@ -82,9 +83,10 @@ export async function serve(flags: ServeFlags): Promise<void> {
       jobWorker: runJobs ? workerOptions : false,
       metrics: metricsOff ? 'off' : metricsPort !== undefined ? 'collect' : 'route',
       ui: flags.ui !== 'off',
+      metricsToken,
     });
     await app.listen({ port, host: flags.host });
-    if (metricsPort !== undefined) metricsServer = await serveMetrics(app, flags.host, metricsPort);
+    if (metricsPort !== undefined) metricsServer = await serveMetrics(app, flags.host, metricsPort, limits, metricsToken);
   } catch (err) {
     // A port in use, an address not on this machine, a bad certificate: the process ends with the
     // error, the database closed and the state directory released (open, they would keep it running).
@@ -132,11 +134,24 @@ export async function serve(flags: ServeFlags): Promise<void> {
   });
 }
 
+/** Connections the metrics port keeps open at once. */
+const METRICS_MAX_CONNECTIONS = 16;
+
 /** `GET /metrics` on a port of its own (kept off the API's port, e.g. reachable only inside the cluster). */
-function serveMetrics(app: FastifyInstance, host: string, port: number): Promise<Server> {
-  const server = createServer((req, res) => {
+function serveMetrics(app: FastifyInstance, host: string, port: number, limits: { headersTimeoutMs: number; requestTimeoutMs: number; keepAliveTimeoutMs: number }, token: string | undefined): Promise<Server> {
+  // The API port's timeouts (not Node's 90 s header timeout), and a few connections: a scraper needs one.
+  const server = createServer({
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    connectionsCheckingInterval: Math.min(2000, Math.max(100, Math.floor(limits.headersTimeoutMs / 4))),
+  }, (req, res) => {
     if ((req.url ?? '').split('?')[0] !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
       res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found: this port serves GET /metrics only\n');
+      return;
+    }
+    if (!scrapeAllowed(token, req.headers.authorization)) {
+      res.writeHead(401, { 'content-type': 'text/plain; charset=utf-8' }).end('metrics need Authorization: Bearer <EDGEPLANE_METRICS_TOKEN>\n');
       return;
     }
     metricsText(app).then(
@@ -147,6 +162,7 @@ function serveMetrics(app: FastifyInstance, host: string, port: number): Promise
       },
     );
   });
+  server.maxConnections = METRICS_MAX_CONNECTIONS;
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

@@ -4,6 +4,7 @@ import { ApiError } from '../../contract/errors.js';
 import type { RateLimitOptions } from '../rate-limit.js';
 import type { IdempotencyOptions } from '../idempotency.js';
 import type { SyncRecordOptions } from '../sync-runs.js';
+import type { DegradedChecks } from '../health.js';
 import { authPlugin } from './authenticate.js';
 import { kindRoutesPlugin } from './kind-routes.js';
 import { syncHook } from './sync-hook.js';
@@ -22,7 +23,7 @@ export interface ApiScopeOptions {
   publicUrl?: string;
   authCacheMs?: number;
   /** Requests per minute per API key (`rate-limit.ts`); none without it (tests, the embedded CLI). */
-  rateLimit?: RateLimitOptions;
+  rateLimit?: RateLimitOptions & { health?: DegradedChecks };
   idempotency?: IdempotencyOptions;
   syncRecord?: SyncRecordOptions;
 }
@@ -63,6 +64,9 @@ const AUTHORITY = /^(?:[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.?|\[[0-9A-Fa-f:.]+\]
  */
 function requestBase(req: FastifyRequest): string {
   const host = req.headers.host;
+  if ((host === undefined || host === '') && req.raw.httpVersion !== '1.0') {
+    throw new ApiError('ERR_BAD_REQUEST', 'the request has no Host header: HTTP/1.1 requires one (RFC 9112, 3.2)');
+  }
   if (host === undefined || host === '') {
     const local = (req.socket.localAddress ?? '127.0.0.1').replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/, '$1');
     return `${req.protocol}://${local.includes(':') ? `[${local}]` : local}:${req.socket.localPort}`;

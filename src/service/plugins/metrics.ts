@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import fp from 'fastify-plugin';
 import type { Counter, Registry } from 'prom-client';
 import type { FastifyInstance } from 'fastify';
@@ -10,6 +11,8 @@ import type { FastifyInstance } from 'fastify';
 export interface ServiceMetrics {
   registry: Registry;
   jobOutcomes: Counter<'type' | 'outcome'>;
+  /** Requests the rate limit let through uncounted: its Redis did not answer in time (`rate-limit.ts`). */
+  rateLimitUncounted: Counter;
 }
 
 declare module 'fastify' {
@@ -19,6 +22,12 @@ declare module 'fastify' {
   }
   interface FastifyRequest { inFlight: boolean }
 }
+
+/** The route label of every refused request that had no valid key (method `ANY`, status `4xx`/`5xx`). */
+export const UNAUTHENTICATED_ROUTE = 'unauthenticated';
+
+/** How long a rendered scrape is served again: a scrape costs milliseconds of CPU, a flood of them must not starve the API. */
+export const SCRAPE_CACHE_MS = 1000;
 
 /** The route label of a request no route matched (404s, and paths fastify could not route). */
 export const UNMATCHED_ROUTE = 'unmatched';
@@ -63,6 +72,11 @@ export const metricsPlugin = fp<{ enabled: boolean }>(async (app, opts) => {
     labelNames: ['type', 'outcome'] as const,
     registers: [registry],
   });
+  const rateLimitUncounted = new Counter({
+    name: 'edgeplane_rate_limit_uncounted_total',
+    help: "Requests let through without being counted because the rate limit's Redis did not answer in time (fail-open)",
+    registers: [registry],
+  });
   const db = app.db;
   // Queue figures are read from the database at scrape time: the queue is shared by every replica.
   const queueGauge = (name: string, help: string, figure: 'count' | 'oldestAge') => new Gauge({
@@ -93,7 +107,7 @@ export const metricsPlugin = fp<{ enabled: boolean }>(async (app, opts) => {
   }
   await processMetrics();
 
-  app.decorate('metrics', { registry, jobOutcomes });
+  app.decorate('metrics', { registry, jobOutcomes, rateLimitUncounted });
   app.decorateRequest('inFlight', false);
   // Callback-style hooks (they run on every request): no promise each.
   app.addHook('onRequest', (req, _reply, next) => {
@@ -115,21 +129,33 @@ export const metricsPlugin = fp<{ enabled: boolean }>(async (app, opts) => {
   const byLabels = new Map<string, { observe(v: number): void }>();
   app.addHook('onResponse', (req, reply, next) => {
     finished(req);
-    const route = req.routeOptions.url ?? UNMATCHED_ROUTE;
-    const key = `${req.method} ${reply.statusCode} ${route}`;
+    // A refused request without a valid key (any method, any path, any 4xx) is one label set per
+    // status class: a stranger cannot add label sets (series every scrape renders).
+    const refusedStranger = req.principal === undefined && reply.statusCode >= 400;
+    const method = refusedStranger ? 'ANY' : req.method;
+    const route = refusedStranger ? UNAUTHENTICATED_ROUTE : req.routeOptions.url ?? UNMATCHED_ROUTE;
+    const status = refusedStranger ? `${Math.floor(reply.statusCode / 100)}xx` : String(reply.statusCode);
+    const key = `${method} ${status} ${route}`;
     let child = byLabels.get(key);
-    if (!child) byLabels.set(key, (child = duration.labels({ method: req.method, route, status_code: String(reply.statusCode) })));
+    if (!child) byLabels.set(key, (child = duration.labels({ method, route, status_code: status })));
     child.observe(reply.elapsedTime / 1000);
     next();
   });
 }, { name: 'edgeplane-metrics', dependencies: ['edgeplane-database'] });
 
-/** The Prometheus text of the app's metrics and the process's; null when metrics are off. */
+/** The Prometheus text of the app's metrics and the process's (rendered at most once a second); null when metrics are off. */
 export async function metricsText(app: FastifyInstance): Promise<{ contentType: string; text: string } | null> {
   if (!app.metrics) return null;
-  const [own, proc] = await Promise.all([app.metrics.registry.metrics(), processMetrics().then((r) => r.metrics())]);
-  return { contentType: app.metrics.registry.contentType, text: own + proc };
+  const cached = scrapes.get(app);
+  if (cached && Date.now() - cached.at < SCRAPE_CACHE_MS) return cached.text;
+  const registry = app.metrics.registry;
+  const text = Promise.all([registry.metrics(), processMetrics().then((r) => r.metrics())])
+    .then(([own, proc]) => ({ contentType: registry.contentType, text: own + proc }));
+  scrapes.set(app, { at: Date.now(), text });
+  text.catch(() => scrapes.delete(app));
+  return text;
 }
+const scrapes = new WeakMap<FastifyInstance, { at: number; text: Promise<{ contentType: string; text: string }> }>();
 
 interface QueueStats { queued: { count: number; oldestAge: number }; running: { count: number; oldestAge: number } }
 
@@ -154,4 +180,12 @@ async function readQueueStats(app: FastifyInstance): Promise<QueueStats | null> 
   if (!rows) return null;
   for (const r of rows) stats[r.state] = { count: Number(r.n), oldestAge: Math.max(0, Number(r.age ?? 0)) };
   return stats;
+}
+
+/** Whether a scrape may read the metrics: always without a token; with one, `Authorization: Bearer <token>`. */
+export function scrapeAllowed(token: string | undefined, authorization: string | undefined): boolean {
+  if (!token) return true;
+  const given = /^Bearer (.+)$/.exec(authorization ?? '')?.[1] ?? '';
+  const digest = (v: string) => createHash('sha256').update(v).digest();
+  return timingSafeEqual(digest(given), digest(token));
 }

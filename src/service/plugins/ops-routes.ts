@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin';
 import { pendingMigrations } from '../../store/migrate.js';
-import { metricsText } from './metrics.js';
+import { metricsText, scrapeAllowed } from './metrics.js';
+import type { DegradedChecks } from '../health.js';
 
 /** How long /readyz waits for the database before calling it unreachable. */
 export const READY_TIMEOUT_MS = 2000;
@@ -15,10 +16,10 @@ const health = {
 const readiness = {
   type: 'object',
   properties: {
-    status: { type: 'string', enum: ['ready', 'not_ready'] },
+    status: { type: 'string', enum: ['ready', 'degraded', 'not_ready'] },
     engine: { type: 'string', enum: ['postgres', 'pglite'] },
     database: { type: 'string', description: 'The database target, password and credential parameters masked' },
-    reason: { type: 'string', description: 'Why the replica is not ready (not_ready only)' },
+    reason: { type: 'string', description: 'Why the replica is not ready, or what it runs without (not_ready and degraded only)' },
   },
   required: ['status', 'engine', 'database'],
   additionalProperties: false,
@@ -27,10 +28,11 @@ const readiness = {
 /**
  * Routes for operators and their tools, outside the API scope: no version header, no key.
  * `/healthz`: the process is up (liveness). `/readyz`: the database answers and every migration
- * this version knows is applied (readiness; 503 with the reason otherwise). `/metrics`:
+ * this version knows is applied (readiness; 503 with the reason otherwise; 200 `degraded` when a
+ * dependency it can run without, the rate limit's Redis, does not answer). `/metrics`:
  * Prometheus text, unless metrics are off or served on a port of their own.
  */
-export const opsRoutesPlugin = fp<{ metricsRoute: boolean }>(async (app, opts) => {
+export const opsRoutesPlugin = fp<{ metricsRoute: boolean; metricsToken?: string; health?: DegradedChecks }>(async (app, opts) => {
   app.get('/healthz', { schema: { operationId: 'getHealth', summary: 'Liveness: the process is up', tags: ['operations'], response: { 200: health } } }, async (_req, reply) => {
     reply.header('cache-control', 'no-store');
     return { status: 'ok' };
@@ -43,6 +45,9 @@ export const opsRoutesPlugin = fp<{ metricsRoute: boolean }>(async (app, opts) =
     const base = { engine: app.db.engine, database: app.db.describe };
     const reason = await notReadyReason(app.db);
     if (reason) return reply.code(503).send({ status: 'not_ready', ...base, reason });
+    // Degraded (a stalled Redis): still 200, the replica serves; the reason says what it runs without.
+    const degraded = (await opts.health?.reasons()) ?? [];
+    if (degraded.length) return { status: 'degraded', ...base, reason: degraded.join('; ') };
     return { status: 'ready', ...base };
   });
 
@@ -53,9 +58,15 @@ export const opsRoutesPlugin = fp<{ metricsRoute: boolean }>(async (app, opts) =
         summary: 'Prometheus metrics of this replica',
         tags: ['operations'],
         produces: ['text/plain'],
-        response: { 200: { description: 'Prometheus text exposition format 0.0.4', content: { 'text/plain': { schema: { type: 'string' } } } } },
+        response: {
+          200: { description: 'Prometheus text exposition format 0.0.4', content: { 'text/plain': { schema: { type: 'string' } } } },
+          401: { description: 'EDGEPLANE_METRICS_TOKEN is set and the request does not carry it as a Bearer token', content: { 'text/plain': { schema: { type: 'string' } } } },
+        },
       },
-    }, async (_req, reply) => {
+    }, async (req, reply) => {
+      if (!scrapeAllowed(opts.metricsToken, req.headers.authorization)) {
+        return reply.code(401).header('cache-control', 'no-store').type('text/plain; charset=utf-8').send('metrics need Authorization: Bearer <EDGEPLANE_METRICS_TOKEN>\n');
+      }
       const m = (await metricsText(app))!;
       reply.header('cache-control', 'no-store').type(m.contentType);
       return m.text;
