@@ -9,7 +9,7 @@ import { loadManifests, parseSource, parseWithLibrary, yamlLibrary, type SourceD
 import { resolveSecrets } from '../../src/reconciler/manifests/secrets.js';
 import { validateManifests } from '../../src/reconciler/manifests/validate.js';
 import { parseYamlFast, parseYamlFastDetailed, resolvePlain } from '../../src/reconciler/manifests/yaml-fast.js';
-import { planDocs } from '../../src/reconciler/pipeline.js';
+import { planFromState } from '../helpers/plan-lists.js';
 import { buildDesired } from '../../src/reconciler/plan/desired.js';
 import { renderJson } from '../../src/reconciler/render/json.js';
 import { renderMarkdown } from '../../src/reconciler/render/markdown.js';
@@ -439,11 +439,11 @@ describe('loading manifests', () => {
     expect(libraryParses()).toBe(1);
   });
 
-  it('validating, planning and rendering valid manifests never parses them with the library; a position read later does', () => {
+  it('validating, planning and rendering valid manifests never parses them with the library; a position read later does', async () => {
     const loaded = loadManifests(join(EXAMPLES, 'full'));
     const v = validateManifests(loaded.docs, { stack: 'full-example', strict: true });
     expect([...loaded.problems, ...v.problems]).toEqual([]);
-    const r = planDocs(v, { stack: 'full-example', env: EXAMPLE_ENV, cwd: ROOT }, {}, 'embedded:test');
+    const r = await planFromState({ root: join(EXAMPLES, 'full'), stack: 'full-example', strict: true, env: EXAMPLE_ENV, cwd: ROOT }, {}, 'embedded:test');
     expect(r.problems).toEqual([]);
     expect(r.plan!.steps.length).toBeGreaterThan(10);
     for (const render of [renderText, renderMarkdown, renderJson]) expect(render(r.plan!).length).toBeGreaterThan(100);
