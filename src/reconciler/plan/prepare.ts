@@ -66,6 +66,17 @@ class Slicer {
   }
 }
 
+export interface PrepareOptions {
+  /** Close the client as soon as the list pages are in (`plan`). */
+  closeAfterRead?: boolean;
+  /**
+   * `false`: the diff gets none of what was worked out while the pages arrived (pairs, objects
+   * found settled, normal forms computed ahead) and starts from a fresh memo: the reference the
+   * hints must agree with (test/reconciler/plan-hints.property.test.ts). Default true.
+   */
+  hints?: boolean;
+}
+
 /**
  * `plan` and the plan step of `apply DIR`. The list pages are requested first, and everything that
  * does not need them is done while they arrive: the manifests are loaded, validated and resolved,
@@ -77,7 +88,7 @@ class Slicer {
  * which needs the client for nothing else) the client is closed as soon as the pages are in:
  * the embedded database's memory is given back before the diff.
  */
-export async function preparePlan(input: PlanInput, client: ApiClient, how: { closeAfterRead?: boolean } = {}): Promise<Prepared> {
+export async function preparePlan(input: PlanInput, client: ApiClient, how: PrepareOptions = {}): Promise<Prepared> {
   const config = input.config ?? DEFAULT_CONFIG;
   // Listed before anything is read from the service: a directory that is not there reads nothing.
   const nested: string[] = [];
@@ -194,7 +205,9 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
   }
   await live;
   const observed = manifestKinds().flatMap((k) => observedByKind.get(k) ?? []);
-  const plan = diff(desired, observed, { ...input, target: client.target, paired }, memo);
+  const plan = how.hints === false
+    ? diff(desired, observed, { ...input, target: client.target }, new NormMemo('plan'))
+    : diff(desired, observed, { ...input, target: client.target, paired }, memo);
   return { problems, plan, secrets: s.secrets, identities, observed };
 }
 
