@@ -8,7 +8,7 @@ import { writeManifests } from '../../bench/reconcile-manifests.js';
 import { loadManifests, parseSource, parseWithLibrary, yamlLibrary, type SourceDoc } from '../../src/reconciler/manifests/load.js';
 import { resolveSecrets } from '../../src/reconciler/manifests/secrets.js';
 import { validateManifests } from '../../src/reconciler/manifests/validate.js';
-import { parseYamlFast, parseYamlFastDetailed, resolvePlain } from '../../src/reconciler/manifests/yaml-fast.js';
+import { parseYamlFast, parseYamlFastDetailed, resolvePlain } from '../../src/reconciler/manifests/yaml-fast/parser.js';
 import { planFromState } from '../helpers/plan-lists.js';
 import { buildDesired } from '../../src/reconciler/plan/desired.js';
 import { renderJson } from '../../src/reconciler/render/json.js';
@@ -416,6 +416,19 @@ describe('loading manifests', () => {
         for (const key of [false, true]) expect(d.locate(p, { key }), JSON.stringify(p)).toEqual(lib.docs[i].locate(p, { key }));
       }
     });
+  });
+
+  it('is turned off by EDGEPLANE_YAML_FAST=0: every file goes to the library, with the same values', () => {
+    const text = readFileSync(join(EXAMPLES, 'full', 'certificate-authorities.yaml'), 'utf8');
+    const fast = parseSource('cas.yaml', text).docs.map((d) => d.value);
+    expect(libraryParses()).toBe(0);
+    process.env.EDGEPLANE_YAML_FAST = '0';
+    try {
+      expect(parseSource('cas.yaml', text).docs.map((d) => d.value)).toEqual(fast);
+      expect(libraryParses()).toBe(1);
+    } finally {
+      delete process.env.EDGEPLANE_YAML_FAST;
+    }
   });
 
   it('parses a fast-path file with the library only on the first position asked for', () => {
