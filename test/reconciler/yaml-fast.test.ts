@@ -70,7 +70,7 @@ function repoYamlFiles(): string[] {
 /** The YAML blocks of the documentation. */
 function docBlocks(): { name: string; text: string }[] {
   const out: { name: string; text: string }[] = [];
-  for (const f of ['README.md', ...readdirSync(join(ROOT, 'docs')).map((d) => join('docs', d))]) {
+  for (const f of ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((d) => d.endsWith('.md')).map((d) => join('docs', d))]) {
     const md = readFileSync(join(ROOT, f), 'utf8');
     let i = 0;
     for (const m of md.matchAll(/```ya?ml\n([\s\S]*?)```/g)) out.push({ name: `${f} block ${++i}`, text: m[1] });
