@@ -19,7 +19,14 @@ const ownProcess = (readdirSync(TEST_DIR, { recursive: true }) as string[])
   .filter((f) => f.endsWith('.test.ts') && NEEDS_OWN_PROCESS.test(readFileSync(TEST_DIR + f, 'utf8')))
   .map((f) => `test/${f}`);
 
-export default defineConfig({
+/**
+ * `npm run test:quick` (`--mode quick`): unit and in-process tests only. It leaves out the
+ * process-level tests (test/process/: `edgeplane` and `serve` processes, `npm pack`) and the
+ * type-check test, which `npm test` (everything, as CI runs it) keeps.
+ */
+const QUICK_LEAVES_OUT = ['test/process/**', 'test/architecture/typecheck.test.ts'];
+
+export default defineConfig(({ mode }) => ({
   test: {
     // The tests run `edgeplane` processes from dist/: built first when a source is newer.
     globalSetup: ['test/setup/build.ts'],
@@ -31,10 +38,10 @@ export default defineConfig({
     // Longest files first (test/setup/durations.ts).
     sequence: { sequencer: LongestFirst },
     projects: [
-      { extends: true, test: { name: 'shared', include: ['test/**/*.test.ts'], exclude: ownProcess, isolate: false } },
-      { extends: true, test: { name: 'isolated', include: ownProcess, isolate: true } },
+      { extends: true, test: { name: 'shared', include: ['test/**/*.test.ts'], exclude: [...ownProcess, ...(mode === 'quick' ? QUICK_LEAVES_OUT : [])], isolate: false } },
+      { extends: true, test: { name: 'isolated', include: ownProcess, exclude: mode === 'quick' ? QUICK_LEAVES_OUT : [], isolate: true } },
     ],
     reporters: [...(report ? ['default', 'json'] : ['default']), ...(process.env.EDGEPLANE_TEST_DURATIONS === 'write' ? [new DurationsWriter()] : [])],
     outputFile: report ? { json: report } : undefined,
   },
-});
+}));

@@ -23,7 +23,7 @@ import type { Transport } from '../src/client/transport.js';
 import { embeddedTransport } from '../src/embedded/embedded.js';
 import { applyPlan } from '../src/reconciler/apply/execute.js';
 import { secretsFromMap } from '../src/reconciler/apply/materialize.js';
-import { preparePlan } from '../src/reconciler/apply/prepare.js';
+import { preparePlan } from '../src/reconciler/plan/prepare.js';
 import { readLiveState } from '../src/reconciler/state/read-state.js';
 import { caCertificates } from './ca-certs.js';
 import { cpuBySelf, flag, frameLabel, scaledSize, type CallFrame, type CpuProfile } from './profile.js';

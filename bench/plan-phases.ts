@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import { kindByName } from '../src/kinds/registry.js';
 import type { Body } from '../src/kinds/types.js';
 import { decodeMetadata } from '../src/reconciler/ownership/marker.js';
-import { validateDir } from '../src/reconciler/pipeline.js';
+import { validateDir } from '../src/reconciler/plan/prepare.js';
 import { buildDesired } from '../src/reconciler/plan/desired.js';
 import { diff } from '../src/reconciler/plan/diff.js';
 import { fingerprintObserved } from '../src/reconciler/plan/observed.js';

@@ -34,7 +34,7 @@ import { embeddedTransport, readCredentials } from '../src/embedded/embedded.js'
 import { kindByName } from '../src/kinds/registry.js';
 import { applyPlan } from '../src/reconciler/apply/execute.js';
 import { materializeRequest, secretsFromMap } from '../src/reconciler/apply/materialize.js';
-import { preparePlan } from '../src/reconciler/apply/prepare.js';
+import { preparePlan } from '../src/reconciler/plan/prepare.js';
 import { manifestKinds } from '../src/reconciler/manifests/schema.js';
 import type { Plan, Step } from '../src/reconciler/plan/types.js';
 import { renderMarkdown, renderMarkdownFull } from '../src/reconciler/render/markdown.js';

@@ -4,7 +4,7 @@ import type { KindRuntimeConfig } from '../kinds/types.js';
 import { applyPlan } from '../reconciler/apply/execute.js';
 import { gatePlan } from '../reconciler/apply/gate.js';
 import { secretsFromMap } from '../reconciler/apply/materialize.js';
-import { preparePlan } from '../reconciler/apply/prepare.js';
+import { preparePlan } from '../reconciler/plan/prepare.js';
 import { RunRecord } from '../reconciler/apply/run-record.js';
 import { acquireStackLock, StackLockTimeout } from '../reconciler/lock/stack-lock.js';
 import { formatProblem } from '../reconciler/manifests/problems.js';

@@ -69,7 +69,7 @@ export interface HttpTransportOptions {
  * it asks for each next page the moment the previous one arrives, while this thread is busy
  * planning, instead of when this thread next gets a turn. Until it runs, and if it fails,
  * `ApiClient` reads the pages here, each next page asked for before the page just read is handed
- * on. bench/README.md, "Page reader thread", has the figures.
+ * on. bench/README.md's history ("Page reader thread") has the figures.
  */
 export function httpTransport(baseUrl: string, apiKey: string, opts: HttpTransportOptions = {}): Transport {
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;

@@ -1,5 +1,5 @@
 import { idPattern } from '../util/ids.js';
-import type { JSONSchema } from './types.js';
+import type { JSONSchema, KindDef } from './types.js';
 
 /**
  * A schema with its description (and examples): what the field does, its default, its limits.
@@ -48,3 +48,11 @@ export function strings(maxItems: number, maxBytes = 256): JSONSchema {
 }
 
 export const secret: JSONSchema = { type: 'string', minLength: 1, maxBytes: 4096, description: 'A secret (at most 4096 bytes): stored, never returned.' };
+
+/**
+ * Whether `""` clears the field: optional string fields such as description and metadata. The
+ * service stores such a field as absent, and the planner reads an empty one back as absent.
+ */
+export function clearable(kind: KindDef, field: string): boolean {
+  return kind.fields[field]?.type === 'string' && !kind.required?.includes(field);
+}

@@ -1,4 +1,5 @@
 import { findKind, kindByName } from '../kinds/registry.js';
+import { clearable } from '../kinds/fields.js';
 import type { Body, HookContext, KindDef, KindRuntimeConfig, ModuleDef, RefDef, UniqueDef } from '../kinds/types.js';
 import type { Db, Queryable } from '../store/db.js';
 import { isPgError } from '../store/db.js';
@@ -41,11 +42,6 @@ function createdAt(): string {
 
 function notFound(kind: KindDef, id: string): ApiError {
   return new ApiError('ERR_NOT_FOUND', `${kind.title} ${id} not found`);
-}
-
-/** Whether `""` clears the field: optional string fields such as description and metadata. */
-function clearable(kind: KindDef, field: string): boolean {
-  return kind.fields[field]?.type === 'string' && !kind.required?.includes(field);
 }
 
 /**

@@ -3,7 +3,7 @@ import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { reporter } from '../../src/cli/commands/watch.js';
 import type { Output } from '../../src/cli/output.js';
-import { planFromState } from '../../src/reconciler/pipeline.js';
+import { planFromState } from '../helpers/plan-lists.js';
 import type { Plan } from '../../src/reconciler/plan/types.js';
 import { expandObserved } from '../helpers/scenario.js';
 
@@ -14,7 +14,7 @@ function capture(): { out: Output; lines: string[]; errors: string[] } {
 }
 
 describe('edgeplane watch: what a run prints', () => {
-  it('an invalid run with no problem list says why (a file gone between listing and reading)', () => {
+  it('an invalid run with no problem list says why (a file gone between listing and reading)', async () => {
     const c = capture();
     const report = reporter(c.out, false);
     report({ type: 'run-end', runId: 'run-3', status: 'invalid', ms: 4, error: "ENOENT: no such file or directory, open 'edges.yaml'" });
@@ -22,7 +22,7 @@ describe('edgeplane watch: what a run prints', () => {
     expect(c.lines).toEqual(['[run-3] invalid in 4 ms']);
   });
 
-  it('a run that ended well prints one line; a failed one its error, to be retried', () => {
+  it('a run that ended well prints one line; a failed one its error, to be retried', async () => {
     const c = capture();
     const report = reporter(c.out, false);
     report({ type: 'run-end', runId: 'run-1', status: 'ok', ms: 12 });
@@ -34,19 +34,19 @@ describe('edgeplane watch: what a run prints', () => {
 
 describe('edgeplane watch --interval: drift', () => {
   /** A real plan with one update (a scenario's), and the same plan with other changes. */
-  function plans(): { drift: Plan; other: Plan; none: Plan } {
+  async function plans(): Promise<{ drift: Plan; other: Plan; none: Plan }> {
     const dir = join(import.meta.dirname, '..', 'scenarios', 'field-removed-back-to-default');
     const cwd = join(import.meta.dirname, '..', '..');
     const observed = JSON.parse(readFileSync(join(dir, 'observed.json'), 'utf8'));
-    const drift = planFromState({ root: relative(cwd, join(dir, 'manifests')), cwd, stack: 'prod', env: {} }, expandObserved(observed, 'prod'), 'https://api.example.test').plan!;
+    const drift = (await planFromState({ root: relative(cwd, join(dir, 'manifests')), cwd, stack: 'prod', env: {} }, expandObserved(observed, 'prod'), 'https://api.example.test')).plan!;
     expect(drift.steps.length).toBeGreaterThan(0);
     const other: Plan = { ...drift, steps: drift.steps.map((s) => ({ ...s, changes: [...s.changes, { path: 'description', before: 'x', after: 'y' }] })) };
     return { drift, other, none: { ...drift, steps: [] } };
   }
   const read = { full: true, requests: 3 };
 
-  it('held-back deletions and the steps waiting for them are named; nothing applied is not "no changes"', () => {
-    const { none } = plans();
+  it('held-back deletions and the steps waiting for them are named; nothing applied is not "no changes"', async () => {
+    const { none } = await plans();
     const c = capture();
     reporter(c.out, false)({ type: 'plan', runId: 'run-2', plan: none, mode: 'apply', skippedPrunes: 1, heldBack: ['HTTPSEdge/web/routes/new'], read });
     expect(c.lines).toEqual([
@@ -57,8 +57,8 @@ describe('edgeplane watch --interval: drift', () => {
     ]);
   });
 
-  it('prints a drift in full once; the same drift found again is one line, a different one in full', () => {
-    const { drift, other, none } = plans();
+  it('prints a drift in full once; the same drift found again is one line, a different one in full', async () => {
+    const { drift, other, none } = await plans();
     const c = capture();
     const report = reporter(c.out, false);
     report({ type: 'plan', runId: 'run-2', plan: drift, mode: 'drift', skippedPrunes: 0, heldBack: [], read });
@@ -75,8 +75,8 @@ describe('edgeplane watch --interval: drift', () => {
     for (const line of text.split('\n')) expect(line).toMatch(/^\[run-\d\]/);
   });
 
-  it('--plan-only prints a plan in full once; the same plan again (an --interval tick) is one line', () => {
-    const { drift, other } = plans();
+  it('--plan-only prints a plan in full once; the same plan again (an --interval tick) is one line', async () => {
+    const { drift, other } = await plans();
     const c = capture();
     const report = reporter(c.out, false);
     report({ type: 'plan', runId: 'run-1', plan: drift, mode: 'preview', skippedPrunes: 0, heldBack: [], read });
@@ -86,8 +86,8 @@ describe('edgeplane watch --interval: drift', () => {
     expect(c.lines.join('\n').match(/^\[run-\d\] Plan: /gm)).toHaveLength(2); // runs 1 and 3
   });
 
-  it('a save whose apply also undoes drift reported (not repaired) before says so, naming the objects', () => {
-    const { drift } = plans();
+  it('a save whose apply also undoes drift reported (not repaired) before says so, naming the objects', async () => {
+    const { drift } = await plans();
     const c = capture();
     const report = reporter(c.out, false);
     report({ type: 'plan', runId: 'run-2', plan: drift, mode: 'drift', skippedPrunes: 0, heldBack: [], read });
@@ -98,8 +98,8 @@ describe('edgeplane watch --interval: drift', () => {
     expect(c.lines.filter((l) => l.includes('also undoes'))).toHaveLength(1);
   });
 
-  it('drift of secrets only (a rotated {file}, a new {env} value) says the source changed, not the live state', () => {
-    const { drift } = plans();
+  it('drift of secrets only (a rotated {file}, a new {env} value) says the source changed, not the live state', async () => {
+    const { drift } = await plans();
     const secret: Plan = { ...drift, steps: drift.steps.map((st) => ({ ...st, changes: [{ path: 'webhook_verification.secret', before: '(sensitive)', after: '(sensitive)', sensitive: true }] })) };
     const c = capture();
     reporter(c.out, false)({ type: 'plan', runId: 'run-2', plan: secret, mode: 'drift', skippedPrunes: 0, heldBack: [], read });
@@ -109,8 +109,8 @@ describe('edgeplane watch --interval: drift', () => {
     expect(d.lines).toContain('[run-2] drift: the live state no longer matches the manifests (--repair undoes it)');
   });
 
-  it('--repair says it is undoing drift and shows what, before the steps run', () => {
-    const { drift } = plans();
+  it('--repair says it is undoing drift and shows what, before the steps run', async () => {
+    const { drift } = await plans();
     const c = capture();
     const report = reporter(c.out, false);
     report({ type: 'plan', runId: 'run-2', plan: drift, mode: 'repair', skippedPrunes: 0, heldBack: [], read });

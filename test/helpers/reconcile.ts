@@ -5,7 +5,7 @@ import { ApiClient } from '../../src/client/api-client.js';
 import { httpTransport, type Transport } from '../../src/client/transport.js';
 import { applyPlan, type ApplyResult } from '../../src/reconciler/apply/execute.js';
 import { secretsFromMap } from '../../src/reconciler/apply/materialize.js';
-import { preparePlan, type Prepared } from '../../src/reconciler/apply/prepare.js';
+import { preparePlan, type Prepared } from '../../src/reconciler/plan/prepare.js';
 import { formatProblem, hasErrors } from '../../src/reconciler/manifests/problems.js';
 import { decodeMetadata } from '../../src/reconciler/ownership/marker.js';
 import { readLiveState } from '../../src/reconciler/state/read-state.js';

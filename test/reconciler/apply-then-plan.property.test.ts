@@ -8,10 +8,10 @@ import { httpTransport } from '../../src/client/transport.js';
 import { parseSource } from '../../src/reconciler/manifests/load.js';
 import { formatProblem } from '../../src/reconciler/manifests/problems.js';
 import { validateManifests } from '../../src/reconciler/manifests/validate.js';
-import { planDocs } from '../../src/reconciler/pipeline.js';
+import { preparePlan } from '../../src/reconciler/plan/prepare.js';
 import type { Plan } from '../../src/reconciler/plan/types.js';
-import { readLiveState } from '../../src/reconciler/state/read-state.js';
 import { applySequentially } from '../helpers/apply-plan.js';
+import { cleanupDirs, manifestDir } from '../helpers/reconcile.js';
 import { startTestService, type TestService } from '../helpers/service.js';
 
 const IDP = readFileSync(join(import.meta.dirname, '..', 'fixtures', 'saml', 'idp-metadata.xml'), 'utf8');
@@ -123,14 +123,15 @@ function stripUndefined<T>(v: T): T {
 let svc: TestService;
 let runs = 0;
 beforeAll(async () => { svc = await startTestService('pglite'); });
-afterAll(async () => { await svc?.close(); });
+afterAll(async () => { cleanupDirs(); await svc?.close(); });
 
 async function planFor(client: ApiClient, yamlText: string): Promise<Plan> {
   const parsed = parseSource('gen.yaml', yamlText);
   const v = validateManifests(parsed.docs, { stack: 'prop' });
   const problems = [...parsed.problems, ...v.problems].filter((p) => p.severity === 'error');
   expect(problems.map(formatProblem)).toEqual([]);
-  const r = planDocs(v, { stack: 'prop', env: ENV, cwd: process.cwd() }, await readLiveState(client), client.target);
+  // The path `plan` and `apply` run: manifests read from disk while the list pages arrive, paired as they come.
+  const r = await preparePlan({ root: manifestDir({ 'gen.yaml': yamlText }), stack: 'prop', env: ENV, cwd: process.cwd() }, client);
   expect(r.plan, JSON.stringify(r.problems)).toBeDefined();
   return r.plan!;
 }

@@ -5,7 +5,7 @@ import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { formatProblem } from '../../src/reconciler/manifests/problems.js';
 import { resolveStack } from '../../src/reconciler/manifests/config.js';
-import { validateDir } from '../../src/reconciler/pipeline.js';
+import { validateDir } from '../../src/reconciler/plan/prepare.js';
 import { runCli } from '../helpers/cli.js';
 import { EXAMPLES } from '../helpers/reconcile.js';
 

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { ApiClient } from '../../src/client/api-client.js';
 import { KINDS } from '../../src/kinds/registry.js';
-import { preparePlan } from '../../src/reconciler/apply/prepare.js';
+import { preparePlan } from '../../src/reconciler/plan/prepare.js';
 import { cleanupDirs, manifestDir } from '../helpers/reconcile.js';
 import { expandObserved } from '../helpers/scenario.js';
 

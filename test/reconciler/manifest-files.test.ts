@@ -4,7 +4,7 @@ import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { manifestFiles, manifestFilesOrRefuse } from '../../src/reconciler/manifests/load.js';
 import { formatProblem } from '../../src/reconciler/manifests/problems.js';
-import { validateDir } from '../../src/reconciler/pipeline.js';
+import { validateDir } from '../../src/reconciler/plan/prepare.js';
 import { ManifestCache } from '../../src/reconciler/watch/manifest-cache.js';
 import { cleanupDirs, manifestDir } from '../helpers/reconcile.js';
 

@@ -21,7 +21,7 @@ describe('manifest JSON Schema', () => {
     expect(a.map((f) => f.text)).toEqual(b.map((f) => f.text));
   });
 
-  it('the precompiled validators are those of this schema and report exactly what the collecting Ajv compiles', () => {
+  it('the precompiled validators are those of this schema and report exactly what the collecting Ajv compiles', async () => {
     expect(generated.SCHEMA_KEY).toBe(schemaKey(buildManifestSchema()));
     const ajv = createAjv({ allErrors: true });
     ajv.addSchema(buildManifestSchema());
@@ -39,7 +39,7 @@ describe('manifest JSON Schema', () => {
     expect(outcomes.invalid).toBeGreaterThan(1000);
   });
 
-  it('is composed from the API request schemas of every managed kind, not a copy', () => {
+  it('is composed from the API request schemas of every managed kind, not a copy', async () => {
     const schema = buildManifestSchema() as { definitions: Record<string, { properties: Record<string, unknown> }> };
     for (const kind of KINDS.filter((k) => k.manifestKind && !k.parent)) {
       const def = schema.definitions[kind.manifestKind!];
@@ -48,14 +48,15 @@ describe('manifest JSON Schema', () => {
     }
   });
 
-  it('compiles under the service’s strict Ajv configuration', () => {
+  it('compiles under the service’s strict Ajv configuration', async () => {
     expect(() => createAjv().compile(buildManifestSchema())).not.toThrow();
   });
 });
 
 describe('examples/manifests', () => {
   it('validates and plans (every example a user might copy works)', async () => {
-    const { validateDir, planFromState } = await import('../../src/reconciler/pipeline.js');
+    const { validateDir } = await import('../../src/reconciler/plan/prepare.js');
+    const { planFromState } = await import('../helpers/plan-lists.js');
     const root = 'examples/manifests';
     const v = validateDir({ root, stack: 'production' });
     expect(v.problems).toEqual([]);
@@ -63,7 +64,7 @@ describe('examples/manifests', () => {
       'CertificateAuthority/partners', 'FailoverBackend/app', 'FailoverBackend/eu-west',
       'HTTPSEdge/web', 'HTTPSEdge/web/routes/api', 'HTTPSEdge/web/routes/hooks', 'HTTPSEdge/web/routes/site',
     ]);
-    const r = planFromState({ root, stack: 'production', env: { WEB_OIDC_CLIENT_SECRET: 'x', GITHUB_WEBHOOK_SECRET: 'y' } }, {}, 'test');
+    const r = (await planFromState({ root, stack: 'production', env: { WEB_OIDC_CLIENT_SECRET: 'x', GITHUB_WEBHOOK_SECRET: 'y' } }, {}, 'test'));
     expect(r.plan!.summary).toEqual({ create: 7, update: 0, replace: 0, delete: 0 });
   });
 });

@@ -8,7 +8,7 @@ import { EXIT } from '../../src/cli/exit.js';
 import { ApiClient } from '../../src/client/api-client.js';
 import { httpTransport } from '../../src/client/transport.js';
 import { kindByName } from '../../src/kinds/registry.js';
-import { planWithClient } from '../../src/reconciler/pipeline.js';
+import { preparePlan } from '../../src/reconciler/plan/prepare.js';
 import { parsePlan } from '../../src/reconciler/render/json.js';
 import { applySequentially } from '../helpers/apply-plan.js';
 import { capture, exitCode } from '../helpers/capture.js';
@@ -53,7 +53,7 @@ describe('API client', () => {
     const c = await svc.account();
     for (let i = 0; i < 20; i++) await c.post('/backends/failover', { backends: [] });
     const client = new ApiClient(httpTransport(svc.url, c.apiKey!));
-    const r = await planWithClient({ root: manifestDir({ 'a.yaml': foYaml('one', []) }), stack: 's', env: {} }, client);
+    const r = await preparePlan({ root: manifestDir({ 'a.yaml': foYaml('one', []) }), stack: 's', env: {} }, client);
     expect(r.plan!.summary.create).toBe(1);
     expect(client.counts).toEqual({ GET: 3 }); // failover backends, certificate authorities, HTTPS edges (routes inside)
   });
@@ -63,7 +63,7 @@ describe('API client', () => {
     const http = httpTransport(svc.url, c.apiKey!);
     let closes = 0;
     const client = new ApiClient({ ...http, close: async () => { closes++; } });
-    const r = await planWithClient({ root: manifestDir({ 'a.yaml': foYaml('one', []) }), stack: 's', env: {} }, client, { closeAfterRead: true });
+    const r = await preparePlan({ root: manifestDir({ 'a.yaml': foYaml('one', []) }), stack: 's', env: {} }, client, { closeAfterRead: true });
     expect(r.plan!.summary.create).toBe(1);
     expect(client.counts).toEqual({ GET: 3 });
     expect(closes).toBe(1);
@@ -123,7 +123,7 @@ describe('edgeplane plan / validate', () => {
     const f = { apiUrl: svc.url, apiKey: own.apiKey! };
     const names = Array.from({ length: 40 }, (_, i) => `pool-${i}`);
     const dir = manifestDir({ 'edgeplane.yaml': 'stack: cut\n', 'fo.yaml': names.map((n) => foYaml(n, [])).join('---\n') });
-    await applySequentially(new ApiClient(httpTransport(svc.url, own.apiKey!)), (await planWithClient({ root: dir, stack: 'cut', env: {} }, new ApiClient(httpTransport(svc.url, own.apiKey!)))).plan!);
+    await applySequentially(new ApiClient(httpTransport(svc.url, own.apiKey!)), (await preparePlan({ root: dir, stack: 'cut', env: {} }, new ApiClient(httpTransport(svc.url, own.apiKey!)))).plan!);
     const md = capture();
     expect(await exitCode(() => plan(md, dir, { ...f, destroy: true, target: ['FailoverBackend/pool-*'], markdown: true, markdownLimit: '2000' }))).toBe(EXIT.ok);
     expect(md.text()).toContain('Not shown here');

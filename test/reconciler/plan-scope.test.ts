@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_SAFETY, stackSafety } from '../../src/reconciler/manifests/config.js';
-import { planFromState } from '../../src/reconciler/pipeline.js';
+import { planFromState } from '../helpers/plan-lists.js';
 import { checkSelectors, nearest, selector, UnknownSelectorError } from '../../src/reconciler/plan/selectors.js';
 import { cleanupDirs, manifestDir } from '../helpers/reconcile.js';
 import { expandObserved } from '../helpers/scenario.js';
@@ -16,34 +16,34 @@ const live = (names: string[], protect: string[] = []) => expandObserved({
   backends: names.map((n, i): Body => ({ id: `bkdfo_${String(i + 1).padStart(27, '0')}`, backends: ['bkdhr_000000000000000000000000001'], $marker: { id: `FailoverBackend/${n}`, ...(protect.includes(n) ? { protect: true } : {}) } })),
 }, 'prod');
 
-function planDir(dir: string, names: string[], extra: { protect?: string[]; allowProtected?: boolean; targets?: string[]; destroy?: boolean; liveProtect?: string[] } = {}) {
+async function planDir(dir: string, names: string[], extra: { protect?: string[]; allowProtected?: boolean; targets?: string[]; destroy?: boolean; liveProtect?: string[] } = {}) {
   const safety = stackSafety(dir);
-  const r = planFromState({
+  const r = (await planFromState({
     root: relative(process.cwd(), dir), stack: 'prod', env: {}, threshold: safety.threshold,
     protect: extra.protect ?? safety.protect, allowProtected: extra.allowProtected, targets: extra.targets, destroy: extra.destroy,
-  }, live(names, extra.liveProtect), 'https://api.example.test');
+  }, live(names, extra.liveProtect), 'https://api.example.test'));
   expect(r.problems.filter((p) => p.severity === 'error')).toEqual([]);
   return r.plan!;
 }
 
 describe('safety settings in edgeplane.yaml', () => {
-  it('default to a 30 % threshold from 10 owned objects and no protected selectors', () => {
+  it('default to a 30 % threshold from 10 owned objects and no protected selectors', async () => {
     expect(stackSafety(manifestDir({ 'a.yaml': fo('a') }))).toEqual({ threshold: { ratio: 0.3, minOwned: 10 }, protect: [] });
     expect(stackSafety(manifestDir({ 'edgeplane.yaml': 'stack: prod\n' }))).toEqual({ threshold: DEFAULT_SAFETY.threshold, protect: [] });
   });
 
-  it('take the threshold from the file: 3 of 4 pruned is blocked at 50 % from 2 owned, not by the defaults', () => {
+  it('take the threshold from the file: 3 of 4 pruned is blocked at 50 % from 2 owned, not by the defaults', async () => {
     const names = ['a', 'b', 'c', 'd'];
     const strict = manifestDir({ 'edgeplane.yaml': 'stack: prod\nsafety:\n  threshold:\n    percent: 50\n    min_owned: 2\n', 'a.yaml': fo('a') });
     expect(stackSafety(strict).threshold).toEqual({ ratio: 0.5, minOwned: 2 });
-    expect(planDir(strict, names).blocked).toEqual([{ kind: 'failoverBackend', owned: 4, changed: 3, deletes: 3, updates: 0 }]);
+    expect((await planDir(strict, names)).blocked).toEqual([{ kind: 'failoverBackend', owned: 4, changed: 3, deletes: 3, updates: 0 }]);
     const defaults = manifestDir({ 'edgeplane.yaml': 'stack: prod\n', 'a.yaml': fo('a') });
-    const plan = planDir(defaults, names);
+    const plan = (await planDir(defaults, names));
     expect(plan.summary.delete).toBe(3);
     expect(plan.blocked).toEqual([]);
   });
 
-  it('refuse unknown keys and wrong values, naming the file and the key', () => {
+  it('refuse unknown keys and wrong values, naming the file and the key', async () => {
     const bad = (yaml: string) => () => stackSafety(manifestDir({ 'edgeplane.yaml': `stack: prod\nsafety:\n${yaml}` }));
     expect(bad('  treshold: {percent: 20}\n')).toThrow(/edgeplane\.yaml: safety: unknown key treshold \(known: threshold, protect\)/);
     expect(bad('  threshold: {percent: 120}\n')).toThrow(/safety\.threshold\.percent must be a number from 0 to 100, not 120/);
@@ -54,27 +54,27 @@ describe('safety settings in edgeplane.yaml', () => {
     expect(bad('  protect: [web]\n')).toThrow(/safety\.protect\[0\]: "web" is not a selector/);
   });
 
-  it('protect objects by selector: a pruned one is kept unless --allow-protected-changes, which lists it as a protected delete', () => {
+  it('protect objects by selector: a pruned one is kept unless --allow-protected-changes, which lists it as a protected delete', async () => {
     const dir = manifestDir({ 'edgeplane.yaml': 'stack: prod\nsafety:\n  protect: ["FailoverBackend/legacy-*"]\n', 'a.yaml': fo('keep') });
-    const kept = planDir(dir, ['keep', 'legacy-1', 'gone']);
+    const kept = (await planDir(dir, ['keep', 'legacy-1', 'gone']));
     expect(kept.steps.map((s) => s.id)).toEqual(['FailoverBackend/gone:delete']);
     expect(kept.warnings).toEqual(['FailoverBackend/legacy-1 (bkdfo_000000000000000000000000002) is no longer in the manifests but is protected: kept']);
     expect(kept.protectedChanges).toBeUndefined();
-    const allowed = planDir(dir, ['keep', 'legacy-1', 'gone'], { allowProtected: true });
+    const allowed = (await planDir(dir, ['keep', 'legacy-1', 'gone'], { allowProtected: true }));
     expect(allowed.steps.map((s) => s.id).sort()).toEqual(['FailoverBackend/gone:delete', 'FailoverBackend/legacy-1:delete']);
     expect(allowed.protectedChanges).toEqual([{ step: 'FailoverBackend/legacy-1:delete', identity: 'FailoverBackend/legacy-1', id: 'bkdfo_000000000000000000000000002', action: 'delete' }]);
   });
 });
 
 describe('selectors', () => {
-  it('match identities exactly or by glob, a * never crossing a /', () => {
+  it('match identities exactly or by glob, a * never crossing a /', async () => {
     expect(selector('HTTPSEdge/shop-*').matches('HTTPSEdge/shop-eu')).toBe(true);
     expect(selector('HTTPSEdge/shop-*').matches('HTTPSEdge/shop-eu/routes/api')).toBe(false);
     expect(selector('HTTPSEdge/*/routes/api').matches('HTTPSEdge/shop-eu/routes/api')).toBe(true);
     expect(selector('HTTPSEdge/web').matches('HTTPSEdge/webx')).toBe(false);
   });
 
-  it('an unknown one is an error listing the nearest names', () => {
+  it('an unknown one is an error listing the nearest names', async () => {
     const ids = ['HTTPSEdge/web', 'HTTPSEdge/shop', 'FailoverBackend/pool', 'HTTPSEdge/web/routes/api'];
     expect(nearest('HTTPSEdge/wbe', ids)).toEqual(['HTTPSEdge/web', 'HTTPSEdge/shop', 'HTTPSEdge/web/routes/api']);
     expect(() => checkSelectors([selector('HTTPSEdge/wbe'), selector('HTTPSEdge/web'), selector('httpsedge/shop-*')], ids)).toThrow(
@@ -82,19 +82,19 @@ describe('selectors', () => {
     );
   });
 
-  it('names of live objects only (pruned ones) count as known: targeting a prune deletes only it', () => {
+  it('names of live objects only (pruned ones) count as known: targeting a prune deletes only it', async () => {
     const dir = manifestDir({ 'a.yaml': fo('keep') });
-    const plan = planDir(dir, ['keep', 'old-1', 'old-2'], { targets: ['FailoverBackend/old-2'] });
+    const plan = (await planDir(dir, ['keep', 'old-1', 'old-2'], { targets: ['FailoverBackend/old-2'] }));
     expect(plan.steps.map((s) => s.id)).toEqual(['FailoverBackend/old-2:delete']);
     expect(plan.partial).toEqual({ targets: ['FailoverBackend/old-2'], created: [], omitted: 1 });
     // A warning about objects outside the targets only is not this plan's; one about a target is.
-    const guarded = planDir(dir, ['keep', 'old-1', 'old-2'], { protect: ['FailoverBackend/old-1'], targets: ['FailoverBackend/old-2'] });
+    const guarded = (await planDir(dir, ['keep', 'old-1', 'old-2'], { protect: ['FailoverBackend/old-1'], targets: ['FailoverBackend/old-2'] }));
     expect(guarded.warnings).toEqual([]);
-    expect(planDir(dir, ['keep', 'old-1', 'old-2'], { protect: ['FailoverBackend/old-1'], targets: ['FailoverBackend/old-*'] }).warnings)
+    expect((await planDir(dir, ['keep', 'old-1', 'old-2'], { protect: ['FailoverBackend/old-1'], targets: ['FailoverBackend/old-*'] })).warnings)
       .toEqual(['FailoverBackend/old-1 (bkdfo_000000000000000000000000002) is no longer in the manifests but is protected: kept']);
     let err: unknown;
     try {
-      planDir(dir, ['keep', 'old-1'], { targets: ['FailoverBackend/old-3'] });
+      (await planDir(dir, ['keep', 'old-1'], { targets: ['FailoverBackend/old-3'] }));
     } catch (e) {
       err = e;
     }
@@ -104,21 +104,21 @@ describe('selectors', () => {
 });
 
 describe('destroy', () => {
-  it('deletes every owned object but the protected ones, without the threshold; with --allow-protected-changes those too, listed', () => {
+  it('deletes every owned object but the protected ones, without the threshold; with --allow-protected-changes those too, listed', async () => {
     const dir = manifestDir({ 'a.yaml': fo('a') + '---\n' + fo('b', 'protect: true\n') });
     const names = Array.from({ length: 12 }, (_, i) => `o${i}`).concat('a', 'b');
-    const plan = planDir(dir, names, { destroy: true });
+    const plan = (await planDir(dir, names, { destroy: true }));
     // `b` is protected in its manifest (its live marker does not say so yet): kept.
     expect(plan.steps).toHaveLength(13);
     expect(plan.steps.every((s) => s.action === 'delete')).toBe(true);
     expect(plan.blocked).toEqual([]);
     expect(plan.destroy).toBe(true);
     expect(plan.warnings).toEqual(['FailoverBackend/b (bkdfo_000000000000000000000000014) is protected: kept (--allow-protected-changes deletes it)']);
-    const all = planDir(dir, names, { destroy: true, allowProtected: true });
+    const all = (await planDir(dir, names, { destroy: true, allowProtected: true }));
     expect(all.steps).toHaveLength(14);
     expect(all.protectedChanges?.map((c) => c.identity)).toEqual(['FailoverBackend/b']);
     // With --target, only what it names.
-    const one = planDir(dir, names, { destroy: true, targets: ['FailoverBackend/o1*'] });
+    const one = (await planDir(dir, names, { destroy: true, targets: ['FailoverBackend/o1*'] }));
     expect(one.steps.map((s) => s.object.identity).sort()).toEqual(['FailoverBackend/o1', 'FailoverBackend/o10', 'FailoverBackend/o11']);
   });
 });
@@ -126,19 +126,19 @@ describe('destroy', () => {
 describe('protected objects and replaces', () => {
   const pem = (f: string) => readFileSync(join(import.meta.dirname, '..', 'fixtures', 'certs', f), 'utf8');
   const ca = (protect: string) => `kind: CertificateAuthority\nname: root\n${protect}ca_pem: |\n${pem('rsa-ca-2.pem').replace(/^/gm, '  ')}`;
-  const planCa = (yaml: string, liveProtect: boolean, allowProtected?: boolean) => planFromState({
+  const planCa = async (yaml: string, liveProtect: boolean, allowProtected?: boolean) => (await planFromState({
     root: relative(process.cwd(), manifestDir({ 'ca.yaml': yaml })), stack: 'prod', env: {}, allowProtected,
-  }, expandObserved({ certificate_authorities: [{ id: 'ca_000000000000000000000000001', $pem: 'rsa-ca.pem', $marker: { id: 'CertificateAuthority/root', ...(liveProtect ? { protect: true } : {}) } }] }, 'prod'), 'https://api.example.test').plan!;
+  }, expandObserved({ certificate_authorities: [{ id: 'ca_000000000000000000000000001', $pem: 'rsa-ca.pem', $marker: { id: 'CertificateAuthority/root', ...(liveProtect ? { protect: true } : {}) } }] }, 'prod'), 'https://api.example.test')).plan!;
 
-  it('a replace of an object its manifest protects is listed for --allow-protected-changes, whatever its marker says', () => {
-    const blocked = planCa(ca('protect: true\n'), false);
+  it('a replace of an object its manifest protects is listed for --allow-protected-changes, whatever its marker says', async () => {
+    const blocked = (await planCa(ca('protect: true\n'), false));
     expect(blocked.steps.map((s) => s.action)).toEqual(['replace', 'delete']);
     expect(blocked.protectedChanges).toEqual([{ step: 'CertificateAuthority/root:replace', identity: 'CertificateAuthority/root', id: 'ca_000000000000000000000000001', action: 'replace' }]);
-    expect(planCa(ca('protect: true\n'), false, true).protectedChanges).toHaveLength(1);
+    expect((await planCa(ca('protect: true\n'), false, true)).protectedChanges).toHaveLength(1);
   });
 
-  it('removing protect in the manifest lets the replace go in the same change (the manifest wins over the old marker)', () => {
-    expect(planCa(ca(''), true).protectedChanges).toBeUndefined();
+  it('removing protect in the manifest lets the replace go in the same change (the manifest wins over the old marker)', async () => {
+    expect((await planCa(ca(''), true)).protectedChanges).toBeUndefined();
   });
 });
 

@@ -12,7 +12,7 @@ function onFour(action: Action, changes: Change[]): Step[] {
 const blocked = (steps: Step[]) => safetyBlocks(steps, liveView(observed), DEFAULT_THRESHOLD).map((b) => `${b.kind} ${b.changed}/${b.owned}`);
 
 describe('the safety threshold counts what would be removed or changed', () => {
-  it('blocks deletes, module deletes and changed values on more than 30 % of a kind', () => {
+  it('blocks deletes, module deletes and changed values on more than 30 % of a kind', async () => {
     expect(blocked(onFour('delete', []))).toEqual(['httpsEdgeRoute 4/10']);
     expect(blocked(onFour('module.delete', []))).toEqual(['httpsEdgeRoute 4/10']);
     expect(blocked(onFour('module.put', [{ path: 'backend.backend_id', before: 'bkdfo_a', after: 'bkdfo_b' }]))).toEqual(['httpsEdgeRoute 4/10']);
@@ -21,7 +21,7 @@ describe('the safety threshold counts what would be removed or changed', () => {
     expect(blocked(onFour('update', [{ path: MARKER_CHANGE, before: 'secret fingerprints', after: 'secret fingerprints', sensitive: true }, { path: 'oidc.client_secret', before: '(sensitive)', after: '(sensitive)', sensitive: true }]))).toEqual(['httpsEdgeRoute 4/10']);
   });
 
-  it('does not count adding what an object lacks: a module (the backend an interrupted apply had not attached), a value, an ownership marker', () => {
+  it('does not count adding what an object lacks: a module (the backend an interrupted apply had not attached), a value, an ownership marker', async () => {
     // The apply that finishes an interrupted one must not be blocked: its routes were created, their backends not yet attached.
     expect(blocked(onFour('module.put', [{ path: 'backend.backend_id', after: 'bkdfo_b' }, { path: 'backend.enabled', after: true }]))).toEqual([]);
     expect(blocked(onFour('update', [{ path: 'description', after: 'new' }]))).toEqual([]);
@@ -37,7 +37,7 @@ describe('the safety threshold counts identities, not live copies (duplicates fr
   const backends = (n: number, copies: number) => Array.from({ length: n }, (_, i) => Array.from({ length: copies }, (_, c) => ({ id: `fo${i}-${c}`, kind: 'failoverBackend', marker: `FailoverBackend/b${i}` }))).flat();
   const check = (steps: Step[], observed: ObservedObject[]) => safetyBlocks(steps, liveView(observed), DEFAULT_THRESHOLD).map((b) => `${b.kind} ${b.changed}/${b.owned} (${b.deletes} deleted)`);
 
-  it('deleting a duplicate while a copy of it stays does not count; the copies are one owned object', () => {
+  it('deleting a duplicate while a copy of it stays does not count; the copies are one owned object', async () => {
     // Ten identities, each made twice: deleting every second copy removes nothing the stack manages.
     const steps = Array.from({ length: 10 }, (_, i) => del('failoverBackend', `fo${i}-1`, `FailoverBackend/b${i}`));
     expect(check(steps, obs(backends(10, 2)))).toEqual([]);
@@ -50,7 +50,7 @@ describe('the safety threshold counts identities, not live copies (duplicates fr
     expect(check(four, obs([...backends(10, 1), ...extra]))).toEqual(['failoverBackend 4/10 (4 deleted)']);
   });
 
-  it('a copy that goes with its parent does not keep its identity alive', () => {
+  it('a copy that goes with its parent does not keep its identity alive', async () => {
     // Two edges carrying one identity, each with the same ten routes; the duplicate edge is deleted
     // (its routes with it), and four routes of the kept edge are pruned: four of ten routes go.
     const edges = [{ id: 'e1', kind: 'httpsEdge', marker: 'HTTPSEdge/web' }, { id: 'e2', kind: 'httpsEdge', marker: 'HTTPSEdge/web' }];
@@ -62,7 +62,7 @@ describe('the safety threshold counts identities, not live copies (duplicates fr
 
 describe('children deleted with their parent', () => {
   it('are counted by the threshold: deleting 3 of 20 edges that hold 150 of 167 routes is blocked for the routes', async () => {
-    const { planFromState } = await import('../../src/reconciler/pipeline.js');
+    const { planFromState } = await import('../helpers/plan-lists.js');
     const { stringify } = await import('yaml');
     const { cleanupDirs, manifestDir } = await import('../helpers/reconcile.js');
     const { encodeMetadata, MARKER_VERSION, TOOL } = await import('../../src/reconciler/ownership/marker.js');
@@ -77,7 +77,7 @@ describe('children deleted with their parent', () => {
     const docs = counts.map((n, i) => ({ kind: 'HTTPSEdge', name: `e${i}`, hostports: [`e${i}.example.com:443`], routes: Array.from({ length: n }, (_, j) => ({ name: `r${j}`, match_type: 'path_prefix', match: `/r${j}/` })) })).slice(3);
     try {
       const root = manifestDir({ 'edges.yaml': docs.map((d) => stringify(d)).join('---\n') });
-      const { plan, problems } = planFromState({ root, stack: 'big', env: {} }, { https_edges: live } as never, 'https://api.example.test');
+      const { plan, problems } = (await planFromState({ root, stack: 'big', env: {} }, { https_edges: live } as never, 'https://api.example.test'));
       expect(problems.filter((p) => p.severity === 'error')).toEqual([]);
       const deletes = plan!.steps.filter((s) => s.action === 'delete');
       expect(deletes.map((s) => [s.object.identity, s.cascade?.length])).toEqual([['HTTPSEdge/e0', 50], ['HTTPSEdge/e1', 50], ['HTTPSEdge/e2', 50]]);

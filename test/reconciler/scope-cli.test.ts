@@ -33,7 +33,7 @@ async function refusal(run: () => Promise<void>): Promise<{ code: number; messag
   return { code: 0, message: '' };
 }
 
-/** The commands as the CLI runs them, against the service over HTTP (`edgeplane` processes: test/cli/plan-scope-e2e.test.ts). */
+/** The commands as the CLI runs them, against the service over HTTP (`edgeplane` processes: test/process/plan-scope-e2e.test.ts). */
 describe('--target and the stack file\'s threshold through plan and apply', () => {
   it('applies only the targeted object, and blocks by the file\'s threshold with the protected object kept', async () => {
     const c = await svc.account();

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { formatProblem } from '../../src/reconciler/manifests/problems.js';
 import { readSecretFile, resolveSecrets } from '../../src/reconciler/manifests/secrets.js';
-import { validateDir } from '../../src/reconciler/pipeline.js';
+import { validateDir } from '../../src/reconciler/plan/prepare.js';
 import { cleanupDirs, manifestDir } from '../helpers/reconcile.js';
 
 afterAll(() => cleanupDirs());
@@ -20,7 +20,7 @@ routes:
 `;
 
 describe('{file: …} secrets', () => {
-  it('read the file\'s text, one trailing newline dropped; a file that is not UTF-8 or not there is a problem at the reference', () => {
+  it('read the file\'s text, one trailing newline dropped; a file that is not UTF-8 or not there is a problem at the reference', async () => {
     const dir = manifestDir({ 'good/edge.yaml': route('s.txt'), 'good/s.txt': 'whsec_é✓\n', 'latin/edge.yaml': route('s.txt'), 'missing/edge.yaml': route('nope.txt') });
     writeFileSync(join(dir, 'latin', 's.txt'), Buffer.from('whsec_\xe9\n', 'latin1'));
     const resolve = (sub: string) => {
@@ -42,7 +42,7 @@ describe('{file: …} secrets', () => {
 });
 
 describe('{env: …} secrets', () => {
-  it('an unset variable and an empty one are each a problem at the reference, saying which', () => {
+  it('an unset variable and an empty one are each a problem at the reference, saying which', async () => {
     const dir = manifestDir({ 'e/edge.yaml': route('x').replace('{ file: x }', '{ env: HOOK_SECRET }') });
     const v = validateDir({ root: join(dir, 'e'), cwd: dir, stack: 'prod' });
     const problems = (env: Record<string, string>) => resolveSecrets(v.objects, 'prod', { env, cwd: dir }).problems.map((p) => p.message);
@@ -51,7 +51,7 @@ describe('{env: …} secrets', () => {
     expect(problems({ HOOK_SECRET: 'whsec_x' })).toEqual([]);
   });
 
-  it("never edgeplane's own settings (its API key, its database URL): a manifest naming one is a problem, set or not", () => {
+  it("never edgeplane's own settings (its API key, its database URL): a manifest naming one is a problem, set or not", async () => {
     const env = { EDGEPLANE_API_KEY: 'ep_key', DATABASE_URL: 'postgres://x', EDGEPLANE_SECRET_HOOK: 'whsec_y' };
     for (const name of ['EDGEPLANE_API_KEY', 'EDGEPLANE_API_URL', 'DATABASE_URL', 'PGPASSWORD']) {
       const dir = manifestDir({ 'e/edge.yaml': route('x').replace('{ file: x }', `{ env: ${name} }`) });
@@ -68,7 +68,7 @@ describe('{env: …} secrets', () => {
 });
 
 describe('secret values the service would refuse', () => {
-  it('are problems at the reference when planning, not 400s at apply', () => {
+  it('are problems at the reference when planning, not 400s at apply', async () => {
     const dir = manifestDir({ 'e/edge.yaml': route('x').replace('{ file: x }', '{ env: HOOK_SECRET }') });
     const v = validateDir({ root: join(dir, 'e'), cwd: dir, stack: 'prod' });
     const problems = (value: string) => resolveSecrets(v.objects, 'prod', { env: { HOOK_SECRET: value }, cwd: dir }).problems.map(formatProblem);
@@ -89,12 +89,12 @@ describe('secret values the service would refuse', () => {
 
 describe('plan with broken manifests and missing secrets', () => {
   it('reports both at once, as validate does', async () => {
-    const { planFromState } = await import('../../src/reconciler/pipeline.js');
-    const { preparePlan } = await import('../../src/reconciler/apply/prepare.js');
+    const { planFromState } = await import('../helpers/plan-lists.js');
+    const { preparePlan } = await import('../../src/reconciler/plan/prepare.js');
     const edge = route('nope.txt').replace('name: web\n', 'name: web\ndescription: 12\n');
     const dir = manifestDir({ 'edge.yaml': edge });
     const rules = (problems: { rule: string; severity: string }[]) => problems.filter((p) => p.severity === 'error').map((p) => p.rule).sort();
-    const r = planFromState({ root: dir, cwd: dir, stack: 'prod', env: {} }, {}, 'https://api.example.test');
+    const r = (await planFromState({ root: dir, cwd: dir, stack: 'prod', env: {} }, {}, 'https://api.example.test'));
     expect(r.plan).toBeUndefined();
     expect(rules(r.problems)).toEqual(['schema', 'secret-missing']);
     // The path of plan and apply: its page reads fail here, and are not awaited once the manifests have errors.
@@ -104,7 +104,7 @@ describe('plan with broken manifests and missing secrets', () => {
     // A reference the schema refuses (`{env: }`, `{file: 123}`) is the schema's problem, not a crash.
     for (const ref of ['{ env: }', '{ file: 123 }']) {
       const bad = manifestDir({ 'edge.yaml': route('x').replace('{ file: x }', ref) });
-      const r2 = planFromState({ root: bad, cwd: bad, stack: 'prod', env: {} }, {}, 'https://api.example.test');
+      const r2 = (await planFromState({ root: bad, cwd: bad, stack: 'prod', env: {} }, {}, 'https://api.example.test'));
       expect(rules(r2.problems)).toEqual(['schema']);
     }
   });

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { readStackFile, resolveStack, StackFileError } from '../../src/reconciler/manifests/config.js';
 import { formatProblem } from '../../src/reconciler/manifests/problems.js';
-import { validateDir } from '../../src/reconciler/pipeline.js';
+import { validateDir } from '../../src/reconciler/plan/prepare.js';
 import { cleanupDirs, manifestDir } from '../helpers/reconcile.js';
 
 afterAll(cleanupDirs);

@@ -8,7 +8,7 @@ import type { ManifestObject } from '../../src/reconciler/manifests/model.js';
 import { formatPath, hasErrors, type Problem } from '../../src/reconciler/manifests/problems.js';
 import { resolveSecrets } from '../../src/reconciler/manifests/secrets.js';
 import { validateManifests } from '../../src/reconciler/manifests/validate.js';
-import { validateDir } from '../../src/reconciler/pipeline.js';
+import { validateDir } from '../../src/reconciler/plan/prepare.js';
 import { buildDesired } from '../../src/reconciler/plan/desired.js';
 import { diff } from '../../src/reconciler/plan/diff.js';
 import { observeLists } from '../../src/reconciler/plan/observed.js';

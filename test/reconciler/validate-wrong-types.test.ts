@@ -4,7 +4,9 @@ import { describe, expect, it } from 'vitest';
 import { parseDocument, stringify } from 'yaml';
 import { parseSource } from '../../src/reconciler/manifests/load.js';
 import { validateManifests } from '../../src/reconciler/manifests/validate.js';
-import { planDocs } from '../../src/reconciler/pipeline.js';
+import { resolveSecrets } from '../../src/reconciler/manifests/secrets.js';
+import { buildDesired } from '../../src/reconciler/plan/desired.js';
+import { diff } from '../../src/reconciler/plan/diff.js';
 
 const FULL = join(import.meta.dirname, '..', '..', 'examples', 'full');
 const WRONG: unknown[] = [7, -1, 1.5, 'x', '', true, null, [], [7], ['x'], {}, { x: 1 }, [{}]];
@@ -53,7 +55,9 @@ describe('wrong types anywhere in a manifest are problems, not crashes', () => {
             const v = validateManifests(parsed.docs, { stack: 'prod' });
             problems = v.problems;
             if (!v.problems.some((p) => p.severity === 'error')) {
-              planDocs(v, { stack: 'prod', env: { SHOP_STRIPE_WEBHOOK_SECRET: 's', SHOP_GITHUB_CLIENT_SECRET: 's', SHOP_OIDC_CLIENT_SECRET: 's' }, cwd: FULL }, {}, 'https://api.example.test');
+              // The planner's stages on what validation let through: none may throw.
+              const s = resolveSecrets(v.objects, 'prod', { env: { SHOP_STRIPE_WEBHOOK_SECRET: 's', SHOP_GITHUB_CLIENT_SECRET: 's', SHOP_OIDC_CLIENT_SECRET: 's' }, cwd: FULL });
+              diff(buildDesired(v.objects, s.secrets), [], { stack: 'prod', target: 'https://api.example.test' });
             }
           } catch (err) {
             throw new Error(`${name}: ${where}: threw ${(err as Error).stack}`);

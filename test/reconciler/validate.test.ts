@@ -2,7 +2,7 @@ import { readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { formatProblem } from '../../src/reconciler/manifests/problems.js';
-import { validateDir } from '../../src/reconciler/pipeline.js';
+import { validateDir } from '../../src/reconciler/plan/prepare.js';
 import { golden } from '../helpers/scenario.js';
 
 const CWD = join(import.meta.dirname, '..', '..');

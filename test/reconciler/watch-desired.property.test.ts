@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { formatProblem, hasErrors, sortProblems } from '../../src/reconciler/manifests/problems.js';
 import { resolveSecrets } from '../../src/reconciler/manifests/secrets.js';
-import { validateDir } from '../../src/reconciler/pipeline.js';
+import { validateDir } from '../../src/reconciler/plan/prepare.js';
 import { buildDesired } from '../../src/reconciler/plan/desired.js';
 import type { DesiredObject } from '../../src/reconciler/plan/state.js';
 import { DesiredState } from '../../src/reconciler/watch/desired-state.js';

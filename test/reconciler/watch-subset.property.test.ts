@@ -9,7 +9,7 @@ import type { Body } from '../../src/kinds/types.js';
 import { applyPlan } from '../../src/reconciler/apply/execute.js';
 import { secretsFromMap } from '../../src/reconciler/apply/materialize.js';
 import { decodeMetadata } from '../../src/reconciler/ownership/marker.js';
-import { preparePlan } from '../../src/reconciler/apply/prepare.js';
+import { preparePlan } from '../../src/reconciler/plan/prepare.js';
 import { hasErrors } from '../../src/reconciler/manifests/problems.js';
 import type { Plan } from '../../src/reconciler/plan/types.js';
 import { IncrementalPlanner } from '../../src/reconciler/watch/incremental.js';

@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { formatProblem } from '../../src/reconciler/manifests/problems.js';
-import { validateDir } from '../../src/reconciler/pipeline.js';
+import { validateDir } from '../../src/reconciler/plan/prepare.js';
 import { DesiredState } from '../../src/reconciler/watch/desired-state.js';
 import { ManifestCache } from '../../src/reconciler/watch/manifest-cache.js';
 import { cleanupDirs, copyExample, tempDir } from '../helpers/reconcile.js';

@@ -8,8 +8,8 @@ import { writeManifests } from '../../bench/reconcile-manifests.js';
 import { loadManifests, parseSource, parseWithLibrary, yamlLibrary, type SourceDoc } from '../../src/reconciler/manifests/load.js';
 import { resolveSecrets } from '../../src/reconciler/manifests/secrets.js';
 import { validateManifests } from '../../src/reconciler/manifests/validate.js';
-import { parseYamlFast, parseYamlFastDetailed, resolvePlain } from '../../src/reconciler/manifests/yaml-fast.js';
-import { planDocs } from '../../src/reconciler/pipeline.js';
+import { parseYamlFast, parseYamlFastDetailed, resolvePlain } from '../../src/reconciler/manifests/yaml-fast/parser.js';
+import { planFromState } from '../helpers/plan-lists.js';
 import { buildDesired } from '../../src/reconciler/plan/desired.js';
 import { renderJson } from '../../src/reconciler/render/json.js';
 import { renderMarkdown } from '../../src/reconciler/render/markdown.js';
@@ -70,7 +70,7 @@ function repoYamlFiles(): string[] {
 /** The YAML blocks of the documentation. */
 function docBlocks(): { name: string; text: string }[] {
   const out: { name: string; text: string }[] = [];
-  for (const f of ['README.md', ...readdirSync(join(ROOT, 'docs')).map((d) => join('docs', d))]) {
+  for (const f of ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((d) => d.endsWith('.md')).map((d) => join('docs', d))]) {
     const md = readFileSync(join(ROOT, f), 'utf8');
     let i = 0;
     for (const m of md.matchAll(/```ya?ml\n([\s\S]*?)```/g)) out.push({ name: `${f} block ${++i}`, text: m[1] });
@@ -418,6 +418,19 @@ describe('loading manifests', () => {
     });
   });
 
+  it('is turned off by EDGEPLANE_YAML_FAST=0: every file goes to the library, with the same values', () => {
+    const text = readFileSync(join(EXAMPLES, 'full', 'certificate-authorities.yaml'), 'utf8');
+    const fast = parseSource('cas.yaml', text).docs.map((d) => d.value);
+    expect(libraryParses()).toBe(0);
+    process.env.EDGEPLANE_YAML_FAST = '0';
+    try {
+      expect(parseSource('cas.yaml', text).docs.map((d) => d.value)).toEqual(fast);
+      expect(libraryParses()).toBe(1);
+    } finally {
+      delete process.env.EDGEPLANE_YAML_FAST;
+    }
+  });
+
   it('parses a fast-path file with the library only on the first position asked for', () => {
     const text = readFileSync(join(EXAMPLES, 'full', 'certificate-authorities.yaml'), 'utf8');
     const { docs } = parseSource('cas.yaml', text);
@@ -439,11 +452,11 @@ describe('loading manifests', () => {
     expect(libraryParses()).toBe(1);
   });
 
-  it('validating, planning and rendering valid manifests never parses them with the library; a position read later does', () => {
+  it('validating, planning and rendering valid manifests never parses them with the library; a position read later does', async () => {
     const loaded = loadManifests(join(EXAMPLES, 'full'));
     const v = validateManifests(loaded.docs, { stack: 'full-example', strict: true });
     expect([...loaded.problems, ...v.problems]).toEqual([]);
-    const r = planDocs(v, { stack: 'full-example', env: EXAMPLE_ENV, cwd: ROOT }, {}, 'embedded:test');
+    const r = await planFromState({ root: join(EXAMPLES, 'full'), stack: 'full-example', strict: true, env: EXAMPLE_ENV, cwd: ROOT }, {}, 'embedded:test');
     expect(r.problems).toEqual([]);
     expect(r.plan!.steps.length).toBeGreaterThan(10);
     for (const render of [renderText, renderMarkdown, renderJson]) expect(render(r.plan!).length).toBeGreaterThan(100);

@@ -7,10 +7,10 @@ import { ENGINES, startTestService, type TestService } from '../helpers/service.
  * Random and mutated JSON bodies against every write endpoint of edges, routes and their modules:
  * never a 5xx, every 4xx with the full error body, no secret in any success. Requests go through
  * `app.inject` (the whole fastify pipeline, no socket) so the default run stays fast.
- * EDGEPLANE_FUZZ_RUNS (requests in total, default 10000, shared by the engines under test) and
+ * EDGEPLANE_FUZZ_RUNS (requests in total, default 1500: seconds; 10000 and more for a long run; shared by the engines under test) and
  * EDGEPLANE_FUZZ_SEED (fast-check prints the seed of a failing run) reproduce a run.
  */
-const TOTAL = Number(process.env.EDGEPLANE_FUZZ_RUNS ?? 10_000);
+const TOTAL = Number(process.env.EDGEPLANE_FUZZ_RUNS ?? 1_500);
 const RUNS = Math.ceil(TOTAL / ENGINES.length);
 const SEED = process.env.EDGEPLANE_FUZZ_SEED ? Number(process.env.EDGEPLANE_FUZZ_SEED) : undefined;
 

@@ -5,7 +5,7 @@ import { lockedRun, waitsForStateDir, type LockFlags } from '../stack-lock.js';
 import { isSecretPath, planSecrets, secretsFromMap, secretsFromSources, StaleSecretError, type SecretLookup } from '../../reconciler/apply/materialize.js';
 import { findKind } from '../../kinds/registry.js';
 import { readSecretFile } from '../../reconciler/manifests/secrets.js';
-import { preparePlan } from '../../reconciler/apply/prepare.js';
+import { preparePlan } from '../../reconciler/plan/prepare.js';
 import { staleReasons } from '../../reconciler/apply/stale.js';
 import { resolveStack } from '../../reconciler/manifests/config.js';
 import { filesToPlan } from '../../reconciler/manifests/load.js';

@@ -4,7 +4,7 @@ import { resolveStack } from '../../reconciler/manifests/config.js';
 import { manifestFilesOrRefuse } from '../../reconciler/manifests/load.js';
 import { formatProblem, hasErrors } from '../../reconciler/manifests/problems.js';
 import { graphDot, graphMermaid, stackGraph } from '../../reconciler/graph/graph.js';
-import { validateDir } from '../../reconciler/pipeline.js';
+import { validateDir } from '../../reconciler/plan/prepare.js';
 import { CliExit, EXIT } from '../exit.js';
 import type { Output } from '../output.js';
 

@@ -3,7 +3,7 @@ import { displayPath } from '../../util/display-path.js';
 import { resolveStack, stackSafety } from '../../reconciler/manifests/config.js';
 import { filesToPlan } from '../../reconciler/manifests/load.js';
 import { formatProblem, hasErrors } from '../../reconciler/manifests/problems.js';
-import { planWithClient, type PlanInput } from '../../reconciler/pipeline.js';
+import { preparePlan, type PlanInput } from '../../reconciler/plan/prepare.js';
 import { UnknownSelectorError } from '../../reconciler/plan/selectors.js';
 import { hasChanges } from '../../reconciler/plan/types.js';
 import { renderJson } from '../../reconciler/render/json.js';
@@ -55,7 +55,7 @@ export async function plan(out: Output, dir: string, flags: PlanFlags): Promise<
   const client = await openTarget(flags, { readOnly: 'planning against an empty database', out });
   let result;
   try {
-    result = await planWithClient({
+    result = await preparePlan({
       root: dir, stack, strict: flags.strict, env: process.env, adopt: flags.adopt,
       config: reconcilerConfig(), ...scope,
       adoptCommand: `edgeplane plan ${dir} --stack ${stack}${targetArgs(flags)} --adopt`,

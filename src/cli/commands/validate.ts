@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { checkStack, DEFAULT_STACK, readStackFile } from '../../reconciler/manifests/config.js';
 import { manifestFilesOrRefuse } from '../../reconciler/manifests/load.js';
 import { formatProblem, hasErrors, sortProblems } from '../../reconciler/manifests/problems.js';
-import { validateDir } from '../../reconciler/pipeline.js';
+import { validateDir } from '../../reconciler/plan/prepare.js';
 import { resolveSecrets } from '../../reconciler/manifests/secrets.js';
 import { CliExit, EXIT } from '../exit.js';
 import type { Output } from '../output.js';

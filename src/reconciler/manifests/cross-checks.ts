@@ -38,6 +38,13 @@ type Found = Map<ManifestObject, Problem[]>;
  * one in the earliest file, document and child, and the others are the duplicates.
  */
 export class CrossChecks {
+  /**
+   * What the check of one object finds, emptied into a list of its own when it found something
+   * (most objects: nothing, and no list is made). The checks do not nest. Per instance: two
+   * validations may run in one process.
+   */
+  private readonly scratch = new Scratch<Problem>();
+  private readonly report = adder(this.scratch);
   private readonly names = new Map<string, Map<string, Holders>>();
   /** Unique → scope (the parent, for per-parent uniques) → value → its holders (one per time it is held). */
   private readonly uniques = new Map<UniqueDef, Map<ManifestObject | undefined, Map<string, Holders>>>();
@@ -236,7 +243,7 @@ export class CrossChecks {
 
   /** What a check of `o` found (in `found`), kept with `o`; nothing kept when it found nothing. */
   private store(found: Found, o: ManifestObject): void {
-    const problems = scratch.take(undefined);
+    const problems = this.scratch.take(undefined);
     if (problems) found.set(o, problems);
     else if (found.size) found.delete(o);
   }
@@ -244,13 +251,13 @@ export class CrossChecks {
   /** Names are unique per kind, children's per parent. */
   private checkNames(o: ManifestObject): void {
     const first = this.firstNamed(o.kind.name, o.name);
-    if (first && first !== o) duplicateName(o, first);
+    if (first && first !== o) duplicateName(this.report, o, first);
     // Children (an edge's routes) are few: compared pairwise, with no map per parent.
     const kids = o.children;
     for (let i = 1; i < kids.length; i++) {
       for (let j = 0; j < i; j++) {
         if (kids[j].identity === kids[i].identity) {
-          duplicateName(kids[i], kids[j]); // the first child of that name
+          duplicateName(this.report, kids[i], kids[j]); // the first child of that name
           break;
         }
       }
@@ -277,7 +284,7 @@ export class CrossChecks {
         if (!held) this.unresolved.set(target.name, (held = new Set()));
         held.add(o);
         const hint = didYouMean(r.value, this.namesOf(target.name));
-        add(x, r.path, 'unknown-reference', `no ${target.manifestKind} named "${r.value}" in the manifests${hint || ' (use its id to point at an object the manifests do not manage)'}`);
+        this.report(x, r.path, 'unknown-reference', `no ${target.manifestKind} named "${r.value}" in the manifests${hint || ' (use its id to point at an object the manifests do not manage)'}`);
       }
     }
     this.store(this.found.refs, o);
@@ -308,7 +315,7 @@ export class CrossChecks {
           // The first holder's first time holding it is no clash; any other is.
           if (!first || (first === x && (j === 0 || vs.indexOf(value) === j))) continue;
           const p = positionOf(first, fieldHolding(first, value));
-          add(x, fieldHolding(x, value), `duplicate-${u.scope}`, `${u.conflict(value).replace(/^[a-z_]+: /, '')} (also in ${first.identity} at ${p.file}:${p.line}:${p.col})`);
+          this.report(x, fieldHolding(x, value), `duplicate-${u.scope}`, `${u.conflict(value).replace(/^[a-z_]+: /, '')} (also in ${first.identity} at ${p.file}:${p.line}:${p.col})`);
         }
       }
     }
@@ -393,14 +400,7 @@ export class CrossChecks {
   }
 }
 
-/**
- * What the check of one object finds, emptied into a list of its own when it found something
- * (most objects: nothing, and no list is made). The checks do not nest.
- */
-const scratch = new Scratch<Problem>();
-const add = adder(scratch);
-
-function duplicateName(x: ManifestObject, first: ManifestObject): void {
+function duplicateName(add: Add, x: ManifestObject, first: ManifestObject): void {
   const p = positionOf(first, ['name']);
   add(x, ['name'], 'duplicate-name', `${x.kind.manifestKind ?? x.kind.title} name "${x.name}" is already used at ${p.file}:${p.line}:${p.col}`);
 }

@@ -5,7 +5,7 @@ import { displayPath } from '../../util/display-path.js';
 import { createRequire } from 'node:module';
 import type { Document, Node } from 'yaml';
 import type { Position, Problem } from './problems.js';
-import { parseYamlFastSources, type DocSource } from './yaml-fast.js';
+import { parseYamlFastSources, yamlFastEnabled, type DocSource } from './yaml-fast/parser.js';
 
 /** The stack configuration file; it sits beside the manifests and is not a manifest. */
 export const CONFIG_FILES = ['edgeplane.yaml', 'edgeplane.yml'];
@@ -192,13 +192,13 @@ export function readManifest(path: string, cwd: string, bytes: Buffer = readFile
 }
 
 /**
- * Parses one file's text into documents. Most manifests are inside the subset `yaml-fast.ts`
+ * Parses one file's text into documents. Most manifests are inside the subset `yaml-fast/parser.ts`
  * parses quickly; their positions are found only when asked for (a problem to report, a literal
  * secret), by parsing the text once more with the `yaml` library. Any other text, including every
  * text with a syntax error, is parsed by the library at once, as it reports the errors.
  */
 export function parseSource(file: string, text: string): { docs: SourceDoc[]; problems: Problem[] } {
-  const parsed = parseYamlFastSources(text);
+  const parsed = yamlFastEnabled() ? parseYamlFastSources(text) : undefined;
   if (!parsed) return parseWithLibrary(file, text);
   const plainText = !/[\\\0]/.test(text);
   const docs: SourceDoc[] = [];

@@ -57,10 +57,11 @@ export function validateManifests(docs: SourceDoc[], opts: ValidateOptions, memo
   const problems: Problem[] = [];
   const objects: ManifestObject[] = [];
   const files = new Map<string, number>();
+  const scratch = new LocalScratch(); // this call's: two validations may run in one process
   for (let i = 0; i < docs.length; i++) {
     const doc = docs[i];
     if (!files.has(doc.file)) files.set(doc.file, files.size);
-    const local = memo?.local(doc, opts) ?? localPasses(doc, opts);
+    const local = memo?.local(doc, opts) ?? localPasses(doc, opts, scratch);
     if (local.object) objects.push(local.object);
     problems.push(...local.problems);
   }
@@ -73,11 +74,10 @@ export function validateManifests(docs: SourceDoc[], opts: ValidateOptions, memo
 interface Local { object?: ManifestObject; problems: Problem[] }
 
 /** The passes that read one document alone: shape and schema, exclusive modules, secrets, metadata size, the service's checks. */
-function localPasses(doc: SourceDoc, opts: ValidateOptions): Local {
+function localPasses(doc: SourceDoc, opts: ValidateOptions, scratch: LocalScratch): Local {
+  const { problems: localProblems, add, errors: errorPaths } = scratch;
   localProblems.clear(); // empty unless a document before failed
-  if (localErrors.length) localErrors.length = 0;
-  const add = addLocal;
-  const errorPaths = localErrors;
+  if (errorPaths.length) errorPaths.length = 0;
   textPass(doc, add);
   const object = shapePass(doc, add, errorPaths);
   if (object) {
@@ -89,12 +89,15 @@ function localPasses(doc: SourceDoc, opts: ValidateOptions): Local {
 }
 
 /**
- * What one document's passes find: problems, and the paths of its schema errors. One list each,
- * reused for document after document (the passes do not nest; most documents have neither).
+ * What one document's passes find: problems, and the paths of its schema errors. One list each per
+ * validation (or memo), reused for document after document (the passes do not nest; most
+ * documents have neither).
  */
-const localProblems = new Scratch<Problem>();
-const addLocal = adder(localProblems);
-const localErrors: (string | number)[][] = [];
+class LocalScratch {
+  readonly problems = new Scratch<Problem>();
+  readonly add = adder(this.problems);
+  readonly errors: (string | number)[][] = [];
+}
 
 function objectPasses(o: ManifestObject, add: Add, opts: ValidateOptions, errorPaths: (string | number)[][]) {
   // These read the body defensively, so they also run on objects with schema errors.
@@ -139,6 +142,7 @@ export class ValidationMemo {
   /** The options the kept results were found with. */
   private stack: string | undefined;
   private strict = false;
+  private readonly scratch = new LocalScratch();
 
   local(doc: SourceDoc, opts: ValidateOptions): Local {
     if (opts.stack !== this.stack || !!opts.strict !== this.strict) {
@@ -147,7 +151,7 @@ export class ValidationMemo {
       this.docs = new WeakMap();
     }
     let hit = this.docs.get(doc);
-    if (!hit) this.docs.set(doc, (hit = localPasses(doc, opts)));
+    if (!hit) this.docs.set(doc, (hit = localPasses(doc, opts, this.scratch)));
     return hit;
   }
 }

@@ -45,8 +45,6 @@ class Desired implements DesiredObject {
  */
 export type DesiredMemo = WeakMap<ManifestObject, DesiredObject>;
 
-/** The containers `setAt` copied for the object being built (one list, emptied for each). */
-const copiedScratch = new Scratch<object>();
 
 /** The fingerprints of an object without secrets (shared; frozen: never added to). */
 const NO_SECRETS: Record<string, string> = Object.freeze({}) as Record<string, string>;
@@ -64,6 +62,8 @@ export function buildDesired(objects: ManifestObject[], secrets: Map<string, Res
 
 /** `buildDesired` an object at a time (planning builds them between turns of the event loop). */
 export class DesiredBuilder {
+  /** The containers `setAt` copied for the object being built (one list per builder, emptied for each object). */
+  private readonly copied = new Scratch<object>();
   /**
    * One token per named target (tokens are values: never modified), so thousands of references
    * to the same few objects share them.
@@ -92,7 +92,7 @@ export class DesiredBuilder {
     // Copied without metadata (built, not deleted from: a delete turns an object into a slow hash map).
     const body: Body = {};
     for (const k in o.body) if (k !== 'metadata') body[k] = o.body[k];
-    const copied = copiedScratch;
+    const copied = this.copied;
     copied.clear(); // the containers copied for this object only
     const userMetadata = typeof o.body.metadata === 'string' ? o.body.metadata : undefined;
     const refs = refsOf(o);

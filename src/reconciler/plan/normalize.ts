@@ -1,4 +1,5 @@
 import { NORMALIZERS } from '../../kinds/normalizers.js';
+import { clearable } from '../../kinds/fields.js';
 import type { Body, KindDef, KindRuntimeConfig, ModuleDef, RefDef, ReconcileRules } from '../../kinds/types.js';
 import { canonicalJson } from '../../util/canonical-json.js';
 import { setOwn } from '../../util/own.js';
@@ -265,11 +266,6 @@ function symbolizeAll(list: unknown[]): unknown[] {
     if (next !== list[i]) (out ??= [...list])[i] = next;
   }
   return out ?? list;
-}
-
-/** Optional strings (description, metadata) read back absent when empty. */
-function clearable(kind: KindDef, field: string): boolean {
-  return kind.fields[field]?.type === 'string' && !kind.required?.includes(field);
 }
 
 const configDefaultsCache = new WeakMap<KindRuntimeConfig, Map<ModuleDef, Body | undefined>>();

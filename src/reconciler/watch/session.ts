@@ -4,7 +4,7 @@ import type { DagEvent } from '../apply/dag.js';
 import { applyPlan, type ApplyResult } from '../apply/execute.js';
 import { secretsFromMap } from '../apply/materialize.js';
 import { formatProblem, hasErrors, type Problem } from '../manifests/problems.js';
-import type { PlanInput } from '../pipeline.js';
+import type { PlanInput } from '../plan/prepare.js';
 import { withoutPrunes } from '../plan/prunes.js';
 import type { Plan, Step } from '../plan/types.js';
 import { fileMtimeMs, fileState, watchManifestFiles, type FileWatch } from './files.js';

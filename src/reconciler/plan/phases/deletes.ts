@@ -4,7 +4,8 @@ import type { ProtectedChange, Step } from '../types.js';
 import type { PlanContext } from './context.js';
 import { identifyingKeys } from './keys.js';
 import type { Match, Matched } from './match.js';
-import { materialize, objectPath, parentIdentities } from './refs.js';
+import { materialize, parentIdentities } from './refs.js';
+import { objectPath } from '../../../contract/paths.js';
 import type { PendingDelete, Planned } from './steps.js';
 import { orderByUniqueValues } from './unique-order.js';
 
@@ -212,7 +213,7 @@ function deleteStep(p: PendingDelete, deps: string[], parentOf: (id: string) => 
   return {
     id: p.id, action: 'delete',
     object: { kind: o.kind.name, identity: p.identity, name: p.identity.split('/').pop()!, id: o.id, ...(o.parentId ? { parent: parentOf(o.parentId) } : {}) },
-    request: { method: 'DELETE', path: objectPath(o.kind, o.id, o.parentId) },
+    request: { method: 'DELETE', path: objectPath(o.kind, o.id, o.parentId ?? null) },
     changes: [], dependsOn: deps, reason: p.reason,
     ...(children?.length ? { cascade: children.map((c) => ({ kind: c.kind.name, identity: c.marker!.id, name: c.marker!.id.split('/').pop()!, id: c.id, parent: p.identity })) } : {}),
   };

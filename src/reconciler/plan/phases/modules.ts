@@ -7,7 +7,8 @@ import { stepPatch } from '../patch.js';
 import type { DesiredObject } from '../state.js';
 import type { Step, StepObject } from '../types.js';
 import type { Match, Matched } from './match.js';
-import { materialize, objectPath, refDeps } from './refs.js';
+import { materialize, refDeps } from './refs.js';
+import { objectPath } from '../../../contract/paths.js';
 
 /** The module steps of an existing object, the changed modules its PATCH carries instead, and what to warn of. */
 export interface ModuleSteps { inPatch: ModuleDef[]; steps: Step[]; warnings: string[] }
@@ -31,7 +32,7 @@ export function moduleSteps(m: Matched, dec: Match, want: Normal, have: Normal, 
   const traffic = mods.filter((x) => x.role === 'traffic' && have.modules[x.name]);
   const bounce = swapped.length ? traffic.filter((x) => !removed.includes(x)) : [];
   const steps: Step[] = [];
-  const path = (x: ModuleDef) => `${objectPath(d.kind, dec.o!.id, dec.o!.parentId)}/${x.name}`;
+  const path = (x: ModuleDef) => `${objectPath(d.kind, dec.o!.id, dec.o!.parentId ?? null)}/${x.name}`;
   const put = (x: ModuleDef, deps: string[], reason?: string) => {
     const id = `${d.identity}:module.put:${x.name}`;
     const changes = diffValues(x.name, have.modules[x.name], want.modules[x.name]);

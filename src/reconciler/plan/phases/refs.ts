@@ -1,4 +1,3 @@
-import { collectionPath } from '../../../contract/paths.js';
 import type { Body, KindDef } from '../../../kinds/types.js';
 import type { ObservedObject } from '../state.js';
 import { forEachRef, isRefToken, placeholder } from '../tokens.js';
@@ -33,11 +32,6 @@ export function refDeps(m: Matched, body: Body, only?: string[]): string[] {
   };
   for (const [k, v] of Object.entries(body)) if (!only || only.includes(k)) forEachRef(v, visit);
   return deps;
-}
-
-/** An existing object's path (a child's under its parent's). */
-export function objectPath(kind: KindDef, id: string, parentId?: string): string {
-  return `${collectionPath(kind, parentId ?? null)}/${id}`;
 }
 
 /** A parent's identity as its marker says (its id when it has none); the live objects are indexed on first use. */

@@ -12,7 +12,8 @@ import type { PlanContext } from './context.js';
 import { markerOf, metadataChanges, sameMetadata } from './marker.js';
 import type { Match, Matched } from './match.js';
 import { moduleSteps, nothingStoredWarnings, pick } from './modules.js';
-import { creator, idOf, materialize, objectPath, refDeps } from './refs.js';
+import { creator, idOf, materialize, refDeps } from './refs.js';
+import { objectPath } from '../../../contract/paths.js';
 
 /** A live object to delete once nothing needs it: the step's id, and why. */
 export interface PendingDelete { o: ObservedObject; identity: string; id: string; reason: string }
@@ -191,7 +192,7 @@ class Stepping {
     }
     this.add(dec, {
       id: `${d.identity}:update`, action: 'update', object: this.stepObject(dec),
-      request: { method: 'PATCH', path: objectPath(d.kind, o.id, o.parentId), body: patch },
+      request: { method: 'PATCH', path: objectPath(d.kind, o.id, o.parentId ?? null), body: patch },
       changes, dependsOn: [...refDeps(this.m, d.body, Object.keys(patch)), ...mods.steps.map((x) => x.id)],
       ...(dec.adopted ? { reason: `adopts unmanaged ${d.kind.title} ${o.id}: stamps the ownership marker` } : {}),
       ...(dec.renamedFrom ? { reason: `renamed from ${dec.renamedFrom}: the object is kept, its ownership marker renamed` } : {}),

@@ -5,7 +5,8 @@ import type { Step } from '../types.js';
 import type { PlanContext } from './context.js';
 import { uniqueValues } from './keys.js';
 import type { Matched } from './match.js';
-import { objectPath, parentIdentities } from './refs.js';
+import { parentIdentities } from './refs.js';
+import { objectPath } from '../../../contract/paths.js';
 import type { Planned } from './steps.js';
 
 /**
@@ -138,7 +139,7 @@ function release(ctx: PlanContext, g: StepGraph, parentOf: (id: string) => strin
     step = {
       id, action: 'update',
       object: { kind: holder.kind.name, identity, name: identity.split('/').pop()!, id: holder.id, ...(holder.parentId ? { parent: parentOf(holder.parentId) } : {}) },
-      request: { method: 'PATCH', path: objectPath(holder.kind, holder.id, holder.parentId), body },
+      request: { method: 'PATCH', path: objectPath(holder.kind, holder.id, holder.parentId ?? null), body },
       changes: [], dependsOn: [], reason: `frees ${value} for ${taker} first: the two objects trade unique values`,
     };
     g.add(step);

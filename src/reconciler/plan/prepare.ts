@@ -1,22 +1,39 @@
 import type { ApiClient } from '../../client/api-client.js';
-import { manifestFiles, readManifest, type SourceDoc } from '../manifests/load.js';
+import { loadManifests, manifestFiles, readManifest, type SourceDoc } from '../manifests/load.js';
+import type { ManifestObject } from '../manifests/model.js';
 import { nestedStackProblems } from '../manifests/config.js';
 import { hasErrors, sortProblems, type Problem } from '../manifests/problems.js';
 import { resolveSecrets, type ResolvedSecret } from '../manifests/secrets.js';
 import { validateManifests, ValidationMemo } from '../manifests/validate.js';
-import type { PlanInput } from '../pipeline.js';
-import { DesiredBuilder } from '../plan/desired.js';
-import { diff } from '../plan/diff.js';
-import { observeItem } from '../plan/observed.js';
-import { DEFAULT_CONFIG, NormMemo, tokenReader, type Normal, type Settlement } from '../plan/normalize.js';
+import { DesiredBuilder } from './desired.js';
+import { diff, type DiffOptions } from './diff.js';
+import { observeItem } from './observed.js';
+import { DEFAULT_CONFIG, NormMemo, tokenReader, type Normal, type Settlement } from './normalize.js';
 import { manifestKinds } from '../manifests/schema.js';
 import type { KindDef } from '../../kinds/types.js';
 import { isRefTarget } from '../../kinds/registry.js';
-import type { DesiredObject, ObservedObject, Identities } from '../plan/state.js';
-import { pairWith, type Paired } from '../plan/phases/match.js';
-import { sameMetadata } from '../plan/phases/marker.js';
-import type { Plan } from '../plan/types.js';
+import type { DesiredObject, ObservedObject, Identities } from './state.js';
+import { pairWith, type Paired } from './phases/match.js';
+import { sameMetadata } from './phases/marker.js';
+import type { Plan } from './types.js';
 import { streamLiveState } from '../state/read-state.js';
+
+export interface ValidateInput { root: string; stack: string; strict?: boolean; cwd?: string }
+
+export interface ValidateResult { problems: Problem[]; objects: ManifestObject[]; files: string[] }
+
+/** Load and validate a manifest directory (`validate`, `graph`): every problem, nothing thrown for bad input. */
+export function validateDir(input: ValidateInput): ValidateResult {
+  const loaded = loadManifests(input.root, input.cwd);
+  const v = validateManifests(loaded.docs, { stack: input.stack, strict: input.strict });
+  const nested = nestedStackProblems(loaded.nested, input.stack, input.cwd ?? process.cwd());
+  return { problems: sortProblems([...nested, ...loaded.problems, ...v.problems]), objects: v.objects, files: loaded.files };
+}
+
+export interface PlanInput extends ValidateInput, Omit<DiffOptions, 'target' | 'stack'> {
+  /** Where `{env: NAME}` secrets are read from. */
+  env: Record<string, string | undefined>;
+}
 
 export interface Prepared {
   problems: Problem[];
@@ -49,6 +66,17 @@ class Slicer {
   }
 }
 
+export interface PrepareOptions {
+  /** Close the client as soon as the list pages are in (`plan`). */
+  closeAfterRead?: boolean;
+  /**
+   * `false`: the diff gets none of what was worked out while the pages arrived (pairs, objects
+   * found settled, normal forms computed ahead) and starts from a fresh memo: the reference the
+   * hints must agree with (test/reconciler/plan-hints.property.test.ts). Default true.
+   */
+  hints?: boolean;
+}
+
 /**
  * `plan` and the plan step of `apply DIR`. The list pages are requested first, and everything that
  * does not need them is done while they arrive: the manifests are loaded, validated and resolved,
@@ -60,7 +88,7 @@ class Slicer {
  * which needs the client for nothing else) the client is closed as soon as the pages are in:
  * the embedded database's memory is given back before the diff.
  */
-export async function preparePlan(input: PlanInput, client: ApiClient, how: { closeAfterRead?: boolean } = {}): Promise<Prepared> {
+export async function preparePlan(input: PlanInput, client: ApiClient, how: PrepareOptions = {}): Promise<Prepared> {
   const config = input.config ?? DEFAULT_CONFIG;
   // Listed before anything is read from the service: a directory that is not there reads nothing.
   const nested: string[] = [];
@@ -177,7 +205,9 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: { cl
   }
   await live;
   const observed = manifestKinds().flatMap((k) => observedByKind.get(k) ?? []);
-  const plan = diff(desired, observed, { ...input, target: client.target, paired }, memo);
+  const plan = how.hints === false
+    ? diff(desired, observed, { ...input, target: client.target }, new NormMemo('plan'))
+    : diff(desired, observed, { ...input, target: client.target, paired }, memo);
   return { problems, plan, secrets: s.secrets, identities, observed };
 }
 

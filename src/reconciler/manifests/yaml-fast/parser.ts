@@ -26,6 +26,14 @@
 
 export type FastResult = { docs: unknown[] } | { bail: string };
 
+/**
+ * Whether the loader tries this parser first: `EDGEPLANE_YAML_FAST=0` turns it off, and every file
+ * is parsed by the `yaml` library (slower; the same values). For a suspected parser bug.
+ */
+export function yamlFastEnabled(): boolean {
+  return process.env.EDGEPLANE_YAML_FAST !== '0';
+}
+
 /** The values of the documents of `text`, or `undefined` when it is outside the subset. */
 export function parseYamlFast(text: string): unknown[] | undefined {
   const r = parseYamlFastDetailed(text);
