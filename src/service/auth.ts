@@ -17,6 +17,14 @@ export function scopeCovers(has: Scope, needs: Scope): boolean {
   return SCOPES.indexOf(has) >= SCOPES.indexOf(needs);
 }
 
+/** Methods that only read; every other one needs a write key unless the route says otherwise. */
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** The scope a route needs: its `config.scope`, else `read` for GET/HEAD/OPTIONS and `write` for the others. */
+export function neededScope(method: string, config: { scope?: Scope } | undefined): Scope {
+  return config?.scope ?? (READ_METHODS.has(method) ? 'read' : 'write');
+}
+
 export function parseScope(value: string): Scope {
   if ((SCOPES as readonly string[]).includes(value)) return value as Scope;
   throw new Error(`--scope must be one of ${SCOPES.join(', ')}, not ${JSON.stringify(value.slice(0, 40))}`);

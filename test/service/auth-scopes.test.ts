@@ -4,12 +4,12 @@ import type { Db } from '../../src/store/db.js';
 import { ENGINES, startTestService, TestClient, type TestService } from '../helpers/service.js';
 
 /** Every operation the service publishes, from its own OpenAPI document (not a hand-made list). */
-async function operations(url: string): Promise<{ method: string; path: string; template: string }[]> {
-  const doc = await (await fetch(url + '/openapi.json')).json() as { paths: Record<string, Record<string, unknown>> };
+async function operations(url: string): Promise<{ method: string; path: string; template: string; description: string }[]> {
+  const doc = await (await fetch(url + '/openapi.json')).json() as { paths: Record<string, Record<string, { description?: string }>> };
   const ops = [];
   for (const [template, methods] of Object.entries(doc.paths)) {
-    for (const method of Object.keys(methods)) {
-      ops.push({ method: method.toUpperCase(), template, path: template.replace(/\{[^}]+\}/g, (p) => (p === '{stack}' ? 'web' : 'x_0123456789abcdef')) });
+    for (const [method, op] of Object.entries(methods)) {
+      ops.push({ method: method.toUpperCase(), template, description: op.description ?? '', path: template.replace(/\{[^}]+\}/g, (p) => (p === '{stack}' ? 'web' : 'x_0123456789abcdef')) });
     }
   }
   return ops;
@@ -46,6 +46,11 @@ describe.each(ENGINES)('scoped API keys (%s)', (engine) => {
   it('the matrix covers every kind of write the API has', () => {
     const writes = ops.filter((o) => !READS.has(o.method)).map((o) => `${o.method} ${o.template}`);
     expect(writes.length).toBeGreaterThan(20);
+    // The document says what each operation needs (the public operations have no key).
+    for (const op of ops.filter((o) => o.description.includes('scope'))) {
+      expect(op.description, `${op.method} ${op.template}`).toContain(`scope ${READS.has(op.method) ? 'read' : 'write'} or above`);
+    }
+    expect(ops.filter((o) => o.description.includes('Needs an API key of scope')).length).toBeGreaterThan(writes.length);
     expect(writes).toEqual(expect.arrayContaining(['POST /stack_locks', 'PATCH /stack_locks/{id}', 'DELETE /stack_locks/{id}', 'POST /sync_runs', 'POST /stacks/{stack}/sync', 'POST /backends/failover']));
   });
 

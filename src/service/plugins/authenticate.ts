@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin';
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../../contract/errors.js';
-import { Authenticator, scopeCovers, type Principal, type Scope } from '../auth.js';
+import { Authenticator, neededScope, scopeCovers, type Principal, type Scope } from '../auth.js';
 
 declare module 'fastify' {
   interface FastifyRequest { principal?: Principal }
@@ -9,18 +9,15 @@ declare module 'fastify' {
   interface FastifyContextConfig { scope?: Scope }
 }
 
-/** Methods that only read; every other one needs a write key unless the route says otherwise. */
-const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
-
 /**
- * The one place scopes are enforced: the scope a request needs is its route's `config.scope`, or
- * else `read` for GET/HEAD/OPTIONS and `write` for the others. A path no route has needs nothing
+ * The one place scopes are enforced: the scope a request needs is `neededScope` of its route (its
+ * `config.scope`, else `read` for GET/HEAD/OPTIONS and `write` for the others). A path no route has needs nothing
  * (it answers 404). Runs in onRequest: a refused request reaches no body parsing and no handler.
  */
 function scopeRefusal(req: FastifyRequest, principal: Principal): ApiError | undefined {
   const route = req.routeOptions;
   if (route.url === undefined) return undefined;
-  const needs: Scope = route.config?.scope ?? (READ_METHODS.has(req.method) ? 'read' : 'write');
+  const needs: Scope = neededScope(req.method, route.config);
   if (scopeCovers(principal.scope, needs)) return undefined;
   return new ApiError('ERR_FORBIDDEN_SCOPE', `this API key has scope ${principal.scope}; ${req.method} ${route.url.replace(/:(\w+)/g, '{$1}')} needs ${needs}`, { scope: principal.scope, needs });
 }
