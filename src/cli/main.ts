@@ -221,7 +221,8 @@ accounts
   .description('create an account and its first API key (printed once)')
   .requiredOption('--name <name>', 'account name')
   .option('--abuse-reports', 'authorize the account for abuse reports')
-  .option('--json', 'print {"account_id", "api_key", "key_id"}')
+  .option('--scope <scope>', 'the first key\'s scope: read, write or admin (docs/api.md, "Scopes")', 'write')
+  .option('--json', 'print {"account_id", "api_key", "key_id", "scope"}')
   .addOption(stateOption())
   .action(async (flags) => (await import('./commands/admin.js')).accountsCreate(stdio, flags));
 accounts
@@ -243,14 +244,15 @@ keys
   .command('create')
   .description('issue another API key for an account (printed once)')
   .requiredOption('--account <id>', 'account id')
-  .option('--json', 'print {"account_id", "api_key", "key_id"}')
+  .option('--scope <scope>', 'read (plan, list, get), write (also apply, locks, syncs) or admin (write, and admin routes to come)', 'write')
+  .option('--json', 'print {"account_id", "api_key", "key_id", "scope"}')
   .addOption(stateOption())
   .action(async (flags) => (await import('./commands/admin.js')).keysCreate(stdio, flags));
 keys
   .command('list')
-  .description('list an account\'s API keys: ids and dates (a key itself is shown only when issued)')
+  .description('list an account\'s API keys: ids, scopes and dates (a key itself is shown only when issued)')
   .requiredOption('--account <id>', 'account id')
-  .option('--json', 'print [{"id", "created_at", "revoked_at"}]')
+  .option('--json', 'print [{"id", "scope", "created_at", "revoked_at"}]')
   .addOption(stateOption())
   .action(async (flags) => (await import('./commands/admin.js')).keysList(stdio, flags));
 keys

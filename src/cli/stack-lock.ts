@@ -1,4 +1,4 @@
-import type { ApiClient, StackLockHeld } from '../client/api-client.js';
+import { ApiRequestError, type ApiClient, type StackLockHeld } from '../client/api-client.js';
 import { processRuns } from '../util/process.js';
 import { printable } from '../util/text.js';
 import { acquireStackLock, DEFAULT_LOCK_TIMEOUT_MS, DEFAULT_LOCK_TTL_SECONDS, StackLockAborted, StackLockTimeout, type HeldStackLock } from '../reconciler/lock/stack-lock.js';
@@ -86,6 +86,13 @@ export async function lockedRun<T>(out: Output, client: ApiClient, stack: string
     if (err instanceof StackLockTimeout) {
       if (flags.json) out.json({ event: 'error', error: err.message, exit_code: EXIT.locked });
       throw new CliExit(EXIT.locked, `${command}: ${err.message}`);
+    }
+    // A key of scope read: the lock is the first write, so nothing was written; said plainly.
+    if (err instanceof ApiRequestError && err.code === 'ERR_FORBIDDEN_SCOPE') {
+      const scope = (err.body as { details?: { scope?: string } }).details?.scope ?? 'read';
+      const message = `the API key can only ${scope === 'read' ? 'read' : scope} (scope ${scope}): ${command.split(' ')[0]} needs a write key (edgeplane admin keys create --scope write)`;
+      if (flags.json) out.json({ event: 'error', error: message, exit_code: EXIT.error });
+      throw new CliExit(EXIT.error, message);
     }
     // The service could not be reached or refused the key: a machine reading stdout learns why too.
     if (flags.json) out.json({ event: 'error', error: err instanceof Error ? err.message : String(err) });

@@ -3,7 +3,34 @@ import type { Db } from '../store/db.js';
 import { newId } from '../util/ids.js';
 import { rfc3339 } from '../util/time.js';
 
-export interface Principal { accountId: string; abuseReports: boolean; keyId: string }
+/**
+ * What an API key may do (docs/api.md, "Scopes"), each a superset of the one before: `read` reads,
+ * `write` also writes (objects, stack locks, sync runs and requests), `admin` is reserved for
+ * admin routes (none in the API today: accounts and keys are CLI-only, on the database).
+ */
+export const SCOPES = ['read', 'write', 'admin'] as const;
+export type Scope = (typeof SCOPES)[number];
+export const DEFAULT_SCOPE: Scope = 'write';
+
+/** Whether a key of scope `has` may do what needs `needs`. */
+export function scopeCovers(has: Scope, needs: Scope): boolean {
+  return SCOPES.indexOf(has) >= SCOPES.indexOf(needs);
+}
+
+/** Methods that only read; every other one needs a write key unless the route says otherwise. */
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** The scope a route needs: its `config.scope`, else `read` for GET/HEAD/OPTIONS and `write` for the others. */
+export function neededScope(method: string, config: { scope?: Scope } | undefined): Scope {
+  return config?.scope ?? (READ_METHODS.has(method) ? 'read' : 'write');
+}
+
+export function parseScope(value: string): Scope {
+  if ((SCOPES as readonly string[]).includes(value)) return value as Scope;
+  throw new Error(`--scope must be one of ${SCOPES.join(', ')}, not ${JSON.stringify(value.slice(0, 40))}`);
+}
+
+export interface Principal { accountId: string; abuseReports: boolean; keyId: string; scope: Scope }
 
 export function hashKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');
@@ -34,8 +61,8 @@ export class Authenticator {
     const hit = this.cache.get(hash);
     const now = Date.now();
     if (hit && hit.until > now) return hit.principal;
-    const { rows } = await this.db.query<{ id: string; account_id: string; abuse_reports: boolean }>(
-      `SELECT k.id, k.account_id, a.abuse_reports FROM api_keys k JOIN accounts a ON a.id = k.account_id
+    const { rows } = await this.db.query<{ id: string; account_id: string; abuse_reports: boolean; scope: Scope }>(
+      `SELECT k.id, k.account_id, k.scope, a.abuse_reports FROM api_keys k JOIN accounts a ON a.id = k.account_id
        WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
       [hash],
     );
@@ -43,7 +70,7 @@ export class Authenticator {
       this.cache.delete(hash);
       return null;
     }
-    const principal = { accountId: rows[0].account_id, abuseReports: rows[0].abuse_reports, keyId: rows[0].id };
+    const principal = { accountId: rows[0].account_id, abuseReports: rows[0].abuse_reports, keyId: rows[0].id, scope: rows[0].scope };
     if (this.cache.size > 10_000) this.cache.clear();
     this.cache.set(hash, { principal, until: now + this.ttlMs });
     return principal;
@@ -52,27 +79,27 @@ export class Authenticator {
 
 // ——— operator functions (the `admin` CLI) ———
 
-export interface IssuedKey { key_id: string; account_id: string; api_key: string }
+export interface IssuedKey { key_id: string; account_id: string; api_key: string; scope: Scope }
 
-export async function createAccount(db: Db, opts: { name: string; abuseReports?: boolean }): Promise<IssuedKey> {
+export async function createAccount(db: Db, opts: { name: string; abuseReports?: boolean; scope?: Scope }): Promise<IssuedKey> {
   const accountId = newId('acct');
   return db.tx(async (q) => {
     await q.query('INSERT INTO accounts (id, name, abuse_reports) VALUES ($1, $2, $3)', [accountId, opts.name, !!opts.abuseReports]);
-    return insertKey(q, accountId);
+    return insertKey(q, accountId, opts.scope ?? DEFAULT_SCOPE);
   });
 }
 
-export async function createKey(db: Db, accountId: string): Promise<IssuedKey> {
+export async function createKey(db: Db, accountId: string, scope: Scope = DEFAULT_SCOPE): Promise<IssuedKey> {
   const { rows } = await db.query('SELECT 1 FROM accounts WHERE id = $1', [accountId]);
   if (!rows.length) throw new Error(`account ${accountId} does not exist`);
-  return insertKey(db, accountId);
+  return insertKey(db, accountId, scope);
 }
 
-async function insertKey(q: Pick<Db, 'query'>, accountId: string): Promise<IssuedKey> {
+async function insertKey(q: Pick<Db, 'query'>, accountId: string, scope: Scope): Promise<IssuedKey> {
   const key = generateKey();
   const keyId = newId('key');
-  await q.query('INSERT INTO api_keys (id, account_id, key_hash) VALUES ($1, $2, $3)', [keyId, accountId, hashKey(key)]);
-  return { key_id: keyId, account_id: accountId, api_key: key };
+  await q.query('INSERT INTO api_keys (id, account_id, key_hash, scope) VALUES ($1, $2, $3, $4)', [keyId, accountId, hashKey(key), scope]);
+  return { key_id: keyId, account_id: accountId, api_key: key, scope };
 }
 
 export interface AccountInfo { id: string; name: string; abuse_reports: boolean; created_at: string; active_keys: number }
@@ -87,16 +114,16 @@ export async function listAccounts(db: Db): Promise<AccountInfo[]> {
   return rows.map((r) => ({ id: r.id, name: r.name, abuse_reports: r.abuse_reports, created_at: rfc3339(r.created_at), active_keys: Number(r.active_keys) }));
 }
 
-export interface KeyInfo { id: string; created_at: string; revoked_at: string | null }
+export interface KeyInfo { id: string; scope: Scope; created_at: string; revoked_at: string | null }
 
 /** An account's API keys, oldest first: ids and dates only (a key is stored as a hash, and never shown again). */
 export async function listKeys(db: Db, accountId: string): Promise<KeyInfo[]> {
   const { rows: acct } = await db.query('SELECT 1 FROM accounts WHERE id = $1', [accountId]);
   if (!acct.length) throw new Error(`account ${accountId} does not exist`);
-  const { rows } = await db.query<{ id: string; created_at: Date; revoked_at: Date | null }>(
-    'SELECT id, created_at, revoked_at FROM api_keys WHERE account_id = $1 ORDER BY created_at, id', [accountId],
+  const { rows } = await db.query<{ id: string; scope: Scope; created_at: Date; revoked_at: Date | null }>(
+    'SELECT id, scope, created_at, revoked_at FROM api_keys WHERE account_id = $1 ORDER BY created_at, id', [accountId],
   );
-  return rows.map((r) => ({ id: r.id, created_at: rfc3339(r.created_at), revoked_at: r.revoked_at ? rfc3339(r.revoked_at) : null }));
+  return rows.map((r) => ({ id: r.id, scope: r.scope, created_at: rfc3339(r.created_at), revoked_at: r.revoked_at ? rfc3339(r.revoked_at) : null }));
 }
 
 /** Revokes a key; false when no such active key exists. */

@@ -292,8 +292,9 @@ export function registerMethodNotAllowed(app: FastifyInstance, allowed: Map<stri
     app.route({
       method: others,
       url,
-      // Not operations: left out of the OpenAPI document.
+      // Not operations: left out of the OpenAPI document. They only refuse: any key gets its 405.
       schema: { hide: true },
+      config: { scope: 'read' },
       handler: async () => {
         throw new ApiError('ERR_METHOD_NOT_ALLOWED', `this path takes ${allow}`, {}, { allow });
       },

@@ -13,7 +13,7 @@ describe('edgeplane serve + admin on the embedded engine', () => {
     const created = await runCli(['admin', 'accounts', 'create', '--name', 'team-a', '--json', '--state', state]);
     expect(created.code).toBe(0);
     const issued = JSON.parse(created.stdout);
-    expect(issued).toEqual({ account_id: expect.stringMatching(/^acct_/), api_key: expect.stringMatching(/^ep_/), key_id: expect.stringMatching(/^key_/) });
+    expect(issued).toEqual({ account_id: expect.stringMatching(/^acct_/), api_key: expect.stringMatching(/^ep_/), key_id: expect.stringMatching(/^key_/), scope: 'write' });
 
     const second = await runCli(['admin', 'keys', 'create', '--account', issued.account_id, '--json', '--state', state]);
     expect(second.code).toBe(0);
@@ -21,7 +21,7 @@ describe('edgeplane serve + admin on the embedded engine', () => {
 
     const text = await runCli(['admin', 'accounts', 'create', '--name', 'team-b'], { env: { EDGEPLANE_STATE: state } });
     expect(text.code).toBe(0);
-    expect(text.stdout).toMatch(/API key key_\w+: ep_\S+/);
+    expect(text.stdout).toMatch(/API key key_\w+ \(scope write\): ep_\S+/);
 
     const served = await startServe(['--state', state]);
     try {
@@ -55,8 +55,8 @@ describe('edgeplane serve + admin on the embedded engine', () => {
     expect(listed.map((a) => a.name)).toEqual(expect.arrayContaining(['team-a', 'team-b']));
     const keyList = await runCli(['admin', 'keys', 'list', '--account', issued.account_id, '--state', state]);
     expect(keyList.code, keyList.stderr).toBe(0);
-    expect(keyList.stdout).toMatch(new RegExp(`^${issued.key_id}  created \\S+Z  active$`, 'm'));
-    expect(keyList.stdout).toMatch(new RegExp(`^${key2.key_id}  created \\S+Z  revoked \\S+Z$`, 'm'));
+    expect(keyList.stdout).toMatch(new RegExp(`^${issued.key_id}  scope write  created \\S+Z  active$`, 'm'));
+    expect(keyList.stdout).toMatch(new RegExp(`^${key2.key_id}  scope write  created \\S+Z  revoked \\S+Z$`, 'm'));
     expect(accounts.stdout + keyList.stdout).not.toMatch(/ep_|[0-9a-f]{64}/);
     const unknown = await runCli(['admin', 'keys', 'list', '--account', 'acct_nope', '--state', state]);
     expect(unknown.code).toBe(1);

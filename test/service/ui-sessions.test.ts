@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { revokeKey } from '../../src/service/auth.js';
+import { createKey, revokeKey } from '../../src/service/auth.js';
 import { ENGINES, startTestService, type TestClient, type TestService } from '../helpers/service.js';
 
 const COUNTS = { create: 1, update: 0, replace: 0, delete: 0 };
@@ -81,11 +81,30 @@ describe.each(ENGINES)('the status page\'s sessions and scoping (%s)', (engine) 
     expect((await b.get('/stacks/shop')).body.sync_requested_at).not.toBeNull();
   });
 
+  it('signs in with a read key, which reads every page but cannot Sync now', async () => {
+    expect((await a.post('/sync_runs', { stack: 'ro', trigger: 'cli', holder: 'ann@laptop', outcome: 'applied', counts: COUNTS })).status).toBe(201);
+    const reader = new Browser(svc.url);
+    await reader.signIn((await createKey(svc.db, a.accountId, 'read')).api_key);
+    expect((await reader.get('/ui/')).text).toContain('data-stack="ro"');
+    const page = await reader.get('/ui/stacks/ro');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('Signed in with a read key: Sync now needs a key of scope write.');
+    expect(page.text).not.toContain('Sync now</button>');
+    const refused = await reader.form('/ui/stacks/ro/sync', { csrf: await reader.csrf() });
+    expect(refused.status).toBe(403);
+    expect(refused.text).toContain('this API key has scope read; Sync now needs write');
+    expect((await a.get('/stacks/ro')).body.sync_requested_at).toBeNull();
+    // A write key's page has the button.
+    const writer = new Browser(svc.url);
+    await writer.signIn(a.apiKey!);
+    expect((await writer.get('/ui/stacks/ro')).text).toContain('Sync now</button>');
+  });
+
   it('refuses a form without the session\'s token or from another site, and changes nothing', async () => {
     const browser = new Browser(svc.url);
     await browser.signIn(a.apiKey!);
     const csrf = await browser.csrf();
-    expect((await browser.form('/ui/stacks/web/sync', { csrf: 'x' + csrf.slice(1) })).status).toBe(403);
+    expect((await browser.form('/ui/stacks/web/sync', { csrf: (csrf[0] === 'x' ? 'y' : 'x') + csrf.slice(1) })).status).toBe(403);
     expect((await browser.form('/ui/stacks/web/sync', { csrf }, { origin: 'https://evil.example' })).status).toBe(403);
     expect((await a.request('GET', '/stacks/web')).status).toBe(404);
     expect((await browser.form('/ui/logout', {})).status).toBe(403);

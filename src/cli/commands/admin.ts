@@ -1,4 +1,4 @@
-import { createAccount, createKey, listAccounts, listKeys, revokeKey, setAbuseReports } from '../../service/auth.js';
+import { createAccount, createKey, listAccounts, listKeys, parseScope, revokeKey, setAbuseReports } from '../../service/auth.js';
 import type { Output } from '../output.js';
 import { withDb } from './with-db.js';
 
@@ -9,19 +9,21 @@ function checkAccountName(name: string): void {
   }
 }
 
-export async function accountsCreate(out: Output, flags: { name: string; abuseReports?: boolean; json?: boolean; state?: string }) {
+export async function accountsCreate(out: Output, flags: { name: string; abuseReports?: boolean; scope?: string; json?: boolean; state?: string }) {
   checkAccountName(flags.name);
-  const issued = await withDb({ stateDir: flags.state }, (db) => createAccount(db, { name: flags.name, abuseReports: flags.abuseReports }));
-  if (flags.json) return out.json({ account_id: issued.account_id, api_key: issued.api_key, key_id: issued.key_id });
+  const scope = parseScope(flags.scope ?? 'write');
+  const issued = await withDb({ stateDir: flags.state }, (db) => createAccount(db, { name: flags.name, abuseReports: flags.abuseReports, scope }));
+  if (flags.json) return out.json({ account_id: issued.account_id, api_key: issued.api_key, key_id: issued.key_id, scope: issued.scope });
   out.line(`account ${issued.account_id} created${flags.abuseReports ? ' (abuse reports enabled)' : ''}`);
-  out.line(`API key ${issued.key_id}: ${issued.api_key}`);
+  out.line(`API key ${issued.key_id} (scope ${issued.scope}): ${issued.api_key}`);
   out.line('The key is shown only this once; it is stored as a hash.');
 }
 
-export async function keysCreate(out: Output, flags: { account: string; json?: boolean; state?: string }) {
-  const issued = await withDb({ stateDir: flags.state }, (db) => createKey(db, flags.account));
-  if (flags.json) return out.json({ account_id: issued.account_id, api_key: issued.api_key, key_id: issued.key_id });
-  out.line(`API key ${issued.key_id} for ${issued.account_id}: ${issued.api_key}`);
+export async function keysCreate(out: Output, flags: { account: string; scope?: string; json?: boolean; state?: string }) {
+  const scope = parseScope(flags.scope ?? 'write');
+  const issued = await withDb({ stateDir: flags.state }, (db) => createKey(db, flags.account, scope));
+  if (flags.json) return out.json({ account_id: issued.account_id, api_key: issued.api_key, key_id: issued.key_id, scope: issued.scope });
+  out.line(`API key ${issued.key_id} for ${issued.account_id} (scope ${issued.scope}): ${issued.api_key}`);
   out.line('The key is shown only this once; it is stored as a hash.');
 }
 
@@ -47,7 +49,7 @@ export async function keysList(out: Output, flags: { account: string; json?: boo
   const keys = await withDb({ stateDir: flags.state }, (db) => listKeys(db, flags.account));
   if (flags.json) return out.json(keys);
   if (!keys.length) return out.line(`no API keys for ${flags.account}`);
-  for (const k of keys) out.line(`${k.id}  created ${k.created_at}  ${k.revoked_at ? `revoked ${k.revoked_at}` : 'active'}`);
+  for (const k of keys) out.line(`${k.id}  scope ${k.scope}  created ${k.created_at}  ${k.revoked_at ? `revoked ${k.revoked_at}` : 'active'}`);
 }
 
 export async function accountsUpdate(out: Output, accountId: string, flags: { abuseReports?: boolean; state?: string }) {

@@ -4,6 +4,7 @@ import { idPattern } from '../../util/ids.js';
 import { ERROR_CATALOG } from '../../contract/errors.js';
 import type { OperationDoc } from '../kind-routes.js';
 import { SUPPORTED_VERSION } from './version-header.js';
+import { neededScope, type Scope } from '../auth.js';
 
 /** The body of every error response (`errors.ts`): also the schema the document names for 4XX and 5XX. */
 export const ERROR_SCHEMA = {
@@ -51,7 +52,8 @@ export const openapiPlugin = fp<{ versionHeader: string }>(async (app, opts) => 
     transform: ({ schema, url, route }) => {
       const doc = (route.config as { openapi?: OperationDoc } | undefined)?.openapi;
       if (!doc) return { schema, url };
-      return { schema: operationSchema(schema, doc, opts.versionHeader), url };
+      const method = Array.isArray(route.method) ? route.method[0] : route.method;
+      return { schema: operationSchema(schema, doc, opts.versionHeader, neededScope(method, route.config as { scope?: Scope } | undefined)), url };
     },
   });
   app.get('/openapi.json', { schema: { hide: true } }, async (_req, reply) => {
@@ -62,7 +64,7 @@ export const openapiPlugin = fp<{ versionHeader: string }>(async (app, opts) => 
 
 const ERROR_REF = { $ref: 'ApiError#' };
 
-function operationSchema(schema: FastifySchema, doc: OperationDoc, versionHeader: string): FastifySchema {
+function operationSchema(schema: FastifySchema, doc: OperationDoc, versionHeader: string, scope: Scope): FastifySchema {
   const params = Object.fromEntries(doc.params.map((p) => [p.name, { type: 'string', pattern: p.pattern ?? idPattern(p.prefix), description: p.pattern ? p.what : `id of the ${p.what}` }]));
   return {
     ...schema,
@@ -91,7 +93,7 @@ function operationSchema(schema: FastifySchema, doc: OperationDoc, versionHeader
       required: [versionHeader],
     },
     security: [{ apiKey: [] }],
-    ...(doc.requires ? { description: 'Only for accounts the operator authorized (403 otherwise)' } : {}),
+    description: `${doc.requires ? 'Only for accounts the operator authorized (403 otherwise). ' : ''}Needs an API key of scope ${scope} or above (403 ERR_FORBIDDEN_SCOPE otherwise).`,
     response: {
       ...(schema.response as Record<string, unknown>),
       '4xx': { description: 'The request was refused; error_code says why', ...ERROR_REF },

@@ -4,7 +4,7 @@ import { parse as parseCookie, serialize as serializeCookie } from 'cookie';
 import { html } from 'ghtml';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../contract/errors.js';
-import { Authenticator } from '../auth.js';
+import { Authenticator, scopeCovers } from '../auth.js';
 import { Resources } from '../resources.js';
 import { notice, page, type Section } from './layout.js';
 import { OBJECT_TABS, objectsSection } from './objects-page.js';
@@ -173,6 +173,8 @@ export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<v
     const s = await signedIn(req, reply);
     if (!s) return reply;
     checkForm(req, s);
+    // The one write of the page: as POST /stacks/{stack}/sync, it needs a write key.
+    if (!scopeCovers(s.scope, 'write')) throw new ApiError('ERR_FORBIDDEN_SCOPE', `this API key has scope ${s.scope}; Sync now needs write: sign in with a write key`, { scope: s.scope, needs: 'write' });
     await records.requestSync(s.accountId, req.params.name, `ui (key ${s.keyId})`);
     return reply.redirect(`/ui/stacks/${encodeURIComponent(req.params.name)}?requested=1`, 303);
   });

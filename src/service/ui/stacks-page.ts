@@ -100,11 +100,13 @@ export async function stackSection(
   const next = more && items.length ? `/ui/stacks/${encodeURIComponent(name)}?before=${encodeURIComponent(items.at(-1)!.id)}` : undefined;
   return html`<h1>Stack ${name}</h1>
     <div id="stack-head" data-refresh="/ui/parts/stacks/${encodeURIComponent(name)}" data-interval="${REFRESH_S}" aria-live="polite">!${s ? stackFacts(s) : html`<p class="muted">This stack has no record yet.</p>`}</div>
-    <form method="post" action="/ui/stacks/${encodeURIComponent(name)}/sync" class="row-actions">
+    !${session.scope === 'read'
+      ? html`<p class="muted row-actions">Signed in with a read key: Sync now needs a key of scope write.</p>`
+      : html`<form method="post" action="/ui/stacks/${encodeURIComponent(name)}/sync" class="row-actions">
       <input type="hidden" name="csrf" value="${session.csrf}">
       <button class="primary" type="submit">Sync now</button>
       <span class="muted">asks the sync agents for an immediate sync (as <code>edgeplane sync ${name}</code> does)</span>
-    </form>
+    </form>`}
     <h2>Runs</h2>
     <div id="runs" !${before ? '' : html`data-refresh="/ui/parts/stacks/${encodeURIComponent(name)}/runs" data-interval="${REFRESH_S}"`}>!${runsTable(items)}</div>
     !${nextLink(next)}
