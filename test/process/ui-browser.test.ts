@@ -139,7 +139,11 @@ describe.skipIf(!HAS_CHROMIUM)('the status page in Chromium', { timeout: 300_000
       await page.goto(`${served.url}/ui/stacks/web`);
       const manual = () => page.locator('#runs tbody tr', { hasText: 'manual' }).count();
       expect(await manual()).toBe(0);
-      await page.getByRole('button', { name: 'Sync now' }).click();
+      // By keyboard: the first Tab reaches the skip link, and the button is a real button.
+      await page.keyboard.press('Tab');
+      expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+      await page.getByRole('button', { name: 'Sync now' }).focus();
+      await page.keyboard.press('Enter');
       await until('a manual run shown', async () => (await manual()) > 0, 25_000);
     });
 
