@@ -79,7 +79,9 @@ describe.runIf(!!process.env.DATABASE_URL && (HAVE_REDIS || REQUIRE_REDIS))('rat
     const schema = 'ep_rl_' + Math.random().toString(36).slice(2, 10);
     const admin = await openPostgres(process.env.DATABASE_URL!, { schema });
     const url = `${process.env.DATABASE_URL}${process.env.DATABASE_URL!.includes('?') ? '&' : '?'}options=-c%20search_path%3D${schema}`;
-    const env = { DATABASE_URL: url, EDGEPLANE_RATE_LIMIT: '6', EDGEPLANE_REDIS_URL: REDIS_URL, EDGEPLANE_JOBS: 'off' };
+    // This test is about counting, not the deadline: on a loaded machine a Redis reply can take more
+    // than the default 100 ms, and the replica then lets the request through uncounted (fail-open).
+    const env = { DATABASE_URL: url, EDGEPLANE_RATE_LIMIT: '6', EDGEPLANE_REDIS_URL: REDIS_URL, EDGEPLANE_JOBS: 'off', EDGEPLANE_REDIS_TIMEOUT_MS: '5000' };
     const redis = new Redis(REDIS_URL);
     try {
       const created = await runCli(['admin', 'accounts', 'create', '--name', 'rl', '--json'], { env: { DATABASE_URL: url } });
