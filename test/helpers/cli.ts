@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach } from 'vitest';
 import { tsxModuleUrl } from '../../src/util/worker.js';
+import { CI_VARIABLES } from '../../src/cli/ci.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /**
@@ -72,6 +73,8 @@ export function cliEnv(extra: Record<string, string | undefined> = {}): NodeJS.P
   delete env.DATABASE_URL;
   delete env.EDGEPLANE_API_URL;
   delete env.EDGEPLANE_API_KEY;
+  // Tests run in CI too: a test of the CI refusal sets these itself.
+  for (const v of CI_VARIABLES) delete env[v];
   for (const [k, v] of Object.entries(extra)) {
     if (v === undefined) delete env[k];
     else env[k] = v;

@@ -72,7 +72,7 @@ async function applyDir(out: Output, dir: string, flags: ApplyFlags, parallelism
   const { stack } = resolveStack(dir, flags.stack);
   const scope = scopeInput(dir, flags);
   const commit = cleanHeadCommit(dir);
-  const client = await openTarget(flags, { out, ...waitsForStateDir(out, flags) });
+  const client = await openTarget(flags, { out, root: dir, ...waitsForStateDir(out, flags) });
   try {
     const record = new RunRecord(client, { stack, commit: await commit, trigger: 'cli', holder: holderName(flags.destroy ? 'destroy' : 'apply'), args: `${dir} --stack ${stack}${flags.destroy ? ' --destroy' : ''}` });
     // Planned from the live state read once the lock is held: an apply that waited for another

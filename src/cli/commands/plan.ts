@@ -52,7 +52,7 @@ export async function plan(out: Output, dir: string, flags: PlanFlags): Promise<
   filesToPlan(dir); // a directory that is not there, or holds no manifest, fails before the service starts
   const { stack } = resolveStack(dir, flags.stack);
   const scope = scopeInput(dir, flags);
-  const client = await openTarget(flags, { readOnly: 'planning against an empty database', out });
+  const client = await openTarget(flags, { readOnly: 'planning against an empty database', out, root: dir });
   let result;
   try {
     result = await preparePlan({
