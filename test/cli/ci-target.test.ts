@@ -33,6 +33,12 @@ describe('the target in CI', { timeout: 240_000 }, () => {
     const pinned = await runCli(['plan', dir], { env, cwd });
     expect(pinned.code, pinned.stderr).toBe(0);
     expect(pinned.stdout).toContain('Plan: 5 to create');
+    expect((await runCli(['apply', dir, '--auto-approve'], { env, cwd })).code).toBe(0);
+    // destroy says destroy, not apply.
+    const destroyed = await runCli(['destroy', dir, '--auto-approve'], { env, cwd });
+    expect(destroyed.code, destroyed.stderr).toBe(0);
+    expect(destroyed.stdout).toMatch(/^Destroy: \d+ done, 0 failed/m);
+    expect(destroyed.stdout).not.toMatch(/^Apply:/m);
   });
 
   it('uses the api_url edgeplane.yaml pins, and --api-url over it', async () => {

@@ -246,7 +246,7 @@ async function applySavedLocked(out: Output, client: ApiClient, file: string, pl
       out.line(waiting ? waitingLine(waiting, 'plan without --target, or with the objects its warnings name') : plan.partial ? 'No changes among the targets.' : 'No changes. The live state matches the manifests.');
       return;
     }
-    if (!flags.json) out.line(`Applying ${file}: ${summaryLine(plan).replace(/^Plan: /, '')} on ${plan.target}${plan.partial ? ` (partial: only --target ${plan.partial.targets.join(', ')})` : ''}${plan.destroy ? ' (destroy)' : ''}`);
+    if (!flags.json) out.line(`${plan.destroy ? 'Destroying' : 'Applying'} ${file}: ${summaryLine(plan).replace(/^Plan: /, '')} on ${plan.target}${plan.partial ? ` (partial: only --target ${plan.partial.targets.join(', ')})` : ''}${plan.destroy ? ' (destroy)' : ''}`);
     phase.executing = true;
     await execute(out, client, plan, secrets, flags, parallelism, held);
   }
@@ -261,7 +261,7 @@ function gate(out: Output, plan: Plan, flags: ApplyFlags, record?: RunRecord): v
 }
 
 async function execute(out: Output, client: ApiClient, plan: Plan, secrets: SecretLookup, flags: ApplyFlags, parallelism: number, held: HeldStackLock): Promise<ApplyResult> {
-  const progress = progressFor(out, { json: flags.json, color: useColor(), total: plan.steps.length });
+  const progress = progressFor(out, { json: flags.json, color: useColor(), total: plan.steps.length, verb: plan.destroy ? 'Destroy' : 'Apply' });
   const ac = new AbortController();
   // Ctrl-C, or SIGTERM (a CI job cancelled; the runner kills later): stop starting steps, let
   // running ones finish, report; a second signal exits at once.
