@@ -51,6 +51,17 @@ describe('the target in CI', { timeout: 240_000 }, () => {
     const flag = await runCli(['plan', dir, '--api-url', 'http://127.0.0.1:7/flag', '--timeout', '5s'], { env: { CI: 'true', EDGEPLANE_API_KEY: 'k' } });
     expect(flag.stderr).toContain('127.0.0.1:7');
     expect(flag.stderr).not.toContain('127.0.0.1:9');
+    // target_name: the comment names the target by it, and shows no URL (not in its commands either).
+    writeFileSync(join(dir, 'edgeplane.yaml'), 'embedded: true\ntarget_name: production\n');
+    const state = tempDir('ep-ci-state-');
+    const md = await runCli(['plan', dir, '--markdown', '--api-url', 'http://127.0.0.1:7/secret-host', '--timeout', '5s'], { env: { EDGEPLANE_API_KEY: 'k' } });
+    expect(md.stderr).toContain('127.0.0.1:7'); // the URL is still the one used
+    const named = await runCli(['plan', dir, '--markdown', '--state', state, '--markdown-limit', '2000']);
+    expect(named.code, named.stderr).toBe(0);
+    expect(named.stdout).toContain('Target: `production`');
+    expect(named.stdout).not.toContain(state);
+    expect((await runCli(['plan', dir, '--state', state])).stdout).toContain(`on embedded:`);
+    writeFileSync(join(dir, 'edgeplane.yaml'), 'api_url: http://127.0.0.1:9/pinned\n');
     const noKey = await runCli(['plan', dir], { env: { CI: 'true' } });
     expect(noKey.stderr).toContain('--api-url needs --api-key');
     const bad = await runCli(['validate', dir]);

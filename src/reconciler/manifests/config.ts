@@ -36,6 +36,13 @@ export const STACK_FILE_KEYS: Record<string, JSONSchema> = {
     description: 'The API this stack is planned and applied against, when neither `--api-url` nor `EDGEPLANE_API_URL` is given (they override it). Pinning it means a CI job whose URL secret is missing still reaches the right deployment (or fails on its key), never a throwaway embedded database. The key is never written here: it stays in `EDGEPLANE_API_KEY`.',
     examples: ['https://edge-api.example.com'],
   },
+  target_name: {
+    type: 'string',
+    minLength: 1,
+    maxLength: 64,
+    description: 'What the Markdown plan (a pull-request comment, `--markdown`, `--out-markdown`) calls the target, instead of its URL: the comment then shows neither the API URL nor `--api-url` in the commands it names. The text and JSON plans still name the URL.',
+    examples: ['production'],
+  },
   embedded: {
     type: 'boolean',
     description: 'The stack is meant for the embedded service (a state directory on this machine): in CI (`CI`, `GITHUB_ACTIONS`, `GITLAB_CI`, … set), plan, apply, destroy, watch and export otherwise refuse to run without an API URL, since an embedded run there deploys nowhere. `--state` says the same for one command.',
@@ -124,10 +131,11 @@ export function resolveStack(root: string, flag?: string, opts: { cwd?: string }
  * `embedded: true` (the stack is meant to be local). Read after `resolveStack` refused a file with
  * problems; a value of the wrong type is read as absent.
  */
-export function stackTarget(root: string): { apiUrl?: string; embedded: boolean; path?: string } {
+export function stackTarget(root: string): { apiUrl?: string; embedded: boolean; targetName?: string; path?: string } {
   const file = readStackFile(root);
   const apiUrl = typeof file.settings.api_url === 'string' ? file.settings.api_url : undefined;
-  return { ...(apiUrl ? { apiUrl } : {}), embedded: file.settings.embedded === true, ...(file.path ? { path: file.path } : {}) };
+  const targetName = typeof file.settings.target_name === 'string' ? file.settings.target_name : undefined;
+  return { ...(apiUrl ? { apiUrl } : {}), embedded: file.settings.embedded === true, ...(targetName ? { targetName } : {}), ...(file.path ? { path: file.path } : {}) };
 }
 
 /** An `edgeplane.yaml` with problems: each on a line of its own, as `validate` prints them. */
