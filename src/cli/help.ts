@@ -25,7 +25,7 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
       ['edgeplane apply edge', 'make it so (asks first on a terminal)'],
       ['edgeplane <command> --help', 'the options, examples and exit codes of a command'],
     ],
-    exits: { [EXIT.ok]: 'done', [EXIT.error]: 'an error', [EXIT.changes]: 'plan --detailed-exitcode: the plan has changes', [EXIT.blocked]: 'plan or apply: blocked by the safety threshold', [EXIT.stale]: 'apply --plan: the saved plan is stale' },
+    exits: { [EXIT.ok]: 'done', [EXIT.error]: 'an error', [EXIT.changes]: 'plan --detailed-exitcode: the plan has changes', [EXIT.blocked]: 'plan or apply: blocked by the safety threshold', [EXIT.stale]: 'apply --plan: the saved plan is stale', [EXIT.locked]: 'apply, destroy, watch, lock release: the stack\'s lock is another\'s (or, embedded, the state directory)' },
   },
   init: {
     examples: [
@@ -68,6 +68,51 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
       [EXIT.blocked]: 'blocked by the safety threshold (review, then --force)',
       [EXIT.stale]: 'with --plan: the live state changed since the plan was made; plan again',
       [EXIT.locked]: 'the stack\'s lock (or, embedded, the state directory) stayed another command\'s for --lock-timeout',
+    },
+  },
+  graph: {
+    examples: [
+      ['edgeplane graph edge > graph.md', 'the objects and their references as a Mermaid chart (GitHub renders it in Markdown)'],
+      ['edgeplane graph edge --format dot | dot -Tsvg > graph.svg', 'as Graphviz DOT, for a large stack'],
+    ],
+    exits: { [EXIT.ok]: 'the chart was printed', [EXIT.error]: 'invalid manifests' },
+  },
+  destroy: {
+    examples: [
+      ['edgeplane destroy edge', 'show what would be deleted, ask "yes", delete every object the stack owns'],
+      ['edgeplane destroy edge --auto-approve --api-url https://api.example.com', 'in CI, after review (key in EDGEPLANE_API_KEY)'],
+      ['edgeplane destroy edge --target HTTPSEdge/staging', 'one object and what depends on it'],
+      ['edgeplane plan edge --destroy', 'only see what destroy would delete'],
+    ],
+    exits: {
+      [EXIT.ok]: 'destroyed (or nothing to destroy)',
+      [EXIT.error]: 'a step failed, or cancelled',
+      [EXIT.blocked]: 'a protected object would be deleted (see --allow-protected-changes)',
+      [EXIT.locked]: 'the stack\'s lock (or, embedded, the state directory) stayed another command\'s for --lock-timeout',
+    },
+  },
+  lock: {
+    examples: [
+      ['edgeplane lock status', 'every live stack lock of the account'],
+      ['edgeplane lock release edge', 'free the lock an apply killed on this machine left behind'],
+    ],
+  },
+  'lock status': {
+    examples: [
+      ['edgeplane lock status edge', 'the lock of the stack of ./edge: who holds it, since when'],
+      ['edgeplane lock status --json', 'every live lock, as JSON'],
+    ],
+    exits: { [EXIT.ok]: 'shown (locked or not)', [EXIT.error]: 'the API could not be read' },
+  },
+  'lock release': {
+    examples: [
+      ['edgeplane lock release edge', 'release the stack\'s lock if this user left it here and its process is gone'],
+      ['edgeplane lock release --stack shop --force', 'release anyone\'s lock (make sure no apply runs)'],
+    ],
+    exits: {
+      [EXIT.ok]: 'released (or not locked)',
+      [EXIT.error]: 'the API could not be read',
+      [EXIT.locked]: 'without --force: the lock is another\'s, or its process still runs',
     },
   },
   watch: {

@@ -7,6 +7,8 @@ import { parseDuration } from './duration.js';
 import { withoutCredentials } from '../util/shown-url.js';
 import { LockHeldError } from '../store/dir-lock.js';
 import { CliExit, EXIT } from './exit.js';
+import { ciVariable } from './ci.js';
+import { stackTarget } from '../reconciler/manifests/config.js';
 
 /** `timeout`: each request's deadline (`--timeout`, `EDGEPLANE_TIMEOUT`), a duration. */
 export interface TargetFlags { apiUrl?: string; apiKey?: string; state?: string; timeout?: string }
@@ -29,6 +31,8 @@ export interface TargetOptions extends StateDirOptions {
   readOnly?: string;
   /** Where the remarks go (the directory made, the empty database used). */
   out?: Output;
+  /** The manifest directory: its `edgeplane.yaml` may pin the target (`api_url`, `embedded: true`). */
+  root?: string;
 }
 
 /**
@@ -50,6 +54,17 @@ function refuseCleartextKey(apiUrl: string): void {
 }
 
 /**
+ * In CI, a run with no API URL would plan or apply against a throwaway database on the runner and
+ * succeed: refused unless embedded is chosen on purpose (`--state` / `EDGEPLANE_STATE`, or
+ * `embedded: true` in `edgeplane.yaml`).
+ */
+function refuseEmbeddedInCi(flags: TargetFlags, pinned: { embedded: boolean } | undefined): void {
+  const ci = ciVariable();
+  if (ci === undefined || flags.state !== undefined || pinned?.embedded) return;
+  throw new CliExit(EXIT.error, `error: ${ci} is set (a CI job) and no API URL is given (--api-url, EDGEPLANE_API_URL, or api_url in edgeplane.yaml): refused, as the embedded service here would be a throwaway database on this machine. Pass the URL (is its secret given to this job?), or, for a stack meant to be local, set embedded: true in edgeplane.yaml or pass --state DIR`);
+}
+
+/**
  * The API a command talks to: `--api-url` + `--api-key` (or their environment variables), else the
  * embedded service on the state directory. If another process (`edgeplane serve`, or `watch`)
  * holds that directory, the CLI talks to it over HTTP at the URL its lock records, with the
@@ -64,6 +79,9 @@ export async function openTarget(flags: TargetFlags, how: TargetOptions = {}): P
   if (flags.apiUrl === '' || (flags.apiUrl === undefined && process.env.EDGEPLANE_API_URL === '')) {
     throw new Error(`${flags.apiUrl === '' && process.env.EDGEPLANE_API_URL === undefined ? '--api-url is' : 'EDGEPLANE_API_URL is set but'} empty (a CI secret this job does not get?): nothing planned; unset it to use the embedded service`);
   }
+  const pinned = how.root !== undefined ? stackTarget(how.root) : undefined;
+  if (flags.apiUrl === undefined && pinned?.apiUrl) flags = { ...flags, apiUrl: pinned.apiUrl };
+  if (!flags.apiUrl) refuseEmbeddedInCi(flags, pinned);
   if (flags.apiUrl) {
     if (!flags.apiKey) throw new Error('--api-url needs --api-key (or EDGEPLANE_API_KEY)');
     refuseCleartextKey(flags.apiUrl);

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach } from 'vitest';
 import { tsxModuleUrl } from '../../src/util/worker.js';
+import { CI_VARIABLES } from '../../src/cli/ci.js';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /**
@@ -67,17 +68,14 @@ export function runCli(args: string[], opts: { env?: Record<string, string | und
   });
 }
 
-/** The variables by which a process knows it runs in a CI system (`src/cli/holder.ts` reads them). */
-export const CI_VARIABLES = ['CI', 'GITHUB_ACTIONS', 'GITHUB_RUN_ID', 'GITHUB_REPOSITORY', 'GITHUB_SERVER_URL', 'GITLAB_CI', 'CI_JOB_URL', 'CI_JOB_ID', 'BUILDKITE', 'BUILDKITE_BUILD_URL', 'BUILDKITE_BUILD_NUMBER', 'CIRCLECI', 'JENKINS_URL', 'TF_BUILD', 'TEAMCITY_VERSION', 'BITBUCKET_BUILD_NUMBER'];
-
 export function cliEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: '1', TSX_TSCONFIG_PATH: ROOT + 'tsconfig.json' };
   delete env.DATABASE_URL;
   delete env.EDGEPLANE_API_URL;
   delete env.EDGEPLANE_API_KEY;
   // A process runs as on a developer's machine, whether the suite itself runs in CI (.ci/run sets
-  // CI=true) or not: a test about CI sets these itself.
-  for (const k of CI_VARIABLES) delete env[k];
+  // CI=true) or not: a test of the CI refusal sets these itself.
+  for (const v of CI_VARIABLES) delete env[v];
   for (const [k, v] of Object.entries(extra)) {
     if (v === undefined) delete env[k];
     else env[k] = v;

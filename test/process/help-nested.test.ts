@@ -14,6 +14,15 @@ describe('edgeplane help COMMAND SUBCOMMAND', { timeout: 60_000 }, () => {
     }
   });
 
+  it('lists exit code 5, and real examples for graph, destroy and lock', () => {
+    expect(edgeplane('--help').stdout).toMatch(/^  5  apply, destroy, watch, lock release/m);
+    for (const [words, example] of [[['graph'], 'edgeplane graph edge --format dot'], [['destroy'], 'edgeplane destroy edge --auto-approve'], [['lock'], 'edgeplane lock release edge'], [['lock', 'release'], '--force']] as const) {
+      const r = edgeplane(...words, '--help');
+      expect(r.stdout, words.join(' ')).toContain(example);
+    }
+    expect(edgeplane('destroy', '--help').stdout).toMatch(/^  5  /m);
+  });
+
   it('`help help` is the main help, exit 0', () => {
     const r = edgeplane('help', 'help');
     expect(r.status, r.stderr).toBe(0);

@@ -72,7 +72,7 @@ async function applyDir(out: Output, dir: string, flags: ApplyFlags, parallelism
   const { stack } = resolveStack(dir, flags.stack);
   const scope = scopeInput(dir, flags);
   const commit = cleanHeadCommit(dir);
-  const client = await openTarget(flags, { out, ...waitsForStateDir(out, flags) });
+  const client = await openTarget(flags, { out, root: dir, ...waitsForStateDir(out, flags) });
   try {
     const record = new RunRecord(client, { stack, commit: await commit, trigger: 'cli', holder: holderName(flags.destroy ? 'destroy' : 'apply'), args: `${dir} --stack ${stack}${flags.destroy ? ' --destroy' : ''}` });
     // Planned from the live state read once the lock is held: an apply that waited for another
@@ -246,7 +246,7 @@ async function applySavedLocked(out: Output, client: ApiClient, file: string, pl
       out.line(waiting ? waitingLine(waiting, 'plan without --target, or with the objects its warnings name') : plan.partial ? 'No changes among the targets.' : 'No changes. The live state matches the manifests.');
       return;
     }
-    if (!flags.json) out.line(`Applying ${file}: ${summaryLine(plan).replace(/^Plan: /, '')} on ${plan.target}${plan.partial ? ` (partial: only --target ${plan.partial.targets.join(', ')})` : ''}${plan.destroy ? ' (destroy)' : ''}`);
+    if (!flags.json) out.line(`${plan.destroy ? 'Destroying' : 'Applying'} ${file}: ${summaryLine(plan).replace(/^Plan: /, '')} on ${plan.target}${plan.partial ? ` (partial: only --target ${plan.partial.targets.join(', ')})` : ''}${plan.destroy ? ' (destroy)' : ''}`);
     phase.executing = true;
     await execute(out, client, plan, secrets, flags, parallelism, held);
   }
@@ -261,7 +261,7 @@ function gate(out: Output, plan: Plan, flags: ApplyFlags, record?: RunRecord): v
 }
 
 async function execute(out: Output, client: ApiClient, plan: Plan, secrets: SecretLookup, flags: ApplyFlags, parallelism: number, held: HeldStackLock): Promise<ApplyResult> {
-  const progress = progressFor(out, { json: flags.json, color: useColor(), total: plan.steps.length });
+  const progress = progressFor(out, { json: flags.json, color: useColor(), total: plan.steps.length, verb: plan.destroy ? 'Destroy' : 'Apply' });
   const ac = new AbortController();
   // Ctrl-C, or SIGTERM (a CI job cancelled; the runner kills later): stop starting steps, let
   // running ones finish, report; a second signal exits at once.

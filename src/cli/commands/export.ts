@@ -20,7 +20,7 @@ export async function exportCmd(out: Output, flags: ExportFlags): Promise<void> 
   if (flags.out && !flags.force) refuseManifestsIn(flags.out);
   const { stack } = resolveStack(flags.out && existsSync(flags.out) ? flags.out : '.', flags.stack);
   if (flags.out && existsSync(flags.out)) refuseOtherStack(flags.out, stack);
-  const client = await openTarget(flags, { readOnly: 'exporting from an empty database', out });
+  const client = await openTarget(flags, { readOnly: 'exporting from an empty database', out, root: flags.out && existsSync(flags.out) ? flags.out : '.' });
   let result;
   try {
     result = exportState(await readLiveState(client), { stack, all: flags.all, config: reconcilerConfig(), header: schemaModeline(MANIFEST_SCHEMA_FILE) });

@@ -16,7 +16,7 @@ function line(l: StackLock): string {
 /** `lock status [DIR] [--stack S]`: the stack's lock, or every live lock of the account when neither is given. */
 export async function lockStatus(out: Output, dir: string | undefined, flags: LockCommandFlags): Promise<void> {
   const stack = dir !== undefined || flags.stack !== undefined ? resolveStack(dir ?? '.', flags.stack).stack : undefined;
-  const client = await openTarget(flags);
+  const client = await openTarget(flags, { root: dir ?? '.' });
   try {
     const locks = (await client.listLocks()).filter((l) => stack === undefined || l.stack === stack);
     if (flags.json) return out.json(locks);
@@ -35,7 +35,7 @@ export async function lockStatus(out: Output, dir: string | undefined, flags: Lo
 export async function lockRelease(out: Output, dir: string | undefined, flags: LockCommandFlags): Promise<void> {
   if (dir === undefined && flags.stack === undefined) throw new CliExit(EXIT.error, 'lock release needs the stack: a manifest directory or --stack NAME');
   const { stack } = resolveStack(dir ?? '.', flags.stack);
-  const client = await openTarget(flags);
+  const client = await openTarget(flags, { root: dir ?? '.' });
   try {
     const lock = (await client.listLocks()).find((l) => l.stack === stack);
     if (!lock) return out.line(`stack "${stack}": not locked`);

@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { displayPath } from '../../util/display-path.js';
-import { resolveStack, stackSafety } from '../../reconciler/manifests/config.js';
+import { resolveStack, stackSafety, stackTarget } from '../../reconciler/manifests/config.js';
 import { filesToPlan } from '../../reconciler/manifests/load.js';
 import { formatProblem, hasErrors } from '../../reconciler/manifests/problems.js';
 import { preparePlan, type PlanInput } from '../../reconciler/plan/prepare.js';
@@ -52,7 +52,7 @@ export async function plan(out: Output, dir: string, flags: PlanFlags): Promise<
   filesToPlan(dir); // a directory that is not there, or holds no manifest, fails before the service starts
   const { stack } = resolveStack(dir, flags.stack);
   const scope = scopeInput(dir, flags);
-  const client = await openTarget(flags, { readOnly: 'planning against an empty database', out });
+  const client = await openTarget(flags, { readOnly: 'planning against an empty database', out, root: dir });
   let result;
   try {
     result = await preparePlan({
@@ -76,10 +76,13 @@ export async function plan(out: Output, dir: string, flags: PlanFlags): Promise<
   const p = result.plan;
   if (flags.out) writeFileSync(flags.out, renderJson(p));
   // The command a cut comment names to see the whole plan: this plan's, flags that shape it included.
-  const args = [dir, '--stack', stack, ...targetArgv(flags), ...(flags.target ?? []).flatMap((t) => ['--target', t]),
+  // `target_name:` of edgeplane.yaml: the comment names the target by it, and shows no URL.
+  const { targetName } = stackTarget(dir);
+  const args = [dir, '--stack', stack, ...(targetName ? [] : targetArgv(flags)), ...(flags.target ?? []).flatMap((t) => ['--target', t]),
     ...(flags.destroy ? ['--destroy'] : []), ...(flags.adopt ? ['--adopt'] : []), ...(flags.allowProtectedChanges ? ['--allow-protected-changes'] : [])].map(shellWord).join(' ');
-  if (flags.outMarkdown) writeFileSync(flags.outMarkdown, renderMarkdown(p, { limit: Infinity, args }));
-  const text = flags.json ? renderJson(p) : flags.markdown ? renderMarkdown(p, { limit, args }) : renderText(p, { color: useColor() });
+  const shown = targetName ? { ...p, target: targetName } : p;
+  if (flags.outMarkdown) writeFileSync(flags.outMarkdown, renderMarkdown(shown, { limit: Infinity, args }));
+  const text = flags.json ? renderJson(p) : flags.markdown ? renderMarkdown(shown, { limit, args }) : renderText(p, { color: useColor() });
   out.line(text.replace(/\n$/, ''));
   if (flags.out && !flags.json) info(out, `plan saved to ${displayPath(flags.out)}`);
   if (flags.outMarkdown && !flags.json) info(out, `the whole plan as Markdown written to ${displayPath(flags.outMarkdown)}`);

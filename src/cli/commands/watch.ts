@@ -140,7 +140,7 @@ export async function watch(out: Output, dir: string, flags: WatchFlags): Promis
   // it. Started while another process held the directory, it goes through that one, and when that
   // one stops, it opens the directory itself (and serves it in turn) or follows the next holder.
   const client = await openTarget(flags, {
-    out, serveOthers: true, ...waitsForStateDir(out, flags),
+    out, root: dir, serveOthers: true, ...waitsForStateDir(out, flags),
     onRetarget: (from, to) => out.line(`${from} stopped serving the state directory: now on ${to}`),
   });
   const run = (held?: HeldStackLock) => new Promise<void>((resolve) => {

@@ -21,6 +21,8 @@ export interface ProgressOptions<N extends DagNode> {
   label: (node: N) => string;
   total: number;
   color?: boolean;
+  /** The summary's first word: `Apply`, or `Destroy` for `destroy`. */
+  verb?: string;
   now?: () => number;
 }
 
@@ -28,11 +30,11 @@ function palette(color: boolean) {
   return pc.createColors(color);
 }
 
-export function summaryLine(r: DagResult, color = false): string {
+export function summaryLine(r: DagResult, color = false, verb = 'Apply'): string {
   const c = palette(color);
   const failed = r.failed.length ? c.red(`${r.failed.length} failed`) : '0 failed';
   const skipped = r.skipped.length ? c.yellow(`${r.skipped.length} skipped`) : '0 skipped';
-  return `Apply: ${c.green(`${r.done.length} done`)}, ${failed}, ${skipped} (${r.total} ${r.total === 1 ? 'step' : 'steps'}) in ${(r.ms / 1000).toFixed(1)}s`;
+  return `${verb}: ${c.green(`${r.done.length} done`)}, ${failed}, ${skipped} (${r.total} ${r.total === 1 ? 'step' : 'steps'}) in ${(r.ms / 1000).toFixed(1)}s`;
 }
 
 /** Failures and skips spelled out after the summary, so the reason is the last thing a reader sees. */
@@ -66,7 +68,7 @@ export function lineProgress<N extends DagNode>(sink: ProgressSink, opts: Progre
     },
     finish(r) {
       if (notStarted) sink.write(`${c.yellow('skipped')} ${notStarted} step${notStarted === 1 ? '' : 's'} not started (aborted: the apply was stopped)\n`);
-      sink.write(summaryLine(r, !!opts.color) + '\n');
+      sink.write(summaryLine(r, !!opts.color, opts.verb) + '\n');
     },
   };
 }
@@ -115,7 +117,7 @@ export function ttyProgress<N extends DagNode>(sink: ProgressSink, opts: Progres
     },
     finish(r) {
       clear();
-      sink.write(summaryLine(r, opts.color ?? true) + '\n');
+      sink.write(summaryLine(r, opts.color ?? true, opts.verb) + '\n');
       for (const l of problemLines(r, labelOf).filter((x) => x.startsWith('  skipped'))) sink.write(l + '\n');
     },
   };

@@ -29,6 +29,25 @@ export const STACK_FILE_KEYS: Record<string, JSONSchema> = {
     description: 'The name of this stack. It goes into the ownership marker of every object the manifests manage: two stacks (repositories, environments) sharing an account never update or delete each other\'s objects. Changing it makes every object unmanaged by this stack. `--stack` overrides it. Default: `default`.',
     examples: ['shop-production'],
   },
+  api_url: {
+    type: 'string',
+    pattern: '^https?://',
+    'x-rule': 'must be an http:// or https:// URL',
+    description: 'The API this stack is planned and applied against, when neither `--api-url` nor `EDGEPLANE_API_URL` is given (they override it). Pinning it means a CI job whose URL secret is missing still reaches the right deployment (or fails on its key), never a throwaway embedded database. The key is never written here: it stays in `EDGEPLANE_API_KEY`.',
+    examples: ['https://edge-api.example.com'],
+  },
+  target_name: {
+    type: 'string',
+    minLength: 1,
+    maxLength: 64,
+    description: 'What the Markdown plan (a pull-request comment, `--markdown`, `--out-markdown`) calls the target, instead of its URL: the comment then shows neither the API URL nor `--api-url` in the commands it names. The text and JSON plans still name the URL.',
+    examples: ['production'],
+  },
+  embedded: {
+    type: 'boolean',
+    description: 'The stack is meant for the embedded service (a state directory on this machine): in CI (`CI`, `GITHUB_ACTIONS`, `GITLAB_CI`, … set), plan, apply, destroy, watch and export otherwise refuse to run without an API URL, since an embedded run there deploys nowhere. `--state` says the same for one command.',
+    examples: [true],
+  },
 };
 
 /** The JSON Schema of `edgeplane.yaml` (written to `schemas/stack.schema.json` by `npm run schemas`). */
@@ -105,6 +124,18 @@ export function resolveStack(root: string, flag?: string, opts: { cwd?: string }
   if (flag !== undefined) return { stack: checkStack(flag, '--stack'), source: '--stack' };
   if (file.path && typeof file.settings.stack === 'string') return { stack: file.settings.stack, source: file.path };
   return { stack: DEFAULT_STACK, source: 'default' };
+}
+
+/**
+ * What `edgeplane.yaml` says of the target: `api_url` (used when no `--api-url` is given) and
+ * `embedded: true` (the stack is meant to be local). Read after `resolveStack` refused a file with
+ * problems; a value of the wrong type is read as absent.
+ */
+export function stackTarget(root: string): { apiUrl?: string; embedded: boolean; targetName?: string; path?: string } {
+  const file = readStackFile(root);
+  const apiUrl = typeof file.settings.api_url === 'string' ? file.settings.api_url : undefined;
+  const targetName = typeof file.settings.target_name === 'string' ? file.settings.target_name : undefined;
+  return { ...(apiUrl ? { apiUrl } : {}), embedded: file.settings.embedded === true, ...(targetName ? { targetName } : {}), ...(file.path ? { path: file.path } : {}) };
 }
 
 /** An `edgeplane.yaml` with problems: each on a line of its own, as `validate` prints them. */
