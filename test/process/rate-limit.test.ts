@@ -91,6 +91,15 @@ describe.runIf(!!process.env.DATABASE_URL && (HAVE_REDIS || REQUIRE_REDIS))('rat
       try {
         const ca = new TestClient(a.url, api_key);
         const cb = new TestClient(b.url, api_key);
+        // A replica serves before its Redis connection is up (uncounted until then): wait until
+        // both say ready, not degraded.
+        for (const s of [a, b]) {
+          const end = Date.now() + 20_000;
+          while ((await (await fetch(`${s.url}/readyz`)).json() as { status: string }).status !== 'ready') {
+            if (Date.now() > end) throw new Error(`${s.url} never connected to Redis`);
+            await new Promise((r) => setTimeout(r, 50));
+          }
+        }
         // 3 + 3 requests: each process alone would allow 6; together they used the key's minute.
         for (let i = 0; i < 3; i++) {
           expect((await ca.get('/certificate_authorities')).status).toBe(200);
