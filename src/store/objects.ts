@@ -333,3 +333,18 @@ export async function replaceUniques(q: Queryable, objectId: string, keys: Uniqu
     }
   }
 }
+
+/**
+ * Objects whose `metadata` names `stack` in an ownership marker, by kind and id, at most `limit`:
+ * one query in place of reading every object a page at a time. The marker is canonical JSON with
+ * sorted keys, so its `"stack":…,"tool":…` pair stands in its text as written here; the caller
+ * parses each row's metadata to confirm it (the text may also sit inside a user's own string).
+ */
+export async function objectsNamingStack(q: Queryable, accountId: string, stack: string, limit: number): Promise<{ id: string; kind: string; metadata: string }[]> {
+  const pattern = `%${JSON.stringify({ stack, tool: 'edgeplane' }).slice(1, -1).replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+  const { rows } = await q.query<{ id: string; kind: string; metadata: string }>(
+    `SELECT id, kind, body->>'metadata' AS metadata FROM objects WHERE account_id = $1 AND body->>'metadata' LIKE $2 ORDER BY kind, id LIMIT $3`,
+    [accountId, pattern, limit],
+  );
+  return rows;
+}

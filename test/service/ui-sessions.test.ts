@@ -100,6 +100,28 @@ describe.each(ENGINES)('the status page\'s sessions and scoping (%s)', (engine) 
     expect((await writer.get('/ui/stacks/ro')).text).toContain('Sync now</button>');
   });
 
+  it('lists the objects that carry a stack\'s marker, and only those', async () => {
+    const marker = (stack: string, id: string) => JSON.stringify({ managed_by: { id, stack, tool: 'edgeplane', v: 1 } });
+    const made = async (metadata: string) => {
+      const r = await a.post('/backends/failover', { backends: [], metadata });
+      expect(r.status, r.text).toBe(201);
+      return r.body.id as string;
+    };
+    const mine = await made(marker('s_op', 'FailoverBackend/mine'));
+    const other = await made(marker('sxop', 'FailoverBackend/other')); // `_` is no wildcard here
+    const text = await made('notes: "stack":"s_op","tool":"edgeplane" is only text'); // the user's own string
+    const ann = new Browser(svc.url);
+    await ann.signIn(a.apiKey!);
+    const page = (await ann.get('/ui/stacks/s_op')).text;
+    expect(page).toContain(mine);
+    expect(page).toContain('FailoverBackend/mine');
+    expect(page).not.toContain(other);
+    expect(page).not.toContain(text);
+    const bob = new Browser(svc.url);
+    await bob.signIn(b.apiKey!);
+    expect((await bob.get('/ui/stacks/s_op')).text).not.toContain(mine);
+  });
+
   it('refuses a form without the session\'s token or from another site, and changes nothing', async () => {
     const browser = new Browser(svc.url);
     await browser.signIn(a.apiKey!);

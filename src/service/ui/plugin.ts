@@ -160,7 +160,7 @@ export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<v
   app.get<{ Params: { name: string }; Querystring: { before?: string } }>('/stacks/:name', async (req, reply) => {
     const s = await signedIn(req, reply);
     if (!s) return reply;
-    return show(reply, req, `Stack ${req.params.name}`, 'stacks', await stackSection(records, resources, caller(req, s), s, req.params.name, one(req.query.before)));
+    return show(reply, req, `Stack ${req.params.name}`, 'stacks', await stackSection(records, app.db, s, req.params.name, one(req.query.before)));
   });
 
   app.get<{ Params: { id: string } }>('/runs/:id', async (req, reply) => {

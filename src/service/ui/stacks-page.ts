@@ -1,6 +1,7 @@
 import { html } from 'ghtml';
-import { KINDS } from '../../kinds/registry.js';
-import type { Resources } from '../resources.js';
+import { findKind } from '../../kinds/registry.js';
+import type { Queryable } from '../../store/db.js';
+import { objectsNamingStack } from '../../store/objects.js';
 import { badge, duration, nextLink, notice, when, type BadgeTone } from './layout.js';
 import { ownerOf } from './objects-page.js';
 import { planHtml } from './plan-html.js';
@@ -89,11 +90,11 @@ export function runsTable(runs: RunView[]): string {
 
 /** A stack's header, runs and the objects it owns (as the API answers them), drifted ones marked. */
 export async function stackSection(
-  records: StackRecords, resources: Resources, caller: { accountId: string; baseUrl: string }, session: UiSession, name: string, before: string | undefined,
+  records: StackRecords, db: Queryable, session: UiSession, name: string, before: string | undefined,
 ): Promise<string> {
   const s = await records.stack(session.accountId, name);
   const { items, more } = await records.runs(session.accountId, name, { before, limit: RUNS_PAGE_SIZE });
-  const owned = await ownedObjects(resources, caller, name);
+  const owned = await ownedObjects(db, session.accountId, name);
   // While the stack is out of sync, its last run (a drift check) names the drifted objects and fields.
   const driftRun = s?.status === 'out_of_sync' && s.last_run ? await records.run(session.accountId, s.last_run.id) : null;
   const drifted = new Map((driftRun?.objects ?? []).map((o) => [o.identity, o]));
@@ -126,32 +127,18 @@ export function stackFacts(s: StackView): string {
 
 interface Owned { kind: string; id: string; identity: string }
 
-/** The most objects the stack page lists: an account's objects are read a page at a time until then. */
+/** The most objects the stack page lists. */
 const OWNED_LIMIT = 2000;
 
-async function ownedObjects(resources: Resources, caller: { accountId: string; baseUrl: string }, stack: string): Promise<{ items: Owned[]; truncated: boolean }> {
+/** The objects that carry the stack's ownership marker (confirmed by parsing it), by kind. */
+async function ownedObjects(db: Queryable, accountId: string, stack: string): Promise<{ items: Owned[]; truncated: boolean }> {
+  const rows = await objectsNamingStack(db, accountId, stack, OWNED_LIMIT + 1);
   const items: Owned[] = [];
-  for (const kind of KINDS.filter((k) => k.manifestKind && !k.parent)) {
-    let before: string | undefined;
-    for (;;) {
-      const page = await resources.list(kind, caller, { beforeId: before, limit: 100 });
-      for (const body of page.items) {
-        const add = (b: Record<string, unknown>, title: string) => {
-          const o = ownerOf(b.metadata);
-          if (o?.stack === stack) items.push({ kind: title, id: String(b.id), identity: o.id });
-        };
-        add(body, kind.manifestKind!);
-        for (const [field, childName] of Object.entries(kind.embeds ?? {})) {
-          const child = KINDS.find((k) => k.name === childName);
-          for (const c of (body[field] as Record<string, unknown>[] | undefined) ?? []) add(c, child?.manifestKind ?? childName);
-        }
-      }
-      if (items.length >= OWNED_LIMIT) return { items: items.slice(0, OWNED_LIMIT), truncated: true };
-      if (!page.more || !page.lastId) break;
-      before = page.lastId;
-    }
+  for (const r of rows.slice(0, OWNED_LIMIT)) {
+    const o = ownerOf(r.metadata);
+    if (o?.stack === stack) items.push({ kind: findKind(r.kind)?.manifestKind ?? r.kind, id: r.id, identity: o.id });
   }
-  return { items, truncated: false };
+  return { items, truncated: rows.length > OWNED_LIMIT };
 }
 
 function ownedTable(owned: { items: Owned[]; truncated: boolean }, drifted: Map<string, { action: string; fields: string[] }>): string {
