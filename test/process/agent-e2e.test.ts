@@ -18,7 +18,7 @@ const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd,
 
 /**
  * The stack's manifests at version `v`: `n` backends; each version changes the description of a
- * quarter of them (under the safety threshold, which counts updates too).
+ * quarter of them (updates, which the safety threshold lets pass by default: see docs/manifests.md).
  */
 function manifests(v: number, n = OBJECTS): string {
   const docs: string[] = [];

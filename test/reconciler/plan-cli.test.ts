@@ -130,6 +130,32 @@ describe('edgeplane plan / validate', () => {
     expect(md.text()).toContain(`\`edgeplane plan ${dir} --stack cut --api-url ${svc.url} --target 'FailoverBackend/pool-*' --destroy --out-markdown FILE\` writes the whole plan`);
   });
 
+  it('the threshold counts deletes and replaces: 1,000 description updates plan with exit 2 under a 0.4 % threshold, 5 deletes exit 3, a listed field counts', async () => {
+    const own = await svc.account();
+    const f = { apiUrl: svc.url, apiKey: own.apiKey! };
+    const names = Array.from({ length: 1000 }, (_, i) => `b${i}`);
+    const yaml = (desc: string, keep = names) => keep.map((n) => `${foYaml(n, [])}description: ${desc} ${n}\n`).join('---\n');
+    const settings = (more = '') => `stack: thr\nsafety:\n  threshold:\n    percent: 0.4\n${more}`;
+    const dir = manifestDir({ 'edgeplane.yaml': settings(), 'fo.yaml': yaml('route') });
+    await exitCode(() => apply(capture(), dir, { ...f, autoApprove: true }));
+    writeFileSync(join(dir, 'fo.yaml'), yaml('backend route'));
+    const updates = capture();
+    expect(await exitCode(() => plan(updates, dir, { ...f, detailedExitcode: true }))).toBe(EXIT.changes);
+    expect(updates.text()).toContain('1000 to update');
+    expect(updates.text()).not.toContain('blocked');
+    // Deletes still count: 5 of 1,000 is over 0.4 %.
+    writeFileSync(join(dir, 'fo.yaml'), yaml('route', names.slice(5)));
+    const deletes = capture();
+    expect(await exitCode(() => plan(deletes, dir, f))).toBe(EXIT.blocked);
+    expect(deletes.text()).toContain('blocked: 5 of 1000 owned failover backends would change');
+    // A field count_updates_of lists counts its updates.
+    writeFileSync(join(dir, 'edgeplane.yaml'), settings('    count_updates_of: [description]\n'));
+    writeFileSync(join(dir, 'fo.yaml'), yaml('backend route'));
+    const counted = capture();
+    expect(await exitCode(() => plan(counted, dir, f))).toBe(EXIT.blocked);
+    expect(counted.text()).toContain('blocked: 1000 of 1000 owned failover backends would change');
+  }, 120_000);
+
   it('exit 3 when the safety threshold blocks the plan; exit 1 on a conflict, with the adopt command', async () => {
     const own = await svc.account();
     const f = { apiUrl: svc.url, apiKey: own.apiKey! };

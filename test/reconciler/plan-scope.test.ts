@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DEFAULT_SAFETY, stackSafety } from '../../src/reconciler/manifests/config.js';
+import { DEFAULT_SAFETY, resolveStack, stackSafety } from '../../src/reconciler/manifests/config.js';
 import { planFromState } from '../helpers/plan-lists.js';
 import { checkSelectors, nearest, selector, UnknownSelectorError } from '../../src/reconciler/plan/selectors.js';
 import { cleanupDirs, manifestDir } from '../helpers/reconcile.js';
@@ -36,6 +36,10 @@ describe('safety settings in edgeplane.yaml', () => {
     const names = ['a', 'b', 'c', 'd'];
     const strict = manifestDir({ 'edgeplane.yaml': 'stack: prod\nsafety:\n  threshold:\n    percent: 50\n    min_owned: 2\n', 'a.yaml': fo('a') });
     expect(stackSafety(strict).threshold).toEqual({ ratio: 0.5, minOwned: 2 });
+    const counted = manifestDir({ 'edgeplane.yaml': 'stack: prod\nsafety:\n  threshold:\n    count_updates_of: [hostports, backend.backend_id, HTTPSEdge]\n', 'a.yaml': fo('a') });
+    expect(stackSafety(counted).threshold).toEqual({ ratio: 0.3, minOwned: 10, countUpdatesOf: { fields: ['hostports', 'backend.backend_id'], kinds: ['httpsEdge'] } });
+    expect(resolveStack(counted).stack).toBe('prod');
+    expect(() => resolveStack(manifestDir({ 'edgeplane.yaml': 'safety:\n  threshold:\n    count_updates_of: ["Host Ports"]\n' }))).toThrow(/count_updates_of\.0.*must be a kind \(CertificateAuthority|must be a kind/);
     expect((await planDir(strict, names)).blocked).toEqual([{ kind: 'failoverBackend', owned: 4, changed: 3, deletes: 3, updates: 0 }]);
     const defaults = manifestDir({ 'edgeplane.yaml': 'stack: prod\n', 'a.yaml': fo('a') });
     const plan = (await planDir(defaults, names));
@@ -49,7 +53,10 @@ describe('safety settings in edgeplane.yaml', () => {
     expect(bad('  threshold: {percent: 120}\n')).toThrow(/safety\.threshold\.percent must be a number from 0 to 100, not 120/);
     expect(bad('  threshold: {percent: "30%"}\n')).toThrow(/safety\.threshold\.percent must be a number/);
     expect(bad('  threshold: {min_owned: 2.5}\n')).toThrow(/safety\.threshold\.min_owned must be a whole number/);
-    expect(bad('  threshold: {ratio: 0.3}\n')).toThrow(/safety\.threshold: unknown key ratio \(known: percent, min_owned\)/);
+    expect(bad('  threshold: {ratio: 0.3}\n')).toThrow(/safety\.threshold: unknown key ratio \(known: percent, min_owned, count_updates_of\)/);
+    expect(bad('  threshold: {count_updates_of: hostports}\n')).toThrow(/safety\.threshold\.count_updates_of must be a list of fields/);
+    expect(bad('  threshold: {count_updates_of: [HTTPSEdgee]}\n')).toThrow(/safety\.threshold\.count_updates_of\[0\]: "HTTPSEdgee" is not a kind \(did you mean "HTTPSEdge"\?\)/);
+    expect(bad('  threshold: {count_updates_of: ["Host Ports"]}\n')).toThrow(/count_updates_of\[0\]: "Host Ports" is neither a kind nor a field/);
     expect(bad('  protect: HTTPSEdge/web\n')).toThrow(/safety\.protect must be a list of selectors/);
     expect(bad('  protect: [web]\n')).toThrow(/safety\.protect\[0\]: "web" is not a selector/);
   });

@@ -12,21 +12,41 @@ function onFour(action: Action, changes: Change[]): Step[] {
 const blocked = (steps: Step[]) => safetyBlocks(steps, liveView(observed), DEFAULT_THRESHOLD).map((b) => `${b.kind} ${b.changed}/${b.owned}`);
 
 describe('the safety threshold counts what would be removed or changed', () => {
-  it('blocks deletes, module deletes and changed values on more than 30 % of a kind', async () => {
+  it('blocks deletes, replaces and module deletes on more than 30 % of a kind', () => {
     expect(blocked(onFour('delete', []))).toEqual(['httpsEdgeRoute 4/10']);
+    expect(blocked(onFour('replace', []))).toEqual(['httpsEdgeRoute 4/10']);
     expect(blocked(onFour('module.delete', []))).toEqual(['httpsEdgeRoute 4/10']);
-    expect(blocked(onFour('module.put', [{ path: 'backend.backend_id', before: 'bkdfo_a', after: 'bkdfo_b' }]))).toEqual(['httpsEdgeRoute 4/10']);
-    expect(blocked(onFour('update', [{ path: 'description', before: 'x', after: undefined }]))).toEqual(['httpsEdgeRoute 4/10']);
-    // A secret that changed counts (its value is not shown, but it was there).
-    expect(blocked(onFour('update', [{ path: MARKER_CHANGE, before: 'secret fingerprints', after: 'secret fingerprints', sensitive: true }, { path: 'oidc.client_secret', before: '(sensitive)', after: '(sensitive)', sensitive: true }]))).toEqual(['httpsEdgeRoute 4/10']);
   });
 
-  it('does not count adding what an object lacks: a module (the backend an interrupted apply had not attached), a value, an ownership marker', async () => {
+  it('lets updates pass by default: a new description, a new backend, a changed secret', () => {
+    expect(blocked(onFour('update', [{ path: 'description', before: 'x', after: 'y' }]))).toEqual([]);
+    expect(blocked(onFour('module.put', [{ path: 'backend.backend_id', before: 'bkdfo_a', after: 'bkdfo_b' }]))).toEqual([]);
+    expect(blocked(onFour('update', [{ path: 'oidc.client_secret', before: '(sensitive)', after: '(sensitive)', sensitive: true }]))).toEqual([]);
+  });
+
+  it('counts updates of the fields and kinds count_updates_of lists, when they change a value the object has', () => {
+    const t = (fields: string[], kinds: string[] = []) => ({ ...DEFAULT_THRESHOLD, countUpdatesOf: { fields, kinds } });
+    const withT = (steps: Step[], th: ReturnType<typeof t>) => safetyBlocks(steps, liveView(observed), th).map((b) => `${b.kind} ${b.changed}/${b.owned}`);
+    expect(withT(onFour('module.put', [{ path: 'backend.backend_id', before: 'bkdfo_a', after: 'bkdfo_b' }]), t(['backend']))).toEqual(['httpsEdgeRoute 4/10']);
+    expect(withT(onFour('update', [{ path: 'hostports[0]', before: 'a:443', after: 'b:443' }]), t(['hostports']))).toEqual(['httpsEdgeRoute 4/10']);
+    // A secret that changed counts when listed (its value is not shown, but it was there).
+    expect(withT(onFour('update', [{ path: MARKER_CHANGE, before: 'secret fingerprints', after: 'secret fingerprints', sensitive: true }, { path: 'oidc.client_secret', before: '(sensitive)', after: '(sensitive)', sensitive: true }]), t(['oidc']))).toEqual(['httpsEdgeRoute 4/10']);
+    // Another field, or a field whose name only starts the same, does not count.
+    expect(withT(onFour('update', [{ path: 'description', before: 'x', after: 'y' }]), t(['hostports']))).toEqual([]);
+    expect(withT(onFour('update', [{ path: 'backend_pool', before: 'x', after: 'y' }]), t(['backend']))).toEqual([]);
+    // A listed kind: any update of it.
+    expect(withT(onFour('update', [{ path: 'description', before: 'x', after: 'y' }]), t([], ['httpsEdgeRoute']))).toEqual(['httpsEdgeRoute 4/10']);
+    expect(withT(onFour('update', [{ path: 'description', before: 'x', after: 'y' }]), t([], ['httpsEdge']))).toEqual([]);
+  });
+
+  it('does not count adding what an object lacks, even when listed: a module (the backend an interrupted apply had not attached), a value, an ownership marker', () => {
+    const all = { ...DEFAULT_THRESHOLD, countUpdatesOf: { fields: ['backend', 'description'], kinds: ['httpsEdgeRoute'] } };
+    const withAll = (steps: Step[]) => safetyBlocks(steps, liveView(observed), all).map((b) => `${b.kind} ${b.changed}/${b.owned}`);
     // The apply that finishes an interrupted one must not be blocked: its routes were created, their backends not yet attached.
-    expect(blocked(onFour('module.put', [{ path: 'backend.backend_id', after: 'bkdfo_b' }, { path: 'backend.enabled', after: true }]))).toEqual([]);
-    expect(blocked(onFour('update', [{ path: 'description', after: 'new' }]))).toEqual([]);
+    expect(withAll(onFour('module.put', [{ path: 'backend.backend_id', after: 'bkdfo_b' }, { path: 'backend.enabled', after: true }]))).toEqual([]);
+    expect(withAll(onFour('update', [{ path: 'description', after: 'new' }]))).toEqual([]);
     // Renames and adoption change only the marker.
-    expect(blocked(onFour('update', [{ path: MARKER_CHANGE, before: 'prod/E/routes/old', after: 'prod/E/routes/new' }]))).toEqual([]);
+    expect(withAll(onFour('update', [{ path: MARKER_CHANGE, before: 'prod/E/routes/old', after: 'prod/E/routes/new' }]))).toEqual([]);
   });
 });
 

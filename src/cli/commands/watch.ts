@@ -1,3 +1,4 @@
+import type { Threshold } from '../../reconciler/plan/safety.js';
 import { lineProgress, type ProgressRenderer } from '../../reconciler/apply/progress.js';
 import { resolveStack, stackSafety } from '../../reconciler/manifests/config.js';
 import { filesToPlan, manifestFiles, stackDirectory } from '../../reconciler/manifests/load.js';
@@ -181,7 +182,7 @@ export async function watch(out: Output, dir: string, flags: WatchFlags): Promis
 }
 
 /** The stack file's threshold and protected objects (at the start, and again before every run). */
-function watchSafety(dir: string): { threshold: { ratio: number; minOwned: number }; protect: string[] } {
+function watchSafety(dir: string): { threshold: Threshold; protect: string[] } {
   const { threshold, protect } = stackSafety(dir);
   return { threshold, protect };
 }

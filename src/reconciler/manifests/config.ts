@@ -10,6 +10,8 @@ import { CONFIG_FILES, parseSource } from './load.js';
 import { formatProblem, hasErrors, type Problem } from './problems.js';
 import { stringify } from 'yaml';
 import { STACK_NAME } from '../ownership/marker.js';
+import { KINDS } from '../../kinds/registry.js';
+import type { Threshold } from '../plan/safety.js';
 
 export const DEFAULT_STACK = 'default';
 
@@ -161,13 +163,16 @@ export function checkStack(s: string, where: string): string {
 //     threshold:            # the prune threshold (docs/reconciler.md, "Safety threshold")
 //       percent: 30         # share of a kind's owned objects one plan may delete, replace or change
 //       min_owned: 10       # kinds with fewer owned objects are not held to it
+//       count_updates_of:   # updates that count too (by default only deletes and replaces do)
+//         - hostports       #   a field (and what lies under it)
+//         - HTTPSEdge       #   a kind: any update of it
 //     protect:              # selectors of objects never deleted or replaced without --allow-protected-changes
 //       - CertificateAuthority/root
 //       - HTTPSEdge/shop-*
 
 export interface StackSafety {
-  /** Ratio form of `threshold.percent` (what the planner compares) and `threshold.min_owned`. */
-  threshold: { ratio: number; minOwned: number };
+  /** Ratio form of `threshold.percent` (what the planner compares), `threshold.min_owned`, `threshold.count_updates_of`. */
+  threshold: Threshold;
   protect: string[];
 }
 
@@ -176,6 +181,11 @@ export const DEFAULT_SAFETY: Readonly<StackSafety> = Object.freeze({ threshold: 
 /** A selector as `--target` and `safety.protect` take it: `Kind/name`, `HTTPSEdge/edge/routes/route`, or a glob of either. */
 const SELECTOR = /^[A-Z][A-Za-z]*\/[^/\s]+(?:\/[a-z_]+\/[^/\s]+)*$/;
 
+/** An entry of `threshold.count_updates_of`: a manifest kind (`HTTPSEdge`) or a field path (`hostports`, `backend.backend_id`). */
+const COUNTED_KIND = /^[A-Z][A-Za-z]*$/;
+const COUNTED_FIELD = /^[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*$/;
+const MANIFEST_KINDS = new Map(KINDS.filter((k) => k.manifestKind).map((k) => [k.manifestKind!, k.name]));
+
 export const SAFETY_SCHEMA = {
   type: 'object',
   additionalProperties: false,
@@ -183,10 +193,17 @@ export const SAFETY_SCHEMA = {
     threshold: {
       type: 'object',
       additionalProperties: false,
-      description: 'The prune threshold: a plan that deletes, replaces or changes more than this share of a kind\'s owned objects is blocked unless --force.',
+      description: 'The prune threshold: a plan that deletes or replaces more than this share of a kind\'s owned objects is blocked unless --force (updates count only as count_updates_of says).',
       properties: {
-        percent: { type: 'number', minimum: 0, maximum: 100, default: 30, description: 'Share (%) of a kind\'s owned objects one plan may delete, replace or change; more is blocked unless --force.' },
+        percent: { type: 'number', minimum: 0, maximum: 100, default: 30, description: 'Share (%) of a kind\'s owned objects one plan may delete or replace (or update, as count_updates_of says); more is blocked unless --force.' },
         min_owned: { type: 'integer', minimum: 0, default: 10, description: 'Kinds with fewer owned objects than this are not held to the threshold.' },
+        count_updates_of: {
+          type: 'array',
+          maxItems: 100,
+          items: { type: 'string', pattern: `^(?:${[...MANIFEST_KINDS.keys()].join('|')}|${COUNTED_FIELD.source.slice(1, -1)})$`, 'x-rule': `must be a kind (${[...MANIFEST_KINDS.keys()].join(', ')}) or a field (lower-case words with "_", dotted for a field within another: backend.backend_id)`, description: 'A kind (HTTPSEdge: any update of it), or a field as the plan names it (hostports, tls_termination, backend, oidc.client_secret: a change of it or of anything under it).' },
+          description: 'Updates that count toward the threshold. By default only deletes and replaces (and removed modules) count: a new description on every route passes. Example: [hostports, tls_termination, HTTPSEdge].',
+          examples: [['hostports', 'tls_termination']],
+        },
       },
     },
     protect: {
@@ -229,6 +246,7 @@ export function stackSafety(root: string): StackSafety {
       if (!Number.isInteger(t.min_owned) || (t.min_owned as number) < 0) throw new Error(`${where('threshold.min_owned')} must be a whole number from 0, not ${JSON.stringify(t.min_owned)}`);
       out.threshold.minOwned = t.min_owned as number;
     }
+    if (t.count_updates_of !== undefined) out.threshold.countUpdatesOf = countedUpdates(t.count_updates_of, where('threshold.count_updates_of'));
   }
   if (safety.protect !== undefined) {
     if (!Array.isArray(safety.protect)) throw new Error(`${where('protect')} must be a list of selectors (Kind/name, HTTPSEdge/edge/routes/route, or a glob)`);
@@ -238,6 +256,24 @@ export function stackSafety(root: string): StackSafety {
     });
     out.protect = safety.protect as string[];
   }
+  return out;
+}
+
+/** `threshold.count_updates_of` read: kinds (by registry name) and field paths, or an error naming the entry. */
+function countedUpdates(v: unknown, where: string): { fields: string[]; kinds: string[] } {
+  const max = SAFETY_SCHEMA.properties.threshold.properties.count_updates_of.maxItems;
+  if (!Array.isArray(v)) throw new Error(`${where} must be a list of fields (hostports, tls_termination) or kinds (${[...MANIFEST_KINDS.keys()].join(', ')})`);
+  if (v.length > max) throw new Error(`${where} has ${v.length} entries; at most ${max}`);
+  const out = { fields: [] as string[], kinds: [] as string[] };
+  v.forEach((e, i) => {
+    const kind = typeof e === 'string' ? MANIFEST_KINDS.get(e) : undefined;
+    if (kind) out.kinds.push(kind);
+    else if (typeof e === 'string' && COUNTED_FIELD.test(e)) out.fields.push(e);
+    else {
+      const hint = typeof e === 'string' && COUNTED_KIND.test(e) ? ` is not a kind${didYouMean(e, [...MANIFEST_KINDS.keys()])}` : ' is neither a kind nor a field';
+      throw new Error(`${where}[${i}]: ${JSON.stringify(e)}${hint} (a kind: ${[...MANIFEST_KINDS.keys()].join(', ')}; a field: lower-case words with "_", dotted for a field within another, such as backend.backend_id)`);
+    }
+  });
   return out;
 }
 

@@ -7,24 +7,41 @@ export interface Threshold {
   ratio: number;
   /** Below this many owned objects of a kind the threshold does not apply. */
   minOwned: number;
+  /**
+   * Updates that count as well as deletes and replaces (`safety.threshold.count_updates_of`):
+   * field paths (`hostports`, `backend`, `oidc.client_secret`: a change at or under one) and kinds
+   * by registry name (`httpsEdge`: any update of it). Absent or empty: updates never count.
+   */
+  countUpdatesOf?: { fields: readonly string[]; kinds: readonly string[] };
 }
 
 export const DEFAULT_THRESHOLD: Threshold = { ratio: 0.3, minOwned: 10 };
 
 /**
- * Whether a step removes or changes something the live object has: a delete or replace, a module
- * deleted, or a value that was there before. Adding what an object lacks does not count: a module
- * it does not have (the backend an interrupted apply had not attached yet, so that the apply that
- * finishes the job is not blocked), a field it had no value for, or an ownership marker (adoption,
- * a rename).
+ * Whether a step counts for the threshold: a delete or replace, a module deleted (an auth module
+ * removed from a route), or — only for the fields and kinds `countUpdatesOf` lists — an update
+ * that changes a value the live object has. By default updates pass: a new description on every
+ * route is not what the threshold guards against. Adding what an object lacks never counts: a
+ * module it does not have (the backend an interrupted apply had not attached yet, so that the apply
+ * that finishes the job is not blocked), a field it had no value for, or an ownership marker
+ * (adoption, a rename).
  */
-function alters(s: Step): boolean {
+function alters(s: Step, t: Threshold): boolean {
   if (s.action === 'delete' || s.action === 'replace' || s.action === 'module.delete') return true;
-  return s.changes.some((c) => c.before !== undefined && c.path !== MARKER_CHANGE);
+  const count = t.countUpdatesOf;
+  if (!count || (!count.fields.length && !count.kinds.length)) return false;
+  const kind = count.kinds.includes(s.object.kind);
+  return s.changes.some((c) => c.before !== undefined && c.path !== MARKER_CHANGE && (kind || count.fields.some((f) => underField(c.path, f))));
+}
+
+/** `path` is the field `f` or lies under it (`backend.backend_id` under `backend`; `hostports[0]` under `hostports`). */
+function underField(path: string, f: string): boolean {
+  return path === f || path.startsWith(`${f}.`) || path.startsWith(`${f}[`);
 }
 
 /**
- * Kinds where the plan would alter more than `ratio` of the owned objects (with ≥ `minOwned`).
+ * Kinds where the plan would delete or replace (or update, as `countUpdatesOf` says) more than
+ * `ratio` of the owned objects (with ≥ `minOwned`).
  *
  * Counted per ownership-marker identity, not per live object: copies of one identity (duplicates
  * left by an interrupted apply or two applies at once) are one owned object, and deleting a copy
@@ -35,11 +52,11 @@ function alters(s: Step): boolean {
  */
 export function safetyBlocks(steps: Step[], live: LiveView, t: Threshold): SafetyBlock[] {
   // Most plans (a no-op, a few updates that only add) alter nothing: no counting over every object.
-  if (!steps.some((s) => s.object.id && alters(s))) return [];
+  if (!steps.some((s) => s.object.id && alters(s, t))) return [];
   // Only the kinds that steps alter are counted, and only the objects steps act on are looked up:
   // a save that edits one edge must not walk every object of every kind.
   const kinds = new Set<string>();
-  for (const s of steps) if (s.object.id && alters(s)) kinds.add(s.object.kind);
+  for (const s of steps) if (s.object.id && alters(s, t)) kinds.add(s.object.kind);
   for (const s of steps) for (const c of s.cascade ?? []) kinds.add(c.kind);
   const deleted = new Set<string>();
   for (const s of steps) if (s.action === 'delete' && s.object.id) deleted.add(s.object.id);
@@ -50,7 +67,7 @@ export function safetyBlocks(steps: Step[], live: LiveView, t: Threshold): Safet
   const deletes = new Map<string, Set<string>>();
   const updates = new Map<string, Set<string>>();
   for (const s of steps) {
-    if (!s.object.id || !alters(s)) continue;
+    if (!s.object.id || !alters(s, t)) continue;
     const o = live.get(s.object.id);
     const key = o ? identityOf(o) : `id:${s.object.id}`;
     if (s.action === 'delete' && copyStays(o, s.object.kind)) continue;

@@ -137,7 +137,7 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
       }
       const was = opts.input;
       const t = was.threshold ?? DEFAULT_THRESHOLD;
-      if (safety.threshold.ratio !== t.ratio || safety.threshold.minOwned !== t.minOwned || safety.protect.join('\n') !== (was.protect ?? []).join('\n')) {
+      if (safety.threshold.ratio !== t.ratio || safety.threshold.minOwned !== t.minOwned || JSON.stringify(safety.threshold.countUpdatesOf ?? null) !== JSON.stringify(t.countUpdatesOf ?? null) || safety.protect.join('\n') !== (was.protect ?? []).join('\n')) {
         // The planner reads the input on every plan: the new settings hold from this run on.
         was.protect = safety.protect;
         was.threshold = safety.threshold;
