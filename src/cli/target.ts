@@ -81,6 +81,8 @@ export async function openTarget(flags: TargetFlags, how: TargetOptions = {}): P
   }
   const pinned = how.root !== undefined ? stackTarget(how.root) : undefined;
   if (flags.apiUrl === undefined && pinned?.apiUrl) flags = { ...flags, apiUrl: pinned.apiUrl };
+  // The flag and the environment win over the stack file; a differing URL is said, not silent.
+  else if (flags.apiUrl && pinned?.apiUrl && flags.apiUrl !== pinned.apiUrl) info(how.out ?? stdio, `note: --api-url (EDGEPLANE_API_URL) ${withoutCredentials(flags.apiUrl)} is used, not api_url ${pinned.apiUrl} of edgeplane.yaml`);
   if (!flags.apiUrl) refuseEmbeddedInCi(flags, pinned);
   if (flags.apiUrl) {
     if (!flags.apiKey) throw new Error('--api-url needs --api-key (or EDGEPLANE_API_KEY)');

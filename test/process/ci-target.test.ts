@@ -50,7 +50,9 @@ describe('the target in CI', { timeout: 240_000 }, () => {
     expect(r.stderr).not.toContain('no API URL is given');
     const flag = await runCli(['plan', dir, '--api-url', 'http://127.0.0.1:7/flag', '--timeout', '5s'], { env: { CI: 'true', EDGEPLANE_API_KEY: 'k' } });
     expect(flag.stderr).toContain('127.0.0.1:7');
-    expect(flag.stderr).not.toContain('127.0.0.1:9');
+    // The file's URL is named only in the note that says the flag wins over it.
+    expect(flag.stderr).toContain('note: --api-url (EDGEPLANE_API_URL) http://127.0.0.1:7/flag is used, not api_url http://127.0.0.1:9/pinned of edgeplane.yaml');
+    expect(flag.stderr.split('\n').filter((l) => !l.startsWith('note:')).join('\n')).not.toContain('127.0.0.1:9');
     // target_name: the comment names the target by it, and shows no URL (not in its commands either).
     writeFileSync(join(dir, 'edgeplane.yaml'), 'embedded: true\ntarget_name: production\n');
     const state = tempDir('ep-ci-state-');
