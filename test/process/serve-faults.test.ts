@@ -1,12 +1,11 @@
-import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import forge from 'node-forge';
 import { afterEach, describe, expect, it } from 'vitest';
+import { selfSigned } from '../helpers/certs.js';
 import { runCli, startServe, type Served } from '../helpers/cli.js';
 import { TestClient } from '../helpers/service.js';
 
@@ -141,22 +140,6 @@ async function hold(url: string, count: number, payload: string): Promise<{ clos
   })));
   cleanups.push(() => { for (const s of sockets) s.destroy(); });
   return { closed: () => closed };
-}
-
-/** A self-signed certificate for 127.0.0.1, made now. */
-function selfSigned(): { cert: string; key: string } {
-  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  const keyPem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-  const cert = forge.pki.createCertificate();
-  cert.publicKey = forge.pki.publicKeyFromPem(publicKey.export({ type: 'spki', format: 'pem' }).toString());
-  cert.serialNumber = '01';
-  cert.validity.notBefore = new Date(Date.now() - 60_000);
-  cert.validity.notAfter = new Date(Date.now() + 86_400_000);
-  cert.setSubject([{ name: 'commonName', value: 'localhost' }]);
-  cert.setIssuer([{ name: 'commonName', value: 'localhost' }]);
-  cert.setExtensions([{ name: 'subjectAltName', altNames: [{ type: 7, ip: '127.0.0.1' }] }]);
-  cert.sign(forge.pki.privateKeyFromPem(keyPem), forge.md.sha256.create());
-  return { cert: forge.pki.certificateToPem(cert), key: keyPem };
 }
 
 describe('connection hygiene', () => {

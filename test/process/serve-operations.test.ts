@@ -1,13 +1,12 @@
-import { generateKeyPairSync } from 'node:crypto';
 import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import forge from 'node-forge';
 import { describe, expect, it } from 'vitest';
 import { openPostgres } from '../../src/store/postgres.js';
+import { selfSigned } from '../helpers/certs.js';
 import { runCli, startServe } from '../helpers/cli.js';
 import { TestClient } from '../helpers/service.js';
 
@@ -16,23 +15,6 @@ async function stateWithKey(): Promise<{ state: string; key: string }> {
   const created = await runCli(['admin', 'accounts', 'create', '--name', 'ops', '--json', '--state', state]);
   expect(created.code, created.stderr).toBe(0);
   return { state, key: JSON.parse(created.stdout).api_key };
-}
-
-/** A self-signed certificate for localhost and 127.0.0.1, made now (nothing secret in the repository). */
-function selfSigned(): { cert: string; key: string } {
-  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  const keyPem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-  const cert = forge.pki.createCertificate();
-  cert.publicKey = forge.pki.publicKeyFromPem(publicKey.export({ type: 'spki', format: 'pem' }).toString());
-  cert.serialNumber = '01';
-  cert.validity.notBefore = new Date(Date.now() - 60_000);
-  cert.validity.notAfter = new Date(Date.now() + 86_400_000);
-  const name = [{ name: 'commonName', value: 'localhost' }];
-  cert.setSubject(name);
-  cert.setIssuer(name);
-  cert.setExtensions([{ name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] }]);
-  cert.sign(forge.pki.privateKeyFromPem(keyPem), forge.md.sha256.create());
-  return { cert: forge.pki.certificateToPem(cert), key: keyPem };
 }
 
 /** A connection that sends part of a request's headers and waits; resolves with what it got and when it closed. */
