@@ -143,7 +143,7 @@ function op(operationId: string, summary: string, status: number, response: obje
   };
 }
 
-const RUN_ID = new RegExp(idPattern(SYNC_RUN_PREFIX));
+export const RUN_ID = new RegExp(idPattern(SYNC_RUN_PREFIX));
 const iso = (d: Date | null) => (d ? rfc3339(d) : null);
 const commitOf = (sha: string | null, subject: string | null, author: string | null) => (sha ? { sha, subject, author } : null);
 

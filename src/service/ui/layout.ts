@@ -13,7 +13,7 @@ export interface PageFrame {
   title: string;
   section: Section;
   session?: UiSession;
-  /** Where sign-out returns to, for the header's form. */
+  /** The page's content, already built with `html`. */
   body: string;
 }
 
