@@ -1,5 +1,6 @@
 import { findKind, kindByName } from '../kinds/registry.js';
 import { clearable } from '../kinds/fields.js';
+import { forEachRefValue } from '../kinds/refs.js';
 import type { Body, HookContext, KindDef, KindRuntimeConfig, ModuleDef, RefDef, UniqueDef } from '../kinds/types.js';
 import type { Db, Queryable } from '../store/db.js';
 import { isPgError } from '../store/db.js';
@@ -453,25 +454,14 @@ function uniqueKeys(kind: KindDef, body: Body, row: Pick<ObjectRow, 'parent_id' 
 
 interface CollectedRef extends RefRow { def: RefDef; label: string }
 
-/** Every reference an object's stored body holds: its own fields' and its modules'. */
+/** Every reference an object's stored body holds: its own fields' and its modules' (ids this service does not store skipped). */
 export function collectRefs(kind: KindDef, body: Body): CollectedRef[] {
   const out: CollectedRef[] = [];
-  const take = (defs: RefDef[] | undefined, holder: Body, prefix: string) => {
-    for (const def of defs ?? []) {
-      const value = holder[def.field];
-      const list = def.many ? ((value as string[] | undefined) ?? []) : typeof value === 'string' ? [value] : [];
-      list.forEach((to_id, i) => {
-        if (def.onlyPrefix && !to_id.startsWith(def.onlyPrefix + '_')) return;
-        const field = prefix + def.field;
-        out.push({ field, to_id, def, label: def.many ? `${field}[${i}]` : field });
-      });
-    }
-  };
-  take(kind.refs, body, '');
-  for (const m of kind.modules ?? []) {
-    const stored = body[m.name] as Body | null;
-    if (stored) take(m.refs, stored, m.name + '.');
-  }
+  forEachRefValue(kind, body, (def, to_id, module, index) => {
+    if (def.onlyPrefix && !to_id.startsWith(def.onlyPrefix + '_')) return;
+    const field = module ? `${module.name}.${def.field}` : def.field;
+    out.push({ field, to_id, def, label: index === undefined ? field : `${field}[${index}]` });
+  });
   return out;
 }
 

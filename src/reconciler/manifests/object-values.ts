@@ -1,7 +1,6 @@
 import type { Body, KindDef, RefDef, UniqueDef } from '../../kinds/types.js';
-import { Scratch } from '../../util/scratch.js';
+import { forEachRefValue } from '../../kinds/refs.js';
 import { normalizeFields } from '../plan/normalize.js';
-import { matchPaths, plainPath } from '../paths.js';
 import type { ManifestObject, RefValue } from './model.js';
 import { NAME_PATTERN, namedTarget } from './schema.js';
 
@@ -11,57 +10,30 @@ import { NAME_PATTERN, namedTarget } from './schema.js';
  * the graph and export read references the same way.
  */
 
-/**
- * A shared empty list, for the many objects that have none of a thing (frozen: never added to).
- * Lists kept with thousands of objects are made at their exact length (`Scratch.take`): an array
- * grown by `push` keeps room for 16 more, which a plan of thousands of objects carries to the end.
- */
+/** A shared empty list, for the many objects that have none of a thing (frozen: never added to). */
 const NONE: never[] = Object.freeze([]) as unknown as never[];
-const refScratch = new Scratch<RefValue>();
 
-/** Every reference value of an object: its own fields' and its modules', with where it sits. */
+/**
+ * Every reference value of an object: its own fields' and its modules', with where it sits (the
+ * walk is the kinds' own, `forEachRefValue`). The list is this call's; one kept with thousands of
+ * objects is made at its exact length (an array grown by `push` keeps room for more, which a plan
+ * of thousands of objects would carry to the end).
+ */
 export function refValues(o: { kind: KindDef; body: Body }): RefValue[] {
-  const out = refScratch;
-  out.clear(); // empty unless a walk before was cut short
-  if (o.kind.refs) takeRefs(out, o.kind.refs, o.body, undefined);
-  const modules = o.kind.modules;
-  if (modules) {
-    for (let i = 0; i < modules.length; i++) {
-      const m = modules[i];
-      if (m.refs && o.body[m.name]) takeRefs(out, m.refs, o.body[m.name], m.name);
-    }
-  }
-  return out.take(NONE);
+  const out: RefValue[] = [];
+  forEachRefValue(o.kind, o.body, (def, value, module, index) => {
+    const at = module === undefined ? ownPath(def.field) : inModule(module.name, def.field);
+    out.push({ def, value, path: index === undefined ? at : indexed(at, index) });
+  });
+  return out.length === 0 ? NONE : out.slice();
 }
 
-// Module-level, not a closure per object: it runs for every object of every plan.
-function takeRefs(out: Scratch<RefValue>, defs: RefDef[], holder: unknown, module: string | undefined) {
-  for (let d = 0; d < defs.length; d++) {
-    const def = defs[d];
-    const plain = plainPath(def.field);
-    if (plain) {
-      // Most refs name one field: found by walking (as `matchPaths` would), with no hit made. The
-      // path is the pattern's own, or the module field's (shared, never modified): a ref's path may be it.
-      let v = holder;
-      for (let i = 0; i < plain.length && v !== undefined; i++) {
-        v = v && typeof v === 'object' && !Array.isArray(v) && plain[i] in v ? (v as Record<string, unknown>)[plain[i]] : undefined;
-      }
-      if (v !== undefined) takeRef(out, def, v, module === undefined ? plain : inModule(module, def.field), true);
-      continue;
-    }
-    const hits = matchPaths(holder, def.field);
-    for (let h = 0; h < hits.length; h++) {
-      const hit = hits[h];
-      takeRef(out, def, hit.value, module === undefined ? hit.path : [module, ...hit.path], false);
-    }
-  }
-}
-
-/** The reference (or, for a `many` ref, references) of one value found at `at`; `shared`: `at` is a path kept for the pattern. */
-function takeRef(out: Scratch<RefValue>, def: RefDef, value: unknown, at: (string | number)[], shared: boolean) {
-  if (def.many && Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) if (typeof value[i] === 'string') out.push({ def, value: value[i], path: shared ? indexed(at, i) : [...at, i] });
-  } else if (typeof value === 'string') out.push({ def, value, path: at });
+/** `[field]`, one array per field (shared, never modified). */
+const ownPaths = new Map<string, string[]>();
+function ownPath(field: string): string[] {
+  let path = ownPaths.get(field);
+  if (!path) ownPaths.set(field, (path = [field]));
+  return path;
 }
 
 /** `[...at, i]` for a shared path `at`: one array per path and index (shared, never modified). */
@@ -78,7 +50,7 @@ function inModule(module: string, field: string): string[] {
   let byField = modulePaths.get(module);
   if (!byField) modulePaths.set(module, (byField = new Map()));
   let path = byField.get(field);
-  if (!path) byField.set(field, (path = [module, ...field.split('.')]));
+  if (!path) byField.set(field, (path = [module, field]));
   return path;
 }
 
