@@ -12,12 +12,13 @@ import { expandObserved } from '../helpers/scenario.js';
  * arrive (pairs, objects found settled, normal forms computed ahead) is the plan of the diff alone
  * from a fresh memo. Random stacks (failover backends, edges with routes, renames) against random
  * live states: missing, drifted, duplicated, renamed, unmanaged (adopted or not), pruned, another
- * stack's; with random targets and page sizes. EDGEPLANE_PROPERTY_RUNS for a longer run.
+ * stack's, the same but for the user's metadata or the marker; with random targets and page sizes. EDGEPLANE_PROPERTY_RUNS for a longer run.
  */
 const RUNS = Number(process.env.EDGEPLANE_PROPERTY_RUNS ?? 40);
 const STACK = 'hints';
 
-const live = fc.constantFrom('absent', 'same', 'drift', 'twice', 'unmanaged', 'other-stack');
+// `meta`: the same fields, other metadata of the user's; `protect`: a marker that says protected.
+const live = fc.constantFrom('absent', 'same', 'drift', 'twice', 'unmanaged', 'other-stack', 'meta', 'protect');
 const route = fc.record({ match: fc.constantFrom('/', '/a/', '/b/', '/c/'), live, renamed: fc.boolean() });
 const edge = fc.record({
   host: fc.constantFrom('a', 'b', 'c', 'd'),
@@ -43,9 +44,11 @@ const id = (prefix: string) => `${prefix}_${String(++seq).padStart(27, '0')}`;
 
 /** What the live object of a manifest object is, by its `live` fate: none, one or two bodies. */
 function liveOf(fate: string, identity: string, body: Body, drifted: Body): Body[] {
-  const marker = (stack = STACK) => ({ $marker: { id: identity, stack } });
+  const marker = (stack = STACK, protect?: boolean) => ({ $marker: { id: identity, stack, protect } });
   switch (fate) {
     case 'same': return [{ ...body, ...marker() }];
+    case 'meta': return [{ ...body, ...marker(), $metadata: '{"team":"by hand"}' }];
+    case 'protect': return [{ ...body, ...marker(STACK, true) }];
     case 'drift': return [{ ...drifted, ...marker() }];
     case 'twice': return [{ ...body, ...marker() }, { ...drifted, ...marker() }];
     case 'unmanaged': return [{ ...body }];

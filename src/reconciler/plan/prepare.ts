@@ -8,13 +8,11 @@ import { validateManifests, ValidationMemo } from '../manifests/validate.js';
 import { DesiredBuilder } from './desired.js';
 import { diff, type DiffOptions } from './diff.js';
 import { observeItem } from './observed.js';
-import { DEFAULT_CONFIG, NormMemo, tokenReader, type Normal, type Settlement } from './normalize.js';
+import { DEFAULT_CONFIG, NormMemo } from './normalize.js';
+import { PlanHints } from './hints.js';
 import { manifestKinds } from '../manifests/schema.js';
 import type { KindDef } from '../../kinds/types.js';
-import { isRefTarget } from '../../kinds/registry.js';
 import type { DesiredObject, ObservedObject, Identities } from './state.js';
-import { pairWith, type Paired } from './phases/match.js';
-import { sameMetadata } from './phases/marker.js';
 import type { Plan } from './types.js';
 import { streamLiveState } from '../state/read-state.js';
 
@@ -80,25 +78,20 @@ export interface PrepareOptions {
 /**
  * `plan` and the plan step of `apply DIR`. The list pages are requested first, and everything that
  * does not need them is done while they arrive: the manifests are loaded, validated and resolved,
- * each page is observed as it comes, and both sides' normal forms are computed ahead into the
- * planner's memo (with ids read through the ownership markers seen so far; the memo recomputes
- * any whose look-ups read differently once the plan has matched its objects). What is left once
- * the last page is in is matching and comparing. Keeps the secret values it read so apply sends
- * exactly what was fingerprinted, without reading sources twice. With `closeAfterRead` (plan,
- * which needs the client for nothing else) the client is closed as soon as the pages are in:
- * the embedded database's memory is given back before the diff.
+ * and the planner's hints (`hints.ts`: normal forms ahead, live objects paired with their manifest
+ * objects and found settled) work on each page as it comes. What is left once the last page is in
+ * is matching and comparing. Keeps the secret values it read so apply sends exactly what was
+ * fingerprinted, without reading sources twice. With `closeAfterRead` (plan, which needs the
+ * client for nothing else) the client is closed as soon as the pages are in: the embedded
+ * database's memory is given back before the diff.
  */
 export async function preparePlan(input: PlanInput, client: ApiClient, how: PrepareOptions = {}): Promise<Prepared> {
   const config = input.config ?? DEFAULT_CONFIG;
   // Listed before anything is read from the service: a directory that is not there reads nothing.
   const nested: string[] = [];
   const files = manifestFiles(input.root, nested);
-  const memo = new NormMemo('plan');
+  const hints = how.hints === false ? undefined : new PlanHints(input.stack, config);
   const observedByKind = new Map<KindDef, ObservedObject[]>();
-  const ahead: ObservedObject[] = [];
-  /** Ids of this stack's objects that references can name → their identity: how the plan will read references to them. */
-  const owned = new Map<string, string>();
-  const provisional = tokenReader(owned);
   let pageArrived = () => {};
   let nextPage = new Promise<void>((r) => (pageArrived = r));
   const live = streamLiveState(client, (kind, items, etags) => {
@@ -106,11 +99,7 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: Prep
     if (!list) observedByKind.set(kind, (list = []));
     const from = list.length;
     for (let i = 0; i < items.length; i++) observeItem(kind, items[i], input.stack, list, etags);
-    for (let i = from; i < list.length; i++) {
-      const o = list[i];
-      ahead.push(o);
-      if (o.owner.type === 'this' && o.marker && isRefTarget(o.kind)) owned.set(o.id, o.marker.id);
-    }
+    if (hints) for (let i = from; i < list.length; i++) hints.read(list[i]);
     pageArrived();
     nextPage = new Promise<void>((r) => (pageArrived = r));
   });
@@ -148,66 +137,22 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: Prep
   await turn();
   const desired: DesiredObject[] = [];
   const builder = new DesiredBuilder(s.secrets);
-  // Desired objects by identity, as their place in `desired`: what each live object of this stack
-  // is compared with, and the identities declared. Objects with no parent are indexed as they are
-  // made; a child is found beside its parent (below), and every identity is indexed only when asked.
-  const topLevel = new Map<string, number>();
-  /** Each desired object's normal form, by its place: compared with its live object's as that is read. */
-  const wantForms: Normal[] = [];
-  let all: Map<string, number> | undefined;
-  const everyIdentity = () => (all ??= new Map(desired.map((d, j) => [d.identity, j])));
-  const identities: Identities = { has: (identity) => everyIdentity().has(identity) };
   for (let i = 0; i < v.objects.length; i++) {
     const from = desired.length;
     builder.add(v.objects[i], desired);
-    topLevel.set(desired[from].identity, from);
-    for (let j = from; j < desired.length; j++) {
-      const d = desired[j];
-      wantForms.push(memo.normalForm(d.kind, d.body, provisional, config));
-    }
+    hints?.desire(desired, from);
     if (slicer.due()) await slicer.turn();
   }
-  // What the match phase would look up for each desired object, paired here while each live object
-  // is at hand (`DiffOptions.paired`). Identities are unique in a valid stack (validation refuses a
-  // name used twice); two objects with no parent under one identity leave it to match.
-  const paired: Paired | undefined = topLevel.size === v.objects.length ? { owned: [], settled: [] } : undefined;
-  // A child is read right after its parent (`observeItem`), and the manifests list it beside its
-  // parent's other children (`DesiredBuilder.add`): it is looked for there first, among a few
-  // objects at hand, before in the index of every identity (a look-up far slower at this size).
-  let parentAt = -1;
-  let parentId: string | undefined;
-  const placeOf = (o: ObservedObject, identity: string): number | undefined => {
-    if (o.parentId !== undefined && o.parentId === parentId) {
-      const p = desired[parentAt].identity;
-      for (let j = parentAt + 1; j < desired.length && desired[j].parentIdentity === p; j++) if (desired[j].identity === identity) return j;
-    }
-    return topLevel.get(identity) ?? everyIdentity().get(identity);
-  };
-  // Normal forms of what has been read, page by page, until the last page is in; each object of
-  // this stack is compared with its manifest object as it comes, so the diff finds most settled.
-  for (let i = 0; ;) {
-    if (i < ahead.length) {
-      const o = ahead[i++];
-      memo.freshForm(o.kind, o.body, provisional, config);
-      const at = o.owner.type === 'this' && o.marker ? placeOf(o, o.marker.id) : undefined;
-      let settled: Settlement | undefined;
-      if (at !== undefined) {
-        const d = desired[at];
-        if (o.kind.embeds) [parentAt, parentId] = [at, o.id];
-        if (paired) pairWith(paired, at, o);
-        settled = d.kind === o.kind ? memo.settleAhead(d.body, o.body, config, wantForms[at]) : undefined;
-        if (settled && paired?.owned[at] === o && sameMetadata(input.stack, d, o)) paired.settled[at] = settled;
-      }
-      if (!settled) memo.keep(o.body); // the plan compares it, or reads it for something else
-      if (slicer.due()) await slicer.turn();
-    } else if (liveSettled) break;
+  let all: Map<string, number> | undefined;
+  const identities: Identities = { has: (identity) => (all ??= new Map(desired.map((d, j) => [d.identity, j]))).has(identity) };
+  // The hints work on what has been read, page by page, until the last page is in.
+  for (;;) {
+    if (hints?.observeNext()) { if (slicer.due()) await slicer.turn(); }
+    else if (liveSettled) break;
     else await Promise.race([nextPage, live.catch(() => {})]);
   }
   await live;
   const observed = manifestKinds().flatMap((k) => observedByKind.get(k) ?? []);
-  const plan = how.hints === false
-    ? diff(desired, observed, { ...input, target: client.target }, new NormMemo('plan'))
-    : diff(desired, observed, { ...input, target: client.target, paired }, memo);
+  const plan = diff(desired, observed, { ...input, target: client.target, paired: hints?.paired }, hints?.memo ?? new NormMemo('plan'));
   return { problems, plan, secrets: s.secrets, identities, observed };
 }
-
