@@ -147,14 +147,7 @@ export class Resources {
         // PATCH replaces a module that is given and never deletes one (null or omitted: kept).
         if (given) body[m.name] = await this.prepareModule(m, given as Body, current.body[m.name] as Body | null, ctx);
       }
-      await this.prepare(kind, ctx);
-      await runEffects(q, kind, 'before', ctx);
-      const updated = await updateBody(q, id, body, renderView(kind, { ...current, body }, caller.baseUrl));
-      await this.checkPerParent(q, kind, parentId);
-      await touchParent(q, kind, current.parent_id);
-      await this.writeLinks(q, kind, caller, updated, current.body);
-      await runEffects(q, kind, 'after', ctx);
-      return updated;
+      return this.storeUpdate(q, kind, caller, current, body, ctx, parentId);
     });
     return this.respond(kind, caller, row);
   }
@@ -186,13 +179,7 @@ export class Resources {
       const ctx = this.hookContext('update', caller, id, body, { [mod.name]: input }, current.body, parentId);
       checkExclusive(kind, { ...current.body, [mod.name]: input });
       body[mod.name] = await this.prepareModule(mod, input, current.body[mod.name] as Body | null, ctx);
-      await this.prepare(kind, ctx);
-      await runEffects(q, kind, 'before', ctx);
-      const updated = await updateBody(q, id, body, renderView(kind, { ...current, body }, caller.baseUrl));
-      await this.checkPerParent(q, kind, parentId);
-      await touchParent(q, kind, current.parent_id);
-      await this.writeLinks(q, kind, caller, updated, current.body);
-      return updated;
+      return this.storeUpdate(q, kind, caller, current, body, ctx, parentId);
     });
     return this.moduleResponse(mod, row, caller);
   }
@@ -277,6 +264,22 @@ export class Resources {
     }
     mod.check?.(stored, throwingChecks({ previous: previous ?? undefined, carried }));
     return (await mod.prepare?.(stored, { ...ctx, previousModule: previous ?? undefined, carried })) ?? stored;
+  }
+
+  /**
+   * The rest of every change to a stored object (PATCH, a module's PUT), in its transaction: the
+   * kind's hooks and effects, the row with its view, the per-parent limits, the parent's version,
+   * the references.
+   */
+  private async storeUpdate(q: Queryable, kind: KindDef, caller: Caller, current: ObjectRow, body: Body, ctx: HookContext, parentId?: string): Promise<ObjectRow> {
+    await this.prepare(kind, ctx);
+    await runEffects(q, kind, 'before', ctx);
+    const updated = await updateBody(q, current.id, body, renderView(kind, { ...current, body }, caller.baseUrl));
+    await this.checkPerParent(q, kind, parentId);
+    await touchParent(q, kind, current.parent_id);
+    await this.writeLinks(q, kind, caller, updated, current.body);
+    await runEffects(q, kind, 'after', ctx);
+    return updated;
   }
 
   private async prepare(kind: KindDef, ctx: HookContext): Promise<void> {
