@@ -17,6 +17,10 @@ import { pairWith, type Paired } from './phases/match.js';
 import { sameMetadata } from './phases/marker.js';
 import type { Plan } from './types.js';
 import { streamLiveState } from '../state/read-state.js';
+import { loadStackPolicies, strayPolicies } from '../policy/load.js';
+import { checkPlan } from '../policy/evaluate.js';
+import { checkManifests } from '../policy/manifests.js';
+import type { PolicyOverride, PolicySet } from '../policy/types.js';
 
 export interface ValidateInput { root: string; stack: string; strict?: boolean; cwd?: string }
 
@@ -27,12 +31,20 @@ export function validateDir(input: ValidateInput): ValidateResult {
   const loaded = loadManifests(input.root, input.cwd);
   const v = validateManifests(loaded.docs, { stack: input.stack, strict: input.strict });
   const nested = nestedStackProblems(loaded.nested, input.stack, input.cwd ?? process.cwd());
-  return { problems: sortProblems([...nested, ...loaded.problems, ...v.problems]), objects: v.objects, files: loaded.files };
+  // The stack's policies: their own problems, and what the rules that read only the object find.
+  const policies = loadStackPolicies(input.root, input.cwd);
+  const checked = checkManifests(policies.set, v.objects);
+  const problems = [...nested, ...loaded.problems, ...v.problems, ...policies.problems, ...strayPolicies(loaded.docs, policies.set, input.cwd), ...checked];
+  return { problems: sortProblems(problems), objects: v.objects, files: loaded.files };
 }
 
 export interface PlanInput extends ValidateInput, Omit<DiffOptions, 'target' | 'stack'> {
   /** Where `{env: NAME}` secrets are read from. */
   env: Record<string, string | undefined>;
+  /** The policies checked on the plan; absent: those `policies:` of the stack's edgeplane.yaml names. */
+  policies?: PolicySet;
+  /** `--override-policy NAME --reason TEXT`: the named policies' denials let through (checked by the caller: `checkOverrides`). */
+  policyOverrides?: PolicyOverride[];
 }
 
 export interface Prepared {
@@ -131,6 +143,9 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: Prep
     loadProblems.push(...parsed.problems);
     await turn();
   }
+  const policies = input.policies ? { set: input.policies, problems: [] } : loadStackPolicies(input.root, cwd);
+  loadProblems.push(...policies.problems, ...strayPolicies(docs, policies.set, cwd));
+  await turn();
   const opts = { stack: input.stack, strict: input.strict };
   const validation = new ValidationMemo();
   for (let i = 0; i < docs.length; i++) {
@@ -208,6 +223,7 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: Prep
   const plan = how.hints === false
     ? diff(desired, observed, { ...input, target: client.target }, new NormMemo('plan'))
     : diff(desired, observed, { ...input, target: client.target, paired }, memo);
+  if (policies.set.policies.length) plan.policy = checkPlan(policies.set, { plan, desired, observed, overrides: input.policyOverrides });
   return { problems, plan, secrets: s.secrets, identities, observed };
 }
 

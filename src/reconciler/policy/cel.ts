@@ -1,0 +1,104 @@
+import { Environment, type ParseResult } from '@marcbachmann/cel-js';
+
+/**
+ * The CEL environments policy expressions are compiled in (@marcbachmann/cel-js: type-checked
+ * against declared variables, errors with their offset in the expression). Every variable a rule
+ * may read is declared: a name that is not one (`objcet`) is an error when the file loads, as is
+ * an operator on the wrong types (`plan.delete.HTTPSEdge > "5"`).
+ */
+export const POLICY_VARIABLES = {
+  object: { type: 'map<string, dyn>', description: 'The desired object, in the API\'s field names (references by identity, secrets as "(sensitive)"), with `kind`, `name` and `identity`; for a delete, the live object that goes.' },
+  live: { type: 'dyn', description: 'The live object (references as ids), or null when there is none (a create).' },
+  action: { type: 'string', description: 'What the plan does to the object: create, update, replace, delete or none.' },
+  changes: { type: 'list<string>', description: 'The field paths the plan changes (hostports, tls_termination.min_version, oidc.client_secret).' },
+  plan: { type: 'map<string, map<string, int>>', description: 'Objects per action and kind: plan.delete.HTTPSEdge, plan.create.HTTPSEdgeRoute (every manifest kind is there, 0 when none).' },
+} as const;
+
+export type PolicyVariable = keyof typeof POLICY_VARIABLES;
+
+/** Expressions past this size are refused (a rule is a line or a few, not a program). */
+const LIMITS = { maxAstNodes: 2_000, maxDepth: 60, maxListElements: 500, maxMapEntries: 200, maxCallArguments: 16 };
+
+const environments = new Map<string, Environment>();
+
+/** An environment that declares these variables only (cached per set). */
+function environment(vars: readonly PolicyVariable[]): Environment {
+  const key = vars.join(',');
+  let env = environments.get(key);
+  if (!env) {
+    env = new Environment({ unlistedVariablesAreDyn: false, homogeneousAggregateLiterals: false, limits: LIMITS });
+    for (const v of vars) env.registerVariable(v, POLICY_VARIABLES[v].type, { description: POLICY_VARIABLES[v].description });
+    environments.set(key, env);
+  }
+  return env;
+}
+
+const ALL: readonly PolicyVariable[] = ['object', 'live', 'action', 'changes', 'plan'];
+
+/** A compiled expression: the function, and which variables it needs (found by checking it where fewer are declared). */
+export interface Compiled {
+  run: ParseResult;
+  /** Reads only `object`: `validate` checks it, with no live state and no plan. */
+  objectOnly: boolean;
+  /** Reads only `plan` (or nothing): checked once per plan, not per object. */
+  planOnly: boolean;
+  /** Reads `live`: the live object is looked up for it. */
+  readsLive: boolean;
+}
+
+/** A compile error: what is wrong and where, as an offset in the expression. */
+export interface CompileError { message: string; offset: number }
+
+/** Compiles and type-checks `text`; `expect` is the type it must have (`bool` for rules and conditions). */
+export function compile(text: string, expect: 'bool'): Compiled | CompileError {
+  const env = environment(ALL);
+  let run: ParseResult;
+  try {
+    run = env.parse(text);
+  } catch (err) {
+    return errorOf(err);
+  }
+  const checked = run.check();
+  if (!checked.valid) return errorOf(checked.error);
+  if (checked.type !== expect && checked.type !== 'dyn') return { message: `must be a ${expect} expression (true passes); this one gives a ${checked.type}`, offset: 0 };
+  const reads = (vars: readonly PolicyVariable[]) => environment(vars).check(text).valid;
+  return { run, objectOnly: reads(['object']), planOnly: reads(['plan']), readsLive: !reads(['object', 'action', 'changes', 'plan']) };
+}
+
+export function isCompileError(c: Compiled | CompileError): c is CompileError {
+  return 'offset' in c;
+}
+
+function errorOf(err: unknown): CompileError {
+  const e = err as { summary?: string; message?: string; range?: { start: number } };
+  const message = e.summary ?? (e.message ?? String(err)).split('\n')[0];
+  return { message: message.replace(/^Unknown variable: (\S+)$/, (_, v: string) => `unknown variable ${v} (a rule reads ${ALL.join(', ')})`), offset: e.range?.start ?? 0 };
+}
+
+/**
+ * A JSON value as CEL reads it: whole numbers as CEL `int` (bigint), so `object.port + 1` and
+ * `plan.delete.HTTPSEdge <= 5` compare ints with ints. Secrets and references are shown as
+ * `display` shows them. Made once per object, only for objects some policy matches.
+ */
+export function celValue(v: unknown, token: (v: object) => unknown): unknown {
+  if (typeof v === 'number') return Number.isInteger(v) ? BigInt(v) : v;
+  if (v === null || typeof v !== 'object') return v;
+  const t = token(v);
+  if (t !== undefined) return t;
+  if (Array.isArray(v)) {
+    const out = new Array(v.length);
+    for (let i = 0; i < v.length; i++) out[i] = celValue(v[i], token);
+    return out;
+  }
+  const out: Record<string, unknown> = {};
+  for (const k in v) out[k] = celValue((v as Record<string, unknown>)[k], token);
+  return out;
+}
+
+/** A CEL value back as JSON-able (bigint → number): for messages and test output. */
+export function jsonValue(v: unknown): unknown {
+  if (typeof v === 'bigint') return Number(v);
+  if (Array.isArray(v)) return v.map(jsonValue);
+  if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, jsonValue(x)]));
+  return v;
+}

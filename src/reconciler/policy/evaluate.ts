@@ -1,0 +1,231 @@
+import { findKind } from '../../kinds/registry.js';
+import type { Body, KindDef } from '../../kinds/types.js';
+import { SENSITIVE } from '../plan/changes.js';
+import type { DesiredObject, ObservedObject } from '../plan/state.js';
+import { isRefToken, isSecretToken } from '../plan/tokens.js';
+import type { Plan, Step } from '../plan/types.js';
+import { celValue } from './cel.js';
+import { POLICY_KINDS } from './schema.js';
+import type { ObjectAction, PlanPolicy, Policy, PolicyOutcome, PolicyOverride, PolicyResult, PolicyRule, PolicySet } from './types.js';
+
+/** The most results a plan lists (the counts per policy are complete). */
+export const RESULTS_MAX = 1_000;
+
+/** References by identity, secrets masked: as the plan shows values. */
+function token(v: object): unknown {
+  if (isSecretToken(v)) return SENSITIVE;
+  if (isRefToken(v)) return v.$ref;
+  return undefined;
+}
+
+/** What a rule reads (`object`, `live`, …): one activation, its fields set per object. */
+export interface Activation {
+  object: Record<string, unknown>;
+  live: unknown;
+  action: ObjectAction;
+  changes: string[];
+  plan: Record<string, Record<string, bigint>>;
+}
+
+/** An object as a rule reads it: kind, name and identity, and its fields as CEL values. */
+export function objectView(kind: KindDef, name: string | undefined, identity: string | undefined, body: Body): Record<string, unknown> {
+  const out = celValue(body, token) as Record<string, unknown>;
+  out.kind = kind.manifestKind;
+  if (name !== undefined) out.name = name;
+  if (identity !== undefined) out.identity = identity;
+  return out;
+}
+
+/** Counts per action and kind, every manifest kind present (`plan.delete.HTTPSEdge` is 0, not missing). */
+export function emptyCounts(): Record<string, Record<string, bigint>> {
+  const out: Record<string, Record<string, bigint>> = {};
+  for (const a of ['create', 'update', 'replace', 'delete']) out[a] = Object.fromEntries(POLICY_KINDS.map((k) => [k, 0n]));
+  return out;
+}
+
+/** One policy's verdict on one activation: the rules that failed (or could not be evaluated). */
+export function failedRules(p: Policy, ctx: Activation): { rule: PolicyRule; error?: string }[] {
+  if (p.condition) {
+    let on: unknown = true;
+    try {
+      on = p.condition.run(ctx);
+    } catch {
+      // A condition that cannot be read guards nothing: the rules are checked (fail closed).
+    }
+    if (on === false) return [];
+  }
+  const out: { rule: PolicyRule; error?: string }[] = [];
+  for (const rule of p.rules) {
+    let v: unknown;
+    try {
+      v = rule.compiled.run(ctx);
+    } catch (err) {
+      out.push({ rule, error: (err as { summary?: string }).summary ?? (err as Error).message.split('\n')[0] });
+      continue;
+    }
+    if (v !== true) out.push(v === false ? { rule } : { rule, error: `gave ${typeof v === 'bigint' ? v.toString() : JSON.stringify(v)}, not true or false` });
+  }
+  return out;
+}
+
+/** Whether a policy that matches by kind and selector applies to this object. */
+function matches(p: Policy, manifestKind: string, identity: string): boolean {
+  if (p.kinds && !p.kinds.has(manifestKind)) return false;
+  return !p.selectors || p.selectors.some((s) => s.matches(identity));
+}
+
+interface Entry { action: ObjectAction; step?: string; liveId?: string; kind: string; changes: string[] }
+
+const RANK: Record<ObjectAction, number> = { none: 0, update: 1, delete: 2, create: 3, replace: 4 };
+
+/** What the plan does to each identity: its action, the step its results are shown with, the live object, the changed paths. */
+function entries(plan: Plan): Map<string, Entry> {
+  const out = new Map<string, Entry>();
+  const note = (identity: string, kind: string, action: ObjectAction, step: string, liveId: string | undefined, paths: readonly string[]) => {
+    let e = out.get(identity);
+    if (!e) out.set(identity, (e = { action, step, kind, changes: [], ...(liveId ? { liveId } : {}) }));
+    else if (RANK[action] > RANK[e.action]) e.action = action;
+    if (!e.liveId && liveId) e.liveId = liveId;
+    for (const p of paths) if (!e.changes.includes(p)) e.changes.push(p);
+  };
+  for (const s of plan.steps) {
+    const action: ObjectAction = s.action === 'create' || s.action === 'replace' ? s.action : s.action === 'delete' ? 'delete' : 'update';
+    // The delete of a replaced object is part of its replace; a duplicate's delete does not make the object deleted.
+    if (s.action === 'delete' && s.id !== `${s.object.identity}:delete`) continue;
+    note(s.object.identity, s.object.kind, action, s.id, s.object.id, s.changes.map((c) => c.path));
+    for (const c of s.cascade ?? []) note(c.identity, c.kind, 'delete', s.id, c.id, []);
+  }
+  return out;
+}
+
+export interface PlanCheckInput {
+  plan: Plan;
+  desired: readonly DesiredObject[];
+  observed: readonly ObservedObject[];
+  overrides?: readonly PolicyOverride[];
+}
+
+const NO_CHANGES: string[] = Object.freeze([]) as unknown as string[];
+
+/**
+ * The stack's policies checked on a plan: each object the manifests hold (its action `none` when
+ * the plan leaves it as it is), each object the plan deletes, and the plan as a whole for the
+ * policies that read only `plan`. Sets each step's `policy` (the results about its object) and
+ * returns the plan's (`Plan.policy`). A pure function of the plan and the objects.
+ */
+export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
+  const { plan } = input;
+  const byIdentity = entries(plan);
+  const counts = emptyCounts();
+  const desiredIds = new Set<string>();
+  for (const d of input.desired) {
+    desiredIds.add(d.identity);
+    const a = byIdentity.get(d.identity)?.action;
+    if (a && a !== 'none' && a !== 'delete') counts[a][d.kind.manifestKind!]++;
+  }
+  for (const [identity, e] of byIdentity) {
+    if (e.action === 'delete' && !desiredIds.has(identity)) {
+      const k = findKind(e.kind)?.manifestKind;
+      if (k) counts.delete[k]++;
+    }
+  }
+  const perKind = new Map<string, Policy[]>();
+  const whole: Policy[] = [];
+  for (const p of set.policies) {
+    if (p.planLevel) whole.push(p);
+    else for (const k of POLICY_KINDS) if (!p.kinds || p.kinds.has(k)) perKind.set(k, [...(perKind.get(k) ?? []), p]);
+  }
+  const readsLive = set.policies.some((p) => p.condition?.readsLive || p.rules.some((r) => r.compiled.readsLive));
+  let observedById: Map<string, ObservedObject> | undefined;
+  const byId = () => (observedById ??= new Map(input.observed.map((o) => [o.id, o])));
+  let observedByIdentity: Map<string, ObservedObject> | undefined;
+  const byMarker = () => (observedByIdentity ??= new Map(input.observed.filter((o) => o.owner.type === 'this' && o.marker).map((o) => [o.marker!.id, o])));
+  const liveView = (o: ObservedObject | undefined) => (o ? objectView(o.kind, undefined, o.marker?.id, o.body) : null);
+
+  const results: PolicyResult[] = [];
+  const ctx: Activation = { object: {}, live: null, action: 'none', changes: NO_CHANGES, plan: counts };
+  const record = (p: Policy, failed: { rule: PolicyRule; error?: string }[], at?: { identity: string; action: ObjectAction; step?: string }) => {
+    for (const f of failed) {
+      results.push({
+        policy: p.name, rule: f.rule.index, severity: f.rule.severity, message: f.rule.message,
+        ...(at ? { identity: at.identity, action: at.action, ...(at.step ? { step: at.step } : {}) } : {}),
+        ...(f.error !== undefined ? { error: f.error } : {}),
+      });
+    }
+  };
+  for (const p of whole) record(p, failedRules(p, ctx));
+  for (const d of input.desired) {
+    const mk = d.kind.manifestKind!;
+    const policies = perKind.get(mk);
+    if (!policies) continue;
+    let view: Record<string, unknown> | undefined;
+    const e = byIdentity.get(d.identity);
+    let liveSet = false;
+    for (const p of policies) {
+      if (!matches(p, mk, d.identity)) continue;
+      if (!view) {
+        view = objectView(d.kind, d.name, d.identity, d.body);
+        ctx.object = view;
+        ctx.action = e?.action ?? 'none';
+        ctx.changes = e?.changes ?? NO_CHANGES;
+        ctx.live = null;
+      }
+      if (readsLive && !liveSet) {
+        liveSet = true;
+        ctx.live = liveView(e?.liveId ? byId().get(e.liveId) : byMarker().get(d.identity));
+      }
+      record(p, failedRules(p, ctx), { identity: d.identity, action: ctx.action, step: e?.step });
+    }
+  }
+  for (const [identity, e] of byIdentity) {
+    if (e.action !== 'delete' || desiredIds.has(identity)) continue;
+    const kind = findKind(e.kind);
+    const o = e.liveId ? byId().get(e.liveId) : undefined;
+    if (!kind?.manifestKind || !o) continue;
+    const policies = perKind.get(kind.manifestKind);
+    if (!policies) continue;
+    const view = objectView(kind, identity.slice(identity.lastIndexOf('/') + 1), identity, o.body);
+    Object.assign(ctx, { object: view, live: view, action: 'delete', changes: NO_CHANGES });
+    for (const p of policies) if (matches(p, kind.manifestKind, identity)) record(p, failedRules(p, ctx), { identity, action: 'delete', step: e.step });
+  }
+  return summarize(set, results, plan.steps, input.overrides ?? []);
+}
+
+/** Results in order (denials first), outcomes per policy, overrides marked, each step given its own. */
+function summarize(set: PolicySet, results: PolicyResult[], steps: Step[], overrides: readonly PolicyOverride[]): PlanPolicy {
+  const reason = new Map(overrides.map((o) => [o.policy, o.reason]));
+  const outcomes = new Map<string, PolicyOutcome>();
+  for (const r of results) {
+    const p = set.policies.find((x) => x.name === r.policy)!;
+    let o = outcomes.get(r.policy);
+    if (!o) outcomes.set(r.policy, (o = { policy: r.policy, denied: 0, warned: 0, overridable: p.overridable }));
+    if (r.severity === 'deny') o.denied++;
+    else o.warned++;
+    if (p.overridable && reason.has(r.policy)) {
+      r.overridden = true;
+      o.override = { reason: reason.get(r.policy)! };
+    }
+  }
+  const rank = (r: PolicyResult) => (r.severity === 'deny' ? (r.overridden ? 1 : 0) : 2);
+  const sorted = results.map((r, i) => [r, i] as const).sort((a, b) => rank(a[0]) - rank(b[0]) || a[1] - b[1]).map(([r]) => r);
+  const stepById = new Map(steps.map((s) => [s.id, s]));
+  for (const r of sorted) {
+    const s = r.step ? stepById.get(r.step) : undefined;
+    if (!s) continue;
+    const { identity: _i, step: _s, ...own } = r;
+    (s.policy ??= []).push(own);
+  }
+  const orank = (o: PolicyOutcome) => (o.denied ? (o.override ? 1 : 0) : 2);
+  const out: PlanPolicy = {
+    checked: set.policies.map((p) => p.name),
+    outcomes: [...outcomes.values()].sort((a, b) => orank(a) - orank(b) || a.policy.localeCompare(b.policy)),
+    results: sorted.slice(0, RESULTS_MAX),
+  };
+  if (sorted.length > RESULTS_MAX) out.omitted = sorted.length - RESULTS_MAX;
+  return out;
+}
+
+/** The policies that stop a plan: denials not overridden. */
+export function denyingPolicies(policy: PlanPolicy | undefined, overrides: readonly string[] = []): PolicyOutcome[] {
+  return (policy?.outcomes ?? []).filter((o) => o.denied > 0 && !o.override && !(o.overridable && overrides.includes(o.policy)));
+}
