@@ -5,6 +5,7 @@ import type { DesiredObject, ObservedObject } from '../plan/state.js';
 import { isRefToken, isSecretToken } from '../plan/tokens.js';
 import type { Plan, Step } from '../plan/types.js';
 import { celValue } from './cel.js';
+import { didYouMean } from '../../util/suggest.js';
 import { POLICY_KINDS } from './schema.js';
 import type { ObjectAction, PlanPolicy, Policy, PolicyOutcome, PolicyOverride, PolicyResult, PolicyRule, PolicySet } from './types.js';
 
@@ -228,4 +229,35 @@ function summarize(set: PolicySet, results: PolicyResult[], steps: Step[], overr
 /** The policies that stop a plan: denials not overridden. */
 export function denyingPolicies(policy: PlanPolicy | undefined, overrides: readonly string[] = []): PolicyOutcome[] {
   return (policy?.outcomes ?? []).filter((o) => o.denied > 0 && !o.override && !(o.overridable && overrides.includes(o.policy)));
+}
+
+/**
+ * Overrides given when a saved plan is applied (`apply --plan FILE --override-policy NAME`): the
+ * plan's outcomes and results marked as `checkPlan` marks them. Returns the plan's policy anew
+ * (the saved plan is not changed).
+ */
+export function withOverrides(policy: PlanPolicy, overrides: readonly PolicyOverride[]): PlanPolicy {
+  if (!overrides.length) return policy;
+  const reason = new Map(overrides.map((o) => [o.policy, o.reason]));
+  const mark = (name: string, overridable: boolean) => overridable && reason.has(name);
+  const overridable = new Map(policy.outcomes.map((o) => [o.policy, o.overridable]));
+  return {
+    ...policy,
+    outcomes: policy.outcomes.map((o) => (mark(o.policy, o.overridable) && !o.override ? { ...o, override: { reason: reason.get(o.policy)! } } : o)),
+    results: policy.results.map((r) => (mark(r.policy, overridable.get(r.policy) ?? false) && !r.overridden ? { ...r, overridden: true as const } : r)),
+  };
+}
+
+/**
+ * `--override-policy` names checked against the policies: each must be one (did-you-mean), and
+ * one that may be overridden. The messages, empty when all are fine.
+ */
+export function overrideProblems(names: readonly string[], policies: readonly { name: string; overridable: boolean }[]): string[] {
+  const out: string[] = [];
+  for (const n of names) {
+    const p = policies.find((x) => x.name === n);
+    if (!p) out.push(`--override-policy ${n}: no such policy${didYouMean(n, policies.map((x) => x.name))}${policies.length ? ` (the stack's policies: ${policies.map((x) => x.name).slice(0, 20).join(', ')})` : ' (the stack has none)'}`);
+    else if (!p.overridable) out.push(`--override-policy ${n}: this policy says it cannot be overridden (overridable: false); change the manifests instead`);
+  }
+  return out;
 }
