@@ -39,7 +39,7 @@ export function loadStackPolicies(root: string, cwd = process.cwd()): LoadedPoli
     try {
       for (const f of manifestFiles(path)) if (!files.includes(f)) files.push(f);
     } catch (err) {
-      const why = (err as NodeJS.ErrnoException).code === 'ENOENT' ? `${displayPath(path, cwd)} is not there` : (err as Error).message;
+      const why = (err as NodeJS.ErrnoException).code === 'ENOENT' ? `${entry} is not there (${displayPath(path, cwd)})` : (err as Error).message;
       problems.push({ ...doc!.locate(['policies', i]), severity: 'error', path: `policies[${i}]`, rule: 'policy-path', message: `${why}: name a folder or a file of policies, relative to edgeplane.yaml` });
     }
   });
