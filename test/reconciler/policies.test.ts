@@ -9,6 +9,10 @@ import { EXIT } from '../../src/cli/exit.js';
 import { parsePlan } from '../../src/reconciler/render/json.js';
 import type { Plan } from '../../src/reconciler/plan/types.js';
 import { capture, exitCode } from '../helpers/capture.js';
+import { syncStack } from '../../src/agent/sync.js';
+import { ApiClient } from '../../src/client/api-client.js';
+import { httpTransport } from '../../src/client/transport.js';
+import { reconcilerConfig } from '../../src/cli/service-config.js';
 import { cleanupDirs, EXAMPLES, manifestDir, tempDir } from '../helpers/reconcile.js';
 import { startTestService, type TestClient, type TestService } from '../helpers/service.js';
 
@@ -237,6 +241,22 @@ describe('plan and apply', () => {
     const third = await jsonPlan(dir);
     expect(third.code).toBe(EXIT.blocked);
     expect(third.plan.policy!.results.map((r) => [r.policy, r.rule, r.identity, r.action])).toEqual([['frozen-description', 1, 'HTTPSEdge/web', 'delete'], ['needs-tls-field', 0, 'HTTPSEdge/web', 'delete']]);
+  });
+});
+
+describe('the agent', () => {
+  it('a sync checks the policies: a denial is a blocked run, recorded with what they found; nothing is applied', async () => {
+    const dir = stack('agent', { 'web.yaml': edge('web', [['admin', '/admin/']]) });
+    const client = new ApiClient(httpTransport(svc.url, c.apiKey!));
+    const settings = { source: 's', path: '.', mode: 'apply' as const, driftIntervalMs: 60_000, drift: 'report' as const, suspend: false, force: false, allowProtectedChanges: false };
+    const result = await syncStack(
+      { client, holder: 'agent@test', lockTtlSeconds: 60, planConfig: reconcilerConfig({}), env: {}, signal: new AbortController().signal },
+      { stack: 'agent', dir, commit: { sha: 'a'.repeat(40) }, trigger: 'commit', settings, fetchedAt: Date.now() },
+    );
+    expect(result).toMatchObject({ outcome: 'blocked', error: expect.stringContaining('apply blocked by a policy: admin-paths-need-auth (1 denied; apply needs --override-policy admin-paths-need-auth --reason TEXT)') });
+    expect((await c.get('/sync_runs?stack=agent')).body.sync_runs[0]).toMatchObject({ outcome: 'blocked', trigger: 'commit', policy: { denied: 1, warned: 1, overrides: [] } });
+    expect((await c.get('/edges/https')).body.https_edges.filter((e: { metadata?: string }) => e.metadata?.includes('"stack":"agent"'))).toEqual([]);
+    await client.close();
   });
 });
 
