@@ -1,4 +1,15 @@
-import { Environment, type ParseResult } from '@marcbachmann/cel-js';
+import { createRequire } from 'node:module';
+import type { Environment, ParseResult } from '@marcbachmann/cel-js';
+
+let celLib: typeof import('@marcbachmann/cel-js') | undefined;
+/**
+ * The CEL library, loaded the first time a policy is compiled: a stack without policies does not
+ * pay for it (about 50 ms). An ES module, loaded with `require` (Node 20.19 and later load ES
+ * modules that way, synchronously, as the loader needs).
+ */
+function cel(): typeof import('@marcbachmann/cel-js') {
+  return (celLib ??= createRequire(import.meta.url)('@marcbachmann/cel-js') as typeof import('@marcbachmann/cel-js'));
+}
 
 /**
  * The CEL environments policy expressions are compiled in (@marcbachmann/cel-js: type-checked
@@ -26,7 +37,7 @@ function environment(vars: readonly PolicyVariable[]): Environment {
   const key = vars.join(',');
   let env = environments.get(key);
   if (!env) {
-    env = new Environment({ unlistedVariablesAreDyn: false, homogeneousAggregateLiterals: false, limits: LIMITS });
+    env = new (cel().Environment)({ unlistedVariablesAreDyn: false, homogeneousAggregateLiterals: false, limits: LIMITS });
     for (const v of vars) env.registerVariable(v, POLICY_VARIABLES[v].type, { description: POLICY_VARIABLES[v].description });
     environments.set(key, env);
   }
@@ -85,14 +96,22 @@ export function celValue(v: unknown, token: (v: object) => unknown): unknown {
   if (v === null || typeof v !== 'object') return v;
   const t = token(v);
   if (t !== undefined) return t;
+  // Copied only where something in it changes: most of a body (strings, lists of strings) is shared.
   if (Array.isArray(v)) {
-    const out = new Array(v.length);
-    for (let i = 0; i < v.length; i++) out[i] = celValue(v[i], token);
-    return out;
+    let out: unknown[] | undefined;
+    for (let i = 0; i < v.length; i++) {
+      const x = celValue(v[i], token);
+      if (x !== v[i]) (out ??= v.slice())[i] = x;
+    }
+    return out ?? v;
   }
-  const out: Record<string, unknown> = {};
-  for (const k in v) out[k] = celValue((v as Record<string, unknown>)[k], token);
-  return out;
+  let out: Record<string, unknown> | undefined;
+  for (const k in v) {
+    const was = (v as Record<string, unknown>)[k];
+    const x = celValue(was, token);
+    if (x !== was) (out ??= { ...v })[k] = x;
+  }
+  return out ?? v;
 }
 
 /** A CEL value back as JSON-able (bigint → number): for messages and test output. */

@@ -30,7 +30,8 @@ export interface Activation {
 
 /** An object as a rule reads it: kind, name and identity, and its fields as CEL values. */
 export function objectView(kind: KindDef, name: string | undefined, identity: string | undefined, body: Body): Record<string, unknown> {
-  const out = celValue(body, token) as Record<string, unknown>;
+  const view = celValue(body, token) as Record<string, unknown>;
+  const out = view === body ? { ...body } : view; // the body itself is never changed
   out.kind = kind.manifestKind;
   if (name !== undefined) out.name = name;
   if (identity !== undefined) out.identity = identity;
@@ -45,6 +46,8 @@ export function emptyCounts(): Record<string, Record<string, bigint>> {
 }
 
 /** One policy's verdict on one activation: the rules that failed (or could not be evaluated). */
+const PASSED: { rule: PolicyRule; error?: string }[] = Object.freeze([]) as unknown as { rule: PolicyRule; error?: string }[];
+
 export function failedRules(p: Policy, ctx: Activation): { rule: PolicyRule; error?: string }[] {
   if (p.condition) {
     let on: unknown = true;
@@ -53,25 +56,25 @@ export function failedRules(p: Policy, ctx: Activation): { rule: PolicyRule; err
     } catch {
       // A condition that cannot be read guards nothing: the rules are checked (fail closed).
     }
-    if (on === false) return [];
+    if (on === false) return PASSED;
   }
-  const out: { rule: PolicyRule; error?: string }[] = [];
-  for (const rule of p.rules) {
+  let out: { rule: PolicyRule; error?: string }[] | undefined;
+  for (let i = 0; i < p.rules.length; i++) {
+    const rule = p.rules[i];
     let v: unknown;
     try {
       v = rule.compiled.run(ctx);
     } catch (err) {
-      out.push({ rule, error: (err as { summary?: string }).summary ?? (err as Error).message.split('\n')[0] });
+      (out ??= []).push({ rule, error: (err as { summary?: string }).summary ?? (err as Error).message.split('\n')[0] });
       continue;
     }
-    if (v !== true) out.push(v === false ? { rule } : { rule, error: `gave ${typeof v === 'bigint' ? v.toString() : JSON.stringify(v)}, not true or false` });
+    if (v !== true) (out ??= []).push(v === false ? { rule } : { rule, error: `gave ${typeof v === 'bigint' ? v.toString() : JSON.stringify(v)}, not true or false` });
   }
-  return out;
+  return out ?? PASSED;
 }
 
-/** Whether a policy that matches by kind and selector applies to this object. */
-function matches(p: Policy, manifestKind: string, identity: string): boolean {
-  if (p.kinds && !p.kinds.has(manifestKind)) return false;
+/** Whether a policy of the object's kind applies to it (its selectors, when it has any). */
+function selects(p: Policy, identity: string): boolean {
   return !p.selectors || p.selectors.some((s) => s.matches(identity));
 }
 
@@ -146,6 +149,7 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
   const results: PolicyResult[] = [];
   const ctx: Activation = { object: {}, live: null, action: 'none', changes: NO_CHANGES, plan: counts };
   const record = (p: Policy, failed: { rule: PolicyRule; error?: string }[], at?: { identity: string; action: ObjectAction; step?: string }) => {
+    if (!failed.length) return;
     for (const f of failed) {
       results.push({
         policy: p.name, rule: f.rule.index, severity: f.rule.severity, message: f.rule.message,
@@ -163,7 +167,7 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
     const e = byIdentity.get(d.identity);
     let liveSet = false;
     for (const p of policies) {
-      if (!matches(p, mk, d.identity)) continue;
+      if (!selects(p, d.identity)) continue;
       if (!view) {
         view = objectView(d.kind, d.name, d.identity, d.body);
         ctx.object = view;
@@ -187,7 +191,7 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
     if (!policies) continue;
     const view = objectView(kind, identity.slice(identity.lastIndexOf('/') + 1), identity, o.body);
     Object.assign(ctx, { object: view, live: view, action: 'delete', changes: NO_CHANGES });
-    for (const p of policies) if (matches(p, kind.manifestKind, identity)) record(p, failedRules(p, ctx), { identity, action: 'delete', step: e.step });
+    for (const p of policies) if (selects(p, identity)) record(p, failedRules(p, ctx), { identity, action: 'delete', step: e.step });
   }
   return summarize(set, results, plan.steps, input.overrides ?? []);
 }
@@ -195,9 +199,10 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
 /** Results in order (denials first), outcomes per policy, overrides marked, each step given its own. */
 function summarize(set: PolicySet, results: PolicyResult[], steps: Step[], overrides: readonly PolicyOverride[]): PlanPolicy {
   const reason = new Map(overrides.map((o) => [o.policy, o.reason]));
+  const byName = new Map(set.policies.map((p) => [p.name, p]));
   const outcomes = new Map<string, PolicyOutcome>();
   for (const r of results) {
-    const p = set.policies.find((x) => x.name === r.policy)!;
+    const p = byName.get(r.policy)!;
     let o = outcomes.get(r.policy);
     if (!o) outcomes.set(r.policy, (o = { policy: r.policy, denied: 0, warned: 0, overridable: p.overridable }));
     if (r.severity === 'deny') o.denied++;
@@ -207,9 +212,11 @@ function summarize(set: PolicySet, results: PolicyResult[], steps: Step[], overr
       o.override = { reason: reason.get(r.policy)! };
     }
   }
-  const rank = (r: PolicyResult) => (r.severity === 'deny' ? (r.overridden ? 1 : 0) : 2);
-  const sorted = results.map((r, i) => [r, i] as const).sort((a, b) => rank(a[0]) - rank(b[0]) || a[1] - b[1]).map(([r]) => r);
-  const stepById = new Map(steps.map((s) => [s.id, s]));
+  // Denials first, then overridden denials, then warnings; each in the order found.
+  const sorted: PolicyResult[] = [];
+  for (const rank of [0, 1, 2]) for (const r of results) if ((r.severity === 'deny' ? (r.overridden ? 1 : 0) : 2) === rank) sorted.push(r);
+  const stepById = new Map<string, Step>();
+  if (sorted.some((r) => r.step)) for (const s of steps) stepById.set(s.id, s);
   for (const r of sorted) {
     const s = r.step ? stepById.get(r.step) : undefined;
     if (!s) continue;

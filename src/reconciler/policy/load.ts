@@ -1,7 +1,8 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { ErrorObject } from 'ajv';
-import { collectingAjv, describeAjvError, type Validator } from '../../contract/validation.js';
+import { collectingAjv, describeAjvError, schemaKey, type Validator } from '../../contract/validation.js';
+import * as generated from '../../generated/manifest-validators.js';
 import { displayPath } from '../../util/display-path.js';
 import { didYouMean } from '../../util/suggest.js';
 import { CONFIG_FILES, manifestFiles, parseSource, readManifest, type SourceDoc } from '../manifests/load.js';
@@ -51,7 +52,7 @@ export function loadStackPolicies(root: string, cwd = process.cwd()): LoadedPoli
 export function loadPolicyFiles(files: string[], cwd = process.cwd()): LoadedPolicies {
   const problems: Problem[] = [];
   const policies: Policy[] = [];
-  const names = new Map<string, Position>();
+  const names = new Map<string, SourceDoc>();
   for (const file of files) {
     const bytes = readFileSync(file);
     const read = readManifest(file, cwd, bytes);
@@ -60,12 +61,12 @@ export function loadPolicyFiles(files: string[], cwd = process.cwd()): LoadedPol
     for (const doc of read.docs) {
       const p = policyOf(doc, text, problems);
       if (!p) continue;
-      const before = names.get(p.name);
-      if (before) {
-        problems.push({ ...doc.locate(['name']), severity: 'error', path: 'name', rule: 'policy-name', message: `policy "${p.name}" is defined twice (first at ${before.file}:${before.line}:${before.col}): names must be unique, --override-policy names one` });
+      const first = names.get(p.name)?.locate([]);
+      if (first) {
+        problems.push({ ...doc.locate(['name']), severity: 'error', path: 'name', rule: 'policy-name', message: `policy "${p.name}" is defined twice (first at ${first.file}:${first.line}:${first.col}): names must be unique, --override-policy names one` });
         continue;
       }
-      names.set(p.name, p.source);
+      names.set(p.name, doc);
       policies.push(p);
     }
   }
@@ -73,8 +74,14 @@ export function loadPolicyFiles(files: string[], cwd = process.cwd()): LoadedPol
 }
 
 let validator: Validator | undefined;
+/**
+ * The policy schema's validator: precompiled by `npm run schemas` (src/generated/), or compiled
+ * now when the schema changed since (a test fails until the precompiled one is written again).
+ */
 function policyValidator(): Validator {
-  return (validator ??= collectingAjv().compile(buildPolicySchema()) as Validator);
+  if (validator) return validator;
+  const schema = buildPolicySchema();
+  return (validator = generated.POLICY_KEY === schemaKey(schema) ? generated.Policy as unknown as Validator : collectingAjv().compile(schema) as Validator);
 }
 
 interface RawRule { expression: string; message: string; severity?: Severity }
@@ -113,7 +120,7 @@ function policyOf(doc: SourceDoc, text: string, problems: Problem[]): Policy | u
   const rules: PolicyRule[] = [];
   raw.rules.forEach((r, index) => {
     const c = compiled(['rules', index, 'expression'], r.expression);
-    if (c) rules.push({ index, expression: r.expression, message: r.message, severity: r.severity ?? 'deny', compiled: c, source: doc.locate(['rules', index]) });
+    if (c) rules.push({ index, expression: r.expression, message: r.message, severity: r.severity ?? 'deny', compiled: c });
   });
   if (failed) return undefined;
   const kinds = raw.match?.kinds ? new Set(raw.match.kinds) : undefined;
@@ -127,7 +134,6 @@ function policyOf(doc: SourceDoc, text: string, problems: Problem[]): Policy | u
     ...(condition ? { condition } : {}),
     rules,
     planLevel: !kinds && !selectors && (!condition || condition.planOnly) && rules.every((r) => r.compiled.planOnly),
-    source: doc.locate([]),
     doc,
     examples: { pass: raw.examples?.pass ?? [], fail: raw.examples?.fail ?? [] },
   };

@@ -1,4 +1,3 @@
-import type { Position } from '../manifests/problems.js';
 import type { Selector } from '../plan/selectors.js';
 import type { SourceDoc } from '../manifests/load.js';
 import type { Compiled } from './cel.js';
@@ -15,7 +14,6 @@ export interface PolicyRule {
   message: string;
   severity: Severity;
   compiled: Compiled;
-  source: Position;
 }
 
 /** One `kind: Policy` document, compiled. */
@@ -30,7 +28,7 @@ export interface Policy {
   rules: PolicyRule[];
   /** Every expression reads only `plan`, and no kind or selector is named: checked once per plan. */
   planLevel: boolean;
-  source: Position;
+  /** Its document (positions are found only when a message needs one: they may take the file parsed again). */
   doc: SourceDoc;
   examples: { pass: unknown[]; fail: unknown[] };
 }
