@@ -146,17 +146,10 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
   const byMarker = () => (observedByIdentity ??= new Map(input.observed.filter((o) => o.owner.type === 'this' && o.marker).map((o) => [o.marker!.id, o])));
   const liveView = (o: ObservedObject | undefined) => (o ? objectView(o.kind, undefined, o.marker?.id, o.body) : null);
 
-  const results: PolicyResult[] = [];
+  const results = new Results(set, input.overrides ?? []);
   const ctx: Activation = { object: {}, live: null, action: 'none', changes: NO_CHANGES, plan: counts };
   const record = (p: Policy, failed: { rule: PolicyRule; error?: string }[], at?: { identity: string; action: ObjectAction; step?: string }) => {
-    if (!failed.length) return;
-    for (const f of failed) {
-      results.push({
-        policy: p.name, rule: f.rule.index, severity: f.rule.severity, message: f.rule.message,
-        ...(at ? { identity: at.identity, action: at.action, ...(at.step ? { step: at.step } : {}) } : {}),
-        ...(f.error !== undefined ? { error: f.error } : {}),
-      });
-    }
+    for (let i = 0; i < failed.length; i++) results.add(p, failed[i], at);
   };
   for (const p of whole) record(p, failedRules(p, ctx));
   for (const d of input.desired) {
@@ -193,44 +186,77 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
     Object.assign(ctx, { object: view, live: view, action: 'delete', changes: NO_CHANGES });
     for (const p of policies) if (selects(p, identity)) record(p, failedRules(p, ctx), { identity, action: 'delete', step: e.step });
   }
-  return summarize(set, results, plan.steps, input.overrides ?? []);
+  return results.summary(plan.steps);
 }
 
-/** Results in order (denials first), outcomes per policy, overrides marked, each step given its own. */
-function summarize(set: PolicySet, results: PolicyResult[], steps: Step[], overrides: readonly PolicyOverride[]): PlanPolicy {
-  const reason = new Map(overrides.map((o) => [o.policy, o.reason]));
-  const byName = new Map(set.policies.map((p) => [p.name, p]));
-  const outcomes = new Map<string, PolicyOutcome>();
-  for (const r of results) {
-    const p = byName.get(r.policy)!;
-    let o = outcomes.get(r.policy);
-    if (!o) outcomes.set(r.policy, (o = { policy: r.policy, denied: 0, warned: 0, overridable: p.overridable }));
-    if (r.severity === 'deny') o.denied++;
+/**
+ * The failures as they are found: counted per policy (complete), kept in three lists — denials,
+ * overridden denials, warnings — each in the order found, up to `RESULTS_MAX` (a plan where a
+ * policy fails on thousands of unchanged objects makes no object for each), and every failure
+ * about a step's object kept for that step.
+ */
+class Results {
+  private readonly reason: Map<string, string>;
+  private readonly outcomes = new Map<string, PolicyOutcome>();
+  private readonly ranked: PolicyResult[][] = [[], [], []];
+  private readonly ofSteps: PolicyResult[] = [];
+  private omitted = 0;
+
+  constructor(private readonly set: PolicySet, overrides: readonly PolicyOverride[]) {
+    this.reason = new Map(overrides.map((o) => [o.policy, o.reason]));
+  }
+
+  add(p: Policy, f: { rule: PolicyRule; error?: string }, at?: { identity: string; action: ObjectAction; step?: string }): void {
+    let o = this.outcomes.get(p.name);
+    if (!o) this.outcomes.set(p.name, (o = { policy: p.name, denied: 0, warned: 0, overridable: p.overridable }));
+    const deny = f.rule.severity === 'deny';
+    if (deny) o.denied++;
     else o.warned++;
-    if (p.overridable && reason.has(r.policy)) {
-      r.overridden = true;
-      o.override = { reason: reason.get(r.policy)! };
+    const overridden = p.overridable && this.reason.has(p.name);
+    if (overridden) o.override ??= { reason: this.reason.get(p.name)! };
+    const list = this.ranked[deny ? (overridden ? 1 : 0) : 2];
+    const step = at?.step;
+    if (list.length >= RESULTS_MAX && !step) {
+      this.omitted++;
+      return;
     }
+    const r: PolicyResult = {
+      policy: p.name, rule: f.rule.index, severity: f.rule.severity, message: f.rule.message,
+      ...(at ? { identity: at.identity, action: at.action, ...(step ? { step } : {}) } : {}),
+      ...(f.error !== undefined ? { error: f.error } : {}),
+      ...(overridden ? { overridden: true as const } : {}),
+    };
+    if (step) this.ofSteps.push(r);
+    if (list.length < RESULTS_MAX) list.push(r);
+    else this.omitted++;
   }
-  // Denials first, then overridden denials, then warnings; each in the order found.
-  const sorted: PolicyResult[] = [];
-  for (const rank of [0, 1, 2]) for (const r of results) if ((r.severity === 'deny' ? (r.overridden ? 1 : 0) : 2) === rank) sorted.push(r);
-  const stepById = new Map<string, Step>();
-  if (sorted.some((r) => r.step)) for (const s of steps) stepById.set(s.id, s);
-  for (const r of sorted) {
-    const s = r.step ? stepById.get(r.step) : undefined;
-    if (!s) continue;
-    const { identity: _i, step: _s, ...own } = r;
-    (s.policy ??= []).push(own);
+
+  /** The plan's policy; each step is given its own results (denials first). */
+  summary(steps: Step[]): PlanPolicy {
+    if (this.ofSteps.length) {
+      const stepById = new Map(steps.map((s) => [s.id, s]));
+      const rank = (r: PolicyResult) => (r.severity === 'deny' ? (r.overridden ? 1 : 0) : 2);
+      for (const want of [0, 1, 2]) {
+        for (const r of this.ofSteps) {
+          if (rank(r) !== want) continue;
+          const s = stepById.get(r.step!);
+          if (!s) continue;
+          const { identity: _i, step: _s, ...own } = r;
+          (s.policy ??= []).push(own);
+        }
+      }
+    }
+    const all = [...this.ranked[0], ...this.ranked[1], ...this.ranked[2]];
+    const orank = (o: PolicyOutcome) => (o.denied ? (o.override ? 1 : 0) : 2);
+    const out: PlanPolicy = {
+      checked: this.set.policies.map((p) => p.name),
+      outcomes: [...this.outcomes.values()].sort((a, b) => orank(a) - orank(b) || a.policy.localeCompare(b.policy)),
+      results: all.slice(0, RESULTS_MAX),
+    };
+    const omitted = this.omitted + Math.max(0, all.length - RESULTS_MAX);
+    if (omitted) out.omitted = omitted;
+    return out;
   }
-  const orank = (o: PolicyOutcome) => (o.denied ? (o.override ? 1 : 0) : 2);
-  const out: PlanPolicy = {
-    checked: set.policies.map((p) => p.name),
-    outcomes: [...outcomes.values()].sort((a, b) => orank(a) - orank(b) || a.policy.localeCompare(b.policy)),
-    results: sorted.slice(0, RESULTS_MAX),
-  };
-  if (sorted.length > RESULTS_MAX) out.omitted = sorted.length - RESULTS_MAX;
-  return out;
 }
 
 /** The policies that stop a plan: denials not overridden. */
