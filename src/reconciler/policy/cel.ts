@@ -46,7 +46,7 @@ function environment(vars: readonly PolicyVariable[]): Environment {
 
 const ALL: readonly PolicyVariable[] = ['object', 'live', 'action', 'changes', 'plan'];
 
-/** A compiled expression: the function, and which variables it needs (found by checking it where fewer are declared). */
+/** A compiled expression: the function, and which variables it reads. */
 export interface Compiled {
   run: ParseResult;
   /** Reads only `object`: `validate` checks it, with no live state and no plan. */
@@ -72,8 +72,23 @@ export function compile(text: string, expect: 'bool'): Compiled | CompileError {
   const checked = run.check();
   if (!checked.valid) return errorOf(checked.error);
   if (checked.type !== expect && checked.type !== 'dyn') return { message: `must be a ${expect} expression (true passes); this one gives a ${checked.type}`, offset: 0 };
-  const reads = (vars: readonly PolicyVariable[]) => environment(vars).check(text).valid;
-  return { run, objectOnly: reads(['object']), planOnly: reads(['plan']), readsLive: !reads(['object', 'action', 'changes', 'plan']) };
+  // The variables it reads, from its syntax tree (a comprehension's own variable named like one
+  // of them counts as reading it: the rule is then checked where more is known, never less).
+  const used = identifiers(run.ast);
+  const only = (vars: readonly PolicyVariable[]) => ALL.every((v) => vars.includes(v) || !used.has(v));
+  return { run, objectOnly: only(['object']), planOnly: only(['plan']), readsLive: used.has('live') };
+}
+
+/** The identifiers of a parsed expression (`id` nodes; the AST of index.d.ts). */
+function identifiers(node: unknown, out = new Set<string>()): Set<string> {
+  if (Array.isArray(node)) {
+    for (const x of node) identifiers(x, out);
+  } else if (node && typeof node === 'object' && 'op' in node) {
+    const n = node as { op: string; args: unknown };
+    if (n.op === 'id' && typeof n.args === 'string') out.add(n.args);
+    else identifiers(n.args, out);
+  }
+  return out;
 }
 
 export function isCompileError(c: Compiled | CompileError): c is CompileError {
