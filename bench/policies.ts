@@ -6,7 +6,7 @@
  * memory: without policies, and with 10 (the starter set of examples/policies and five more that
  * match every route or edge), alternating, in one run. "With" includes loading and compiling the
  * policy files, as every plan does. Prints the medians and their ratio (target: policies ≤ 10 % of
- * the plan's time).
+ * the plan's time), of wall time and of the process's CPU time (steadier on a shared machine).
  *
  * Flags: --scale N (default 1)  --rounds N (default 9; each round one plan of each, after a warm-up)
  */
@@ -90,12 +90,17 @@ async function main() {
     });
     const without: number[] = [];
     const withP: number[] = [];
+    const cpuWithout: number[] = [];
+    const cpuWith: number[] = [];
     let results = 0;
     let checked = 0;
     const run = async (policies: boolean) => {
+      const c0 = process.cpuUsage();
       const t0 = performance.now();
       const p = await preparePlan({ root: manifests, stack: 'bench', env: {}, policies: policies ? loadPolicyFiles(files) : { set: NO_POLICIES, problems: [] } }, replay);
       const ms = performance.now() - t0;
+      const c = process.cpuUsage(c0);
+      (policies ? cpuWith : cpuWithout).push((c.user + c.system) / 1000);
       if (p.plan!.steps.length) throw new Error(`no-op plan has ${p.plan!.steps.length} steps`);
       if (policies) {
         checked = p.plan!.policy!.checked.length;
@@ -105,6 +110,7 @@ async function main() {
     };
     await run(false);
     await run(true);
+    cpuWith.length = cpuWithout.length = 0;
     for (let i = 0; i < ROUNDS; i++) {
       // Alternating, the order swapped each round: neither side always runs after the other.
       if (i % 2) { withP.push(await run(true)); without.push(await run(false)); }
@@ -116,6 +122,9 @@ async function main() {
     console.log(`no-op plan without policies: median ${a.toFixed(0)} ms (${without.map((x) => x.toFixed(0)).join(', ')})`);
     console.log(`no-op plan with policies:    median ${b.toFixed(0)} ms (${withP.map((x) => x.toFixed(0)).join(', ')})`);
     console.log(`with / without: ${(b / a).toFixed(3)}; policies' share of the plan: ${(100 * (b - a) / b).toFixed(1)} % (target ≤ 10 %)`);
+    const ca = median(cpuWithout);
+    const cb = median(cpuWith);
+    console.log(`CPU time (process, all threads), medians: ${ca.toFixed(0)} / ${cb.toFixed(0)} ms = ${(cb / ca).toFixed(3)}; share ${(100 * (cb - ca) / cb).toFixed(1)} %`);
   } finally {
     await client.close();
   }
