@@ -202,6 +202,10 @@ describe('plan and apply', () => {
     const edges = Array.from({ length: 7 }, (_, i) => edge(`e${i}`, [['r', '/', 'circuit_breaker: { tripped_duration: 10 }']])).join('---\n');
     const dir = stack('cap', { 'edges.yaml': edges });
     expect(await exitCode(() => apply(capture(), dir, { ...flags, autoApprove: true }))).toBe(EXIT.ok);
+    // A destroy deletes the objects still in the manifests: counted too.
+    const destroying = await jsonPlan(dir, { destroy: true });
+    expect(destroying.code).toBe(EXIT.blocked);
+    expect(destroying.plan.policy!.outcomes.map((o) => o.policy)).toEqual(['cap-edge-deletes']);
     writeFileSync(join(dir, 'edges.yaml'), edges.split('---\n')[0]);
     // Six routes go with their six edges: counted as deleted routes (a rule that says otherwise would fail).
     writeFileSync(join(dir, 'policies', 'count.yaml'), 'kind: Policy\nname: count\nrules:\n  - expression: plan.delete.HTTPSEdgeRoute == 6 && plan.delete.HTTPSEdge == 6 && plan.create.HTTPSEdge == 0\n    message: counted otherwise\n');

@@ -68,9 +68,20 @@ export function failedRules(p: Policy, ctx: Activation): { rule: PolicyRule; err
       (out ??= []).push({ rule, error: (err as { summary?: string }).summary ?? (err as Error).message.split('\n')[0] });
       continue;
     }
-    if (v !== true) (out ??= []).push(v === false ? { rule } : { rule, error: `gave ${typeof v === 'bigint' ? v.toString() : JSON.stringify(v)}, not true or false` });
+    if (v !== true) (out ??= []).push(v === false ? { rule } : { rule, error: `gave ${shortValue(v)}, not true or false` });
   }
   return out ?? PASSED;
+}
+
+/** A value a rule gave instead of true or false, as its message shows it (bounded). */
+function shortValue(v: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? Number(x) : x)) ?? String(v);
+  } catch {
+    text = String(v);
+  }
+  return text.length > 80 ? `${text.slice(0, 79)}…` : text;
 }
 
 /** Whether a policy of the object's kind applies to it (its selectors, when it has any). */
@@ -122,16 +133,11 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
   const byIdentity = entries(plan);
   const counts = emptyCounts();
   const desiredIds = new Set<string>();
-  for (const d of input.desired) {
-    desiredIds.add(d.identity);
-    const a = byIdentity.get(d.identity)?.action;
-    if (a && a !== 'none' && a !== 'delete') counts[a][d.kind.manifestKind!]++;
-  }
-  for (const [identity, e] of byIdentity) {
-    if (e.action === 'delete' && !desiredIds.has(identity)) {
-      const k = findKind(e.kind)?.manifestKind;
-      if (k) counts.delete[k]++;
-    }
+  for (const d of input.desired) desiredIds.add(d.identity);
+  // Per object the plan changes (a destroy's deletes of objects still in the manifests too).
+  for (const e of byIdentity.values()) {
+    const k = findKind(e.kind)?.manifestKind;
+    if (k && e.action !== 'none') counts[e.action][k]++;
   }
   const perKind = new Map<string, Policy[]>();
   const whole: Policy[] = [];
