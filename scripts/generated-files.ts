@@ -1,6 +1,7 @@
 import { MANIFEST_SCHEMA_FILE, MANIFEST_VALIDATORS_FILE, renderManifestSchema, renderManifestValidators, renderStackFileSchema, STACK_FILE_SCHEMA_FILE } from '../src/reconciler/manifests/schema-file.js';
 import { renderServiceValidators, SERVICE_VALIDATORS_FILE } from '../src/service/validators-file.js';
 import { AGENT_SCHEMA_FILE, renderAgentSchema } from '../src/agent/config.js';
+import { POLICY_SCHEMA_FILE, renderPolicySchema } from '../src/reconciler/policy/schema.js';
 
 /** Every file `npm run schemas` writes, with its content as generated now (the staleness test compares them). */
 export async function generatedFiles(): Promise<{ path: string; text: string }[]> {
@@ -10,6 +11,7 @@ export async function generatedFiles(): Promise<{ path: string; text: string }[]
     { path: MANIFEST_SCHEMA_FILE, text: renderManifestSchema() },
     { path: STACK_FILE_SCHEMA_FILE, text: renderStackFileSchema() },
     { path: AGENT_SCHEMA_FILE, text: renderAgentSchema() },
+    { path: POLICY_SCHEMA_FILE, text: renderPolicySchema() },
     { path: `${MANIFEST_VALIDATORS_FILE}.js`, text: manifest.js },
     { path: `${MANIFEST_VALIDATORS_FILE}.d.ts`, text: manifest.dts },
     { path: `${SERVICE_VALIDATORS_FILE}.js`, text: service.js },

@@ -25,7 +25,7 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
       ['edgeplane apply edge', 'make it so (asks first on a terminal)'],
       ['edgeplane <command> --help', 'the options, examples and exit codes of a command'],
     ],
-    exits: { [EXIT.ok]: 'done', [EXIT.error]: 'an error', [EXIT.changes]: 'plan --detailed-exitcode: the plan has changes', [EXIT.blocked]: 'plan or apply: blocked by the safety threshold', [EXIT.stale]: 'apply --plan: the saved plan is stale', [EXIT.locked]: 'apply, destroy, watch, lock release: the stack\'s lock is another\'s (or, embedded, the state directory)' },
+    exits: { [EXIT.ok]: 'done', [EXIT.error]: 'an error', [EXIT.changes]: 'plan --detailed-exitcode: the plan has changes', [EXIT.blocked]: 'plan or apply: blocked by the safety threshold, a protected object or a policy', [EXIT.stale]: 'apply --plan: the saved plan is stale', [EXIT.locked]: 'apply, destroy, watch, lock release: the stack\'s lock is another\'s (or, embedded, the state directory)' },
   },
   init: {
     examples: [
@@ -48,12 +48,13 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
       ['edgeplane plan edge --api-url https://api.example.com --markdown > plan.md', 'against a deployment (key in EDGEPLANE_API_KEY), for a pull-request comment'],
       ['edgeplane plan edge --out plan.json', 'save it for `apply --plan plan.json`'],
       ['edgeplane plan edge --detailed-exitcode --quiet', 'drift check in a script: exit 2 when anything differs'],
+      ['edgeplane plan edge --override-policy cap-edge-deletes --reason "retiring eu-west"', 'a policy\'s denial let through, the reason shown in the plan'],
     ],
     exits: {
       [EXIT.ok]: 'planned (no changes, or changes without --detailed-exitcode)',
       [EXIT.error]: 'invalid manifests, conflicts with objects this stack does not own, or the API could not be read',
       [EXIT.changes]: 'with --detailed-exitcode: the plan has changes',
-      [EXIT.blocked]: 'the plan exceeds the safety threshold (apply would need --force)',
+      [EXIT.blocked]: 'the plan exceeds the safety threshold (apply would need --force), or a policy denies it (--override-policy)',
     },
   },
   apply: {
@@ -61,11 +62,12 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
       ['edgeplane apply edge', 'plan, show, ask "yes", apply'],
       ['edgeplane apply edge --auto-approve --api-url https://api.example.com', 'in CI, after review'],
       ['edgeplane apply --plan plan.json', 'exactly the saved plan, refused if the live state moved since'],
+      ['edgeplane apply edge --override-policy admin-paths-need-auth --reason "INC-42"', 'go ahead although the policy denies; the sync record keeps the reason'],
     ],
     exits: {
       [EXIT.ok]: 'applied (or nothing to do)',
       [EXIT.error]: 'invalid manifests, conflicts, a step failed, or cancelled',
-      [EXIT.blocked]: 'blocked by the safety threshold (review, then --force)',
+      [EXIT.blocked]: 'blocked by the safety threshold (review, then --force), or by a policy that denies (--override-policy NAME --reason TEXT)',
       [EXIT.stale]: 'with --plan: the live state changed since the plan was made; plan again',
       [EXIT.locked]: 'the stack\'s lock (or, embedded, the state directory) stayed another command\'s for --lock-timeout',
     },
@@ -97,6 +99,14 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
       ['edgeplane lock release edge', 'free the lock an apply killed on this machine left behind'],
     ],
   },
+  'policy test': {
+    examples: [
+      ['edgeplane policy test policies/', 'each policy against its own pass and fail examples'],
+      ['edgeplane policy test examples/policies --json', 'the starter set, every result as JSON'],
+    ],
+    exits: { [EXIT.ok]: 'every policy loads and every example comes out as it says', [EXIT.error]: 'a policy does not load (file:line:col), or an example comes out otherwise' },
+  },
+  policy: { examples: [['edgeplane policy test policies/', 'check the policies against their examples']] },
   'lock status': {
     examples: [
       ['edgeplane lock status edge', 'the lock of the stack of ./edge: who holds it, since when'],

@@ -43,6 +43,12 @@ const parallelismOption = () => new Option('--parallelism <n>', 'steps run at on
 const targetOption = () => new Option('--target <selector>', 'only these objects (Kind/name, HTTPSEdge/edge/routes/route, or a glob such as \'HTTPSEdge/shop-*\'), plus creates of what they refer to; repeatable')
   .argParser((v: string, all: string[] = []) => [...all, v]);
 const allowProtectedOption = () => new Option('--allow-protected-changes', 'let the plan delete and replace protected objects (protect: true, or safety.protect in edgeplane.yaml)');
+/** `--override-policy NAME --reason TEXT` (docs/policies.md). */
+const overridePolicyOptions = (c: Command) =>
+  c
+    .addOption(new Option('--override-policy <name>', 'let this policy\'s denials through for this run (with --reason; shown in the plan, kept in the sync record); repeatable')
+      .argParser((v: string, all: string[] = []) => [...all, v]))
+    .addOption(new Option('--reason <text>', 'why the policies --override-policy names are let through'));
 
 program
   .command('serve')
@@ -81,7 +87,7 @@ program
   .option('--json', 'print {"valid", "problems"}')
   .action(async (dir, flags) => (await import('./commands/validate.js')).validate(stdio, dir, flags));
 
-targetOptions(
+targetOptions(overridePolicyOptions(
   program
     .command('plan <dir>')
     .description('show the API calls that would make the live state match the manifests (the directory of a stack)')
@@ -96,7 +102,7 @@ targetOptions(
     .addOption(targetOption())
     .option('--destroy', 'plan deleting every object the stack owns (what `edgeplane destroy` applies)')
     .addOption(allowProtectedOption())
-    .addOption(strictOption()),
+    .addOption(strictOption())),
 ).action(async (dir, flags) => (await import('./commands/plan.js')).plan(stdio, dir, flags));
 
 program
@@ -106,7 +112,7 @@ program
   .addOption(stackOption())
   .action(async (dir, flags) => (await import('./commands/graph.js')).graph(stdio, dir, flags));
 
-targetOptions(
+targetOptions(overridePolicyOptions(
   program
     .command('apply [dir]')
     .description('plan and apply the manifests (asks on a terminal), or apply a saved plan with --plan FILE')
@@ -120,8 +126,16 @@ targetOptions(
     .addOption(targetOption())
     .addOption(allowProtectedOption())
     .addOption(lockTimeoutOption())
-    .addOption(strictOption()),
+    .addOption(strictOption())),
 ).action(async (dir, flags) => (await import('./commands/apply.js')).apply(stdio, dir, flags));
+
+program
+  .command('policy')
+  .description('policies: rules checked on every plan (docs/policies.md)')
+  .command('test <path>')
+  .description('check each policy in PATH (a folder or a file) against its own examples: pass examples must pass, fail examples must fail')
+  .option('--json', 'print {"passed", "results"}')
+  .action(async (path, flags) => (await import('./commands/policy.js')).policyTest(stdio, path, flags));
 
 targetOptions(
   program

@@ -2,7 +2,9 @@
 import type { Validator } from '../contract/validation.js';
 export declare const SCHEMA_KEY: string;
 export declare const STACK_FILE_KEY: string;
+export declare const POLICY_KEY: string;
 export declare const FailoverBackend: Validator;
 export declare const CertificateAuthority: Validator;
 export declare const HTTPSEdge: Validator;
 export declare const StackFile: Validator;
+export declare const Policy: Validator;

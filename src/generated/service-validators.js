@@ -13458,8 +13458,8 @@ validate33.errors = vErrors;
 return errors === 0;
 }
 
-export const sb7041f90cf6db30d5ea2b77b = validate34;
-const schema35 = {"type":"object","additionalProperties":false,"required":["stack","trigger","holder","outcome","counts"],"properties":{"stack":{"type":"string","pattern":"^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$","description":"The stack: lower-case letters, digits, \".\", \"_\" or \"-\" (1-64 characters)"},"commit":{"type":["object","null"],"additionalProperties":false,"required":["sha"],"properties":{"sha":{"type":"string","pattern":"^[0-9a-f]{7,64}$","description":"The commit's hash (hex, lower case)"},"subject":{"type":"string","maxLength":1000},"author":{"type":"string","maxLength":500}}},"trigger":{"type":"string","enum":["commit","interval","webhook","manual","cli"]},"holder":{"type":"string","minLength":1,"maxLength":500},"duration_ms":{"type":"integer","minimum":0,"maximum":604800000},"outcome":{"type":"string","enum":["applied","no_changes","drifted","failed","blocked"]},"counts":{"type":"object","additionalProperties":false,"required":["create","update","replace","delete"],"properties":{"create":{"type":"integer","minimum":0,"maximum":10000000},"update":{"type":"integer","minimum":0,"maximum":10000000},"replace":{"type":"integer","minimum":0,"maximum":10000000},"delete":{"type":"integer","minimum":0,"maximum":10000000}},"description":"The steps of the run's plan, per action"},"drift_count":{"type":["integer","null"],"minimum":0,"maximum":10000000},"error":{"type":["string","null"],"maxLength":8000},"plan_markdown":{"type":["string","null"],"maxLength":65536},"objects":{"type":["array","null"],"maxItems":500,"items":{"type":"object","additionalProperties":false,"required":["identity","action","fields"],"properties":{"identity":{"type":"string","minLength":1,"maxLength":300,"description":"The object's manifest identity: HTTPSEdge/web, HTTPSEdge/web/routes/api"},"action":{"type":"string","minLength":1,"maxLength":40,"description":"create, update, replace, delete, module.put, module.delete"},"fields":{"type":"array","maxItems":50,"items":{"type":"string","maxLength":200},"description":"The field paths that differ (none for a create or delete)"}}},"description":"The objects the plan changed (a drift check: found changed), each with the fields that differ"}}};
+export const s5cce81389ae0b8e2841cf8ec = validate34;
+const schema35 = {"type":"object","additionalProperties":false,"required":["stack","trigger","holder","outcome","counts"],"properties":{"stack":{"type":"string","pattern":"^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$","description":"The stack: lower-case letters, digits, \".\", \"_\" or \"-\" (1-64 characters)"},"commit":{"type":["object","null"],"additionalProperties":false,"required":["sha"],"properties":{"sha":{"type":"string","pattern":"^[0-9a-f]{7,64}$","description":"The commit's hash (hex, lower case)"},"subject":{"type":"string","maxLength":1000},"author":{"type":"string","maxLength":500}}},"trigger":{"type":"string","enum":["commit","interval","webhook","manual","cli"]},"holder":{"type":"string","minLength":1,"maxLength":500},"duration_ms":{"type":"integer","minimum":0,"maximum":604800000},"outcome":{"type":"string","enum":["applied","no_changes","drifted","failed","blocked"]},"counts":{"type":"object","additionalProperties":false,"required":["create","update","replace","delete"],"properties":{"create":{"type":"integer","minimum":0,"maximum":10000000},"update":{"type":"integer","minimum":0,"maximum":10000000},"replace":{"type":"integer","minimum":0,"maximum":10000000},"delete":{"type":"integer","minimum":0,"maximum":10000000}},"description":"The steps of the run's plan, per action"},"drift_count":{"type":["integer","null"],"minimum":0,"maximum":10000000},"error":{"type":["string","null"],"maxLength":8000},"plan_markdown":{"type":["string","null"],"maxLength":65536},"objects":{"type":["array","null"],"maxItems":500,"items":{"type":"object","additionalProperties":false,"required":["identity","action","fields"],"properties":{"identity":{"type":"string","minLength":1,"maxLength":300,"description":"The object's manifest identity: HTTPSEdge/web, HTTPSEdge/web/routes/api"},"action":{"type":"string","minLength":1,"maxLength":40,"description":"create, update, replace, delete, module.put, module.delete"},"fields":{"type":"array","maxItems":50,"items":{"type":"string","maxLength":200},"description":"The field paths that differ (none for a create or delete)"}}},"description":"The objects the plan changed (a drift check: found changed), each with the fields that differ"},"policy":{"type":["object","null"],"additionalProperties":false,"required":["denied","warned","overrides"],"description":"What the stack's policies found in the plan (failed rules that deny, that warn), and the policies let through with --override-policy and why; null: the stack has no policies","properties":{"denied":{"type":"integer","minimum":0,"maximum":10000000},"warned":{"type":"integer","minimum":0,"maximum":10000000},"overrides":{"type":"array","maxItems":100,"items":{"type":"object","additionalProperties":false,"required":["policy","reason"],"properties":{"policy":{"type":"string","minLength":1,"maxLength":64},"reason":{"type":"string","minLength":1,"maxLength":500}}}}}}}};
 const pattern22 = new RegExp("^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$", "u");
 const pattern23 = new RegExp("^[0-9a-f]{7,64}$", "u");
 
@@ -14059,6 +14059,208 @@ var valid0 = _errs38 === errors;
 }
 else {
 var valid0 = true;
+}
+if(valid0){
+if(data.policy !== undefined){
+let data23 = data.policy;
+const _errs51 = errors;
+if((!(data23 && typeof data23 == "object" && !Array.isArray(data23))) && (data23 !== null)){
+validate34.errors = [{instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/type",keyword:"type",params:{type: schema35.properties.policy.type},message:"must be object,null",schema:schema35.properties.policy.type,parentSchema:schema35.properties.policy,data:data23}];
+return false;
+}
+if(errors === _errs51){
+if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
+let missing4;
+if((((data23.denied === undefined) && (missing4 = "denied")) || ((data23.warned === undefined) && (missing4 = "warned"))) || ((data23.overrides === undefined) && (missing4 = "overrides"))){
+validate34.errors = [{instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/required",keyword:"required",params:{missingProperty: missing4},message:"must have required property '"+missing4+"'",schema:schema35.properties.policy.required,parentSchema:schema35.properties.policy,data:data23}];
+return false;
+}
+else {
+const _errs53 = errors;
+for(const key4 in data23){
+if(!(((key4 === "denied") || (key4 === "warned")) || (key4 === "overrides"))){
+validate34.errors = [{instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema35.properties.policy,data:data23}];
+return false;
+break;
+}
+}
+if(_errs53 === errors){
+if(data23.denied !== undefined){
+let data24 = data23.denied;
+const _errs54 = errors;
+if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
+validate34.errors = [{instancePath:instancePath+"/policy/denied",schemaPath:"#/properties/policy/properties/denied/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema35.properties.policy.properties.denied.type,parentSchema:schema35.properties.policy.properties.denied,data:data24}];
+return false;
+}
+if(errors === _errs54){
+if((typeof data24 == "number") && (isFinite(data24))){
+if(data24 > 10000000 || isNaN(data24)){
+validate34.errors = [{instancePath:instancePath+"/policy/denied",schemaPath:"#/properties/policy/properties/denied/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000000},message:"must be <= 10000000",schema:10000000,parentSchema:schema35.properties.policy.properties.denied,data:data24}];
+return false;
+}
+else {
+if(data24 < 0 || isNaN(data24)){
+validate34.errors = [{instancePath:instancePath+"/policy/denied",schemaPath:"#/properties/policy/properties/denied/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema35.properties.policy.properties.denied,data:data24}];
+return false;
+}
+}
+}
+}
+var valid6 = _errs54 === errors;
+}
+else {
+var valid6 = true;
+}
+if(valid6){
+if(data23.warned !== undefined){
+let data25 = data23.warned;
+const _errs56 = errors;
+if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
+validate34.errors = [{instancePath:instancePath+"/policy/warned",schemaPath:"#/properties/policy/properties/warned/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema35.properties.policy.properties.warned.type,parentSchema:schema35.properties.policy.properties.warned,data:data25}];
+return false;
+}
+if(errors === _errs56){
+if((typeof data25 == "number") && (isFinite(data25))){
+if(data25 > 10000000 || isNaN(data25)){
+validate34.errors = [{instancePath:instancePath+"/policy/warned",schemaPath:"#/properties/policy/properties/warned/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000000},message:"must be <= 10000000",schema:10000000,parentSchema:schema35.properties.policy.properties.warned,data:data25}];
+return false;
+}
+else {
+if(data25 < 0 || isNaN(data25)){
+validate34.errors = [{instancePath:instancePath+"/policy/warned",schemaPath:"#/properties/policy/properties/warned/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema35.properties.policy.properties.warned,data:data25}];
+return false;
+}
+}
+}
+}
+var valid6 = _errs56 === errors;
+}
+else {
+var valid6 = true;
+}
+if(valid6){
+if(data23.overrides !== undefined){
+let data26 = data23.overrides;
+const _errs58 = errors;
+if(errors === _errs58){
+if(Array.isArray(data26)){
+if(data26.length > 100){
+validate34.errors = [{instancePath:instancePath+"/policy/overrides",schemaPath:"#/properties/policy/properties/overrides/maxItems",keyword:"maxItems",params:{limit: 100},message:"must NOT have more than 100 items",schema:100,parentSchema:schema35.properties.policy.properties.overrides,data:data26}];
+return false;
+}
+else {
+var valid7 = true;
+const len2 = data26.length;
+for(let i2=0; i2<len2; i2++){
+let data27 = data26[i2];
+const _errs60 = errors;
+if(errors === _errs60){
+if(data27 && typeof data27 == "object" && !Array.isArray(data27)){
+let missing5;
+if(((data27.policy === undefined) && (missing5 = "policy")) || ((data27.reason === undefined) && (missing5 = "reason"))){
+validate34.errors = [{instancePath:instancePath+"/policy/overrides/" + i2,schemaPath:"#/properties/policy/properties/overrides/items/required",keyword:"required",params:{missingProperty: missing5},message:"must have required property '"+missing5+"'",schema:schema35.properties.policy.properties.overrides.items.required,parentSchema:schema35.properties.policy.properties.overrides.items,data:data27}];
+return false;
+}
+else {
+const _errs62 = errors;
+for(const key5 in data27){
+if(!((key5 === "policy") || (key5 === "reason"))){
+validate34.errors = [{instancePath:instancePath+"/policy/overrides/" + i2,schemaPath:"#/properties/policy/properties/overrides/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties",schema:false,parentSchema:schema35.properties.policy.properties.overrides.items,data:data27}];
+return false;
+break;
+}
+}
+if(_errs62 === errors){
+if(data27.policy !== undefined){
+let data28 = data27.policy;
+const _errs63 = errors;
+if(errors === _errs63){
+if(typeof data28 === "string"){
+if(func2(data28) > 64){
+validate34.errors = [{instancePath:instancePath+"/policy/overrides/" + i2+"/policy",schemaPath:"#/properties/policy/properties/overrides/items/properties/policy/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters",schema:64,parentSchema:schema35.properties.policy.properties.overrides.items.properties.policy,data:data28}];
+return false;
+}
+else {
+if(func2(data28) < 1){
+validate34.errors = [{instancePath:instancePath+"/policy/overrides/" + i2+"/policy",schemaPath:"#/properties/policy/properties/overrides/items/properties/policy/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema35.properties.policy.properties.overrides.items.properties.policy,data:data28}];
+return false;
+}
+}
+}
+else {
+validate34.errors = [{instancePath:instancePath+"/policy/overrides/" + i2+"/policy",schemaPath:"#/properties/policy/properties/overrides/items/properties/policy/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.policy.properties.overrides.items.properties.policy.type,parentSchema:schema35.properties.policy.properties.overrides.items.properties.policy,data:data28}];
+return false;
+}
+}
+var valid8 = _errs63 === errors;
+}
+else {
+var valid8 = true;
+}
+if(valid8){
+if(data27.reason !== undefined){
+let data29 = data27.reason;
+const _errs65 = errors;
+if(errors === _errs65){
+if(typeof data29 === "string"){
+if(func2(data29) > 500){
+validate34.errors = [{instancePath:instancePath+"/policy/overrides/" + i2+"/reason",schemaPath:"#/properties/policy/properties/overrides/items/properties/reason/maxLength",keyword:"maxLength",params:{limit: 500},message:"must NOT have more than 500 characters",schema:500,parentSchema:schema35.properties.policy.properties.overrides.items.properties.reason,data:data29}];
+return false;
+}
+else {
+if(func2(data29) < 1){
+validate34.errors = [{instancePath:instancePath+"/policy/overrides/" + i2+"/reason",schemaPath:"#/properties/policy/properties/overrides/items/properties/reason/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema35.properties.policy.properties.overrides.items.properties.reason,data:data29}];
+return false;
+}
+}
+}
+else {
+validate34.errors = [{instancePath:instancePath+"/policy/overrides/" + i2+"/reason",schemaPath:"#/properties/policy/properties/overrides/items/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.policy.properties.overrides.items.properties.reason.type,parentSchema:schema35.properties.policy.properties.overrides.items.properties.reason,data:data29}];
+return false;
+}
+}
+var valid8 = _errs65 === errors;
+}
+else {
+var valid8 = true;
+}
+}
+}
+}
+}
+else {
+validate34.errors = [{instancePath:instancePath+"/policy/overrides/" + i2,schemaPath:"#/properties/policy/properties/overrides/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema35.properties.policy.properties.overrides.items.type,parentSchema:schema35.properties.policy.properties.overrides.items,data:data27}];
+return false;
+}
+}
+var valid7 = _errs60 === errors;
+if(!valid7){
+break;
+}
+}
+}
+}
+else {
+validate34.errors = [{instancePath:instancePath+"/policy/overrides",schemaPath:"#/properties/policy/properties/overrides/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema35.properties.policy.properties.overrides.type,parentSchema:schema35.properties.policy.properties.overrides,data:data26}];
+return false;
+}
+}
+var valid6 = _errs58 === errors;
+}
+else {
+var valid6 = true;
+}
+}
+}
+}
+}
+}
+}
+var valid0 = _errs51 === errors;
+}
+else {
+var valid0 = true;
+}
 }
 }
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest, HTTPMethods } from 'fastify';
 import type { Db } from '../store/db.js';
-import { getRun, listRuns, listStacks, OUTCOMES, recordRun, requestSync, TRIGGERS, type RunRow, type RunObject, type StackRow, type NewRun } from '../store/sync-runs.js';
+import { getRun, listRuns, listStacks, OUTCOMES, recordRun, requestSync, TRIGGERS, type RunRow, type RunObject, type StackRow, type NewRun, type RunPolicy } from '../store/sync-runs.js';
 import { idPattern, newId } from '../util/ids.js';
 import { isStorableText } from '../util/text.js';
 import { rfc3339 } from '../util/time.js';
@@ -50,6 +50,18 @@ const RUN_OBJECT = {
     fields: { type: 'array', maxItems: 50, items: { type: 'string', maxLength: 200 }, description: 'The field paths that differ (none for a create or delete)' },
   },
 };
+const POLICY_IN = {
+  type: ['object', 'null'], additionalProperties: false, required: ['denied', 'warned', 'overrides'],
+  description: 'What the stack\'s policies found in the plan (failed rules that deny, that warn), and the policies let through with --override-policy and why; null: the stack has no policies',
+  properties: {
+    denied: { type: 'integer', minimum: 0, maximum: 10_000_000 },
+    warned: { type: 'integer', minimum: 0, maximum: 10_000_000 },
+    overrides: {
+      type: 'array', maxItems: 100,
+      items: { type: 'object', additionalProperties: false, required: ['policy', 'reason'], properties: { policy: { type: 'string', minLength: 1, maxLength: 64 }, reason: { type: 'string', minLength: 1, maxLength: 500 } } },
+    },
+  },
+};
 const OBJECTS_IN = { type: ['array', 'null'], maxItems: RUN_OBJECTS_MAX, items: RUN_OBJECT, description: 'The objects the plan changed (a drift check: found changed), each with the fields that differ' };
 const CREATE_SCHEMA = {
   type: 'object',
@@ -67,6 +79,7 @@ const CREATE_SCHEMA = {
     error: { type: ['string', 'null'], maxLength: ERROR_MAX },
     plan_markdown: { type: ['string', 'null'], maxLength: PLAN_MARKDOWN_MAX },
     objects: OBJECTS_IN,
+    policy: POLICY_IN,
   },
 };
 const SYNC_REQUEST_SCHEMA = { type: 'object', additionalProperties: false, properties: { requested_by: { type: 'string', minLength: 1, maxLength: 500 } } };
@@ -89,6 +102,7 @@ const RUN_PROPS = {
   counts: COUNTS_SCHEMA,
   drift_count: { type: ['integer', 'null'] },
   error: { type: ['string', 'null'] },
+  policy: POLICY_IN,
 };
 const RUN_REQUIRED = Object.keys(RUN_PROPS);
 const RUN_SCHEMA = {
@@ -162,6 +176,7 @@ export function runResponse(row: RunRow, base: string, withPlan: boolean) {
     counts: row.counts,
     drift_count: row.drift_count,
     error: row.error,
+    policy: row.policy ?? null,
     ...(withPlan ? { plan_markdown: row.plan_markdown ?? null, objects: row.objects ?? null } : {}),
   };
 }
@@ -223,6 +238,7 @@ export function registerSyncRecord(app: FastifyInstance, db: Db, callerOf: (req:
     const b = req.body as {
       stack: string; commit?: { sha: string; subject?: string; author?: string } | null; trigger: NewRun['trigger']; holder: string; duration_ms?: number;
       outcome: NewRun['outcome']; counts: NewRun['counts']; drift_count?: number | null; error?: string | null; plan_markdown?: string | null; objects?: RunObject[] | null;
+      policy?: RunPolicy | null;
     };
     const commit = b.commit ? { sha: b.commit.sha, subject: text('commit.subject', b.commit.subject) ?? undefined, author: text('commit.author', b.commit.author) ?? undefined } : null;
     const run: NewRun = {
@@ -230,6 +246,7 @@ export function registerSyncRecord(app: FastifyInstance, db: Db, callerOf: (req:
       durationMs: b.duration_ms ?? 0, outcome: b.outcome, counts: b.counts, driftCount: b.drift_count ?? null,
       error: text('error', b.error), planMarkdown: text('plan_markdown', b.plan_markdown),
       objects: b.objects?.map((o) => ({ identity: text('objects.identity', o.identity)!, action: text('objects.action', o.action)!, fields: o.fields.map((f) => text('objects.fields', f)!) })) ?? null,
+      policy: b.policy ? { denied: b.policy.denied, warned: b.policy.warned, overrides: b.policy.overrides.map((o) => ({ policy: text('policy.overrides.policy', o.policy)!, reason: text('policy.overrides.reason', o.reason)! })) } : null,
     };
     const result = await runIdempotent(db, req, caller.accountId, async (d) => {
       const body = runResponse(await recordRun(d, run, keep), caller.baseUrl, true);

@@ -20,6 +20,9 @@ export interface RunObject { identity: string; action: string; fields: string[] 
 
 export interface RunCounts { create: number; update: number; replace: number; delete: number }
 
+/** What the stack's policies found in the run's plan, and the overrides it ran with (`--override-policy`). */
+export interface RunPolicy { denied: number; warned: number; overrides: { policy: string; reason: string }[] }
+
 export interface NewRun {
   id: string;
   accountId: string;
@@ -36,6 +39,7 @@ export interface NewRun {
   planMarkdown: string | null;
   /** The objects the plan changed, with the fields that differ (bounded by the route's schema). */
   objects: RunObject[] | null;
+  policy: RunPolicy | null;
 }
 
 export interface RunRow {
@@ -54,6 +58,7 @@ export interface RunRow {
   error: string | null;
   plan_markdown?: string | null;
   objects?: RunObject[] | null;
+  policy: RunPolicy | null;
 }
 
 export interface StackRow {
@@ -76,7 +81,7 @@ export interface StackRow {
   lock_expires_at: Date | null;
 }
 
-const RUN_COLS = 'id, stack, commit_sha, commit_subject, commit_author, trigger, holder, started_at, finished_at, outcome, counts, drift_count, error';
+const RUN_COLS = 'id, stack, commit_sha, commit_subject, commit_author, trigger, holder, started_at, finished_at, outcome, counts, drift_count, error, policy';
 
 /**
  * Records a run and moves its stack's summary on, in one transaction with the stack's row locked
@@ -89,11 +94,11 @@ export async function recordRun(db: Db, run: NewRun, keep: number): Promise<RunR
     await q.query('INSERT INTO sync_stacks (account_id, stack) VALUES ($1, $2) ON CONFLICT DO NOTHING', [run.accountId, run.stack]);
     await q.query('SELECT 1 FROM sync_stacks WHERE account_id = $1 AND stack = $2 FOR UPDATE', [run.accountId, run.stack]);
     const { rows } = await q.query<RunRow>(
-      `INSERT INTO sync_runs (id, account_id, stack, commit_sha, commit_subject, commit_author, trigger, holder, started_at, outcome, counts, drift_count, error, plan_markdown, objects)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() - make_interval(secs => $9::double precision / 1000), $10, $11, $12, $13, $14, $15)
+      `INSERT INTO sync_runs (id, account_id, stack, commit_sha, commit_subject, commit_author, trigger, holder, started_at, outcome, counts, drift_count, error, plan_markdown, objects, policy)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() - make_interval(secs => $9::double precision / 1000), $10, $11, $12, $13, $14, $15, $16)
        RETURNING ${RUN_COLS}`,
       [run.id, run.accountId, run.stack, run.commit?.sha ?? null, run.commit?.subject ?? null, run.commit?.author ?? null, run.trigger, run.holder,
-        run.durationMs, run.outcome, JSON.stringify(run.counts), run.driftCount, run.error, run.planMarkdown, run.objects === null ? null : JSON.stringify(run.objects)],
+        run.durationMs, run.outcome, JSON.stringify(run.counts), run.driftCount, run.error, run.planMarkdown, run.objects === null ? null : JSON.stringify(run.objects), run.policy === null ? null : JSON.stringify(run.policy)],
     );
     const row = rows[0];
     const status = STATUS_OF[run.outcome];

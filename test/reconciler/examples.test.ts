@@ -9,7 +9,7 @@ import { validateDir } from '../../src/reconciler/plan/prepare.js';
 import { runCli } from '../helpers/cli.js';
 import { EXAMPLES } from '../helpers/reconcile.js';
 
-const manifestExamples = readdirSync(EXAMPLES).filter((d) => statSync(join(EXAMPLES, d)).isDirectory() && d !== 'ci');
+const manifestExamples = readdirSync(EXAMPLES).filter((d) => statSync(join(EXAMPLES, d)).isDirectory() && d !== 'ci' && d !== 'policies');
 
 describe('examples', () => {
   it.each(manifestExamples)('examples/%s validates strictly: no errors, no warnings, no literal secrets', (name) => {

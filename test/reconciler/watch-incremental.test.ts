@@ -65,6 +65,24 @@ async function routeId(client: ApiClient, identity: string): Promise<string> {
 }
 
 describe('watch keeps its state warm between runs', () => {
+  it('checks the stack\'s policies on what a save changes, and applies nothing a policy denies', async () => {
+    const w = await session('guarded');
+    try {
+      writeFileSync(join(w.dir, 'edgeplane.yaml'), readFileSync(join(w.dir, 'edgeplane.yaml'), 'utf8') + 'policies: [rules.yaml]\n');
+      writeFileSync(join(w.dir, 'rules.yaml'), 'kind: Policy\nname: no-wildcards\nmatch: { kinds: [HTTPSEdge] }\nrules:\n  - expression: object.hostports.all(h, !h.startsWith("*."))\n    message: no wildcard hostports\n');
+      const before = (await liveObjects(w.client)).find((o) => o.identity === 'HTTPSEdge/web');
+      const mark = w.reports.length;
+      const path = join(w.dir, 'https-edge.yaml');
+      writeFileSync(path, readFileSync(path, 'utf8').replace('hostports: ["', 'hostports: ["*.w.example.com:443", "'));
+      const blocked = await w.upTo((r): r is Extract<WatchReport, { type: 'blocked' }> => r.type === 'blocked', mark);
+      expect(blocked.plan.policy!.outcomes).toEqual([{ policy: 'no-wildcards', denied: 1, warned: 0, overridable: true }]);
+      expect(w.reports.slice(mark).map((r) => r.type)).not.toContain('applied');
+      expect((await liveObjects(w.client)).find((o) => o.identity === 'HTTPSEdge/web')).toEqual(before);
+    } finally {
+      await w.s.stop();
+    }
+  });
+
   it('a save re-reads only the object it touches, and the live state then matches the manifests', async () => {
     const w = await session('warm');
     try {

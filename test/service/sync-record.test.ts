@@ -54,6 +54,23 @@ describe.each(ENGINES)('sync record (%s)', (engine) => {
     expect((await other.get('/stacks')).body.stacks).toEqual([]);
   });
 
+  it('a run keeps what the policies found and its overrides with their reasons; null without policies; bounded', async () => {
+    const a = await svc.account();
+    const policy = { denied: 2, warned: 1, overrides: [{ policy: 'cap-edge-deletes', reason: 'INC-4711: retiring eu-west' }] };
+    const posted = await a.post('/sync_runs', run({ stack: 'pol', policy }));
+    expect(posted.status, posted.text).toBe(201);
+    expect(posted.body.policy).toEqual(policy);
+    expect((await a.get(`/sync_runs/${posted.body.id}`)).body.policy).toEqual(policy);
+    expect((await a.get('/sync_runs?stack=pol')).body.sync_runs[0].policy).toEqual(policy);
+    const none = await a.post('/sync_runs', run({ stack: 'pol' }));
+    expect(none.body.policy).toBeNull();
+    for (const bad of [{ denied: -1, warned: 0, overrides: [] }, { denied: 0, warned: 0, overrides: [{ policy: 'x', reason: '' }] }, { denied: 0, warned: 0, overrides: [{ policy: 'x', reason: 'r'.repeat(501) }] }, { denied: 0, warned: 0 }]) {
+      const r = await a.post('/sync_runs', run({ stack: 'pol', policy: bad }));
+      expect(r.status, JSON.stringify(bad)).toBe(400);
+    }
+    expect((await a.get('/sync_runs?stack=pol')).body.sync_runs).toHaveLength(2);
+  });
+
   it('the status follows the last run; a failure keeps the live commit; drift counts', async () => {
     const a = await svc.account();
     await a.post('/sync_runs', run());

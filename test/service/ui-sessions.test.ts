@@ -74,6 +74,11 @@ describe.each(ENGINES)('the status page\'s sessions and scoping (%s)', (engine) 
     expect(mine.text).not.toContain('<script>alert');
     expect(mine.text).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
     expect((await bob.get(`/ui/runs/${run.body.id}`)).text).toContain('Run not found');
+    // A run's policies: what they found, and each override with its reason (escaped, as every value).
+    const guarded = await a.post('/sync_runs', { stack: 'shop', trigger: 'cli', holder: 'ann@laptop', outcome: 'applied', counts: COUNTS, policy: { denied: 1, warned: 2, overrides: [{ policy: 'cap-edge-deletes', reason: 'INC-1 <b>retire</b>' }] } });
+    const page = (await ann.get(`/ui/runs/${guarded.body.id}`)).text;
+    expect(page).toContain('<dt>policies</dt><dd>1 denied, 2 warned</dd>');
+    expect(page).toContain('<dt>overridden</dt><dd><code>cap-edge-deletes</code>: INC-1 &#60;b&#62;retire&#60;/b&#62;</dd>');
     // Sync now from Bob's page asks for a sync of Bob's stack, not Ann's.
     const csrf = await bob.csrf();
     expect((await bob.form('/ui/stacks/shop/sync', { csrf })).status).toBe(303);

@@ -26,7 +26,8 @@ import { info, useColor, type Output } from '../output.js';
 import { progressFor } from '../progress.js';
 import { reconcilerConfig } from '../service-config.js';
 import { openTarget, targetArgs, type TargetFlags } from '../target.js';
-import { scopeInput, targetError } from './plan.js';
+import { overridesOf, policyInput, scopeInput, targetError } from './plan.js';
+import { withOverrides } from '../../reconciler/policy/evaluate.js';
 
 export interface ApplyFlags extends TargetFlags, LockFlags {
   plan?: string;
@@ -39,6 +40,8 @@ export interface ApplyFlags extends TargetFlags, LockFlags {
   strict?: boolean;
   target?: string[];
   allowProtectedChanges?: boolean;
+  overridePolicy?: string[];
+  reason?: string;
   /** `destroy DIR`: apply the plan that deletes every object the stack owns. */
   destroy?: boolean;
 }
@@ -70,7 +73,7 @@ export async function destroy(out: Output, dir: string, flags: Omit<ApplyFlags, 
 async function applyDir(out: Output, dir: string, flags: ApplyFlags, parallelism: number): Promise<void> {
   filesToPlan(dir); // a directory that is not there, or holds no manifest, fails before the service starts
   const { stack } = resolveStack(dir, flags.stack);
-  const scope = scopeInput(dir, flags);
+  const scope = { ...scopeInput(dir, flags), ...policyInput(dir, flags) };
   const commit = cleanHeadCommit(dir);
   const client = await openTarget(flags, { out, root: dir, ...waitsForStateDir(out, flags) });
   try {
@@ -129,6 +132,7 @@ async function planAndApply(out: Output, client: ApiClient, dir: string, stack: 
       out.json({
         event: 'plan', stack: plan.stack, target: plan.target, summary: plan.summary, steps: plan.steps.length, warnings: plan.warnings, conflicts: plan.conflicts, blocked: plan.blocked,
         ...(plan.protectedChanges ? { protectedChanges: plan.protectedChanges } : {}), ...(plan.partial ? { partial: plan.partial } : {}), ...(plan.destroy ? { destroy: true } : {}),
+        ...(plan.policy ? { policy: plan.policy } : {}),
       });
     }
     else out.line(renderText(plan, { color: useColor() }).replace(/\n$/, ''));
@@ -178,6 +182,18 @@ async function applySaved(out: Output, file: string, flags: ApplyFlags, parallel
   try {
     if (plan.target !== client.target) throw refusal(out, flags, EXIT.error, `${file} was planned for ${plan.target}, not ${client.target}`);
     if (flags.stack !== undefined && flags.stack !== plan.stack) throw refusal(out, flags, EXIT.error, `${file} was planned for stack "${plan.stack}", not "${flags.stack}"`);
+    // Overrides given now, for the policies the saved plan checked (it knows which may be overridden of those that denied).
+    if (flags.overridePolicy?.length || flags.reason !== undefined) {
+      const known = (plan.policy?.checked ?? []).map((name) => ({ name, overridable: plan.policy!.outcomes.find((o) => o.policy === name)?.overridable ?? true }));
+      let overrides;
+      try {
+        overrides = overridesOf(flags, known);
+      } catch (err) {
+        if (err instanceof CliExit) throw refusal(out, flags, err.code, err.message);
+        throw err;
+      }
+      if (plan.policy) plan = { ...plan, policy: withOverrides(plan.policy, overrides) };
+    }
     try {
       gate(out, plan, flags);
     } catch (err) {

@@ -14,6 +14,9 @@ import { reconcilerConfig } from '../service-config.js';
 import { info, useColor, type Output } from '../output.js';
 import { openTarget, targetArgs, targetArgv, type TargetFlags } from '../target.js';
 import { shellWord } from '../shell.js';
+import { loadStackPolicies, type LoadedPolicies } from '../../reconciler/policy/load.js';
+import { denyingPolicies, overrideProblems } from '../../reconciler/policy/evaluate.js';
+import type { PolicyOverride } from '../../reconciler/policy/types.js';
 
 export interface PlanFlags extends TargetFlags {
   stack?: string;
@@ -30,6 +33,31 @@ export interface PlanFlags extends TargetFlags {
   target?: string[];
   destroy?: boolean;
   allowProtectedChanges?: boolean;
+  overridePolicy?: string[];
+  reason?: string;
+}
+
+/**
+ * The stack's policies, and `--override-policy NAME --reason TEXT` checked against them: a name
+ * that is no policy (did-you-mean), one that cannot be overridden, or an override without its
+ * reason is refused before anything is planned.
+ */
+export function policyInput(dir: string, flags: { overridePolicy?: string[]; reason?: string }): { policies: LoadedPolicies; policyOverrides: PolicyOverride[] } {
+  const policies = loadStackPolicies(dir);
+  return { policies, policyOverrides: overridesOf(flags, policies.set.policies) };
+}
+
+/** The overrides the flags name, checked against these policies. */
+export function overridesOf(flags: { overridePolicy?: string[]; reason?: string }, policies: readonly { name: string; overridable: boolean }[]): PolicyOverride[] {
+  const names = [...new Set(flags.overridePolicy ?? [])];
+  if (flags.reason !== undefined && !names.length) throw new CliExit(EXIT.error, '--reason goes with --override-policy NAME: it says why that policy is let through');
+  if (!names.length) return [];
+  const reason = flags.reason?.trim();
+  if (!reason) throw new CliExit(EXIT.error, `--override-policy ${names.join(', ')} needs --reason TEXT: why the policy is let through (the plan and the sync record keep it)`);
+  if (reason.length > 500) throw new CliExit(EXIT.error, `--reason is ${reason.length} characters; at most 500`);
+  const problems = overrideProblems(names, policies);
+  if (problems.length) throw new CliExit(EXIT.error, problems.map((p) => `error: ${p}`).join('\n'));
+  return names.map((policy) => ({ policy, reason }));
 }
 
 /** What `plan` and `apply` take from the stack file's `safety:` and their flags, for the planner. */
@@ -52,12 +80,13 @@ export async function plan(out: Output, dir: string, flags: PlanFlags): Promise<
   filesToPlan(dir); // a directory that is not there, or holds no manifest, fails before the service starts
   const { stack } = resolveStack(dir, flags.stack);
   const scope = scopeInput(dir, flags);
+  const policy = policyInput(dir, flags);
   const client = await openTarget(flags, { readOnly: 'planning against an empty database', out, root: dir });
   let result;
   try {
     result = await preparePlan({
       root: dir, stack, strict: flags.strict, env: process.env, adopt: flags.adopt,
-      config: reconcilerConfig(), ...scope,
+      config: reconcilerConfig(), ...scope, ...policy,
       adoptCommand: `edgeplane plan ${dir} --stack ${stack}${targetArgs(flags)} --adopt`,
     }, client, { closeAfterRead: true });
   } catch (err) {
@@ -79,7 +108,8 @@ export async function plan(out: Output, dir: string, flags: PlanFlags): Promise<
   // `target_name:` of edgeplane.yaml: the comment names the target by it, and shows no URL.
   const { targetName } = stackTarget(dir);
   const args = [dir, '--stack', stack, ...(targetName ? [] : targetArgv(flags)), ...(flags.target ?? []).flatMap((t) => ['--target', t]),
-    ...(flags.destroy ? ['--destroy'] : []), ...(flags.adopt ? ['--adopt'] : []), ...(flags.allowProtectedChanges ? ['--allow-protected-changes'] : [])].map(shellWord).join(' ');
+    ...(flags.destroy ? ['--destroy'] : []), ...(flags.adopt ? ['--adopt'] : []), ...(flags.allowProtectedChanges ? ['--allow-protected-changes'] : []),
+    ...policy.policyOverrides.flatMap((o) => ['--override-policy', o.policy]), ...(policy.policyOverrides.length ? ['--reason', policy.policyOverrides[0].reason] : [])].map(shellWord).join(' ');
   const shown = targetName ? { ...p, target: targetName } : p;
   if (flags.outMarkdown) writeFileSync(flags.outMarkdown, renderMarkdown(shown, { limit: Infinity, args }));
   const text = flags.json ? renderJson(p) : flags.markdown ? renderMarkdown(shown, { limit, args }) : renderText(p, { color: useColor() });
@@ -87,6 +117,7 @@ export async function plan(out: Output, dir: string, flags: PlanFlags): Promise<
   if (flags.out && !flags.json) info(out, `plan saved to ${displayPath(flags.out)}`);
   if (flags.outMarkdown && !flags.json) info(out, `the whole plan as Markdown written to ${displayPath(flags.outMarkdown)}`);
   if (p.conflicts.length) throw new CliExit(EXIT.error);
+  if (denyingPolicies(p.policy).length) throw new CliExit(EXIT.blocked);
   if (p.blocked.length) throw new CliExit(EXIT.blocked);
   if (p.protectedChanges?.length && !flags.allowProtectedChanges) throw new CliExit(EXIT.blocked);
   if (flags.detailedExitcode && hasChanges(p)) throw new CliExit(EXIT.changes);

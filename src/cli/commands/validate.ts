@@ -45,8 +45,8 @@ export async function validate(out: Output, dir: string, flags: ValidateFlags): 
  * checked across them — and only its own problems and objects are reported.
  */
 function validateOne(root: string, stack: string, strict: boolean | undefined) {
-  if (!statSync(root).isFile()) return validateDir({ root, stack, strict });
-  const all = validateDir({ root: dirname(root), stack, strict });
+  if (!statSync(root).isFile()) return validateDir({ root, stack, strict, checkPolicies: true });
+  const all = validateDir({ root: dirname(root), stack, strict, checkPolicies: true });
   const file = resolve(root);
   const mine = (f: string) => resolve(f) === file;
   return { problems: all.problems.filter((p) => mine(p.file)), objects: all.objects.filter((o) => mine(o.doc.file)), files: [root] };

@@ -1,4 +1,5 @@
 import type { Threshold } from '../../reconciler/plan/safety.js';
+import { denyingPolicies } from '../../reconciler/policy/evaluate.js';
 import { lineProgress, type ProgressRenderer } from '../../reconciler/apply/progress.js';
 import { resolveStack, stackSafety } from '../../reconciler/manifests/config.js';
 import { filesToPlan, manifestFiles, stackDirectory } from '../../reconciler/manifests/load.js';
@@ -112,6 +113,7 @@ export function reporter(out: Output, color: boolean) {
         return out.line(`${tag}edgeplane.yaml: safety settings changed; planning with them from now on (protect: ${r.protect.length ? r.protect.join(', ') : 'none'}; threshold: ${Math.round(r.threshold.ratio * 100)} % of at least ${r.threshold.minOwned} owned)`);
       case 'superseded': return out.line(`${tag}the manifests changed while planning: nothing applied; the next run plans the newer save`);
       case 'blocked':
+        if (denyingPolicies(r.plan.policy).length) return out.line(`${tag}blocked by ${denyingPolicies(r.plan.policy).map((o) => `policy ${o.policy}`).join(', ')}: nothing applied; fix the manifests, or review the plan and run \`edgeplane apply ${watched ?? 'DIR'} --override-policy NAME --reason TEXT\` (watch never applies over it)`);
         if (r.plan.protectedChanges?.length) return out.line(`${tag}blocked: protected objects would be deleted or replaced: nothing applied; review the plan, then run \`edgeplane apply ${watched ?? 'DIR'} --allow-protected-changes\` (watch never applies over it)`);
         return out.line(`${tag}blocked by the safety threshold: nothing applied; review the plan, then run \`edgeplane apply ${watched ?? 'DIR'} --force\` (watch never applies over it)`);
       case 'run-end':

@@ -2,6 +2,7 @@ import { recordRun, type Commit, type NewSyncRun, type RunOutcome, type RunTrigg
 import { ApiRequestError, type ApiClient } from '../../client/api-client.js';
 import type { Plan } from '../plan/types.js';
 import { renderMarkdown } from '../render/markdown.js';
+import type { PlanPolicy } from '../policy/types.js';
 
 /**
  * One run of a stack as the service's sync record keeps it (docs/api.md, "Sync record"): what
@@ -39,6 +40,7 @@ export class RunRecord {
       error: this.error ?? null,
       plan_markdown: plan && plan.steps.length ? renderMarkdown(plan, { args: this.base.args }) : null,
       objects: plan && plan.steps.length ? runObjects(plan) : null,
+      policy: plan?.policy ? runPolicy(plan.policy) : null,
     };
   }
 
@@ -68,4 +70,13 @@ export function runObjects(plan: Plan): NonNullable<NewSyncRun['objects']> {
     action: s.action,
     fields: [...new Set(s.changes.map((c) => c.path.slice(0, 200)))].slice(0, FIELDS_MAX),
   }));
+}
+
+/** What the run's record keeps of its policies: the failures that deny and warn, and the overrides with their reasons. */
+export function runPolicy(p: PlanPolicy): NonNullable<NewSyncRun['policy']> {
+  return {
+    denied: p.outcomes.reduce((n, o) => n + o.denied, 0),
+    warned: p.outcomes.reduce((n, o) => n + o.warned, 0),
+    overrides: p.outcomes.filter((o) => o.override).slice(0, 100).map((o) => ({ policy: o.policy, reason: o.override!.reason.slice(0, 500) })),
+  };
 }

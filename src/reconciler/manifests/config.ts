@@ -12,6 +12,7 @@ import { stringify } from 'yaml';
 import { STACK_NAME } from '../ownership/marker.js';
 import { KINDS } from '../../kinds/registry.js';
 import type { Threshold } from '../plan/safety.js';
+import { POLICIES_SETTING } from '../policy/schema.js';
 
 export const DEFAULT_STACK = 'default';
 
@@ -51,6 +52,8 @@ export const STACK_FILE_KEYS: Record<string, JSONSchema> = {
     examples: [true],
   },
 };
+
+STACK_FILE_KEYS.policies = POLICIES_SETTING;
 
 /** The JSON Schema of `edgeplane.yaml` (written to `schemas/stack.schema.json` by `npm run schemas`). */
 export function buildStackFileSchema(): JSONSchema {

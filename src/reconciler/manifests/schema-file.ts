@@ -3,6 +3,7 @@ import { createAjv, schemaKey } from '../../contract/validation.js';
 import { standaloneModule } from '../../contract/standalone.js';
 import { buildStackFileSchema, STACK_FILE_SCHEMA_ID } from './config.js';
 import { buildManifestSchema, manifestKinds, MANIFEST_SCHEMA_ID } from './schema.js';
+import { buildPolicySchema, POLICY_SCHEMA_ID } from '../policy/schema.js';
 
 /** Where the generated manifest schema is committed (editors point `yaml-language-server` at it). */
 export const MANIFEST_SCHEMA_FILE = fileURLToPath(new URL('../../../schemas/manifest.schema.json', import.meta.url));
@@ -36,8 +37,9 @@ export const MANIFEST_VALIDATORS_FILE = fileURLToPath(new URL('../../generated/m
 /**
  * The manifest validators, one per manifest kind, as ajv standalone code compiled by the
  * collecting (all errors) Ajv configuration, with `SCHEMA_KEY`: the key of the manifest schema
- * they were compiled from; and the stack file's (`StackFile`, `STACK_FILE_KEY`), so a command
- * that reads `edgeplane.yaml` loads no Ajv to compile it.
+ * they were compiled from; and the stack file's (`StackFile`, `STACK_FILE_KEY`) and the policy
+ * schema's (`Policy`, `POLICY_KEY`), so a command that reads `edgeplane.yaml` or policies loads
+ * no Ajv to compile them.
  */
 export function renderManifestValidators(): { js: string; dts: string } {
   const schema = buildManifestSchema();
@@ -45,8 +47,10 @@ export function renderManifestValidators(): { js: string; dts: string } {
   const ajv = createAjv({ allErrors: true, standalone: true });
   ajv.addSchema(schema);
   ajv.addSchema(stackFile);
+  const policy = buildPolicySchema();
+  ajv.addSchema(policy);
   const refs = Object.fromEntries(manifestKinds().map((k) => [k.manifestKind!, `${MANIFEST_SCHEMA_ID}#/definitions/${k.manifestKind}`]));
-  return standaloneModule(ajv, 'the manifest validators (src/reconciler/manifests/schema.ts)', { ...refs, StackFile: STACK_FILE_SCHEMA_ID }, {
-    SCHEMA_KEY: schemaKey(schema), STACK_FILE_KEY: schemaKey(stackFile),
+  return standaloneModule(ajv, 'the manifest validators (src/reconciler/manifests/schema.ts)', { ...refs, StackFile: STACK_FILE_SCHEMA_ID, Policy: POLICY_SCHEMA_ID }, {
+    SCHEMA_KEY: schemaKey(schema), STACK_FILE_KEY: schemaKey(stackFile), POLICY_KEY: schemaKey(policy),
   });
 }

@@ -174,6 +174,8 @@ function shapePass(doc: SourceDoc, add: Add, errorPaths: (string | number)[][]):
     add({ doc, at: ROOT }, [], 'shape', 'a manifest document must be a mapping with kind and name');
     return undefined;
   }
+  // A policy (src/reconciler/policy/) is read where `policies:` of edgeplane.yaml says, and may sit among the manifests.
+  if (v.kind === 'Policy') return undefined;
   const kind = kindOfManifest(v.kind);
   if (!kind) {
     const known = manifestKinds().map((k) => k.manifestKind!);

@@ -15,8 +15,16 @@ import type { KindDef } from '../../kinds/types.js';
 import type { DesiredObject, ObservedObject, Identities } from './state.js';
 import type { Plan } from './types.js';
 import { streamLiveState } from '../state/read-state.js';
+import { loadStackPolicies, strayPolicies, type LoadedPolicies } from '../policy/load.js';
+import { checkPlan } from '../policy/evaluate.js';
+import { checkManifests } from '../policy/manifests.js';
+import type { PolicyOverride } from '../policy/types.js';
 
-export interface ValidateInput { root: string; stack: string; strict?: boolean; cwd?: string }
+export interface ValidateInput {
+  root: string; stack: string; strict?: boolean; cwd?: string;
+  /** `validate`: the stack's policies too (their problems, and the rules that read only the object). */
+  checkPolicies?: boolean;
+}
 
 export interface ValidateResult { problems: Problem[]; objects: ManifestObject[]; files: string[] }
 
@@ -25,12 +33,22 @@ export function validateDir(input: ValidateInput): ValidateResult {
   const loaded = loadManifests(input.root, input.cwd);
   const v = validateManifests(loaded.docs, { stack: input.stack, strict: input.strict });
   const nested = nestedStackProblems(loaded.nested, input.stack, input.cwd ?? process.cwd());
-  return { problems: sortProblems([...nested, ...loaded.problems, ...v.problems]), objects: v.objects, files: loaded.files };
+  const problems = [...nested, ...loaded.problems, ...v.problems];
+  if (input.checkPolicies) {
+    // The stack's policies: their own problems, and what the rules that read only the object find.
+    const policies = loadStackPolicies(input.root, input.cwd);
+    problems.push(...policies.problems, ...strayPolicies(loaded.docs, policies.set, input.cwd), ...checkManifests(policies.set, v.objects));
+  }
+  return { problems: sortProblems(problems), objects: v.objects, files: loaded.files };
 }
 
 export interface PlanInput extends ValidateInput, Omit<DiffOptions, 'target' | 'stack'> {
   /** Where `{env: NAME}` secrets are read from. */
   env: Record<string, string | undefined>;
+  /** The policies checked on the plan (and their problems); absent: those `policies:` of the stack's edgeplane.yaml names. */
+  policies?: LoadedPolicies;
+  /** `--override-policy NAME --reason TEXT`: the named policies' denials let through (checked by the caller: `checkOverrides`). */
+  policyOverrides?: PolicyOverride[];
 }
 
 export interface Prepared {
@@ -120,6 +138,9 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: Prep
     loadProblems.push(...parsed.problems);
     await turn();
   }
+  const policies = input.policies ?? loadStackPolicies(input.root, cwd);
+  loadProblems.push(...policies.problems, ...strayPolicies(docs, policies.set, cwd));
+  await turn();
   const opts = { stack: input.stack, strict: input.strict };
   const validation = new ValidationMemo();
   for (let i = 0; i < docs.length; i++) {
@@ -154,5 +175,6 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: Prep
   await live;
   const observed = manifestKinds().flatMap((k) => observedByKind.get(k) ?? []);
   const plan = diff(desired, observed, { ...input, target: client.target, paired: hints?.paired }, hints?.memo ?? new NormMemo('plan'));
+  if (policies.set.policies.length) plan.policy = checkPlan(policies.set, { plan, desired, observed, overrides: input.policyOverrides });
   return { problems, plan, secrets: s.secrets, identities, observed };
 }

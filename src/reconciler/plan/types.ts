@@ -1,3 +1,5 @@
+import type { PlanPolicy, StepPolicy } from '../policy/types.js';
+
 /**
  * Plan data: the versioned contract between `plan` (this module's producer, `diff`) and `apply`
  * (which executes steps), and what the JSON renderer writes. A plan holds no secret: request
@@ -71,6 +73,8 @@ export interface Step {
    * threshold counts them as deleted.
    */
   cascade?: StepObject[];
+  /** The stack's policies' results about this step's object (failures only; docs/policies.md). */
+  policy?: StepPolicy;
 }
 
 /** One RFC 6902 operation, as fast-json-patch's `compare` makes them. */
@@ -150,6 +154,8 @@ export interface Plan {
   partial?: PartialPlan;
   /** Present for `plan --destroy` / `destroy`: the plan deletes every object the stack owns. */
   destroy?: true;
+  /** Present when the stack has policies: what they found (a denial not overridden: apply refuses). */
+  policy?: PlanPolicy;
 }
 
 /** Whether the plan changes anything, or (with --target) leaves out changes of the targets that wait for others. */

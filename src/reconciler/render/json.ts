@@ -66,6 +66,15 @@ const PLAN_SCHEMA = {
     protectedChanges: { type: 'array', items: { type: 'object', required: ['step', 'identity', 'id', 'action'], properties: { step: str, identity: str, id: str, action: { enum: ['delete', 'replace'] } } } },
     partial: { type: 'object', required: ['targets', 'created', 'omitted'], properties: { targets: strings, created: strings, omitted: count, waiting: count } },
     destroy: { const: true },
+    policy: {
+      type: 'object', required: ['checked', 'outcomes', 'results'],
+      properties: {
+        checked: strings,
+        outcomes: { type: 'array', items: { type: 'object', required: ['policy', 'denied', 'warned', 'overridable'], properties: { policy: str, denied: count, warned: count, overridable: { type: 'boolean' }, override: { type: 'object', required: ['reason'], properties: { reason: str } } } } },
+        results: { type: 'array', items: { type: 'object', required: ['policy', 'rule', 'severity', 'message'], properties: { policy: str, rule: count, severity: { enum: ['deny', 'warn'] }, message: str } } },
+        omitted: count,
+      },
+    },
   },
 };
 let planValidator: ReturnType<ReturnType<typeof sharedAjv>['compile']> | undefined;

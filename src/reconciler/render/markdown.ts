@@ -3,6 +3,7 @@ import { decodeMetadata, encodeMetadata } from '../ownership/marker.js';
 import { findKind, KINDS } from '../../kinds/registry.js';
 import type { Action, Change, Plan, Step } from '../plan/types.js';
 import { mermaidText } from './mermaid.js';
+import { policyMarkdown } from './policy-markdown.js';
 import { apart, ascii, blockLine, type DiffLine, cascadeCounts, countOf, lineDiff, listChange, masked, multiLine, protectedLine, scopeLines, short, shortPair, sliceChars, summaryLine, SYMBOL, visible, waitingLine } from './values.js';
 
 /** GitHub refuses comments over 65,536 characters; stay clear of it. */
@@ -249,6 +250,7 @@ function head(plan: Plan, maxCallouts: number): string {
     `### edgeplane plan for stack ${code(plan.stack)}`, '',
     `Target: ${code(plan.target)}`, '',
     ...scopeLines(plan).flatMap((l) => ['> [!IMPORTANT]', `> **${text(l)}**`, '']),
+    ...policyMarkdown(plan, maxCallouts, { code, text }),
     `**${plan.steps.length ? summaryLine(plan) : plan.conflicts.length ? 'No changes planned until the conflicts below are resolved.' : plan.partial?.waiting ? waitingLine(plan.partial.waiting, 'see the warnings') : 'No changes.'}**`, '',
   ];
   if (plan.steps.length) out.push(...kindTable(plan), '');

@@ -1,5 +1,6 @@
 import { createColors } from 'picocolors';
 import type { Plan, Step } from '../plan/types.js';
+import { policyBlock, stepPolicyLines } from './policy.js';
 import { ascii, blockLine, lineCount, lineDiff, listChange, multiLine, protectedLine, scopeLines, short, shortPair, summaryLine, SYMBOL, visible, waitingLine } from './values.js';
 
 type Colors = ReturnType<typeof createColors>;
@@ -59,6 +60,7 @@ export function renderText(plan: Plan, opts: TextOptions = {}): string {
       out.push(`    ${mark} ${ch.path}: ${ch.sensitive && ch.before !== undefined && ch.after !== undefined ? '(sensitive value changed)' : value}`);
     }
     out.push(c.dim(`    ${step.request.method} ${step.request.path}`));
+    for (const l of stepPolicyLines(step)) out.push(step.policy!.some((r) => r.severity === 'deny' && !r.overridden) ? c.red(l) : c.yellow(l));
   }
   if (plan.steps.length) out.push('');
   for (const w of plan.warnings) out.push(c.yellow(`warning: ${w}`));
@@ -71,6 +73,10 @@ export function renderText(plan: Plan, opts: TextOptions = {}): string {
   }
   for (const p of plan.protectedChanges ?? []) out.push(c.red(`protected: ${protectedLine(p)}; apply needs --allow-protected-changes`));
   if (plan.warnings.length || plan.conflicts.length || plan.blocked.length || plan.protectedChanges?.length) out.push('');
+  // The policies' verdict: each policy that denies or warns, its failures, and the count checked.
+  const policy = policyBlock(plan);
+  for (const l of policy) out.push(l.tone === 'deny' ? c.red(l.line) : l.tone === 'warn' ? c.yellow(l.line) : l.line);
+  if (policy.length) out.push('');
   out.push(plan.steps.length ? c.bold(summaryLine(plan) + (plan.partial ? ' (partial)' : '')) : plan.conflicts.length ? 'No changes planned until the conflicts above are resolved.' : plan.destroy ? 'Nothing to destroy: the stack owns no object that can be deleted.' : plan.partial?.waiting ? waitingLine(plan.partial.waiting, 'see the warnings above') : plan.partial ? 'No changes among the targets.' : 'No changes. The live state matches the manifests.');
   return out.join('\n') + '\n';
 }

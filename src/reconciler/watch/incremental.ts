@@ -14,6 +14,10 @@ import { DesiredState } from './desired-state.js';
 import { LiveIndex } from './live-index.js';
 import type { ManifestFile } from './manifest-cache.js';
 import { planSubset } from './subset.js';
+import { loadStackPolicies, NO_POLICIES } from '../policy/load.js';
+import { checkPlan } from '../policy/evaluate.js';
+import type { PolicySet } from '../policy/types.js';
+import { hasErrors } from '../manifests/problems.js';
 
 /** `HTTPSEdge/web` for `HTTPSEdge/web/routes/api`: the object a list page (or a GET) returns whole. */
 export function topIdentity(identity: string): string {
@@ -58,6 +62,8 @@ export class IncrementalPlanner {
   /** Identities the last plan that looked at them did not find unchanged (steps, conflicts, warnings, new). */
   private unsettled = new Set<string>();
   private fullPlanNext = true;
+  /** The stack's policies, loaded again on each run that plans (docs/policies.md). */
+  private policies: PolicySet = NO_POLICIES;
   /** Top-level ids the last apply wrote: read again before the next plan. */
   private readonly dirty = new Set<string>();
 
@@ -85,6 +91,10 @@ export class IncrementalPlanner {
     if (!changed && opts.full) this.invalidate();
     if (!changed) return { problems, secrets: new Map(), identities: new Set<string>(), live: this.live, read: { full: false, requests: 0 }, changed: [], planned: 0 };
     this.live.redeclared(changed);
+    // The policies, checked on each plan of the objects it covers (those a save may have changed).
+    const policies = loadStackPolicies(this.input.root, this.input.cwd);
+    if (hasErrors(policies.problems)) return { problems: [...problems, ...policies.problems], secrets: new Map(), identities: new Set<string>(), live: this.live, read: { full: false, requests: 0 }, changed, planned: 0 };
+    this.policies = policies.set;
 
     let read = await this.readLive(opts.full === true, changed);
     let plan = this.plan(changed, read.full);
@@ -112,6 +122,7 @@ export class IncrementalPlanner {
     if (full || this.fullPlanNext) {
       const desired = this.desired.all();
       const plan = diff(desired, this.live.all(), opts, this.memo);
+      if (this.policies.policies.length) plan.policy = checkPlan(this.policies, { plan, desired, observed: this.live.all() });
       this.unsettled = new Set();
       for (const d of desired) if (!settled.has(d.identity)) this.unsettled.add(d.identity);
       this.fullPlanNext = false;
@@ -120,6 +131,7 @@ export class IncrementalPlanner {
     }
     const sub = planSubset(this.desired, this.live, [...changed, ...this.unsettled]);
     const plan = diff(sub.desired, sub.observed, { ...opts, only: sub.planned }, this.memo);
+    if (this.policies.policies.length) plan.policy = checkPlan(this.policies, { plan, desired: sub.desired, observed: sub.observed });
     const known = this.desired.byIdentity;
     this.planned = 0;
     for (const id of sub.planned) if (known.has(id)) this.planned++;

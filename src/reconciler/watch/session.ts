@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
+import { denyingPolicies } from '../policy/evaluate.js';
 import type { ApiClient } from '../../client/api-client.js';
 import type { DagEvent } from '../apply/dag.js';
 import { applyPlan, type ApplyResult } from '../apply/execute.js';
@@ -185,7 +186,7 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
     const applying = mode === 'apply' || mode === 'repair';
     if (plan.conflicts.length && applying) return { status: 'invalid', error: 'conflicts with objects this stack does not own' };
     if (!applying || !plan.steps.length) return { status: 'ok' };
-    if (plan.blocked.length || plan.protectedChanges?.length) {
+    if (plan.blocked.length || plan.protectedChanges?.length || denyingPolicies(plan.policy).length) {
       opts.report({ type: 'blocked', runId: ctx.runId, plan });
       return { status: 'invalid' };
     }

@@ -171,6 +171,8 @@ export async function runSection(records: StackRecords, accountId: string, id: s
       <dt>started</dt><dd>!${when(r.started_at)}</dd>
       <dt>took</dt><dd>${duration(ms)}</dd>
       <dt>changes</dt><dd>${counts(r.counts)}</dd>
+      !${r.policy ? html`<dt>policies</dt><dd>${r.policy.denied} denied, ${r.policy.warned} warned</dd>` : ''}
+      !${(r.policy?.overrides ?? []).map((o) => html`<dt>overridden</dt><dd><code>${o.policy}</code>: ${o.reason}</dd>`).join('')}
     </dl>
     !${r.error ? notice(r.error, 'error') : ''}
     <h2>Plan</h2>

@@ -1,0 +1,302 @@
+import { findKind } from '../../kinds/registry.js';
+import type { Body, KindDef } from '../../kinds/types.js';
+import { SENSITIVE } from '../plan/changes.js';
+import type { DesiredObject, ObservedObject } from '../plan/state.js';
+import { isRefToken, isSecretToken } from '../plan/tokens.js';
+import type { Plan, Step } from '../plan/types.js';
+import { celValue } from './cel.js';
+import { didYouMean } from '../../util/suggest.js';
+import { POLICY_KINDS } from './schema.js';
+import type { ObjectAction, PlanPolicy, Policy, PolicyOutcome, PolicyOverride, PolicyResult, PolicyRule, PolicySet } from './types.js';
+
+/** The most results a plan lists (the counts per policy are complete). */
+export const RESULTS_MAX = 1_000;
+
+/** References by identity, secrets masked: as the plan shows values. */
+function token(v: object): unknown {
+  if (isSecretToken(v)) return SENSITIVE;
+  if (isRefToken(v)) return v.$ref;
+  return undefined;
+}
+
+/** What a rule reads (`object`, `live`, …): one activation, its fields set per object. */
+export interface Activation {
+  object: Record<string, unknown>;
+  live: unknown;
+  action: ObjectAction;
+  changes: string[];
+  plan: Record<string, Record<string, bigint>>;
+}
+
+/** An object as a rule reads it: kind, name and identity, and its fields as CEL values. */
+export function objectView(kind: KindDef, name: string | undefined, identity: string | undefined, body: Body): Record<string, unknown> {
+  const view = celValue(body, token) as Record<string, unknown>;
+  const out = view === body ? { ...body } : view; // the body itself is never changed
+  out.kind = kind.manifestKind;
+  if (name !== undefined) out.name = name;
+  if (identity !== undefined) out.identity = identity;
+  return out;
+}
+
+/** Counts per action and kind, every manifest kind present (`plan.delete.HTTPSEdge` is 0, not missing). */
+export function emptyCounts(): Record<string, Record<string, bigint>> {
+  const out: Record<string, Record<string, bigint>> = {};
+  for (const a of ['create', 'update', 'replace', 'delete']) out[a] = Object.fromEntries(POLICY_KINDS.map((k) => [k, 0n]));
+  return out;
+}
+
+/** One policy's verdict on one activation: the rules that failed (or could not be evaluated). */
+const PASSED: { rule: PolicyRule; error?: string }[] = Object.freeze([]) as unknown as { rule: PolicyRule; error?: string }[];
+
+export function failedRules(p: Policy, ctx: Activation): { rule: PolicyRule; error?: string }[] {
+  if (p.condition) {
+    let on: unknown = true;
+    try {
+      on = p.condition.run(ctx);
+    } catch {
+      // A condition that cannot be read guards nothing: the rules are checked (fail closed).
+    }
+    if (on === false) return PASSED;
+  }
+  let out: { rule: PolicyRule; error?: string }[] | undefined;
+  for (let i = 0; i < p.rules.length; i++) {
+    const rule = p.rules[i];
+    let v: unknown;
+    try {
+      v = rule.compiled.run(ctx);
+    } catch (err) {
+      (out ??= []).push({ rule, error: (err as { summary?: string }).summary ?? (err as Error).message.split('\n')[0] });
+      continue;
+    }
+    if (v !== true) (out ??= []).push(v === false ? { rule } : { rule, error: `gave ${shortValue(v)}, not true or false` });
+  }
+  return out ?? PASSED;
+}
+
+/** A value a rule gave instead of true or false, as its message shows it (bounded). */
+function shortValue(v: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? Number(x) : x)) ?? String(v);
+  } catch {
+    text = String(v);
+  }
+  return text.length > 80 ? `${text.slice(0, 79)}…` : text;
+}
+
+/** Whether a policy of the object's kind applies to it (its selectors, when it has any). */
+function selects(p: Policy, identity: string): boolean {
+  return !p.selectors || p.selectors.some((s) => s.matches(identity));
+}
+
+interface Entry { action: ObjectAction; step?: string; liveId?: string; kind: string; changes: string[] }
+
+const RANK: Record<ObjectAction, number> = { none: 0, update: 1, delete: 2, create: 3, replace: 4 };
+
+/** What the plan does to each identity: its action, the step its results are shown with, the live object, the changed paths. */
+function entries(plan: Plan): Map<string, Entry> {
+  const out = new Map<string, Entry>();
+  const note = (identity: string, kind: string, action: ObjectAction, step: string, liveId: string | undefined, paths: readonly string[]) => {
+    let e = out.get(identity);
+    if (!e) out.set(identity, (e = { action, step, kind, changes: [], ...(liveId ? { liveId } : {}) }));
+    else if (RANK[action] > RANK[e.action]) e.action = action;
+    if (!e.liveId && liveId) e.liveId = liveId;
+    for (const p of paths) if (!e.changes.includes(p)) e.changes.push(p);
+  };
+  for (const s of plan.steps) {
+    const action: ObjectAction = s.action === 'create' || s.action === 'replace' ? s.action : s.action === 'delete' ? 'delete' : 'update';
+    // The delete of a replaced object is part of its replace; a duplicate's delete does not make the object deleted.
+    if (s.action === 'delete' && s.id !== `${s.object.identity}:delete`) continue;
+    note(s.object.identity, s.object.kind, action, s.id, s.object.id, s.changes.map((c) => c.path));
+    for (const c of s.cascade ?? []) note(c.identity, c.kind, 'delete', s.id, c.id, []);
+  }
+  return out;
+}
+
+export interface PlanCheckInput {
+  plan: Plan;
+  desired: readonly DesiredObject[];
+  observed: readonly ObservedObject[];
+  overrides?: readonly PolicyOverride[];
+}
+
+const NO_CHANGES: string[] = Object.freeze([]) as unknown as string[];
+
+/**
+ * The stack's policies checked on a plan: each object the manifests hold (its action `none` when
+ * the plan leaves it as it is), each object the plan deletes, and the plan as a whole for the
+ * policies that read only `plan`. Sets each step's `policy` (the results about its object) and
+ * returns the plan's (`Plan.policy`). A pure function of the plan and the objects.
+ */
+export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
+  const { plan } = input;
+  const byIdentity = entries(plan);
+  const counts = emptyCounts();
+  const desiredIds = new Set<string>();
+  for (const d of input.desired) desiredIds.add(d.identity);
+  // Per object the plan changes (a destroy's deletes of objects still in the manifests too).
+  for (const e of byIdentity.values()) {
+    const k = findKind(e.kind)?.manifestKind;
+    if (k && e.action !== 'none') counts[e.action][k]++;
+  }
+  const perKind = new Map<string, Policy[]>();
+  const whole: Policy[] = [];
+  for (const p of set.policies) {
+    if (p.planLevel) whole.push(p);
+    else for (const k of POLICY_KINDS) if (!p.kinds || p.kinds.has(k)) perKind.set(k, [...(perKind.get(k) ?? []), p]);
+  }
+  const readsLive = set.policies.some((p) => p.condition?.readsLive || p.rules.some((r) => r.compiled.readsLive));
+  let observedById: Map<string, ObservedObject> | undefined;
+  const byId = () => (observedById ??= new Map(input.observed.map((o) => [o.id, o])));
+  let observedByIdentity: Map<string, ObservedObject> | undefined;
+  const byMarker = () => (observedByIdentity ??= new Map(input.observed.filter((o) => o.owner.type === 'this' && o.marker).map((o) => [o.marker!.id, o])));
+  const liveView = (o: ObservedObject | undefined) => (o ? objectView(o.kind, undefined, o.marker?.id, o.body) : null);
+
+  const results = new Results(set, input.overrides ?? []);
+  const ctx: Activation = { object: {}, live: null, action: 'none', changes: NO_CHANGES, plan: counts };
+  const record = (p: Policy, failed: { rule: PolicyRule; error?: string }[], at?: { identity: string; action: ObjectAction; step?: string }) => {
+    for (let i = 0; i < failed.length; i++) results.add(p, failed[i], at);
+  };
+  for (const p of whole) record(p, failedRules(p, ctx));
+  for (const d of input.desired) {
+    const mk = d.kind.manifestKind!;
+    const policies = perKind.get(mk);
+    if (!policies) continue;
+    let view: Record<string, unknown> | undefined;
+    const e = byIdentity.get(d.identity);
+    let liveSet = false;
+    for (const p of policies) {
+      if (!selects(p, d.identity)) continue;
+      if (!view) {
+        view = objectView(d.kind, d.name, d.identity, d.body);
+        ctx.object = view;
+        ctx.action = e?.action ?? 'none';
+        ctx.changes = e?.changes ?? NO_CHANGES;
+        ctx.live = null;
+      }
+      if (readsLive && !liveSet) {
+        liveSet = true;
+        ctx.live = liveView(e?.liveId ? byId().get(e.liveId) : byMarker().get(d.identity));
+      }
+      record(p, failedRules(p, ctx), { identity: d.identity, action: ctx.action, step: e?.step });
+    }
+  }
+  for (const [identity, e] of byIdentity) {
+    if (e.action !== 'delete' || desiredIds.has(identity)) continue;
+    const kind = findKind(e.kind);
+    const o = e.liveId ? byId().get(e.liveId) : undefined;
+    if (!kind?.manifestKind || !o) continue;
+    const policies = perKind.get(kind.manifestKind);
+    if (!policies) continue;
+    const view = objectView(kind, identity.slice(identity.lastIndexOf('/') + 1), identity, o.body);
+    Object.assign(ctx, { object: view, live: view, action: 'delete', changes: NO_CHANGES });
+    for (const p of policies) if (selects(p, identity)) record(p, failedRules(p, ctx), { identity, action: 'delete', step: e.step });
+  }
+  return results.summary(plan.steps);
+}
+
+/**
+ * The failures as they are found: counted per policy (complete), kept in three lists — denials,
+ * overridden denials, warnings — each in the order found, up to `RESULTS_MAX` (a plan where a
+ * policy fails on thousands of unchanged objects makes no object for each), and every failure
+ * about a step's object kept for that step.
+ */
+class Results {
+  private readonly reason: Map<string, string>;
+  private readonly outcomes = new Map<string, PolicyOutcome>();
+  private readonly ranked: PolicyResult[][] = [[], [], []];
+  private readonly ofSteps: PolicyResult[] = [];
+  private omitted = 0;
+
+  constructor(private readonly set: PolicySet, overrides: readonly PolicyOverride[]) {
+    this.reason = new Map(overrides.map((o) => [o.policy, o.reason]));
+  }
+
+  add(p: Policy, f: { rule: PolicyRule; error?: string }, at?: { identity: string; action: ObjectAction; step?: string }): void {
+    let o = this.outcomes.get(p.name);
+    if (!o) this.outcomes.set(p.name, (o = { policy: p.name, denied: 0, warned: 0, overridable: p.overridable }));
+    const deny = f.rule.severity === 'deny';
+    if (deny) o.denied++;
+    else o.warned++;
+    const overridden = p.overridable && this.reason.has(p.name);
+    if (overridden) o.override ??= { reason: this.reason.get(p.name)! };
+    const list = this.ranked[deny ? (overridden ? 1 : 0) : 2];
+    const step = at?.step;
+    if (list.length >= RESULTS_MAX && !step) {
+      this.omitted++;
+      return;
+    }
+    const r: PolicyResult = {
+      policy: p.name, rule: f.rule.index, severity: f.rule.severity, message: f.rule.message,
+      ...(at ? { identity: at.identity, action: at.action, ...(step ? { step } : {}) } : {}),
+      ...(f.error !== undefined ? { error: f.error } : {}),
+      ...(overridden ? { overridden: true as const } : {}),
+    };
+    if (step) this.ofSteps.push(r);
+    if (list.length < RESULTS_MAX) list.push(r);
+    else this.omitted++;
+  }
+
+  /** The plan's policy; each step is given its own results (denials first). */
+  summary(steps: Step[]): PlanPolicy {
+    if (this.ofSteps.length) {
+      const stepById = new Map(steps.map((s) => [s.id, s]));
+      const rank = (r: PolicyResult) => (r.severity === 'deny' ? (r.overridden ? 1 : 0) : 2);
+      for (const want of [0, 1, 2]) {
+        for (const r of this.ofSteps) {
+          if (rank(r) !== want) continue;
+          const s = stepById.get(r.step!);
+          if (!s) continue;
+          const { identity: _i, step: _s, ...own } = r;
+          (s.policy ??= []).push(own);
+        }
+      }
+    }
+    const all = [...this.ranked[0], ...this.ranked[1], ...this.ranked[2]];
+    const orank = (o: PolicyOutcome) => (o.denied ? (o.override ? 1 : 0) : 2);
+    const out: PlanPolicy = {
+      checked: this.set.policies.map((p) => p.name),
+      outcomes: [...this.outcomes.values()].sort((a, b) => orank(a) - orank(b) || a.policy.localeCompare(b.policy)),
+      results: all.slice(0, RESULTS_MAX),
+    };
+    const omitted = this.omitted + Math.max(0, all.length - RESULTS_MAX);
+    if (omitted) out.omitted = omitted;
+    return out;
+  }
+}
+
+/** The policies that stop a plan: denials not overridden. */
+export function denyingPolicies(policy: PlanPolicy | undefined, overrides: readonly string[] = []): PolicyOutcome[] {
+  return (policy?.outcomes ?? []).filter((o) => o.denied > 0 && !o.override && !(o.overridable && overrides.includes(o.policy)));
+}
+
+/**
+ * Overrides given when a saved plan is applied (`apply --plan FILE --override-policy NAME`): the
+ * plan's outcomes and results marked as `checkPlan` marks them. Returns the plan's policy anew
+ * (the saved plan is not changed).
+ */
+export function withOverrides(policy: PlanPolicy, overrides: readonly PolicyOverride[]): PlanPolicy {
+  if (!overrides.length) return policy;
+  const reason = new Map(overrides.map((o) => [o.policy, o.reason]));
+  const mark = (name: string, overridable: boolean) => overridable && reason.has(name);
+  const overridable = new Map(policy.outcomes.map((o) => [o.policy, o.overridable]));
+  return {
+    ...policy,
+    outcomes: policy.outcomes.map((o) => (mark(o.policy, o.overridable) && !o.override ? { ...o, override: { reason: reason.get(o.policy)! } } : o)),
+    results: policy.results.map((r) => (mark(r.policy, overridable.get(r.policy) ?? false) && !r.overridden ? { ...r, overridden: true as const } : r)),
+  };
+}
+
+/**
+ * `--override-policy` names checked against the policies: each must be one (did-you-mean), and
+ * one that may be overridden. The messages, empty when all are fine.
+ */
+export function overrideProblems(names: readonly string[], policies: readonly { name: string; overridable: boolean }[]): string[] {
+  const out: string[] = [];
+  for (const n of names) {
+    const p = policies.find((x) => x.name === n);
+    if (!p) out.push(`--override-policy ${n}: no such policy${didYouMean(n, policies.map((x) => x.name))}${policies.length ? ` (the stack's policies: ${policies.map((x) => x.name).slice(0, 20).join(', ')})` : ' (the stack has none)'}`);
+    else if (!p.overridable) out.push(`--override-policy ${n}: this policy says it cannot be overridden (overridable: false); change the manifests instead`);
+  }
+  return out;
+}
