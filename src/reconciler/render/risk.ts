@@ -1,7 +1,7 @@
 import { findKind } from '../../kinds/registry.js';
 import type { Risk } from '../../kinds/types.js';
 import type { Action, Change, Plan, Step } from '../plan/types.js';
-import { countOf, visible } from './values.js';
+import { countOf, sliceChars, visible } from './values.js';
 
 /**
  * The order in which a plan is shown to a reviewer: what can break traffic or security first.
@@ -124,7 +124,9 @@ function shapeOf(steps: Step[]): Shaped {
 /**
  * Splits objects with one skeleton into groups whose every number is either the same on all of
  * them or, on each, the same number of its own identity (the j-th: named by the j-th letter).
- * A number that is neither (a backend id that differs) splits the group by its value.
+ * Where a number is neither, the objects that follow the identity number most of them follow
+ * are set apart from the others; where none do (a backend id that differs), they are split by
+ * its value.
  */
 function splitByNumbers(objs: Shaped[]): { objs: Shaped[]; names: (string | undefined)[] }[] {
   const count = objs[0].numbers.length;
@@ -135,12 +137,22 @@ function splitByNumbers(objs: Shaped[]): { objs: Shaped[]; names: (string | unde
       names.push(undefined);
       continue;
     }
-    const width = Math.min(LETTERS.length, ...objs.map((o) => o.ids.length));
-    let j = 0;
-    while (j < width && !objs.every((o) => o.numbers[p] === o.ids[j])) j++;
-    if (j < width) {
-      names.push(LETTERS[j]);
+    // The identity number that most of them follow (all: named by it; most: those apart from the rest).
+    let best = -1;
+    let most = 1;
+    for (let j = 0; j < LETTERS.length; j++) {
+      let k = 0;
+      for (const o of objs) if (o.numbers[p] === o.ids[j]) k++;
+      if (k > most) [best, most] = [j, k];
+    }
+    if (most === objs.length) {
+      names.push(LETTERS[best]);
       continue;
+    }
+    if (best >= 0) {
+      const follow = objs.filter((o) => o.numbers[p] === o.ids[best]);
+      const rest = objs.filter((o) => o.numbers[p] !== o.ids[best]);
+      return [...splitByNumbers(follow), ...(rest.length > 1 ? splitByNumbers(rest) : [{ objs: rest, names: [] }])];
     }
     const by = new Map<string, Shaped[]>();
     for (const o of objs) {
@@ -148,7 +160,7 @@ function splitByNumbers(objs: Shaped[]): { objs: Shaped[]; names: (string | unde
       if (list) list.push(o);
       else by.set(o.numbers[p], [o]);
     }
-    return [...by.values()].flatMap(splitByNumbers);
+    return [...by.values()].flatMap((x) => (x.length > 1 ? splitByNumbers(x) : [{ objs: x, names: [] }]));
   }
   return [{ objs, names }];
 }
@@ -219,7 +231,7 @@ export function groupLegend(g: ChangeGroup): string {
 export function groupLine(g: ChangeGroup, max = 60): string {
   const cut = (t: string) => {
     const s = shownTemplate(t);
-    return s.length > max ? `${s.slice(0, max - 1)}…` : s;
+    return s.length > max ? `${sliceChars(s, 0, max - 1)}…` : s;
   };
   const parts = g.steps.flatMap((s) => (s.rows.length
     ? s.rows.map((r) => (r.sensitive ? `${r.path} (sensitive value changed)` : `${r.path} ${cut(r.before)} → ${cut(r.after)}`))

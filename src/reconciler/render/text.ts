@@ -1,5 +1,6 @@
 import { createColors } from 'picocolors';
 import type { Plan, Step } from '../plan/types.js';
+import { changeRisk, groupChanges, groupLine, groupTitle, riskOrder } from './risk.js';
 import { ascii, blockLine, lineCount, lineDiff, listChange, multiLine, protectedLine, scopeLines, short, shortPair, summaryLine, SYMBOL, visible, waitingLine } from './values.js';
 
 type Colors = ReturnType<typeof createColors>;
@@ -20,6 +21,35 @@ function heading(step: Step): string {
   const what = step.module ? `${step.object.identity} ${step.module}` : step.object.identity;
   const id = step.object.id ? ` (${step.object.id})` : '';
   return `${SYMBOL[step.action]} ${step.action} ${what}${id}`;
+}
+
+/** Names, at most `max` of them, the others counted. */
+function names(list: string[], max: number): string {
+  return list.length > max ? `${list.slice(0, max).join(', ')} and ${list.length - max} more` : list.join(', ');
+}
+
+/**
+ * The plan's objects by risk, as the pull-request comment orders them (`riskOrder`): destructive,
+ * then traffic or security changes (with the fields or modules that make them so), creates, other
+ * updates (objects making the same change as one entry). A few names each, the rest counted.
+ */
+function riskSummary(plan: Plan): string[] {
+  const r = riskOrder(plan);
+  const out = ['By risk:'];
+  const destructive = [...new Set(r.destructive.map((s) => s.object.identity))];
+  if (destructive.length) out.push(`  ${destructive.length} destructive (delete, replace or module removal): ${names(destructive, 5)}`);
+  if (r.risky.length) {
+    const why = (steps: Step[]) => [...new Set(steps.flatMap((s) => [...(s.module && changeRisk(s.object.kind, s.module) ? [s.module] : []), ...s.changes.filter((c) => changeRisk(s.object.kind, c.path)).map((c) => c.path.split('.')[0])]))].join(', ');
+    out.push(`  ${r.risky.length} traffic or security change${r.risky.length === 1 ? '' : 's'}: ${names(r.risky.map((x) => `${x[0].object.identity} (${why(x)})`), 5)}`);
+  }
+  if (r.creates.length) out.push(`  ${r.creates.length} created: ${names(r.creates.map((x) => x[0].object.identity), 10)}`);
+  if (r.other.length) {
+    const groups = groupChanges(r.other).sort((a, b) => b.objects.length - a.objects.length);
+    const shown = groups.slice(0, 3).map((g) => `${g.objects.length > 1 ? groupTitle(g) : g.objects[0][0].object.identity}: ${groupLine(g)}`);
+    const rest = groups.slice(3).reduce((k, g) => k + g.objects.length, 0);
+    out.push(`  ${r.other.length} other update${r.other.length === 1 ? '' : 's'}: ${shown.join('; ')}${rest ? `; and ${rest} more object${rest === 1 ? '' : 's'}` : ''}`);
+  }
+  return out;
 }
 
 const items = (n: number) => `${n} item${n === 1 ? '' : 's'}`;
@@ -71,6 +101,7 @@ export function renderText(plan: Plan, opts: TextOptions = {}): string {
   }
   for (const p of plan.protectedChanges ?? []) out.push(c.red(`protected: ${protectedLine(p)}; apply needs --allow-protected-changes`));
   if (plan.warnings.length || plan.conflicts.length || plan.blocked.length || plan.protectedChanges?.length) out.push('');
+  if (plan.steps.length) out.push(...riskSummary(plan), '');
   out.push(plan.steps.length ? c.bold(summaryLine(plan) + (plan.partial ? ' (partial)' : '')) : plan.conflicts.length ? 'No changes planned until the conflicts above are resolved.' : plan.destroy ? 'Nothing to destroy: the stack owns no object that can be deleted.' : plan.partial?.waiting ? waitingLine(plan.partial.waiting, 'see the warnings above') : plan.partial ? 'No changes among the targets.' : 'No changes. The live state matches the manifests.');
   return out.join('\n') + '\n';
 }
