@@ -4,7 +4,7 @@ import { findKind, KINDS } from '../../kinds/registry.js';
 import type { Change, Plan, Step } from '../plan/types.js';
 import { mermaidText } from './mermaid.js';
 import { type ChangeGroup, DESTRUCTIVE, groupChanges, groupLegend, groupTitle, riskOrder, shownTemplate } from './risk.js';
-import { apart, ascii, blockLine, type DiffLine, cascadeCounts, countOf, lineDiff, listChange, masked, multiLine, protectedLine, scopeLines, short, shortPair, sliceChars, summaryLine, SYMBOL, visible, waitingLine } from './values.js';
+import { apart, ascii, blockLine, driftLine, driftObjects, type DiffLine, cascadeCounts, countOf, lineDiff, listChange, masked, multiLine, protectedLine, scopeLines, short, shortPair, sliceChars, summaryLine, SYMBOL, visible, waitingLine } from './values.js';
 
 /** GitHub refuses comments over 65,536 characters; stay clear of it. */
 export const MARKDOWN_LIMIT = 65_000;
@@ -276,6 +276,12 @@ function head(plan: Plan, maxCallouts: number): string {
   if (plan.steps.length) out.push(...kindTable(plan), '');
   const called = plan.steps.filter((x) => x.action === 'delete' || x.action === 'replace').length;
   if (called) out.push('> [!WARNING]', `> **${n(called)} deletion${called > 1 ? 's' : ''} or replacement${called > 1 ? 's' : ''}**: every destructive step is listed below.`, '');
+  const drift = driftObjects(plan);
+  if (drift.length) {
+    const named = drift.slice(0, maxCallouts).map((d) => `${code(d.identity)} (${d.fields.slice(0, 5).map(code).join(', ')}${d.fields.length > 5 ? ` and ${d.fields.length - 5} more` : ''})`);
+    const more = drift.length > named.length ? `${named.length ? ', ' : ''}and ${n(drift.length - named.length)} more` : '';
+    out.push('> [!WARNING]', `> **${driftLine(drift.length).replace(/: /, '**: ')}: ${named.join(', ')}${more}.`, '');
+  }
   const clip = (s: string) => (s.length > 400 ? `${sliceChars(s, 0, 399)}…` : s);
   for (const b of plan.blocked) out.push(`> [!CAUTION]`, `> Blocked by the safety threshold: ${blockLine(b)}; \`apply\` needs \`--force\`.`, '');
   for (const p of plan.protectedChanges ?? []) out.push(`> [!CAUTION]`, `> Protected: ${text(clip(protectedLine(p)))}; \`apply\` needs \`--allow-protected-changes\`.`, '');

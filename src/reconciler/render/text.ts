@@ -1,7 +1,7 @@
 import { createColors } from 'picocolors';
 import type { Plan, Step } from '../plan/types.js';
 import { changeRisk, groupChanges, groupLine, groupTitle, riskOrder } from './risk.js';
-import { ascii, blockLine, lineCount, lineDiff, listChange, multiLine, protectedLine, scopeLines, short, shortPair, summaryLine, SYMBOL, visible, waitingLine } from './values.js';
+import { ascii, blockLine, driftLine, driftObjects, lineCount, lineDiff, listChange, multiLine, protectedLine, scopeLines, short, shortPair, summaryLine, SYMBOL, visible, waitingLine } from './values.js';
 
 type Colors = ReturnType<typeof createColors>;
 
@@ -60,18 +60,27 @@ export function renderText(plan: Plan, opts: TextOptions = {}): string {
   const out: string[] = [`edgeplane plan: stack ${c.bold(plan.stack)} on ${plan.target}`, ''];
   const scope = scopeLines(plan);
   if (scope.length) out.push(...scope.map((l) => c.bold(c.magenta(l))), '');
+  const drift = driftObjects(plan);
+  if (drift.length) {
+    // As Terraform's "Objects have changed outside of Terraform": before the steps, a few named.
+    out.push(c.yellow(`${driftLine(drift.length)}:`));
+    for (const d of drift.slice(0, 10)) out.push(c.yellow(`  ${d.identity}: ${d.fields.slice(0, 5).join(', ')}${d.fields.length > 5 ? ` and ${d.fields.length - 5} more` : ''}`));
+    if (drift.length > 10) out.push(c.yellow(`  … and ${drift.length - 10} more (each change marked (drift) below)`));
+    out.push('');
+  }
   for (const step of plan.steps) {
     out.push(paint(c, step, heading(step)));
     if (step.reason) out.push(c.dim(`    # ${step.reason}`));
     // What the service deletes with it: each one named (no request of its own).
     for (const x of step.cascade ?? []) out.push(c.red(`    - with it: ${x.identity} (${x.id})`));
     for (const ch of step.changes) {
+      const drifted = ch.drift ? c.yellow(' (drift)') : '';
       const list = ch.sensitive ? undefined : listChange(ch.before, ch.after);
       if (list) {
         // A long list, element by element: what left and what came (each in full, up to 100 characters).
         // When the order changed (it matters: failover children are tried in order), the whole new order.
         const after = ch.after as unknown[];
-        out.push(`    ~ ${ch.path}: ${items((ch.before as unknown[]).length)} → ${items(after.length)}${list.reordered ? ', in this order:' : ''}`);
+        out.push(`    ~ ${ch.path}: ${items((ch.before as unknown[]).length)} → ${items(after.length)}${list.reordered ? ', in this order:' : ''}${drifted}`);
         const shown = (v: unknown) => (list.alike.has(v) ? ascii(short(v, 100)) : short(v, 100));
         for (const v of list.removed) out.push(`        - ${shown(v)}`);
         if (list.reordered) after.forEach((v, i) => out.push(`        ${list.added.includes(v) ? '+' : ' '} ${i + 1}. ${shown(v)}`));
@@ -80,13 +89,13 @@ export function renderText(plan: Plan, opts: TextOptions = {}): string {
       }
       if (!ch.sensitive && multiLine(ch.before, ch.after)) {
         // Text of several lines: every line that changed, whole, where it is.
-        out.push(`    ~ ${ch.path}: ${lineCount(ch.before)} → ${lineCount(ch.after as string)}, the lines that changed:`);
+        out.push(`    ~ ${ch.path}: ${lineCount(ch.before)} → ${lineCount(ch.after as string)}, the lines that changed:${drifted}`);
         for (const d of lineDiff(ch.before, ch.after as string)) out.push(d.sign === '@' ? c.dim(`        @@ ${d.text}`) : `        ${d.sign} ${d.alike ? ascii(visible(d.text)) : visible(d.text)}`);
         continue;
       }
       const mark = ch.before === undefined ? '+' : ch.after === undefined ? '-' : '~';
       const value = ch.before === undefined ? short(ch.after) : ch.after === undefined ? short(ch.before) : shortPair(ch.before, ch.after, 60).join(' → ');
-      out.push(`    ${mark} ${ch.path}: ${ch.sensitive && ch.before !== undefined && ch.after !== undefined ? '(sensitive value changed)' : value}`);
+      out.push(`    ${mark} ${ch.path}: ${ch.sensitive && ch.before !== undefined && ch.after !== undefined ? '(sensitive value changed)' : value}${drifted}`);
     }
     out.push(c.dim(`    ${step.request.method} ${step.request.path}`));
   }
