@@ -94,4 +94,3 @@ describe('the pull-request comment by risk (issue 34)', () => {
     expect(lines[4]).toBe('  951 other updates: on 951 HTTPS edge routes: description "route {N}-{M}" → "backend route {N}-{M}"');
   });
 });
-it.skipIf(!process.env.PEEK)('peek', async () => { writeFileSync('/tmp/mixed.md', renderMarkdown(await mixedPlan())); });
