@@ -13458,8 +13458,8 @@ validate33.errors = vErrors;
 return errors === 0;
 }
 
-export const sb7041f90cf6db30d5ea2b77b = validate34;
-const schema35 = {"type":"object","additionalProperties":false,"required":["stack","trigger","holder","outcome","counts"],"properties":{"stack":{"type":"string","pattern":"^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$","description":"The stack: lower-case letters, digits, \".\", \"_\" or \"-\" (1-64 characters)"},"commit":{"type":["object","null"],"additionalProperties":false,"required":["sha"],"properties":{"sha":{"type":"string","pattern":"^[0-9a-f]{7,64}$","description":"The commit's hash (hex, lower case)"},"subject":{"type":"string","maxLength":1000},"author":{"type":"string","maxLength":500}}},"trigger":{"type":"string","enum":["commit","interval","webhook","manual","cli"]},"holder":{"type":"string","minLength":1,"maxLength":500},"duration_ms":{"type":"integer","minimum":0,"maximum":604800000},"outcome":{"type":"string","enum":["applied","no_changes","drifted","failed","blocked"]},"counts":{"type":"object","additionalProperties":false,"required":["create","update","replace","delete"],"properties":{"create":{"type":"integer","minimum":0,"maximum":10000000},"update":{"type":"integer","minimum":0,"maximum":10000000},"replace":{"type":"integer","minimum":0,"maximum":10000000},"delete":{"type":"integer","minimum":0,"maximum":10000000}},"description":"The steps of the run's plan, per action"},"drift_count":{"type":["integer","null"],"minimum":0,"maximum":10000000},"error":{"type":["string","null"],"maxLength":8000},"plan_markdown":{"type":["string","null"],"maxLength":65536},"objects":{"type":["array","null"],"maxItems":500,"items":{"type":"object","additionalProperties":false,"required":["identity","action","fields"],"properties":{"identity":{"type":"string","minLength":1,"maxLength":300,"description":"The object's manifest identity: HTTPSEdge/web, HTTPSEdge/web/routes/api"},"action":{"type":"string","minLength":1,"maxLength":40,"description":"create, update, replace, delete, module.put, module.delete"},"fields":{"type":"array","maxItems":50,"items":{"type":"string","maxLength":200},"description":"The field paths that differ (none for a create or delete)"}}},"description":"The objects the plan changed (a drift check: found changed), each with the fields that differ"}}};
+export const s55fde4e684b4577782038c5b = validate34;
+const schema35 = {"type":"object","additionalProperties":false,"required":["stack","trigger","holder","outcome","counts"],"properties":{"stack":{"type":"string","pattern":"^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$","description":"The stack: lower-case letters, digits, \".\", \"_\" or \"-\" (1-64 characters)"},"commit":{"type":["object","null"],"additionalProperties":false,"required":["sha"],"properties":{"sha":{"type":"string","pattern":"^[0-9a-f]{7,64}$","description":"The commit's hash (hex, lower case)"},"subject":{"type":"string","maxLength":1000},"author":{"type":"string","maxLength":500}}},"trigger":{"type":"string","enum":["commit","interval","webhook","manual","cli"]},"holder":{"type":"string","minLength":1,"maxLength":500},"duration_ms":{"type":"integer","minimum":0,"maximum":604800000},"outcome":{"type":"string","enum":["applied","no_changes","drifted","failed","blocked"]},"counts":{"type":"object","additionalProperties":false,"required":["create","update","replace","delete"],"properties":{"create":{"type":"integer","minimum":0,"maximum":10000000},"update":{"type":"integer","minimum":0,"maximum":10000000},"replace":{"type":"integer","minimum":0,"maximum":10000000},"delete":{"type":"integer","minimum":0,"maximum":10000000}},"description":"The steps of the run's plan, per action"},"drift_count":{"type":["integer","null"],"minimum":0,"maximum":10000000},"error":{"type":["string","null"],"maxLength":8000},"plan_markdown":{"type":["string","null"],"maxLength":65536},"objects":{"type":["array","null"],"maxItems":500,"items":{"type":"object","additionalProperties":false,"required":["identity","action","fields"],"properties":{"identity":{"type":"string","minLength":1,"maxLength":300,"description":"The object's manifest identity: HTTPSEdge/web, HTTPSEdge/web/routes/api"},"action":{"type":"string","minLength":1,"maxLength":40,"description":"create, update, replace, delete, module.put, module.delete"},"fields":{"type":"array","maxItems":50,"items":{"type":"string","maxLength":200},"description":"The field paths that differ (none for a create or delete)"},"drift":{"type":"boolean","description":"The plan marked the change as drift: the live object moved away from what the stack last applied (false: a change of the manifests not yet applied; absent: not known)"}}},"description":"The objects the plan changed (a drift check: found changed), each with the fields that differ"}}};
 const pattern22 = new RegExp("^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$", "u");
 const pattern23 = new RegExp("^[0-9a-f]{7,64}$", "u");
 
@@ -13932,7 +13932,7 @@ return false;
 else {
 const _errs42 = errors;
 for(const key3 in data18){
-if(!(((key3 === "identity") || (key3 === "action")) || (key3 === "fields"))){
+if(!((((key3 === "identity") || (key3 === "action")) || (key3 === "fields")) || (key3 === "drift"))){
 validate34.errors = [{instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties",schema:false,parentSchema:schema35.properties.objects.items,data:data18}];
 return false;
 break;
@@ -14036,6 +14036,20 @@ var valid4 = _errs47 === errors;
 }
 else {
 var valid4 = true;
+}
+if(valid4){
+if(data18.drift !== undefined){
+let data23 = data18.drift;
+const _errs51 = errors;
+if(typeof data23 !== "boolean"){
+validate34.errors = [{instancePath:instancePath+"/objects/" + i0+"/drift",schemaPath:"#/properties/objects/items/properties/drift/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema35.properties.objects.items.properties.drift.type,parentSchema:schema35.properties.objects.items.properties.drift,data:data23}];
+return false;
+}
+var valid4 = _errs51 === errors;
+}
+else {
+var valid4 = true;
+}
 }
 }
 }

@@ -2,6 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiClient } from '../../src/client/api-client.js';
+import { runObjects } from '../../src/reconciler/apply/run-record.js';
 import { appliedHashes, decodeMetadata, encodeMetadata, parseHashes } from '../../src/reconciler/ownership/marker.js';
 import { applyDir, cleanupDirs, clientFor, manifestDir, prepare } from '../helpers/reconcile.js';
 import { startTestService, type TestService } from '../helpers/service.js';
@@ -44,12 +45,15 @@ describe('drift: what the ownership marker records of the last apply', () => {
     const drifted = (await prepare(client, dir, STACK)).plan!;
     expect(drifted.steps).toHaveLength(1);
     expect(drifted.steps[0]).toMatchObject({ id: 'FailoverBackend/pool:update', drift: true, changes: [{ path: 'description', before: 'by hand', after: 'first', drift: true }] });
+    // The sync record says so too (the status page marks the object Drifted, not Not applied).
+    expect(runObjects(drifted)).toEqual([{ identity: 'FailoverBackend/pool', action: 'update', fields: ['description'], drift: true }]);
 
     // The manifests change the same field: a manifest change, whatever the live value.
     writeFileSync(join(dir, 'pools.yaml'), pools('second'));
     const changed = (await prepare(client, dir, STACK)).plan!;
     expect(changed.steps[0].changes).toEqual([{ path: 'description', before: 'by hand', after: 'second' }]);
     expect(changed.steps[0].drift).toBeUndefined();
+    expect(runObjects(changed)).toEqual([{ identity: 'FailoverBackend/pool', action: 'update', fields: ['description'], drift: false }]);
   });
 
   it('the user\'s own metadata changed by hand is drift; a marker with no hashes (written before them) marks nothing and makes no step', async () => {
