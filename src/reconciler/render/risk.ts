@@ -114,11 +114,16 @@ function shapeOf(steps: Step[]): Shaped {
     numbers.push(d);
     return MARK;
   });
-  const shape = steps.map((s) => [
-    s.action, s.module ?? '', s.request.method, s.reason === undefined ? '' : take(visible(s.reason)),
-    s.changes.map((c) => [c.path, c.sensitive ? 1 : 0, c.drift ? 1 : 0, c.sensitive ? '' : take(oneLine(c.before)), c.sensitive ? '' : take(oneLine(c.after))]),
-  ]);
-  return { steps, skeleton: steps[0].object.kind + '\u0001' + JSON.stringify(shape), numbers, ids: steps[0].object.identity.match(DIGITS) ?? [] };
+  // One string, fields apart by control characters (JSON text and `visible` escape them; paths are names).
+  let skeleton = steps[0].object.kind;
+  for (const s of steps) {
+    skeleton += `\u0001${s.action}\u0002${s.module ?? ''}\u0002${s.request.method}\u0002${s.reason === undefined ? '' : take(visible(s.reason))}`;
+    for (const c of s.changes) {
+      skeleton += `\u0003${c.path}\u0002${c.sensitive ? 'S' : ''}${c.drift ? 'D' : ''}`;
+      if (!c.sensitive) skeleton += `\u0002${take(oneLine(c.before))}\u0002${take(oneLine(c.after))}`;
+    }
+  }
+  return { steps, skeleton, numbers, ids: steps[0].object.identity.match(DIGITS) ?? [] };
 }
 
 /**
