@@ -20,7 +20,7 @@ export interface NewSyncRun {
   error?: string | null;
   plan_markdown?: string | null;
   /** The objects the plan changed (a drift check: found changed), each with the fields that differ. */
-  objects?: { identity: string; action: string; fields: string[] }[] | null;
+  objects?: { identity: string; action: string; fields: string[]; drift?: boolean }[] | null;
   /** What the stack's policies found, and the overrides the run went ahead with; null: no policies. */
   policy?: { denied: number; warned: number; overrides: { policy: string; reason: string }[] } | null;
 }

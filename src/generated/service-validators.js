@@ -13458,8 +13458,8 @@ validate33.errors = vErrors;
 return errors === 0;
 }
 
-export const s5cce81389ae0b8e2841cf8ec = validate34;
-const schema35 = {"type":"object","additionalProperties":false,"required":["stack","trigger","holder","outcome","counts"],"properties":{"stack":{"type":"string","pattern":"^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$","description":"The stack: lower-case letters, digits, \".\", \"_\" or \"-\" (1-64 characters)"},"commit":{"type":["object","null"],"additionalProperties":false,"required":["sha"],"properties":{"sha":{"type":"string","pattern":"^[0-9a-f]{7,64}$","description":"The commit's hash (hex, lower case)"},"subject":{"type":"string","maxLength":1000},"author":{"type":"string","maxLength":500}}},"trigger":{"type":"string","enum":["commit","interval","webhook","manual","cli"]},"holder":{"type":"string","minLength":1,"maxLength":500},"duration_ms":{"type":"integer","minimum":0,"maximum":604800000},"outcome":{"type":"string","enum":["applied","no_changes","drifted","failed","blocked"]},"counts":{"type":"object","additionalProperties":false,"required":["create","update","replace","delete"],"properties":{"create":{"type":"integer","minimum":0,"maximum":10000000},"update":{"type":"integer","minimum":0,"maximum":10000000},"replace":{"type":"integer","minimum":0,"maximum":10000000},"delete":{"type":"integer","minimum":0,"maximum":10000000}},"description":"The steps of the run's plan, per action"},"drift_count":{"type":["integer","null"],"minimum":0,"maximum":10000000},"error":{"type":["string","null"],"maxLength":8000},"plan_markdown":{"type":["string","null"],"maxLength":65536},"objects":{"type":["array","null"],"maxItems":500,"items":{"type":"object","additionalProperties":false,"required":["identity","action","fields"],"properties":{"identity":{"type":"string","minLength":1,"maxLength":300,"description":"The object's manifest identity: HTTPSEdge/web, HTTPSEdge/web/routes/api"},"action":{"type":"string","minLength":1,"maxLength":40,"description":"create, update, replace, delete, module.put, module.delete"},"fields":{"type":"array","maxItems":50,"items":{"type":"string","maxLength":200},"description":"The field paths that differ (none for a create or delete)"}}},"description":"The objects the plan changed (a drift check: found changed), each with the fields that differ"},"policy":{"type":["object","null"],"additionalProperties":false,"required":["denied","warned","overrides"],"description":"What the stack's policies found in the plan (failed rules that deny, that warn), and the policies let through with --override-policy and why; null: the stack has no policies","properties":{"denied":{"type":"integer","minimum":0,"maximum":10000000},"warned":{"type":"integer","minimum":0,"maximum":10000000},"overrides":{"type":"array","maxItems":100,"items":{"type":"object","additionalProperties":false,"required":["policy","reason"],"properties":{"policy":{"type":"string","minLength":1,"maxLength":64},"reason":{"type":"string","minLength":1,"maxLength":500}}}}}}}};
+export const se7f38b39810e296c5db70f68 = validate34;
+const schema35 = {"type":"object","additionalProperties":false,"required":["stack","trigger","holder","outcome","counts"],"properties":{"stack":{"type":"string","pattern":"^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$","description":"The stack: lower-case letters, digits, \".\", \"_\" or \"-\" (1-64 characters)"},"commit":{"type":["object","null"],"additionalProperties":false,"required":["sha"],"properties":{"sha":{"type":"string","pattern":"^[0-9a-f]{7,64}$","description":"The commit's hash (hex, lower case)"},"subject":{"type":"string","maxLength":1000},"author":{"type":"string","maxLength":500}}},"trigger":{"type":"string","enum":["commit","interval","webhook","manual","cli"]},"holder":{"type":"string","minLength":1,"maxLength":500},"duration_ms":{"type":"integer","minimum":0,"maximum":604800000},"outcome":{"type":"string","enum":["applied","no_changes","drifted","failed","blocked"]},"counts":{"type":"object","additionalProperties":false,"required":["create","update","replace","delete"],"properties":{"create":{"type":"integer","minimum":0,"maximum":10000000},"update":{"type":"integer","minimum":0,"maximum":10000000},"replace":{"type":"integer","minimum":0,"maximum":10000000},"delete":{"type":"integer","minimum":0,"maximum":10000000}},"description":"The steps of the run's plan, per action"},"drift_count":{"type":["integer","null"],"minimum":0,"maximum":10000000},"error":{"type":["string","null"],"maxLength":8000},"plan_markdown":{"type":["string","null"],"maxLength":65536},"objects":{"type":["array","null"],"maxItems":500,"items":{"type":"object","additionalProperties":false,"required":["identity","action","fields"],"properties":{"identity":{"type":"string","minLength":1,"maxLength":300,"description":"The object's manifest identity: HTTPSEdge/web, HTTPSEdge/web/routes/api"},"action":{"type":"string","minLength":1,"maxLength":40,"description":"create, update, replace, delete, module.put, module.delete"},"fields":{"type":"array","maxItems":50,"items":{"type":"string","maxLength":200},"description":"The field paths that differ (none for a create or delete)"},"drift":{"type":"boolean","description":"The plan marked the change as drift: the live object moved away from what the stack last applied (false: a change of the manifests not yet applied; absent: not known)"}}},"description":"The objects the plan changed (a drift check: found changed), each with the fields that differ"},"policy":{"type":["object","null"],"additionalProperties":false,"required":["denied","warned","overrides"],"description":"What the stack's policies found in the plan (failed rules that deny, that warn), and the policies let through with --override-policy and why; null: the stack has no policies","properties":{"denied":{"type":"integer","minimum":0,"maximum":10000000},"warned":{"type":"integer","minimum":0,"maximum":10000000},"overrides":{"type":"array","maxItems":100,"items":{"type":"object","additionalProperties":false,"required":["policy","reason"],"properties":{"policy":{"type":"string","minLength":1,"maxLength":64},"reason":{"type":"string","minLength":1,"maxLength":500}}}}}}}};
 const pattern22 = new RegExp("^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$", "u");
 const pattern23 = new RegExp("^[0-9a-f]{7,64}$", "u");
 
@@ -13932,7 +13932,7 @@ return false;
 else {
 const _errs42 = errors;
 for(const key3 in data18){
-if(!(((key3 === "identity") || (key3 === "action")) || (key3 === "fields"))){
+if(!((((key3 === "identity") || (key3 === "action")) || (key3 === "fields")) || (key3 === "drift"))){
 validate34.errors = [{instancePath:instancePath+"/objects/" + i0,schemaPath:"#/properties/objects/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties",schema:false,parentSchema:schema35.properties.objects.items,data:data18}];
 return false;
 break;
@@ -14037,6 +14037,20 @@ var valid4 = _errs47 === errors;
 else {
 var valid4 = true;
 }
+if(valid4){
+if(data18.drift !== undefined){
+let data23 = data18.drift;
+const _errs51 = errors;
+if(typeof data23 !== "boolean"){
+validate34.errors = [{instancePath:instancePath+"/objects/" + i0+"/drift",schemaPath:"#/properties/objects/items/properties/drift/type",keyword:"type",params:{type: "boolean"},message:"must be boolean",schema:schema35.properties.objects.items.properties.drift.type,parentSchema:schema35.properties.objects.items.properties.drift,data:data23}];
+return false;
+}
+var valid4 = _errs51 === errors;
+}
+else {
+var valid4 = true;
+}
+}
 }
 }
 }
@@ -14062,72 +14076,45 @@ var valid0 = true;
 }
 if(valid0){
 if(data.policy !== undefined){
-let data23 = data.policy;
-const _errs51 = errors;
-if((!(data23 && typeof data23 == "object" && !Array.isArray(data23))) && (data23 !== null)){
-validate34.errors = [{instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/type",keyword:"type",params:{type: schema35.properties.policy.type},message:"must be object,null",schema:schema35.properties.policy.type,parentSchema:schema35.properties.policy,data:data23}];
+let data24 = data.policy;
+const _errs53 = errors;
+if((!(data24 && typeof data24 == "object" && !Array.isArray(data24))) && (data24 !== null)){
+validate34.errors = [{instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/type",keyword:"type",params:{type: schema35.properties.policy.type},message:"must be object,null",schema:schema35.properties.policy.type,parentSchema:schema35.properties.policy,data:data24}];
 return false;
 }
-if(errors === _errs51){
-if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
+if(errors === _errs53){
+if(data24 && typeof data24 == "object" && !Array.isArray(data24)){
 let missing4;
-if((((data23.denied === undefined) && (missing4 = "denied")) || ((data23.warned === undefined) && (missing4 = "warned"))) || ((data23.overrides === undefined) && (missing4 = "overrides"))){
-validate34.errors = [{instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/required",keyword:"required",params:{missingProperty: missing4},message:"must have required property '"+missing4+"'",schema:schema35.properties.policy.required,parentSchema:schema35.properties.policy,data:data23}];
+if((((data24.denied === undefined) && (missing4 = "denied")) || ((data24.warned === undefined) && (missing4 = "warned"))) || ((data24.overrides === undefined) && (missing4 = "overrides"))){
+validate34.errors = [{instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/required",keyword:"required",params:{missingProperty: missing4},message:"must have required property '"+missing4+"'",schema:schema35.properties.policy.required,parentSchema:schema35.properties.policy,data:data24}];
 return false;
 }
 else {
-const _errs53 = errors;
-for(const key4 in data23){
+const _errs55 = errors;
+for(const key4 in data24){
 if(!(((key4 === "denied") || (key4 === "warned")) || (key4 === "overrides"))){
-validate34.errors = [{instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema35.properties.policy,data:data23}];
+validate34.errors = [{instancePath:instancePath+"/policy",schemaPath:"#/properties/policy/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties",schema:false,parentSchema:schema35.properties.policy,data:data24}];
 return false;
 break;
 }
 }
-if(_errs53 === errors){
-if(data23.denied !== undefined){
-let data24 = data23.denied;
-const _errs54 = errors;
-if(!(((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24))) && (isFinite(data24)))){
-validate34.errors = [{instancePath:instancePath+"/policy/denied",schemaPath:"#/properties/policy/properties/denied/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema35.properties.policy.properties.denied.type,parentSchema:schema35.properties.policy.properties.denied,data:data24}];
-return false;
-}
-if(errors === _errs54){
-if((typeof data24 == "number") && (isFinite(data24))){
-if(data24 > 10000000 || isNaN(data24)){
-validate34.errors = [{instancePath:instancePath+"/policy/denied",schemaPath:"#/properties/policy/properties/denied/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000000},message:"must be <= 10000000",schema:10000000,parentSchema:schema35.properties.policy.properties.denied,data:data24}];
-return false;
-}
-else {
-if(data24 < 0 || isNaN(data24)){
-validate34.errors = [{instancePath:instancePath+"/policy/denied",schemaPath:"#/properties/policy/properties/denied/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema35.properties.policy.properties.denied,data:data24}];
-return false;
-}
-}
-}
-}
-var valid6 = _errs54 === errors;
-}
-else {
-var valid6 = true;
-}
-if(valid6){
-if(data23.warned !== undefined){
-let data25 = data23.warned;
+if(_errs55 === errors){
+if(data24.denied !== undefined){
+let data25 = data24.denied;
 const _errs56 = errors;
 if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
-validate34.errors = [{instancePath:instancePath+"/policy/warned",schemaPath:"#/properties/policy/properties/warned/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema35.properties.policy.properties.warned.type,parentSchema:schema35.properties.policy.properties.warned,data:data25}];
+validate34.errors = [{instancePath:instancePath+"/policy/denied",schemaPath:"#/properties/policy/properties/denied/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema35.properties.policy.properties.denied.type,parentSchema:schema35.properties.policy.properties.denied,data:data25}];
 return false;
 }
 if(errors === _errs56){
 if((typeof data25 == "number") && (isFinite(data25))){
 if(data25 > 10000000 || isNaN(data25)){
-validate34.errors = [{instancePath:instancePath+"/policy/warned",schemaPath:"#/properties/policy/properties/warned/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000000},message:"must be <= 10000000",schema:10000000,parentSchema:schema35.properties.policy.properties.warned,data:data25}];
+validate34.errors = [{instancePath:instancePath+"/policy/denied",schemaPath:"#/properties/policy/properties/denied/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000000},message:"must be <= 10000000",schema:10000000,parentSchema:schema35.properties.policy.properties.denied,data:data25}];
 return false;
 }
 else {
 if(data25 < 0 || isNaN(data25)){
-validate34.errors = [{instancePath:instancePath+"/policy/warned",schemaPath:"#/properties/policy/properties/warned/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema35.properties.policy.properties.warned,data:data25}];
+validate34.errors = [{instancePath:instancePath+"/policy/denied",schemaPath:"#/properties/policy/properties/denied/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema35.properties.policy.properties.denied,data:data25}];
 return false;
 }
 }
@@ -14139,83 +14126,83 @@ else {
 var valid6 = true;
 }
 if(valid6){
-if(data23.overrides !== undefined){
-let data26 = data23.overrides;
+if(data24.warned !== undefined){
+let data26 = data24.warned;
 const _errs58 = errors;
+if(!(((typeof data26 == "number") && (!(data26 % 1) && !isNaN(data26))) && (isFinite(data26)))){
+validate34.errors = [{instancePath:instancePath+"/policy/warned",schemaPath:"#/properties/policy/properties/warned/type",keyword:"type",params:{type: "integer"},message:"must be integer",schema:schema35.properties.policy.properties.warned.type,parentSchema:schema35.properties.policy.properties.warned,data:data26}];
+return false;
+}
 if(errors === _errs58){
-if(Array.isArray(data26)){
-if(data26.length > 100){
-validate34.errors = [{instancePath:instancePath+"/policy/overrides",schemaPath:"#/properties/policy/properties/overrides/maxItems",keyword:"maxItems",params:{limit: 100},message:"must NOT have more than 100 items",schema:100,parentSchema:schema35.properties.policy.properties.overrides,data:data26}];
+if((typeof data26 == "number") && (isFinite(data26))){
+if(data26 > 10000000 || isNaN(data26)){
+validate34.errors = [{instancePath:instancePath+"/policy/warned",schemaPath:"#/properties/policy/properties/warned/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000000},message:"must be <= 10000000",schema:10000000,parentSchema:schema35.properties.policy.properties.warned,data:data26}];
+return false;
+}
+else {
+if(data26 < 0 || isNaN(data26)){
+validate34.errors = [{instancePath:instancePath+"/policy/warned",schemaPath:"#/properties/policy/properties/warned/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0",schema:0,parentSchema:schema35.properties.policy.properties.warned,data:data26}];
+return false;
+}
+}
+}
+}
+var valid6 = _errs58 === errors;
+}
+else {
+var valid6 = true;
+}
+if(valid6){
+if(data24.overrides !== undefined){
+let data27 = data24.overrides;
+const _errs60 = errors;
+if(errors === _errs60){
+if(Array.isArray(data27)){
+if(data27.length > 100){
+validate34.errors = [{instancePath:instancePath+"/policy/overrides",schemaPath:"#/properties/policy/properties/overrides/maxItems",keyword:"maxItems",params:{limit: 100},message:"must NOT have more than 100 items",schema:100,parentSchema:schema35.properties.policy.properties.overrides,data:data27}];
 return false;
 }
 else {
 var valid7 = true;
-const len2 = data26.length;
+const len2 = data27.length;
 for(let i2=0; i2<len2; i2++){
-let data27 = data26[i2];
-const _errs60 = errors;
-if(errors === _errs60){
-if(data27 && typeof data27 == "object" && !Array.isArray(data27)){
+let data28 = data27[i2];
+const _errs62 = errors;
+if(errors === _errs62){
+if(data28 && typeof data28 == "object" && !Array.isArray(data28)){
 let missing5;
-if(((data27.policy === undefined) && (missing5 = "policy")) || ((data27.reason === undefined) && (missing5 = "reason"))){
-validate34.errors = [{instancePath:instancePath+"/policy/overrides/" + i2,schemaPath:"#/properties/policy/properties/overrides/items/required",keyword:"required",params:{missingProperty: missing5},message:"must have required property '"+missing5+"'",schema:schema35.properties.policy.properties.overrides.items.required,parentSchema:schema35.properties.policy.properties.overrides.items,data:data27}];
+if(((data28.policy === undefined) && (missing5 = "policy")) || ((data28.reason === undefined) && (missing5 = "reason"))){
+validate34.errors = [{instancePath:instancePath+"/policy/overrides/" + i2,schemaPath:"#/properties/policy/properties/overrides/items/required",keyword:"required",params:{missingProperty: missing5},message:"must have required property '"+missing5+"'",schema:schema35.properties.policy.properties.overrides.items.required,parentSchema:schema35.properties.policy.properties.overrides.items,data:data28}];
 return false;
 }
 else {
-const _errs62 = errors;
-for(const key5 in data27){
+const _errs64 = errors;
+for(const key5 in data28){
 if(!((key5 === "policy") || (key5 === "reason"))){
-validate34.errors = [{instancePath:instancePath+"/policy/overrides/" + i2,schemaPath:"#/properties/policy/properties/overrides/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties",schema:false,parentSchema:schema35.properties.policy.properties.overrides.items,data:data27}];
+validate34.errors = [{instancePath:instancePath+"/policy/overrides/" + i2,schemaPath:"#/properties/policy/properties/overrides/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties",schema:false,parentSchema:schema35.properties.policy.properties.overrides.items,data:data28}];
 return false;
 break;
 }
 }
-if(_errs62 === errors){
-if(data27.policy !== undefined){
-let data28 = data27.policy;
-const _errs63 = errors;
-if(errors === _errs63){
-if(typeof data28 === "string"){
-if(func2(data28) > 64){
-validate34.errors = [{instancePath:instancePath+"/policy/overrides/" + i2+"/policy",schemaPath:"#/properties/policy/properties/overrides/items/properties/policy/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters",schema:64,parentSchema:schema35.properties.policy.properties.overrides.items.properties.policy,data:data28}];
-return false;
-}
-else {
-if(func2(data28) < 1){
-validate34.errors = [{instancePath:instancePath+"/policy/overrides/" + i2+"/policy",schemaPath:"#/properties/policy/properties/overrides/items/properties/policy/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema35.properties.policy.properties.overrides.items.properties.policy,data:data28}];
-return false;
-}
-}
-}
-else {
-validate34.errors = [{instancePath:instancePath+"/policy/overrides/" + i2+"/policy",schemaPath:"#/properties/policy/properties/overrides/items/properties/policy/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.policy.properties.overrides.items.properties.policy.type,parentSchema:schema35.properties.policy.properties.overrides.items.properties.policy,data:data28}];
-return false;
-}
-}
-var valid8 = _errs63 === errors;
-}
-else {
-var valid8 = true;
-}
-if(valid8){
-if(data27.reason !== undefined){
-let data29 = data27.reason;
+if(_errs64 === errors){
+if(data28.policy !== undefined){
+let data29 = data28.policy;
 const _errs65 = errors;
 if(errors === _errs65){
 if(typeof data29 === "string"){
-if(func2(data29) > 500){
-validate34.errors = [{instancePath:instancePath+"/policy/overrides/" + i2+"/reason",schemaPath:"#/properties/policy/properties/overrides/items/properties/reason/maxLength",keyword:"maxLength",params:{limit: 500},message:"must NOT have more than 500 characters",schema:500,parentSchema:schema35.properties.policy.properties.overrides.items.properties.reason,data:data29}];
+if(func2(data29) > 64){
+validate34.errors = [{instancePath:instancePath+"/policy/overrides/" + i2+"/policy",schemaPath:"#/properties/policy/properties/overrides/items/properties/policy/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters",schema:64,parentSchema:schema35.properties.policy.properties.overrides.items.properties.policy,data:data29}];
 return false;
 }
 else {
 if(func2(data29) < 1){
-validate34.errors = [{instancePath:instancePath+"/policy/overrides/" + i2+"/reason",schemaPath:"#/properties/policy/properties/overrides/items/properties/reason/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema35.properties.policy.properties.overrides.items.properties.reason,data:data29}];
+validate34.errors = [{instancePath:instancePath+"/policy/overrides/" + i2+"/policy",schemaPath:"#/properties/policy/properties/overrides/items/properties/policy/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema35.properties.policy.properties.overrides.items.properties.policy,data:data29}];
 return false;
 }
 }
 }
 else {
-validate34.errors = [{instancePath:instancePath+"/policy/overrides/" + i2+"/reason",schemaPath:"#/properties/policy/properties/overrides/items/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.policy.properties.overrides.items.properties.reason.type,parentSchema:schema35.properties.policy.properties.overrides.items.properties.reason,data:data29}];
+validate34.errors = [{instancePath:instancePath+"/policy/overrides/" + i2+"/policy",schemaPath:"#/properties/policy/properties/overrides/items/properties/policy/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.policy.properties.overrides.items.properties.policy.type,parentSchema:schema35.properties.policy.properties.overrides.items.properties.policy,data:data29}];
 return false;
 }
 }
@@ -14224,16 +14211,43 @@ var valid8 = _errs65 === errors;
 else {
 var valid8 = true;
 }
+if(valid8){
+if(data28.reason !== undefined){
+let data30 = data28.reason;
+const _errs67 = errors;
+if(errors === _errs67){
+if(typeof data30 === "string"){
+if(func2(data30) > 500){
+validate34.errors = [{instancePath:instancePath+"/policy/overrides/" + i2+"/reason",schemaPath:"#/properties/policy/properties/overrides/items/properties/reason/maxLength",keyword:"maxLength",params:{limit: 500},message:"must NOT have more than 500 characters",schema:500,parentSchema:schema35.properties.policy.properties.overrides.items.properties.reason,data:data30}];
+return false;
+}
+else {
+if(func2(data30) < 1){
+validate34.errors = [{instancePath:instancePath+"/policy/overrides/" + i2+"/reason",schemaPath:"#/properties/policy/properties/overrides/items/properties/reason/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema35.properties.policy.properties.overrides.items.properties.reason,data:data30}];
+return false;
+}
+}
+}
+else {
+validate34.errors = [{instancePath:instancePath+"/policy/overrides/" + i2+"/reason",schemaPath:"#/properties/policy/properties/overrides/items/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema35.properties.policy.properties.overrides.items.properties.reason.type,parentSchema:schema35.properties.policy.properties.overrides.items.properties.reason,data:data30}];
+return false;
+}
+}
+var valid8 = _errs67 === errors;
+}
+else {
+var valid8 = true;
+}
 }
 }
 }
 }
 else {
-validate34.errors = [{instancePath:instancePath+"/policy/overrides/" + i2,schemaPath:"#/properties/policy/properties/overrides/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema35.properties.policy.properties.overrides.items.type,parentSchema:schema35.properties.policy.properties.overrides.items,data:data27}];
+validate34.errors = [{instancePath:instancePath+"/policy/overrides/" + i2,schemaPath:"#/properties/policy/properties/overrides/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema35.properties.policy.properties.overrides.items.type,parentSchema:schema35.properties.policy.properties.overrides.items,data:data28}];
 return false;
 }
 }
-var valid7 = _errs60 === errors;
+var valid7 = _errs62 === errors;
 if(!valid7){
 break;
 }
@@ -14241,11 +14255,11 @@ break;
 }
 }
 else {
-validate34.errors = [{instancePath:instancePath+"/policy/overrides",schemaPath:"#/properties/policy/properties/overrides/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema35.properties.policy.properties.overrides.type,parentSchema:schema35.properties.policy.properties.overrides,data:data26}];
+validate34.errors = [{instancePath:instancePath+"/policy/overrides",schemaPath:"#/properties/policy/properties/overrides/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema35.properties.policy.properties.overrides.type,parentSchema:schema35.properties.policy.properties.overrides,data:data27}];
 return false;
 }
 }
-var valid6 = _errs58 === errors;
+var valid6 = _errs60 === errors;
 }
 else {
 var valid6 = true;
@@ -14256,7 +14270,7 @@ var valid6 = true;
 }
 }
 }
-var valid0 = _errs51 === errors;
+var valid0 = _errs53 === errors;
 }
 else {
 var valid0 = true;

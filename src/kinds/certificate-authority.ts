@@ -16,6 +16,8 @@ export const certificateAuthority: KindDef = {
   },
   required: ['ca_pem'],
   immutable: ['ca_pem'],
+  // Which client certificates mutual TLS accepts.
+  risk: { ca_pem: 'security' },
   reconcile: { normalize: { ca_pem: 'pem' } },
   collisionKeys: ['ca_pem'],
   derived: ['subject_common_name', 'not_before', 'not_after', 'key_usages', 'extended_key_usages'],

@@ -14,6 +14,7 @@ export const EDGE_MODULES: ModuleDef[] = [
     refs: [{ field: 'certificate_authority_ids', kind: 'certificateAuthority', many: true, outField: 'certificate_authorities' }],
     defaults: { enabled: true, certificate_authority_ids: [] },
     reconcile: { sets: ['certificate_authority_ids'] },
+    risk: 'security',
     responseOrder: ['enabled', 'certificate_authority_ids'],
   },
   {
@@ -26,6 +27,7 @@ export const EDGE_MODULES: ModuleDef[] = [
     }), 'TLS termination at the edge: the minimum TLS version.'),
     defaults: { enabled: true, min_version: '1.2' },
     derived: ['terminate_at'],
+    risk: 'security',
     derivedSchemas: { terminate_at: { type: 'string', enum: ['edge'] } },
     prepare(m) {
       m.min_version ??= '1.2';

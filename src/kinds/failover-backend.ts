@@ -17,6 +17,7 @@ export const failoverBackend: KindDef = {
     backends: described({ ...ids(BACKEND_PREFIXES, 'a backend', 100), uniqueItems: true }, 'The backends to send traffic to, in order of preference: the first healthy one serves. Backend ids, or names of FailoverBackends of the manifests (no cycles); at most 100, no repeats.', [['bkdhr_2ZyQ0aYvGmc8XkRb6fW1T3nLpEs', 'standby']]),
   },
   required: ['backends'],
+  risk: { backends: 'traffic' },
   responseOrder: ['description', 'metadata', 'backends'],
   refs: [{ field: 'backends', kind: 'failoverBackend', many: true, onlyPrefix: 'bkdfo', acyclic: true }],
   // Nothing in a failover backend is unique: `export --all` then `plan --adopt` matches it whole.

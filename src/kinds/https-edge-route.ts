@@ -30,6 +30,8 @@ export const httpsEdgeRoute: KindDef = {
     metadata,
   },
   required: ['match_type', 'match'],
+  // Which requests the route takes.
+  risk: { match_type: 'traffic', match: 'traffic' },
   responseOrder: ['match_type', 'match', 'description', 'metadata'],
   // Per edge: two routes of one edge may not have the same match (whatever their match_type).
   uniques: [{

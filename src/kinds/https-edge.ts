@@ -33,6 +33,8 @@ export const httpsEdge: KindDef = {
   }],
   modules: EDGE_MODULES,
   defaults: { hostports: [] },
+  // A hostport added or removed changes what the internet reaches.
+  risk: { hostports: 'traffic' },
   reconcile: { normalize: { hostports: 'lowercase-items' }, sets: ['hostports'] },
   embeds: { routes: 'httpsEdgeRoute' },
   hooks: {

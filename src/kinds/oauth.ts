@@ -89,6 +89,7 @@ export const oauth: ModuleDef = {
   secretBoundTo: Object.fromEntries(OAUTH_PROVIDERS.map((p) => [`provider.${p}.client_secret`, [`provider.${p}.client_id`]])),
   exclusiveGroup: 'authentication',
   role: 'guard',
+  risk: 'security',
   reconcile: {
     configDefaults: sessionConfigDefaults,
     fill: {

@@ -31,6 +31,7 @@ export const oidc: ModuleDef = {
   secretBoundTo: { client_secret: ['issuer', 'client_id'] },
   exclusiveGroup: 'authentication',
   role: 'guard',
+  risk: 'security',
   reconcile: { configDefaults: sessionConfigDefaults, sets: ['scopes'] },
   check(m, ctx) {
     const problem = issuerProblem(m.issuer as string);

@@ -24,6 +24,7 @@ export const ROUTE_MODULES: ModuleDef[] = [
     defaults: { enabled: true },
     // Fail closed: a backend sends traffic, so it goes on after and comes off before the guards.
     role: 'traffic',
+    risk: 'traffic',
     responseOrder: ['enabled', 'backend_id'],
   },
   {
@@ -36,6 +37,7 @@ export const ROUTE_MODULES: ModuleDef[] = [
     refs: [{ field: 'ip_policy_ids', kind: 'ipPolicy', many: true, stored: false, outField: 'ip_policies' }],
     defaults: { enabled: true, ip_policy_ids: [] },
     role: 'guard',
+    risk: 'security',
     reconcile: { sets: ['ip_policy_ids'] },
     responseOrder: ['enabled', 'ip_policy_ids'],
   },

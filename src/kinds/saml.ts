@@ -41,6 +41,7 @@ export const saml: ModuleDef = {
   writeOnly: ['request_signing_key_pem'],
   exclusiveGroup: 'authentication',
   role: 'guard',
+  risk: 'security',
   reconcile: { configDefaults: sessionConfigDefaults, sets: ['authorized_groups'] },
   check(m, ctx) {
     try {

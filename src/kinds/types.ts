@@ -178,7 +178,16 @@ export interface ModuleDef {
    * removed after any `traffic` module (backend) of the same object.
    */
   role?: 'guard' | 'traffic';
+  /** What a change of this module can break (`Risk`): plans show such changes first. */
+  risk?: Risk;
 }
+
+/**
+ * What a change can break, for the order in which plans show changes (`src/reconciler/render/`):
+ * `traffic` (which hostnames are served, where requests go) or `security` (who may pass, TLS).
+ * A field or module with no risk declared is shown after creates.
+ */
+export type Risk = 'traffic' | 'security';
 
 /** Account flags an operator grants (`accounts` columns); a kind may require one. */
 export type AccountFlag = 'abuseReports';
@@ -224,6 +233,8 @@ export interface KindDef {
   embeds?: Record<string, string>;
   /** Values the service gives a plain field the request leaves out (the reconciler restores them). */
   defaults?: Body;
+  /** Plain fields whose change can break traffic or security (`Risk`); modules declare their own. */
+  risk?: Record<string, Risk>;
   /** How the reconciler compares this kind (sets, named normalisers). */
   reconcile?: ReconcileRules;
   /**

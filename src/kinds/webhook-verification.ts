@@ -32,6 +32,7 @@ export const webhookVerification: ModuleDef = {
   secretBoundTo: { secret: ['provider'] },
   // Requests without a valid signature are refused: it guards the backend like an auth module.
   role: 'guard',
+  risk: 'security',
   normalize: (m) => (typeof m.provider === 'string' ? { ...m, provider: m.provider.toLowerCase() } : m),
   check(m, ctx) {
     const provider = m.provider as string;

@@ -48,6 +48,7 @@ const RUN_OBJECT = {
     identity: { type: 'string', minLength: 1, maxLength: 300, description: 'The object\'s manifest identity: HTTPSEdge/web, HTTPSEdge/web/routes/api' },
     action: { type: 'string', minLength: 1, maxLength: 40, description: 'create, update, replace, delete, module.put, module.delete' },
     fields: { type: 'array', maxItems: 50, items: { type: 'string', maxLength: 200 }, description: 'The field paths that differ (none for a create or delete)' },
+    drift: { type: 'boolean', description: 'The plan marked the change as drift: the live object moved away from what the stack last applied (false: a change of the manifests not yet applied; absent: not known)' },
   },
 };
 const POLICY_IN = {
@@ -245,7 +246,7 @@ export function registerSyncRecord(app: FastifyInstance, db: Db, callerOf: (req:
       id: newId(SYNC_RUN_PREFIX), accountId: caller.accountId, stack: b.stack, commit, trigger: b.trigger, holder: text('holder', b.holder)!,
       durationMs: b.duration_ms ?? 0, outcome: b.outcome, counts: b.counts, driftCount: b.drift_count ?? null,
       error: text('error', b.error), planMarkdown: text('plan_markdown', b.plan_markdown),
-      objects: b.objects?.map((o) => ({ identity: text('objects.identity', o.identity)!, action: text('objects.action', o.action)!, fields: o.fields.map((f) => text('objects.fields', f)!) })) ?? null,
+      objects: b.objects?.map((o) => ({ identity: text('objects.identity', o.identity)!, action: text('objects.action', o.action)!, fields: o.fields.map((f) => text('objects.fields', f)!), ...(o.drift !== undefined ? { drift: o.drift } : {}) })) ?? null,
       policy: b.policy ? { denied: b.policy.denied, warned: b.policy.warned, overrides: b.policy.overrides.map((o) => ({ policy: text('policy.overrides.policy', o.policy)!, reason: text('policy.overrides.reason', o.reason)! })) } : null,
     };
     const result = await runIdempotent(db, req, caller.accountId, async (d) => {

@@ -16,7 +16,8 @@ export const STATUS_OF: Record<Outcome, SyncStatus> = {
   blocked: 'failed',
 };
 
-export interface RunObject { identity: string; action: string; fields: string[] }
+/** `drift`: the plan marked the change as drift (absent: a record written before plans marked it). */
+export interface RunObject { identity: string; action: string; fields: string[]; drift?: boolean }
 
 export interface RunCounts { create: number; update: number; replace: number; delete: number }
 

@@ -21,9 +21,9 @@ export function want(kind: string, identity: string, body: Body, more: Partial<D
 }
 
 /** A live object in request form: this stack's when it has an `identity`, another stack's with `stack`, unmanaged without either. */
-export function live(kind: string, id: string, body: Body, how: { identity?: string; stack?: string; parentId?: string; protect?: boolean; user?: string } = {}): ObservedObject {
+export function live(kind: string, id: string, body: Body, how: { identity?: string; stack?: string; parentId?: string; protect?: boolean; user?: string; h?: string } = {}): ObservedObject {
   const stack = how.stack ?? STACK;
-  const metadata = how.identity ? encodeMetadata({ tool: TOOL, v: MARKER_VERSION, stack, id: how.identity, ...(how.protect ? { protect: true } : {}) }, how.user) : how.user;
+  const metadata = how.identity ? encodeMetadata({ tool: TOOL, v: MARKER_VERSION, stack, id: how.identity, ...(how.protect ? { protect: true } : {}), ...(how.h ? { h: how.h } : {}) }, how.user) : how.user;
   const { marker, user } = decodeMetadata(metadata);
   const o = {
     kind: kindByName(kind), id, parentId: how.parentId, body, metadata, marker, userMetadata: user,

@@ -78,8 +78,9 @@ describe('planner phase: deletes', () => {
     ], [ca, web]);
     expect(deps(d.steps)).toEqual({
       'CertificateAuthority/root:replace': [],
-      'HTTPSEdge/web:module.put:mutual_tls': ['CertificateAuthority/root:replace'],
-      'CertificateAuthority/root:delete-replaced': ['HTTPSEdge/web:module.put:mutual_tls'],
+      // A marker with no hashes of what was applied: the module rides in the PATCH that records them.
+      'HTTPSEdge/web:update': ['CertificateAuthority/root:replace'],
+      'CertificateAuthority/root:delete-replaced': ['HTTPSEdge/web:update'],
     });
     expect(d.steps.find((s) => s.action === 'delete')?.reason).toBe('replaced by the new certificate authority (CertificateAuthority/root:replace)');
   });

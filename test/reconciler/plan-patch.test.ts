@@ -58,8 +58,9 @@ describe('JSON plan patches', () => {
   });
 
   it('references read as manifest identities, and a module removed is a remove of its field', async () => {
-    const ca = (await scenarioPlan('ca-replaced-with-two-edges')).plan.steps.find((s) => s.id === 'HTTPSEdge/a:module.put:mutual_tls')!;
-    expect(ca.patch).toEqual([{ op: 'replace', path: '/mutual_tls/certificate_authority_ids/0', value: 'CertificateAuthority/clients' }]);
+    // The module rides in the PATCH that records what is applied in the marker (`metadata`).
+    const ca = (await scenarioPlan('ca-replaced-with-two-edges')).plan.steps.find((s) => s.id === 'HTTPSEdge/a:update')!;
+    expect(ca.patch!.filter((op) => op.path !== '/metadata')).toEqual([{ op: 'replace', path: '/mutual_tls/certificate_authority_ids/0', value: 'CertificateAuthority/clients' }]);
     const swap = (await scenarioPlan('auth-swap-oauth-to-oidc')).plan.steps.find((s) => s.id === 'HTTPSEdge/web/routes/app:module.delete:oauth')!;
     expect(swap.patch).toEqual([{ op: 'remove', path: '/oauth' }]);
     expect(swap.after).toEqual({});

@@ -3,6 +3,7 @@ import { match } from '../../src/reconciler/plan/phases/match.js';
 import { planSteps } from '../../src/reconciler/plan/phases/steps.js';
 import type { DesiredObject, ObservedObject } from '../../src/reconciler/plan/state.js';
 import { MARKER_CHANGE } from '../../src/reconciler/plan/types.js';
+import { decodeMetadata } from '../../src/reconciler/ownership/marker.js';
 import type { DiffOptions } from '../../src/reconciler/plan/phases/context.js';
 import { CA_PEM, CA_PEM_2 } from '../helpers/edges.js';
 import { context, live, numberedId, want } from '../helpers/plan-phases.js';
@@ -16,7 +17,7 @@ function steps(desired: DesiredObject[], observed: ObservedObject[], opts: Parti
 }
 
 const web = live('httpsEdge', edge(1), { hostports: ['a.example:443'] }, { identity: 'HTTPSEdge/web' });
-const api = (body: Record<string, unknown>) => live('httpsEdgeRoute', route(1), { match_type: 'path_prefix', match: '/api/', ...body }, { identity: 'HTTPSEdge/web/routes/api', parentId: edge(1) });
+const api = (body: Record<string, unknown>, h?: string) => live('httpsEdgeRoute', route(1), { match_type: 'path_prefix', match: '/api/', ...body }, { identity: 'HTTPSEdge/web/routes/api', parentId: edge(1), h });
 const wantWeb = want('httpsEdge', 'HTTPSEdge/web', { hostports: ['a.example:443'] });
 const wantApi = (body: Record<string, unknown>) => want('httpsEdgeRoute', 'HTTPSEdge/web/routes/api', { match_type: 'path_prefix', match: '/api/', ...body });
 
@@ -47,12 +48,23 @@ describe('planner phase: steps', () => {
     expect(p.steps[0].changes).toEqual([{ path: 'description', after: 'front' }]);
   });
 
-  it('a module change yields a module step, not an update', () => {
-    const p = steps([wantWeb, wantApi({ compression: { enabled: false } })], [web, api({ compression: { enabled: true } })]);
+  it('a module changed in the manifests rides in a PATCH that records it in the marker; changed by hand (drift), it is put back with a PUT', () => {
+    const desired = [wantWeb, wantApi({ compression: { enabled: false } })];
+    const p = steps(desired, [web, api({ compression: { enabled: true } })]);
     expect(p.steps.map((s) => [s.id, s.request.method, s.request.path])).toEqual([
-      ['HTTPSEdge/web/routes/api:module.put:compression', 'PUT', `/edges/https/${edge(1)}/routes/${route(1)}/compression`],
+      ['HTTPSEdge/web/routes/api:update', 'PATCH', `/edges/https/${edge(1)}/routes/${route(1)}`],
     ]);
-    expect(p.steps[0].request.body).toEqual({ enabled: false });
+    const body = p.steps[0].request.body as { compression: unknown; metadata: string };
+    expect(body.compression).toEqual({ enabled: false });
+    // What the create of the same manifest object records.
+    const created = steps(desired, [web]).steps[0].request.body as { metadata: string };
+    const h = decodeMetadata(created.metadata).marker!.h!;
+    expect(decodeMetadata(body.metadata).marker!.h).toBe(h);
+    const drift = steps(desired, [web, api({ compression: { enabled: true } }, h)]);
+    expect(drift.steps.map((s) => [s.id, s.request.method, s.request.path, !!s.drift])).toEqual([
+      ['HTTPSEdge/web/routes/api:module.put:compression', 'PUT', `/edges/https/${edge(1)}/routes/${route(1)}/compression`, true],
+    ]);
+    expect(drift.steps[0].request.body).toEqual({ enabled: false });
   });
 
   it('a module removed is a module DELETE; a module changed beside a field change rides in the PATCH', () => {
@@ -60,7 +72,7 @@ describe('planner phase: steps', () => {
     expect(removed.steps.map((s) => [s.id, s.request.method])).toEqual([['HTTPSEdge/web/routes/api:module.delete:compression', 'DELETE']]);
     const both = steps([wantWeb, wantApi({ description: 'api', compression: { enabled: false } })], [web, api({ compression: { enabled: true } })]);
     expect(both.steps.map((s) => s.id)).toEqual(['HTTPSEdge/web/routes/api:update']);
-    expect(both.steps[0].request.body).toEqual({ description: 'api', compression: { enabled: false } });
+    expect(both.steps[0].request.body).toMatchObject({ description: 'api', compression: { enabled: false } });
   });
 
   it('fail closed: a new object\'s traffic module goes on after its guard modules are in place', () => {
@@ -96,7 +108,7 @@ describe('planner phase: steps', () => {
     const p = steps([want('failoverBackend', 'FailoverBackend/app', { backends: ['bkdhr_x'] })], [
       live('failoverBackend', numberedId('bkdfo', 1), { backends: ['bkdhr_x'], description: 'old' }, { identity: 'FailoverBackend/app' }),
     ]);
-    expect(p.steps.map((s) => [s.id, s.request.body])).toEqual([['FailoverBackend/app:update', { description: '' }]]);
+    expect(p.steps.map((s) => [s.id, (s.request.body as { description: unknown }).description])).toEqual([['FailoverBackend/app:update', '']]);
     expect(p.steps[0].changes).toEqual([{ path: 'description', before: 'old' }]);
   });
 

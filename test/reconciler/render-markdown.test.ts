@@ -49,65 +49,93 @@ function planOf(steps: Step[]): Plan {
   };
 }
 
+/** A number as letters (0 → a, 27 → bb): a value that differs per object without a number that could follow its identity. */
+const tag = (i: number): string => (i < 26 ? String.fromCharCode(97 + i) : tag(Math.floor(i / 26) - 1) + String.fromCharCode(97 + (i % 26)));
 const descriptionUpdates = (n: number) => Array.from({ length: n }, (_, i) => routeUpdate(i, `Route r${i % 5} of edge ${Math.floor(i / 5)}: checkout API`, `Route r${i % 5} of edge ${Math.floor(i / 5)}: checkout API, v2 rollout`));
+/** Updates that differ object by object (no two alike): a row each. */
+const distinctUpdates = (n: number) => Array.from({ length: n }, (_, i) => routeUpdate(i, `checkout API ${tag(i)}`, `checkout API ${tag(i)}, v2 rollout`));
 const updateRows = (md: string) => md.split('\n').filter((l) => l.startsWith('| `HTTPSEdge/'));
 /** The cells of a table row as GitHub splits them: at every pipe not escaped with a backslash. */
 const cells = (row: string) => row.split(/(?<!\\)\|/).slice(1, -1);
 
 describe('Markdown plan within its budget', () => {
-  it('1, 350, 2,000 and 10,000 route updates: never over the budget, filled, and what is left out counted exactly', () => {
+  it('1, 350, 2,000 and 10,000 route updates (golden files): one entry for the same change, its objects listed as far as they fit, the rest counted', () => {
     for (const n of [1, 350, 2000, 10_000]) {
       const plan = planOf(descriptionUpdates(n));
       const md = renderMarkdown(plan);
+      golden(join(GOLDEN, `updates-${n}.md`), md);
       expect(md.length, `${n} updates`).toBeLessThanOrEqual(MARKDOWN_LIMIT);
-      const rows = updateRows(md);
       expect(md).toContain(`**Plan: 0 to create, ${n} to update, 0 to delete**`);
       expect(md).toContain(`| HTTPS edge route | 0 | ${n} | 0 | 0 |`);
-      if (n <= 350) {
-        // Every new value visible, whole: nothing left out, no note.
-        expect(rows).toHaveLength(n);
-        for (const s of plan.steps) expect(md).toContain(`| \`${s.object.identity}\` | \`description\` | \`${JSON.stringify(s.changes[0].before)}\` | \`${JSON.stringify(s.changes[0].after)}\` |`);
+      if (n === 1) {
+        expect(updateRows(md)).toEqual(['| `HTTPSEdge/edge-0/routes/r0` | `description` | `"Route r0 of edge 0: checkout API"` | `"Route r0 of edge 0: checkout API, v2 rollout"` |']);
         expect(md).not.toContain('Not shown here');
-      } else {
-        // Filled, not halved: what is left unused is less than the note's room and a row.
+        continue;
+      }
+      // The same change on every route: one entry, each route's numbers as {N} and {M}.
+      expect(updateRows(md)).toEqual([]);
+      expect(md).toContain(`**on ${fmt(n)} HTTPS edge routes** ({N}, {M}: the first, second numbers in each one's identity):`);
+      expect(md.split('| `description` |')).toHaveLength(2);
+      expect(md).toContain('| `description` | `"Route r{M} of edge {N}: checkout API"` | `"Route r{M} of edge {N}: checkout API, v2 rollout"` |');
+      // Its routes listed in plan order as far as they fit, the others counted exactly.
+      const listed = md.split('\n').find((l) => l.startsWith('`HTTPSEdge/'))!.split(', ').filter((x) => x.startsWith('`'));
+      expect(listed).toEqual(plan.steps.slice(0, listed.length).map((s) => `\`${s.object.identity}\``));
+      if (listed.length < n) {
         expect(md.length, `${n} updates`).toBeGreaterThan(MARKDOWN_LIMIT - 1_500);
-        expect(rows.length).toBeGreaterThan(300);
-        // The rows shown are the first ones, and the note counts the others exactly.
-        expect(rows.map((r) => cells(r)[0].trim())).toEqual(plan.steps.slice(0, rows.length).map((s) => `\`${s.object.identity}\``));
-        expect(md).toContain(`**${fmt(n - rows.length)} updated objects** (of ${fmt(n)}), with what changes in them`);
-        expect(md).toContain(`**… and ${fmt(n - rows.length)} more updated objects not listed here.**`);
+        expect(md).toContain(`<details><summary>The ${fmt(n)} HTTPS edge routes (${fmt(listed.length)} listed)</summary>`);
+        expect(md).toContain(`, … and ${fmt(n - listed.length)} more\n`);
+        expect(md).toContain(`the names of ${fmt(n - listed.length)} objects in groups of the same change (counted)`);
         expect(md).toContain('`edgeplane plan DIR --out-markdown FILE` writes the whole plan');
+      } else {
+        expect(md).not.toContain('Not shown here');
       }
       const whole = renderMarkdownFull(plan);
-      expect(updateRows(whole)).toHaveLength(n);
+      expect(whole).toContain(`<details><summary>The ${fmt(n)} HTTPS edge routes</summary>`);
       expect(whole).not.toContain('Not shown here');
     }
   });
 
-  it('destructive steps are never shed: 300 prunes beside 2,000 updates keep their full detail, the updates give way', () => {
-    const plan = planOf([...descriptionUpdates(2000), ...Array.from({ length: 300 }, (_, i) => prune(i))]);
-    const md = renderMarkdown(plan);
-    expect(md.length).toBeLessThanOrEqual(MARKDOWN_LIMIT);
-    for (let i = 0; i < 300; i++) expect(md).toContain(`##### - 🔴 delete \`FailoverBackend/old-${i}\` (\`bkdfo_${pad(i)}\`)\n_no longer in the manifests \\(prune\\)_`);
-    expect(md).toContain('**300 deletions or replacements**');
-    const rows = updateRows(md).length;
-    expect(md).toContain(`**${fmt(2000 - rows)} updated objects** (of 2,000), with what changes in them`);
+  it('objects whose changes differ stay apart: a number that is not of the identity is a difference', () => {
+    // The same description on every route, but the backend version differs (3 of one, 2 of the other).
+    const steps = Array.from({ length: 5 }, (_, i) => routeUpdate(i, 'checkout', `checkout v${i < 3 ? 7 : 8}`));
+    const md = renderMarkdown(planOf(steps));
+    expect(md).toContain('**on 3 HTTPS edge routes**:');
+    expect(md).toContain('| `description` | `"checkout"` | `"checkout v7"` |');
+    expect(md).toContain('**on 2 HTTPS edge routes**:');
+    expect(md).toContain('| `description` | `"checkout"` | `"checkout v8"` |');
+    // And a number that follows the identity on some routes only: those apart from the others.
+    const mixed = renderMarkdown(planOf(Array.from({ length: 4 }, (_, i) => routeUpdate(i, 'x', `r${i < 2 ? i % 5 : 9}`))));
+    expect(mixed).toContain('**on 2 HTTPS edge routes** ({M}: the second number in each one\'s identity):');
+    expect(mixed).toContain('| `description` | `"x"` | `"r{M}"` |');
+    expect(mixed).toContain('**on 2 HTTPS edge routes**:');
+    expect(mixed).toContain('| `description` | `"x"` | `"r9"` |');
   });
 
-  it('10,000 deletions still fit: one line each once their detail does not, and those past the budget counted exactly', () => {
-    const plan = planOf(Array.from({ length: 10_000 }, (_, i) => prune(i)));
+  it('traffic and security changes come before creates, other updates after them; what is shed is the least risky', () => {
+    const backend = (i: number): Step => ({
+      ...routeUpdate(i, '', ''), id: `HTTPSEdge/edge-${i}/routes/r0:module.put:backend`, action: 'module.put', module: 'backend',
+      object: { kind: 'httpsEdgeRoute', identity: `HTTPSEdge/edge-${i}/routes/r0`, name: 'r0', id: `edghtsrt_${pad(i)}` },
+      changes: [{ path: 'backend.backend_id', before: 'FailoverBackend/old', after: 'FailoverBackend/new' }],
+    });
+    const updates = descriptionUpdates(3000).map((s) => ({ ...s, changes: [{ path: 'description', before: `${s.changes[0].before} ${tag(Number(s.object.id!.slice(9)))}`, after: `${s.changes[0].after} ${tag(Number(s.object.id!.slice(9)))}` }] }));
+    const plan = planOf([...updates, create(1), backend(9000)]);
     const md = renderMarkdown(plan);
     expect(md.length).toBeLessThanOrEqual(MARKDOWN_LIMIT);
-    const detailed = md.split('\n').filter((l) => l.startsWith('##### - 🔴 delete')).length;
-    const lines = md.split('\n').filter((l) => l.startsWith('- 🔴 delete')).length;
-    const left = Number(/\*\*… and ([\d,]+) more destructive steps not listed here\.\*\*/.exec(md)![1].replace(/,/g, ''));
-    expect(detailed + lines + left).toBe(10_000);
-    expect(md).toContain(`**${fmt(left)} destructive steps** (deletions, replacements, removals)`);
-    expect(md).toContain(`the fields and requests of ${fmt(lines)} destructive steps (listed on one line each)`);
+    const [risky, creates, other] = ['#### Traffic and security changes (1 object)', '#### Creates (1 object)', '#### Other updates (3,000 objects)'].map((h) => md.indexOf(h));
+    expect(risky).toBeGreaterThan(0);
+    expect(creates).toBeGreaterThan(risky);
+    expect(other).toBeGreaterThan(creates);
+    expect(md).toContain('| `HTTPSEdge/edge-9000/routes/r0` | `backend.backend_id` | `"FailoverBackend/old"` | `"FailoverBackend/new"` |');
+    // Description rows are what gave way, counted (and the create's body, which comes after them).
+    expect(md).toContain('- `FailoverBackend/new-1`\n');
+    expect(md).toContain('the request bodies of 1 create listed');
+    const shown = updateRows(md).length - 1;
+    expect(shown).toBeGreaterThan(100);
+    expect(md).toContain(`**${fmt(3000 - shown)} updated objects** (of 3,000), with what changes in them`);
   });
 
   it('sheds create bodies first: every update row and create name stays, the bodies that do not fit are counted', () => {
-    const plan = planOf([...Array.from({ length: 40 }, (_, i) => create(i)), ...descriptionUpdates(300)]);
+    const plan = planOf([...Array.from({ length: 40 }, (_, i) => create(i)), ...distinctUpdates(300)]);
     const md = renderMarkdown(plan);
     expect(md.length).toBeLessThanOrEqual(MARKDOWN_LIMIT);
     expect(updateRows(md)).toHaveLength(300);
@@ -121,7 +149,7 @@ describe('Markdown plan within its budget', () => {
   });
 
   it('then cuts long values to the longest prefix that lets every row fit, before any update row goes', () => {
-    const long = (i: number, v: string) => `${v} `.repeat(80) + `#${i}`;
+    const long = (i: number, v: string) => `${v} `.repeat(80) + `#${tag(i)}`;
     const plan = planOf(Array.from({ length: 200 }, (_, i) => routeUpdate(i, long(i, 'old'), long(i, 'new'))));
     const md = renderMarkdown(plan);
     expect(md.length).toBeLessThanOrEqual(MARKDOWN_LIMIT);
@@ -141,11 +169,11 @@ describe('Markdown plan within its budget', () => {
   it('counts every step whose values were cut, an object\'s update and its module steps alike', () => {
     const long = (v: string) => `${v} `.repeat(30);
     const steps = Array.from({ length: 60 }, (_, i): Step[] => {
-      const update = routeUpdate(i, long('old'), long('new'));
+      const update = routeUpdate(i, long(`old ${tag(i)}`), long(`new ${tag(i)}`));
       const module: Step = {
         ...update, id: `${update.object.identity}:module.put:backend`, action: 'module.put', module: 'backend',
         request: { method: 'PUT', path: `${update.request.path}/backend`, body: {} },
-        changes: [{ path: 'backend.backend_id', before: long('primary'), after: long('standby') }],
+        changes: [{ path: 'backend.backend_id', before: long(`primary ${tag(i)}`), after: long(`standby ${tag(i)}`) }],
       };
       return [update, module];
     }).flat();
@@ -160,7 +188,7 @@ describe('Markdown plan within its budget', () => {
 
   it('a cut never splits a character in two (emoji are two UTF-16 units): no lone surrogate, no U+FFFD', () => {
     // Offsets 0…6 put the cut, and the start of the stretch that differs, on every position of a pair.
-    const plan = planOf(Array.from({ length: 300 }, (_, i) => routeUpdate(i, `${'x'.repeat(i % 7)}${'🎉'.repeat(60)}a${'🎉'.repeat(40)}`, `${'x'.repeat(i % 7)}${'🎉'.repeat(60)}b${'🎉'.repeat(40)}`)));
+    const plan = planOf(Array.from({ length: 300 }, (_, i) => routeUpdate(i, `${'x'.repeat(i % 7)}${'🎉'.repeat(60)}a${'🎉'.repeat(40)}${tag(i)}`, `${'x'.repeat(i % 7)}${'🎉'.repeat(60)}b${'🎉'.repeat(40)}${tag(i)}`)));
     const md = renderMarkdown(plan, { limit: 40_000 });
     expect(md).toMatch(/cut to \d+ characters/);
     expect(md.length).toBeLessThanOrEqual(40_000);
@@ -168,13 +196,13 @@ describe('Markdown plan within its budget', () => {
   });
 
   it('values a little too long for the budget are cut only by what it takes (350 updates of 85 characters)', () => {
-    const plan = planOf(Array.from({ length: 350 }, (_, i) => routeUpdate(i, `Route r${i % 5} of shop edge ${Math.floor(i / 5)} (checkout traffic)`, `Route r${i % 5} of shop edge ${Math.floor(i / 5)} (checkout traffic, moved to the v2 pool on 2026-11-25)`)));
+    const plan = planOf(Array.from({ length: 350 }, (_, i) => routeUpdate(i, `Route ${tag(i)} of the shop's edge (checkout traffic)`, `Route ${tag(i)} of the shop's edge (checkout traffic, moved to the v2 pool on 2026-11-25)`)));
     const md = renderMarkdown(plan);
     expect(md.length).toBeLessThanOrEqual(MARKDOWN_LIMIT);
     expect(updateRows(md)).toHaveLength(350);
     const cut = Number(/cut to (\d+) characters/.exec(md)![1]);
-    expect(cut).toBeGreaterThanOrEqual(75);
-    expect(md).toContain('"Route r0 of shop edge 0 (checkout traffic, moved to the v2 pool on');
+    expect(cut).toBeGreaterThanOrEqual(70);
+    expect(md).toContain('"Route a of the shop\'s edge (checkout traffic, moved to the v2');
   });
 
   it('a secret shows as changed, never its value; hostile values cannot break the table or inject HTML', () => {

@@ -174,4 +174,26 @@ describe.each(ENGINES)('the status page\'s sessions and scoping (%s)', (engine) 
     const huge = await browser.form('/ui/login', { api_key: 'x'.repeat(10_000) });
     expect(huge.status).toBe(413);
   });
+  it('a drift check\'s objects: Drifted where the plan marked drift, Not applied for a change of the manifests, Drifted when the record does not say', async () => {
+    const marker = (id: string) => JSON.stringify({ managed_by: { id, stack: 'dr', tool: 'edgeplane', v: 1 } });
+    for (const name of ['moved', 'edited', 'old']) {
+      const r = await a.post('/backends/failover', { backends: [], metadata: marker(`FailoverBackend/${name}`) });
+      expect(r.status, r.text).toBe(201);
+    }
+    const objects = [
+      { identity: 'FailoverBackend/moved', action: 'update', fields: ['description'], drift: true },
+      { identity: 'FailoverBackend/edited', action: 'update', fields: ['backends'], drift: false },
+      { identity: 'FailoverBackend/old', action: 'update', fields: ['description'] },
+    ];
+    const posted = await a.post('/sync_runs', { stack: 'dr', trigger: 'interval', holder: 'agent-1', outcome: 'drifted', counts: { ...COUNTS, create: 0, update: 3 }, drift_count: 3, objects });
+    expect(posted.status, posted.text).toBe(201);
+    expect(posted.body.objects).toEqual(objects);
+    const browser = new Browser(svc.url);
+    await browser.signIn(a.apiKey!);
+    const page = (await browser.get('/ui/stacks/dr')).text;
+    const cellOf = (id: string) => new RegExp(`<code>FailoverBackend/${id}</code>.*?<td class="drift">(.*?)</td>`, 's').exec(page)![1].replace(/<[^>]+>/g, '').trim();
+    expect(cellOf('moved')).toBe('Drifted description');
+    expect(cellOf('edited')).toBe('Not applied backends');
+    expect(cellOf('old')).toBe('Drifted description');
+  });
 });

@@ -69,6 +69,8 @@ export function runObjects(plan: Plan): NonNullable<NewSyncRun['objects']> {
     identity: s.object.identity.slice(0, 300),
     action: s.action,
     fields: [...new Set(s.changes.map((c) => c.path.slice(0, 200)))].slice(0, FIELDS_MAX),
+    // As the plan marks it (`Step.drift`): the live object moved, or the manifests changed.
+    drift: !!s.drift,
   }));
 }
 

@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { canonicalJson } from '../../util/canonical-json.js';
 import { utf8Bytes } from '../../util/bytes.js';
 import { NAME_PATTERN } from '../manifests/schema.js';
@@ -24,6 +24,13 @@ export interface Marker {
   fp?: Record<string, string>;
   /** Never deleted by prune, even once gone from the manifests. */
   protect?: boolean;
+  /**
+   * What the stack last wrote, as a short hash per field or module of the manifests' normal form
+   * (`description=AbCd1234;hostports=…`, `appliedHashes`): a plan tells a live value that moved
+   * (drift: its hash is still the manifests') from a manifest change. Secrets count by their
+   * salted fingerprints only. Absent on markers written before it, and where it would not fit.
+   */
+  h?: string;
 }
 
 /** Stored metadata: `{"managed_by": <marker>, "metadata": <the user's own string>}` as canonical JSON. */
@@ -31,6 +38,7 @@ export function encodeMetadata(marker: Marker, user: string | undefined): string
   const m: Marker = { ...marker };
   if (!m.fp || Object.keys(m.fp).length === 0) delete m.fp;
   if (!m.protect) delete m.protect;
+  if (!m.h) delete m.h;
   return canonicalJson({ managed_by: m, ...(user !== undefined && user !== '' ? { metadata: user } : {}) });
 }
 
@@ -57,16 +65,16 @@ function onlyMarkerKeys(obj: Record<string, unknown>): boolean {
  * string: most live objects' metadata. Read without a JSON parser (half its time, every object of
  * every plan); anything else, escapes included, is parsed.
  */
-const PLAIN_MARKER = new RegExp(`^\\{"managed_by":\\{"id":"([^"\\\\]+)","stack":"([^"\\\\]+)","tool":"${TOOL}","v":${MARKER_VERSION}\\}\\}$`);
+const PLAIN_MARKER = new RegExp(`^\\{"managed_by":\\{(?:"h":"([^"\\\\]*)",)?"id":"([^"\\\\]+)","stack":"([^"\\\\]+)","tool":"${TOOL}","v":${MARKER_VERSION}\\}\\}$`);
 
 /** Splits stored metadata into our marker and the user's own string; foreign metadata is all user's. */
 export function decodeMetadata(stored: unknown): DecodedMetadata {
   if (typeof stored !== 'string' || stored === '') return {};
   const plain = PLAIN_MARKER.exec(stored);
   if (plain) {
-    const [, id, stack] = plain;
+    const [, h, id, stack] = plain;
     // The keys in the order JSON.parse gives them.
-    if (STACK_NAME.test(stack) && IDENTITY.test(id)) return { marker: { id, stack, tool: TOOL, v: MARKER_VERSION } };
+    if (STACK_NAME.test(stack) && IDENTITY.test(id)) return { marker: h === undefined ? { id, stack, tool: TOOL, v: MARKER_VERSION } : { h, id, stack, tool: TOOL, v: MARKER_VERSION } };
     return { user: stored };
   }
   let parsed: unknown;
@@ -96,4 +104,43 @@ export function fingerprintSecret(stack: string, identity: string, path: string,
 /** Bytes the user's metadata may take next to a marker, or how far over the limit it is. */
 export function metadataBytes(marker: Marker, user: string | undefined): number {
   return utf8Bytes(encodeMetadata(marker, user));
+}
+
+/** A secret as the hashes see it: its salted fingerprint, never its source or value. */
+function hashable(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(hashable);
+  if (v && typeof v === 'object') {
+    if ('$secret' in v && 'fingerprint' in v) return { fingerprint: (v as { fingerprint: unknown }).fingerprint };
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, hashable(x)]));
+  }
+  return v;
+}
+
+/** Keys of the hashed values: field and module names (`Marker.h` is parsed by them). */
+const HASH_KEY = /^[a-z_][a-z0-9_]{0,63}$/;
+
+/**
+ * `Marker.h` for values by field or module name (a normal form's fields and modules, the user's
+ * metadata): a 48-bit hash of each, sorted by name. Values that are absent are left out.
+ */
+export function appliedHashes(values: Record<string, unknown>): string {
+  const out: string[] = [];
+  for (const k of Object.keys(values).sort()) {
+    if (values[k] === undefined || !HASH_KEY.test(k)) continue;
+    out.push(`${k}=${createHash('sha256').update(canonicalJson(hashable(values[k]))).digest('base64url').slice(0, 8)}`);
+  }
+  return out.join(';');
+}
+
+/** `Marker.h` read back by name; undefined for a marker with none (or one this version cannot read). */
+export function parseHashes(h: unknown): Map<string, string> | undefined {
+  if (typeof h !== 'string') return undefined;
+  const out = new Map<string, string>();
+  if (h === '') return out;
+  for (const part of h.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq < 0) return undefined;
+    out.set(part.slice(0, eq), part.slice(eq + 1));
+  }
+  return out;
 }

@@ -41,6 +41,12 @@ export interface Change {
   after?: unknown;
   /** The value is a secret: only its fingerprint changed (or it was added / removed). */
   sensitive?: boolean;
+  /**
+   * Drift: the live value moved away from what the stack last applied, while the manifests kept
+   * theirs (the ownership marker's hash of the applied value is the manifests' still). Absent:
+   * the manifests changed, or the marker records nothing to tell (a marker with no hashes).
+   */
+  drift?: true;
 }
 
 export interface Step {
@@ -75,6 +81,8 @@ export interface Step {
   cascade?: StepObject[];
   /** The stack's policies' results about this step's object (failures only; docs/policies.md). */
   policy?: StepPolicy;
+  /** Some of `changes` are drift (`Change.drift`): the step undoes changes made outside the manifests. */
+  drift?: true;
 }
 
 /** One RFC 6902 operation, as fast-json-patch's `compare` makes them. */

@@ -1,10 +1,11 @@
 import { formatProblem, type Problem } from '../manifests/problems.js';
 import { decodeMetadata, encodeMetadata } from '../ownership/marker.js';
 import { findKind, KINDS } from '../../kinds/registry.js';
-import type { Action, Change, Plan, Step } from '../plan/types.js';
+import type { Change, Plan, Step } from '../plan/types.js';
 import { mermaidText } from './mermaid.js';
 import { policyMarkdown } from './policy-markdown.js';
-import { apart, ascii, blockLine, type DiffLine, cascadeCounts, countOf, lineDiff, listChange, masked, multiLine, protectedLine, scopeLines, short, shortPair, sliceChars, summaryLine, SYMBOL, visible, waitingLine } from './values.js';
+import { type ChangeGroup, DESTRUCTIVE, groupChanges, groupLegend, groupTitle, riskOrder, shownTemplate } from './risk.js';
+import { apart, ascii, blockLine, driftLine, driftObjects, type DiffLine, cascadeCounts, countOf, lineDiff, listChange, masked, multiLine, protectedLine, scopeLines, short, shortPair, sliceChars, summaryLine, SYMBOL, visible, waitingLine } from './values.js';
 
 /** GitHub refuses comments over 65,536 characters; stay clear of it. */
 export const MARKDOWN_LIMIT = 65_000;
@@ -66,8 +67,9 @@ const MAX_CUT = 4_096;
 
 /** A change as table cells (field, before, after), values whole (`max` Infinity) or cut to `max`. */
 function changeCells(c: Change, max: number): string {
+  const field = fieldCell(c.path, !!c.drift);
   // A secret that changed shows as changed: its two placeholders alike would read as no change.
-  if (c.sensitive && c.before !== undefined && c.after !== undefined) return `${cell(code(c.path))} | (sensitive) | (sensitive value changed)`;
+  if (c.sensitive && c.before !== undefined && c.after !== undefined) return `${field} | (sensitive) | (sensitive value changed)`;
   const one = (v: unknown) => (max === Infinity && !(typeof v === 'string' && v.includes('\n')) ? full(v) : short(v, max));
   const list = c.sensitive ? undefined : listChange(c.before, c.after);
   if (list) {
@@ -76,7 +78,7 @@ function changeCells(c: Change, max: number): string {
     const after = list.reordered
       ? items(c.after as unknown[], (v, i) => `${list.added.includes(v) ? '+ ' : ''}${i + 1}.`)
       : items(list.added, () => '+');
-    return `${cell(code(c.path))} | ${cell(items(list.removed, () => '−'))} | ${cell(after)}`;
+    return `${field} | ${cell(items(list.removed, () => '−'))} | ${cell(after)}`;
   }
   if (multiLine(c.before, c.after)) {
     // Text of several lines: every line that changed, where it is (each cut to `max` when the
@@ -88,7 +90,7 @@ function changeCells(c: Change, max: number): string {
     };
     const side = (sign: '-' | '+') => diff.filter((d) => d.sign === '@' || d.sign === sign)
       .map((d) => (d.sign === '@' ? `@@ ${d.text}` : `${sign === '-' ? '−' : '+'} ${line(d)}`)).join('<br>');
-    return `${cell(code(c.path))} | ${cell(side('-'))} | ${cell(side('+'))}`;
+    return `${field} | ${cell(side('-'))} | ${cell(side('+'))}`;
   }
   const both = c.before !== undefined && c.after !== undefined;
   // A multi-line value (a certificate, XML) reads no better whole on one line: it shows its first
@@ -97,34 +99,12 @@ function changeCells(c: Change, max: number): string {
   const [before, after] = max === Infinity && !lines
     ? (both ? apart(full(c.before), full(c.after)) : [c.before === undefined ? '' : full(c.before), c.after === undefined ? '' : full(c.after)])
     : both ? shortPair(c.before, c.after, lines ? Math.min(max, 120) : max) : [c.before === undefined ? '' : short(c.before, max), c.after === undefined ? '' : short(c.after, max)];
-  return `${cell(code(c.path))} | ${before === '' ? '' : cell(code(before))} | ${after === '' ? '' : cell(code(after))}`;
+  return `${field} | ${before === '' ? '' : cell(code(before))} | ${after === '' ? '' : cell(code(after))}`;
 }
 
-const DESTRUCTIVE: ReadonlySet<Action> = new Set(['delete', 'replace', 'module.delete']);
-
-/**
- * The steps by what a reviewer must see. Every step of an object with a destructive step (a
- * delete, a replacement, a module removed: an auth swap or a prune) goes with it, so a swap reads
- * whole; the other objects are updates (existing) or creates (new), a list of steps each.
- */
-function groups(plan: Plan): { destructive: Step[]; updates: Step[][]; creates: Step[][] } {
-  const byIdentity = new Map<string, Step[]>();
-  for (const s of plan.steps) {
-    const list = byIdentity.get(s.object.identity);
-    if (list) list.push(s);
-    else byIdentity.set(s.object.identity, [s]);
-  }
-  const destructive: Step[] = [];
-  const updates: Step[][] = [];
-  const creates: Step[][] = [];
-  const hot = new Set<string>();
-  for (const [identity, steps] of byIdentity) {
-    if (steps.some((s) => DESTRUCTIVE.has(s.action))) hot.add(identity);
-    else if (steps.some((s) => s.action === 'create')) creates.push(steps);
-    else updates.push(steps);
-  }
-  for (const s of plan.steps) if (hot.has(s.object.identity)) destructive.push(s);
-  return { destructive, updates, creates };
+/** The field of a change, marked when the change is drift (the live value moved, the manifests did not). */
+function fieldCell(path: string, drift: boolean): string {
+  return `${cell(code(path))}${drift ? ' **(drift)**' : ''}`;
 }
 
 /** A destructive step with its reason, changed fields and request: nothing of it is ever left out but the length of values. */
@@ -160,6 +140,48 @@ function updateRows(steps: Step[], max: number): string {
     for (const c of s.changes) rows.push(changeCells(c, max));
   }
   return rows.map((r, i) => `| ${i ? '' : obj} | ${r} |`).join('\n') + '\n';
+}
+
+/** A group's templates cut to `max` characters (Infinity: whole), shown with `{N}` for the identities' numbers. */
+function templateCell(t: string, max: number): string {
+  const shown = shownTemplate(t);
+  return cell(code(shown.length > max ? `${sliceChars(shown, 0, max - 1)}…` : shown));
+}
+
+/**
+ * Objects with the same changes (`groupChanges`), as one entry: how many, of which kind, the
+ * changes once (each identity's numbers as `{N}`, `{M}` …), and why. The objects themselves are
+ * listed apart (`groupList`), when there is room.
+ */
+function groupBlock(g: ChangeGroup, max: number): string {
+  const legend = groupLegend(g);
+  const out = [`**${groupTitle(g)}**${legend ? ` (${legend})` : ''}:`, ''];
+  for (const s of new Set(g.steps.map((x) => x.reason).filter((r): r is string => !!r))) out.push(`_${text(shownTemplate(s))}_`, '');
+  out.push('| field | before | after |', '|---|---|---|');
+  for (const s of g.steps) {
+    if (!s.rows.length) out.push(`| ${code(`${s.method}${s.module ? ` ${s.module}` : ''}`)} | | |`);
+    for (const r of s.rows) {
+      const field = fieldCell(r.path, r.drift);
+      if (r.sensitive) out.push(`| ${field} | (sensitive) | (sensitive value changed) |`);
+      else out.push(`| ${field} | ${r.before === '(absent)' ? '' : templateCell(r.before, max)} | ${r.after === '(absent)' ? '' : templateCell(r.after, max)} |`);
+    }
+  }
+  return out.join('\n') + '\n\n';
+}
+
+/** The first `k` objects of a group, collapsed (the others counted). */
+function groupList(g: ChangeGroup, k: number): string {
+  const rest = g.objects.length - k;
+  const names = g.objects.slice(0, k).map((o) => code(o[0].object.identity)).join(', ');
+  return `<details><summary>The ${groupTitle(g).slice(3)}${rest ? ` (${n(k)} listed)` : ''}</summary>\n\n${names}${rest ? `, … and ${n(rest)} more` : ''}\n\n</details>\n\n`;
+}
+
+/** How many of a group's objects its list can name in `room` characters. */
+function listFits(g: ChangeGroup, room: number): number {
+  let left = room - groupList(g, 0).length - 40;
+  let k = 0;
+  while (k < g.objects.length && left >= g.objects[k][0].object.identity.length + 4) left -= g.objects[k++][0].object.identity.length + 4;
+  return k;
 }
 
 function createLine(steps: Step[]): string {
@@ -256,6 +278,12 @@ function head(plan: Plan, maxCallouts: number): string {
   if (plan.steps.length) out.push(...kindTable(plan), '');
   const called = plan.steps.filter((x) => x.action === 'delete' || x.action === 'replace').length;
   if (called) out.push('> [!WARNING]', `> **${n(called)} deletion${called > 1 ? 's' : ''} or replacement${called > 1 ? 's' : ''}**: every destructive step is listed below.`, '');
+  const drift = driftObjects(plan);
+  if (drift.length) {
+    const named = drift.slice(0, maxCallouts).map((d) => `${code(d.identity)} (${d.fields.slice(0, 5).map(code).join(', ')}${d.fields.length > 5 ? ` and ${d.fields.length - 5} more` : ''})`);
+    const more = drift.length > named.length ? `${named.length ? ', ' : ''}and ${n(drift.length - named.length)} more` : '';
+    out.push('> [!WARNING]', `> **${driftLine(drift.length).replace(/: /, '**: ')}: ${named.join(', ')}${more}.`, '');
+  }
   const clip = (s: string) => (s.length > 400 ? `${sliceChars(s, 0, 399)}…` : s);
   for (const b of plan.blocked) out.push(`> [!CAUTION]`, `> Blocked by the safety threshold: ${blockLine(b)}; \`apply\` needs \`--force\`.`, '');
   for (const p of plan.protectedChanges ?? []) out.push(`> [!CAUTION]`, `> Protected: ${text(clip(protectedLine(p)))}; \`apply\` needs \`--allow-protected-changes\`.`, '');
@@ -281,25 +309,42 @@ export interface MarkdownOptions {
 }
 
 /** Room kept for the note saying what was left out, beside the command it names (its longest form is under this). */
-const NOTE_ROOM = 700;
+const NOTE_ROOM = 900;
+
+const TABLE_HEAD = '| object | field | before | after |\n|---|---|---|---|\n';
 
 /**
- * The plan as a pull-request comment: the summary (per kind), everything destructive in full, the
- * updates as rows of field, before and after, then the creates (names; request bodies collapsed).
+ * Updated objects as the entries of a section: groups of identical changes first (each one
+ * block), then objects of their own (rows of one table).
+ */
+function entriesOf(objects: Step[][]): { groups: ChangeGroup[]; entries: ChangeGroup[] } {
+  const groups = groupChanges(objects);
+  const many = groups.filter((x) => x.objects.length > 1);
+  return { groups: many, entries: [...many, ...groups.filter((x) => x.objects.length === 1)] };
+}
+
+/**
+ * The plan as a pull-request comment, by risk: the summary (per kind), everything destructive in
+ * full, then the updates that can break traffic or security (a field or module whose kind
+ * declares a `risk`: hostports, auth modules, TLS, backends), then the creates (names; request
+ * bodies collapsed), then the other updates. Updates that make the same change on many objects
+ * (`groupChanges`) are one entry each, their objects listed in a collapsed block.
  *
- * Within `limit` characters the comment is filled, not halved: what does not fit is shed in this
- * order — create bodies; then whole values (long ones cut to a prefix of 160, 100, then 60
- * characters, the longest that lets everything but the bodies fit; the stretch where before and
- * after differ is kept); then create names; then update rows; then the order chart — and
- * destructive steps last: their detail becomes one line each, and only when even those lines do
- * not fit are the last of them counted rather than listed. Each stage is filled in plan order
- * before the next begins. A note at the top counts exactly what was left out and says how to see it.
+ * Within `limit` characters the comment is filled, not halved, most risky first: destructive
+ * steps (one line each, then their detail), the order chart, the risky updates, the create
+ * names, the other updates — each stage filled in order, and the first that does not fit whole
+ * ends the filling; long values are first cut to the longest prefix (60 characters at least)
+ * that lets all of these fit. Then, with what room is left: the lists of the risky groups'
+ * objects, the create bodies, the lists of the other groups' objects. What is shed is always the
+ * least risky; a note at the top counts exactly what was left out and says how to see it.
  */
 export function renderMarkdown(plan: Plan, opts: MarkdownOptions = {}): string {
   const limit = opts.limit ?? MARKDOWN_LIMIT;
   const dir = opts.args ?? 'DIR';
   const seeAll = `${code(`edgeplane plan ${dir} --out-markdown FILE`)} writes the whole plan, ${code(`edgeplane plan ${dir} --json`)} has every value`;
-  const g = groups(plan);
+  const g = riskOrder(plan);
+  const risky = entriesOf(g.risky);
+  const other = entriesOf(g.other);
   const chart = orderChart(plan);
   const unbounded = limit === Infinity;
   // Pieces are made when the filling reaches them: a plan of 10,000 steps renders the few hundred that fit.
@@ -307,36 +352,46 @@ export function renderMarkdown(plan: Plan, opts: MarkdownOptions = {}): string {
     const done: string[] = [];
     return (i: number) => (done[i] ??= make(items[i]));
   };
-  const at = new Map<number, { d: (i: number) => string; u: (i: number) => string }>();
-  /** Destructive details and update rows with values cut to `max` characters (Infinity: whole). */
+  const entry = (x: ChangeGroup, max: number) => (x.objects.length > 1 ? groupBlock(x, max) : updateRows(x.objects[0], max));
+  const at = new Map<number, { d: (i: number) => string; r: (i: number) => string; o: (i: number) => string }>();
+  /** Destructive details and update entries with values cut to `max` characters (Infinity: whole). */
   const valuesAt = (max: number) => {
     let p = at.get(max);
-    if (!p) at.set(max, (p = { d: lazy(g.destructive, (s) => destructiveDetail(s, max)), u: lazy(g.updates, (u) => updateRows(u, max)) }));
+    if (!p) {
+      at.set(max, (p = {
+        d: lazy(g.destructive, (s) => destructiveDetail(s, max)),
+        r: lazy(risky.entries, (x) => entry(x, max)),
+        o: lazy(other.entries, (x) => entry(x, max)),
+      }));
+    }
     return p;
   };
   const dLine = lazy(g.destructive, destructiveLine);
   const cName = lazy(g.creates, createLine);
   const cBody = lazy(g.creates, createBody);
   const range = (from: number, to: number) => Array.from({ length: Math.max(0, to - from) }, (_, i) => from + i);
+  const objectsIn = (entries: ChangeGroup[], from: number) => entries.slice(from).reduce((k, x) => k + x.objects.length, 0);
+  const singles = (e: { entries: ChangeGroup[]; groups: ChangeGroup[] }) => e.entries.length > e.groups.length;
 
   const headings = {
     destructive: g.destructive.length ? `#### Deletions, replacements and removals (${plural(g.destructive.length, 'step')})\n\n` : '',
     chart: chart ? '#### Order of the steps\n\n' : '',
-    updates: g.updates.length ? `#### Updates (${plural(g.updates.length, 'object')})\n\n| object | field | before | after |\n|---|---|---|---|\n` : '',
+    risky: g.risky.length ? `#### Traffic and security changes (${plural(g.risky.length, 'object')})\n\n${singles(risky) ? TABLE_HEAD : ''}` : '',
     creates: g.creates.length ? `#### Creates (${plural(g.creates.length, 'object')})\n\n` : '',
+    other: g.other.length ? `#### ${g.risky.length ? 'Other updates' : 'Updates'} (${plural(g.other.length, 'object')})\n\n${singles(other) ? TABLE_HEAD : ''}` : '',
     bodies: (k: number) => (k ? `\n<details><summary>Request bodies (${n(k)} of ${n(g.creates.length)})</summary>\n\n` : ''),
     bodiesEnd: '</details>\n',
   };
 
   for (const callouts of [20, 5, 0]) {
     const top = head(plan, callouts);
-    // Counts of what each stage shows: destructive lines, their detail, the chart, update rows,
-    // create names, create bodies; and the length values are cut to.
-    let shown = { dLines: g.destructive.length, dDetail: g.destructive.length, chart: !!chart, uRows: g.updates.length, cNames: g.creates.length, cBodies: g.creates.length };
+    // What each stage shows: destructive lines, their detail, the chart, risky entries, create
+    // names, other entries, create bodies, and which groups' lists; and the length values are cut to.
+    let shown = { dLines: g.destructive.length, dDetail: g.destructive.length, chart: !!chart, rEntries: risky.entries.length, cNames: g.creates.length, oEntries: other.entries.length, cBodies: g.creates.length, rLists: risky.groups.map((x) => x.objects.length), oLists: other.groups.map((x) => x.objects.length) };
     let cut = Infinity;
-    /** Fills the stages with values cut to `max` characters: true when everything but create bodies fits. */
+    /** Fills the stages with values cut to `max` characters: true when every stage but the lists and bodies fits. */
     const fill = (max: number): boolean => {
-      let room = limit - top.length - NOTE_ROOM - seeAll.length - headings.destructive.length - headings.updates.length - headings.creates.length - headings.bodies(1).length - headings.bodiesEnd.length;
+      let room = limit - top.length - NOTE_ROOM - seeAll.length - headings.destructive.length - headings.risky.length - headings.other.length - headings.creates.length - headings.bodies(1).length - headings.bodiesEnd.length;
       let open = room >= 0;
       /** Takes items 0…count-1 of a stage in order while they fit; a stage not taken whole ends the filling. */
       const take = (count: number, cost: (i: number) => number): number => {
@@ -346,19 +401,31 @@ export function renderMarkdown(plan: Plan, opts: MarkdownOptions = {}): string {
         if (i < count) open = false;
         return i;
       };
+      /** The lists of the groups shown: as many of each group's objects as fit, group after group. */
+      const lists = (groups: ChangeGroup[], shownEntries: number): number[] => groups.map((x, i) => {
+        if (i >= shownEntries) return 0;
+        const k = listFits(x, room);
+        if (k) room -= groupList(x, k).length;
+        return k;
+      });
       const v = valuesAt(max);
       const dLines = take(g.destructive.length, (i) => dLine(i).length);
       const dDetail = take(dLines, (i) => v.d(i).length - dLine(i).length);
       const chartShown = !!chart && take(1, () => headings.chart.length + chart.length) === 1;
-      const uRows = take(g.updates.length, (i) => v.u(i).length);
+      const rEntries = take(risky.entries.length, (i) => v.r(i).length);
       const cNames = take(g.creates.length, (i) => cName(i).length);
+      const oEntries = take(other.entries.length, (i) => v.o(i).length);
+      const complete = dDetail === g.destructive.length && chartShown === !!chart && rEntries === risky.entries.length && cNames === g.creates.length && oEntries === other.entries.length;
+      const rLists = lists(risky.groups, rEntries);
+      open = true;
       const cBodies = take(cNames, (i) => cBody(i).length);
-      shown = { dLines, dDetail, chart: chartShown, uRows, cNames, cBodies };
+      const oLists = lists(other.groups, oEntries);
+      shown = { dLines, dDetail, chart: chartShown, rEntries, cNames, oEntries, cBodies, rLists, oLists };
       cut = max;
-      return dDetail === g.destructive.length && chartShown === !!chart && uRows === g.updates.length && cNames === g.creates.length;
+      return complete;
     };
-    // Values are cut only as far as it takes for everything but create bodies to fit: the longest
-    // prefix that does (a binary search; a longer prefix never takes less room).
+    // Values are cut only as far as it takes for every stage but the lists and bodies to fit: the
+    // longest prefix that does (a binary search; a longer prefix never takes less room).
     if (!unbounded && !fill(Infinity) && fill(MIN_CUT)) {
       let [lo, hi] = [MIN_CUT, MAX_CUT];
       while (lo < hi) {
@@ -385,14 +452,30 @@ export function renderMarkdown(plan: Plan, opts: MarkdownOptions = {}): string {
       if (shown.chart) out.push(headings.chart, chart);
       else left.push('the chart of the order of the steps');
     }
-    if (headings.updates) {
-      if (shown.uRows) out.push(headings.updates, ...range(0, shown.uRows).map(v.u), '\n');
-      if (shown.uRows < g.updates.length) {
-        const rest = g.updates.length - shown.uRows;
-        if (shown.uRows) out.push(`**… and ${plural(rest, 'more updated object')} not listed here.**\n\n`);
-        left.push(`**${plural(rest, 'updated object')}** (of ${n(g.updates.length)}), with what changes in ${rest === 1 ? 'it' : 'them'}`);
+    /** A section of update entries: the groups (each with its list when shown), then the table of the others. */
+    const section = (heading: string, e: typeof risky, count: number, make: (i: number) => string, lists: number[], what: string) => {
+      if (!heading) return;
+      if (count) {
+        out.push(heading.replace(TABLE_HEAD, ''));
+        let table = false;
+        for (let i = 0; i < count; i++) {
+          const isGroup = i < e.groups.length;
+          if (!isGroup && !table) out.push(TABLE_HEAD), (table = true);
+          out.push(make(i));
+          if (isGroup && lists[i]) out.push(groupList(e.groups[i], lists[i]));
+        }
+        out.push('\n');
       }
-    }
+      const unlisted = e.groups.reduce((k, x, i) => k + (i < count ? x.objects.length - lists[i] : 0), 0);
+      if (unlisted) left.push(`the names of ${plural(unlisted, 'object')}${what ? ` ${what}` : ''} in groups of the same change (counted)`);
+      if (count < e.entries.length) {
+        const rest = objectsIn(e.entries, count);
+        const total = objectsIn(e.entries, 0);
+        if (count) out.push(`**… and ${plural(rest, `more updated object`)}${what ? ` ${what}` : ''} not listed here.**\n\n`);
+        left.push(`**${plural(rest, 'updated object')}**${what ? ` ${what}` : ''} (of ${n(total)}), with what changes in ${rest === 1 ? 'it' : 'them'}`);
+      }
+    };
+    section(headings.risky, risky, shown.rEntries, v.r, shown.rLists, 'with traffic or security changes');
     if (headings.creates) {
       if (shown.cNames) {
         out.push(headings.creates, ...range(0, shown.cNames).map(cName));
@@ -402,12 +485,20 @@ export function renderMarkdown(plan: Plan, opts: MarkdownOptions = {}): string {
       if (shown.cNames < g.creates.length) left.push(`the names and request bodies of ${plural(g.creates.length - shown.cNames, 'new object')} (of ${n(g.creates.length)})`);
       if (shown.cBodies < shown.cNames) left.push(`the request bodies of ${plural(shown.cNames - shown.cBodies, 'create')} listed`);
     }
+    section(headings.other, other, shown.oEntries, v.o, shown.oLists, '');
     if (cut !== Infinity) {
       // Only steps whose values were long: a cut that changed nothing is not counted.
       const whole = valuesAt(Infinity);
       const cutD = range(0, shown.dDetail).filter((i) => whole.d(i) !== v.d(i)).length;
-      // An updated object's rows may be of several steps (its update and its modules): each counts.
-      const cutU = range(0, shown.uRows).reduce((k, i) => k + (whole.u(i) === v.u(i) ? 0 : g.updates[i].filter((s) => s.changes.some((c) => changeCells(c, cut) !== changeCells(c, Infinity))).length), 0);
+      // An updated object's rows may be of several steps (its update and its modules): each counts;
+      // a group's cut counts for each of its objects.
+      const cutSteps = (e: typeof risky, count: number, make: (i: number) => string, wholeOf: (i: number) => string) => range(0, count).reduce((k, i) => {
+        if (wholeOf(i) === make(i)) return k;
+        const x = e.entries[i];
+        if (x.objects.length > 1) return k + x.objects.length * x.steps.filter((st) => st.rows.some((r) => !r.sensitive && (shownTemplate(r.before).length > cut || shownTemplate(r.after).length > cut))).length;
+        return k + x.objects[0].filter((s) => s.changes.some((c) => changeCells(c, cut) !== changeCells(c, Infinity))).length;
+      }, 0);
+      const cutU = cutSteps(risky, shown.rEntries, v.r, whole.r) + cutSteps(other, shown.oEntries, v.o, whole.o);
       if (cutD + cutU) left.push(`long values of ${plural(cutD + cutU, 'step')} cut to ${cut} characters (${n(cutD)} destructive, ${n(cutU)} ${cutU === 1 ? 'update' : 'updates'})`);
     }
     if (left.length) out.splice(1, 0, `> [!NOTE]\n> **Not shown here** (this comment is limited to ${n(limit)} characters): ${left.join('; ')}. ${seeAll}.\n\n`);

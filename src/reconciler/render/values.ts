@@ -240,3 +240,20 @@ export function listChange(before: unknown, after: unknown, max = 60): { removed
   const alike = new Set<unknown>([...[...g].map((i) => removed[i]), ...[...c].map((j) => added[j])]);
   return { removed, added, reordered: kept(before, has).join('\0') !== kept(after, had).join('\0'), alike };
 }
+
+/** The objects with drift (`Change.drift`), each with the fields or modules that moved, in plan order. */
+export function driftObjects(plan: Plan): { identity: string; fields: string[] }[] {
+  const out = new Map<string, Set<string>>();
+  for (const s of plan.steps) {
+    if (!s.drift) continue;
+    let f = out.get(s.object.identity);
+    if (!f) out.set(s.object.identity, (f = new Set()));
+    for (const c of s.changes) if (c.drift) f.add(c.path);
+  }
+  return [...out].map(([identity, fields]) => ({ identity, fields: [...fields] }));
+}
+
+/** What every plan form says first of drift: how many objects moved away from what the stack last applied. */
+export function driftLine(count: number): string {
+  return `Changed outside edgeplane (drift): ${count} object${count === 1 ? '' : 's'} moved away from what this stack last applied; the changes marked (drift) undo that`;
+}

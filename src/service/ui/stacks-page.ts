@@ -97,7 +97,12 @@ export async function stackSection(
   const owned = await ownedObjects(db, session.accountId, name);
   // While the stack is out of sync, its last run (a drift check) names the drifted objects and fields.
   const driftRun = s?.status === 'out_of_sync' && s.last_run ? await records.run(session.accountId, s.last_run.id) : null;
-  const drifted = new Map((driftRun?.objects ?? []).map((o) => [o.identity, o]));
+  // An object's steps (its update, its modules) as one: their fields, drift if any of them is.
+  const drifted = new Map<string, { action: string; fields: string[]; drift?: boolean }>();
+  for (const o of driftRun?.objects ?? []) {
+    const had = drifted.get(o.identity);
+    drifted.set(o.identity, had ? { action: had.action, fields: [...new Set([...had.fields, ...o.fields])], drift: had.drift === undefined || o.drift === undefined ? undefined : had.drift || o.drift } : o);
+  }
   const next = more && items.length ? `/ui/stacks/${encodeURIComponent(name)}?before=${encodeURIComponent(items.at(-1)!.id)}` : undefined;
   return html`<h1>Stack ${name}</h1>
     <div id="stack-head" data-refresh="/ui/parts/stacks/${encodeURIComponent(name)}" data-interval="${REFRESH_S}" aria-live="polite">!${s ? stackFacts(s) : html`<p class="muted">This stack has no record yet.</p>`}</div>
@@ -141,13 +146,15 @@ async function ownedObjects(db: Queryable, accountId: string, stack: string): Pr
   return { items, truncated: rows.length > OWNED_LIMIT };
 }
 
-function ownedTable(owned: { items: Owned[]; truncated: boolean }, drifted: Map<string, { action: string; fields: string[] }>): string {
+function ownedTable(owned: { items: Owned[]; truncated: boolean }, drifted: Map<string, { action: string; fields: string[]; drift?: boolean }>): string {
   if (owned.items.length === 0) return html`<p class="muted">No object carries this stack's ownership marker.</p>`;
   const rows = owned.items
     .sort((a, b) => a.kind.localeCompare(b.kind) || a.identity.localeCompare(b.identity))
     .map((o) => {
       const d = drifted.get(o.identity);
-      const drift = d ? badge('Drifted', 'warn') + ' ' + (d.fields.length ? d.fields.map((f) => html`<code>${f}</code>`).join(', ') : html`${d.action}`) : '';
+      // Drifted as the plan marks it (the live object moved); a change of the manifests the run
+      // did not make is "Not applied". Runs recorded before plans marked drift say Drifted.
+      const drift = d ? badge(d.drift === false ? 'Not applied' : 'Drifted', 'warn') + ' ' + (d.fields.length ? d.fields.map((f) => html`<code>${f}</code>`).join(', ') : html`${d.action}`) : '';
       return html`<tr><td>${o.kind}</td><td><code>${o.identity}</code></td><td><code class="id">${o.id}</code></td><td class="drift">!${drift}</td></tr>`;
     });
   return html`<div class="scroll"><table>

@@ -1,7 +1,7 @@
 import { collectionPath } from '../../../contract/paths.js';
 import { getPath } from '../../../kinds/paths.js';
 import type { Body, KindDef, KindRuntimeConfig } from '../../../kinds/types.js';
-import { encodeMetadata } from '../../ownership/marker.js';
+import { appliedHashes, encodeMetadata } from '../../ownership/marker.js';
 import { creationChanges, diffValues } from '../changes.js';
 import { copyOf, DEFAULT_CONFIG, identical, resetValue, same, setAt, tokenReader, type Normal, type Settlement, type Symbolize } from '../normalize.js';
 import { stepPatch } from '../patch.js';
@@ -9,7 +9,7 @@ import type { DesiredObject, ObservedObject } from '../state.js';
 import { isSecretToken, placeholder, type SecretToken } from '../tokens.js';
 import type { Change, ProtectedChange, Step, StepObject } from '../types.js';
 import type { PlanContext } from './context.js';
-import { markerOf, metadataChanges, sameMetadata } from './marker.js';
+import { markDrift, markerOf, metadataChanges, sameMetadata } from './marker.js';
 import type { Match, Matched } from './match.js';
 import { moduleSteps, nothingStoredWarnings, pick } from './modules.js';
 import { creator, idOf, materialize, refDeps } from './refs.js';
@@ -107,8 +107,8 @@ class Stepping {
     const later = guards.length ? mods.filter((m) => m.role === 'traffic') : [];
     const body: Body = {};
     for (const [k, v] of Object.entries(d.body)) if (!later.some((m) => m.name === k)) body[k] = materialize(this.m, v);
-    body.metadata = encodeMetadata(markerOf(this.ctx.opts.stack, d), d.userMetadata);
     const shown = this.norm(d.kind, d.body);
+    body.metadata = encodeMetadata(markerOf(this.ctx.opts.stack, d, hashesOf(shown, d.userMetadata)), d.userMetadata);
     const changes: Change[] = creationChanges({ ...shown.fields, ...shown.modules });
     if (d.userMetadata !== undefined) changes.push({ path: 'metadata', after: d.userMetadata });
     const parentDep = d.parentIdentity ? creator(this.m, d.parentIdentity) : undefined;
@@ -171,14 +171,19 @@ class Stepping {
       changes.push(...diffValues(f, have.fields[f], want.fields[f]));
     }
     const metaChanges = metadataChanges(stack, d, o);
-    if (metaChanges.length) {
-      patch.metadata = encodeMetadata(markerOf(stack, d), d.userMetadata);
-      changes.push(...metaChanges);
-    }
+    const h = hashesOf(want, d.userMetadata);
+    const marker = markerOf(stack, d, h);
+    if (metaChanges.length) changes.push(...metaChanges);
+    // What the stack applies is recorded with it (`Marker.h`): a changed manifest value is written
+    // with its hash, in the PATCH, which then carries the changed modules too (one write).
+    const restamp = marker.h !== o.marker?.h && (Object.keys(patch).length > 0 || modulesWritten(want, have));
+    if (metaChanges.length || restamp) patch.metadata = encodeMetadata(marker, d.userMetadata);
     const needPatch = Object.keys(patch).length > 0;
     const mods = moduleSteps(this.m, dec, want, have, needPatch, () => this.stepObject(dec));
     this.warnings.push(...mods.warnings);
     for (const step of mods.steps) this.add(dec, step);
+    const planned = (key: string) => refDeps(this.m, d.body, [key]).length > 0;
+    markDrift(mods.steps, o.marker, h, planned);
     for (const m of mods.inPatch) {
       patch[m.name] = materialize(this.m, d.body[m.name]);
       changes.push(...diffValues(m.name, have.modules[m.name], want.modules[m.name]));
@@ -198,6 +203,7 @@ class Stepping {
       ...(dec.renamedFrom ? { reason: `renamed from ${dec.renamedFrom}: the object is kept, its ownership marker renamed` } : {}),
       ...stepPatch(before, after, changes),
     });
+    markDrift([this.steps[this.steps.length - 1]], o.marker, h, planned);
   }
 }
 
@@ -221,4 +227,15 @@ function secretsRenamed(d: DesiredObject, o: ObservedObject, via: string): Body 
     setAt(body, path.split('.'), { $secret: 'stored', fingerprint: d.fp[path] } satisfies SecretToken, copied);
   }
   return body;
+}
+
+/** `Marker.h` of a normal form: its fields, modules and the user's metadata, by name. */
+function hashesOf(n: Normal, userMetadata: string | undefined): string {
+  return appliedHashes({ ...n.fields, ...n.modules, metadata: userMetadata });
+}
+
+/** Whether some module is added or changed (not only removed): a write that records what it applies. */
+function modulesWritten(want: Normal, have: Normal): boolean {
+  for (const k in want.modules) if (want.modules[k] && !same(want.modules[k], have.modules[k])) return true;
+  return false;
 }
