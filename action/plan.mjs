@@ -32,7 +32,8 @@ async function main() {
   if (planned.stdout.trim()) parts.push(planned.stdout.trim());
   else parts.push(`### edgeplane plan of \`${dir}\` failed\n\nNo plan was made (the API unreachable, a key refused, a stack locked?): ${run ? `the [run's log](${run})` : 'the job\'s log'} says why.`);
   if (code === 3) parts.push('> [!WARNING]\n> **Blocked by the safety threshold**: applying this after the merge needs `--force` (docs/reconciler.md, "Safety threshold").');
-  parts.push(`<sub>Planned${sha ? ` at ${sha.slice(0, 12)}` : ''}${run ? ` by [this run](${run})` : ''}; the whole plan is in the run's summary.</sub>`);
+  const planMade = code === 0 || code === 2 || code === 3;
+  parts.push(`<sub>${planMade ? 'Planned' : 'Checked'}${sha ? ` at ${sha.slice(0, 12)}` : ''}${run ? ` by [this run](${run})` : ''}${planMade ? '; the whole plan is in the run\'s summary' : ''}.</sub>`);
   const comment = join(work, 'comment.md');
   writeFileSync(comment, parts.join('\n\n') + '\n');
 
@@ -42,7 +43,7 @@ async function main() {
   setOutput('exitcode', code);
   setOutput('changes', code === 2 || code === 3);
   setOutput('comment-file', comment);
-  if (code !== 0 && code !== 2 && code !== 3) {
+  if (!planMade) {
     console.log(`::error::${problems.length ? 'the manifests have problems (annotated above)' : `edgeplane plan exited ${code}`}`);
     process.exitCode = 1;
   }
