@@ -9,8 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { annotations, appendTo, capped, edgeplane, flag, input, marker, runUrl, setOutput, SUMMARY_LIMIT, words } from './lib.mjs';
 
-/** Room the comment's own lines (marker, notes, footer) take, below GitHub's 65,536 characters. */
+/** The plan's share of the comment: GitHub takes 65,536 characters, and the marker, notes and footer need the rest. */
 const COMMENT_LIMIT = 64_000;
+
+const MEANING = { 0: 'no changes', 1: 'failed', 2: 'changes', 3: 'blocked by the safety threshold (an apply would need --force)' };
 
 async function main() {
   const dir = input('directory', '.');
@@ -26,6 +28,7 @@ async function main() {
   const full = join(work, 'plan-full.md');
   const planned = await edgeplane(['plan', dir, '--markdown', '--markdown-limit', String(COMMENT_LIMIT), '--detailed-exitcode', '--out-markdown', full, ...common, ...words(input('args'))], { echoStdout: false });
   const code = planned.code;
+  console.log(`edgeplane plan exited ${code}: ${MEANING[code] ?? 'failed'}`);
   const run = runUrl();
   const sha = headSha();
   const parts = [marker(dir)];
