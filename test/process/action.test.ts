@@ -178,6 +178,25 @@ describe('the action\'s steps', { timeout: 240_000 }, () => {
     expect(planned.stdout).toMatch(/^::error::the manifests have problems \(annotated above\)$/m);
   });
 
+  it('keeps the API URL out of the comment when edgeplane.yaml names the target (target_name)', async () => {
+    const { ws, event } = workspace();
+    // The same stack as the test above (its CA's certificate is that stack's: another stack would conflict on it).
+    writeFileSync(join(ws, 'edge', 'edgeplane.yaml'), 'stack: small-example\ntarget_name: production\n');
+    const planned = await step('plan', ws, event);
+    expect(planned.outputs.exitcode, planned.stdout).toBe('2');
+    const body = readFileSync(planned.outputs['comment-file'], 'utf8');
+    expect(body).toContain('Target: `production`');
+    expect(body).not.toContain(served.url);
+    expect(body).not.toContain(new URL(served.url).host);
+    // A plan that fails (the API refuses the key) says so without the URL either.
+    const refused = await step('plan', ws, event, { EDGEPLANE_API_KEY: 'ep_wrong' });
+    expect(refused.code).toBe(1);
+    const said = readFileSync(refused.outputs['comment-file'], 'utf8');
+    expect(said).toContain('### edgeplane plan of `edge` failed');
+    expect(said).toContain("the [run's log](https://github.example/o/r/actions/runs/42) says why");
+    expect(said).not.toContain(new URL(served.url).host);
+  });
+
   it('chooses the command: plan on a pull request, apply on a push to the default branch only', async () => {
     const { ws, event } = workspace();
     const cases: [Record<string, string>, string | null][] = [
