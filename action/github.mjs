@@ -57,4 +57,32 @@ export class GitHub {
     if (mine) return { action: 'updated', comment: await this.request('PATCH', `/repos/${this.repository}/issues/comments/${mine.id}`, { body: text }) };
     return { action: 'created', comment: await this.request('POST', `/repos/${this.repository}/issues/${issue}/comments`, { body: text }) };
   }
+
+  /** The open issues `author` opened (not pull requests), oldest first (bounded). */
+  async openIssues(author) {
+    const all = [];
+    for (let page = 1; page <= MAX_PAGES; page++) {
+      const batch = await this.request('GET', `/repos/${this.repository}/issues?state=open&creator=${encodeURIComponent(author)}&sort=created&direction=asc&per_page=100&page=${page}`);
+      all.push(...batch.filter((i) => !i.pull_request));
+      if (batch.length < 100) break;
+    }
+    return all;
+  }
+
+  /**
+   * Keeps one issue open while `open` is true: this action's issue (by `author`, its body starting
+   * with `marker`) is updated, or one is created; when `open` is false, that issue is closed with
+   * `closing` as a comment. Anyone else's issue starting with the marker is left alone.
+   */
+  async syncIssue({ marker, title, body, open, closing, author = 'github-actions[bot]' }) {
+    const mine = (await this.openIssues(author)).find((i) => i.user?.login === author && typeof i.body === 'string' && i.body.startsWith(marker));
+    const text = body.startsWith(marker) ? body : `${marker}\n${body}`;
+    if (open) {
+      if (mine) return { action: 'updated', issue: await this.request('PATCH', `/repos/${this.repository}/issues/${mine.number}`, { title, body: text }) };
+      return { action: 'opened', issue: await this.request('POST', `/repos/${this.repository}/issues`, { title, body: text }) };
+    }
+    if (!mine) return { action: 'none' };
+    await this.request('POST', `/repos/${this.repository}/issues/${mine.number}/comments`, { body: closing });
+    return { action: 'closed', issue: await this.request('PATCH', `/repos/${this.repository}/issues/${mine.number}`, { state: 'closed', state_reason: 'completed' }) };
+  }
 }

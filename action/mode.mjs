@@ -1,12 +1,13 @@
 #!/usr/bin/env node
-// Which edgeplane command the action runs (`command` input): plan, apply, or auto: plan on a
-// pull request, apply on a push to the default branch, plan on anything else (a push to another
-// branch, a schedule, a manual run). Output: command.
+// Which edgeplane command the action runs (`command` input): plan, apply, drift (plan, and keep
+// an issue open while the live state drifts), install, or auto: plan on a pull request, apply on
+// a push to the default branch, plan on anything else (a push to another branch, a schedule, a
+// manual run). Output: command.
 import { input, setOutput } from './lib.mjs';
 
 function mode(command, event, ref, defaultBranch) {
-  if (command === 'plan' || command === 'apply' || command === 'install') return command;
-  if (command !== 'auto') throw new Error(`input command must be auto, plan, apply or install (got ${JSON.stringify(command)})`);
+  if (['plan', 'apply', 'drift', 'install'].includes(command)) return command;
+  if (command !== 'auto') throw new Error(`input command must be auto, plan, apply, drift or install (got ${JSON.stringify(command)})`);
   if (event === 'push' && defaultBranch && ref === `refs/heads/${defaultBranch}`) return 'apply';
   return 'plan';
 }

@@ -34,7 +34,7 @@ async function main() {
   const parts = [marker(dir)];
   if (planned.stdout.trim()) parts.push(planned.stdout.trim());
   else parts.push(`### edgeplane plan of \`${dir}\` failed\n\nNo plan was made (the API unreachable, a key refused, a stack locked?): ${run ? `the [run's log](${run})` : 'the job\'s log'} says why.`);
-  if (code === 3) parts.push('> [!WARNING]\n> **Blocked by the safety threshold**: applying this after the merge needs `--force` (docs/reconciler.md, "Safety threshold").');
+  if (code === 3) parts.push('> [!WARNING]\n> **Over the safety threshold**: an apply of these manifests needs `--force` (docs/reconciler.md, "Safety threshold").');
   const planMade = code === 0 || code === 2 || code === 3;
   parts.push(`<sub>${planMade ? 'Planned' : 'Checked'}${sha ? ` at ${sha.slice(0, 12)}` : ''}${run ? ` by [this run](${run})` : ''}${planMade ? '; the whole plan is in the run\'s summary' : ''}.</sub>`);
   const comment = join(work, 'comment.md');

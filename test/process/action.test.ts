@@ -13,11 +13,13 @@ import { cleanupDirs, copyExample, editFile, tempDir } from '../helpers/reconcil
  * (list, create, update): the one part of GitHub the steps call.
  */
 
-interface Comment { id: number; body: string; user: { login: string }; html_url: string }
+interface Comment { id: number; issue?: number; body: string; user: { login: string }; html_url: string }
+interface Issue { number: number; title: string; body: string; state: string; user: { login: string }; html_url: string; pull_request?: object }
 
-/** GitHub's comments API, as much as the action uses: a token is required, pages of `per_page`. */
+/** GitHub's issues and comments API, as much as the action uses: a token is required, pages of `per_page`. */
 function standInGitHub(token: string) {
   const comments: Comment[] = [];
+  const issues: Issue[] = [];
   const calls: string[] = [];
   let next = 100;
   const body = (req: IncomingMessage) => new Promise<any>((r) => { let s = ''; req.on('data', (d) => (s += d)); req.on('end', () => r(s ? JSON.parse(s) : undefined)); });
@@ -28,13 +30,31 @@ function standInGitHub(token: string) {
     if (req.headers.authorization !== `Bearer ${token}`) return send(401, { message: 'Bad credentials' });
     const list = /^\/repos\/o\/r\/issues\/(\d+)\/comments$/.exec(url.pathname);
     const one = /^\/repos\/o\/r\/issues\/comments\/(\d+)$/.exec(url.pathname);
+    const issue = /^\/repos\/o\/r\/issues\/(\d+)$/.exec(url.pathname);
+    const per = Number(url.searchParams.get('per_page') ?? 30);
+    const page = Number(url.searchParams.get('page') ?? 1);
+    if (url.pathname === '/repos/o/r/issues' && req.method === 'GET') {
+      const state = url.searchParams.get('state') ?? 'open';
+      const creator = url.searchParams.get('creator');
+      return send(200, issues.filter((i) => (state === 'all' || i.state === state) && (!creator || i.user.login === creator)).slice((page - 1) * per, page * per));
+    }
+    if (url.pathname === '/repos/o/r/issues' && req.method === 'POST') {
+      const { title, body: text } = await body(req);
+      const i = { number: next++, title, body: text, state: 'open', user: { login: 'github-actions[bot]' }, html_url: `https://github.example/o/r/issues/${next}` };
+      issues.push(i);
+      return send(201, i);
+    }
+    if (issue && req.method === 'PATCH') {
+      const i = issues.find((x) => x.number === Number(issue[1]));
+      if (!i) return send(404, { message: 'Not Found' });
+      Object.assign(i, await body(req));
+      return send(200, i);
+    }
     if (list && req.method === 'GET') {
-      const per = Number(url.searchParams.get('per_page') ?? 30);
-      const page = Number(url.searchParams.get('page') ?? 1);
-      return send(200, comments.slice((page - 1) * per, page * per));
+      return send(200, comments.filter((c) => c.issue === Number(list[1]) || c.issue === undefined).slice((page - 1) * per, page * per));
     }
     if (list && req.method === 'POST') {
-      const c = { id: next++, body: (await body(req)).body, user: { login: 'github-actions[bot]' }, html_url: `https://github.example/o/r/pull/${list[1]}#issuecomment-${next}` };
+      const c = { id: next++, issue: Number(list[1]), body: (await body(req)).body, user: { login: 'github-actions[bot]' }, html_url: `https://github.example/o/r/pull/${list[1]}#issuecomment-${next}` };
       comments.push(c);
       return send(201, c);
     }
@@ -46,7 +66,7 @@ function standInGitHub(token: string) {
     }
     send(404, { message: 'Not Found' });
   });
-  return { server, comments, calls };
+  return { server, comments, issues, calls };
 }
 
 let served: Served;
@@ -134,7 +154,7 @@ describe('the action\'s steps', { timeout: 240_000 }, () => {
     const posted = await step('comment', ws, event, { GITHUB_TOKEN: 'gh-token', INPUT_COMMENT_FILE: planned.outputs['comment-file'] });
     expect(posted.code, posted.stdout).toBe(0);
     expect(posted.stdout).toContain('comment created');
-    const mine = gh.comments.filter((c) => c.user.login === 'github-actions[bot]');
+    const mine = gh.comments.filter((c) => c.user.login === 'github-actions[bot]' && c.issue === 7);
     expect(mine).toHaveLength(1);
     expect(mine[0].body).toMatch(/5 to create/);
 
@@ -143,7 +163,7 @@ describe('the action\'s steps', { timeout: 240_000 }, () => {
     const again = await step('plan', ws, event);
     const reposted = await step('comment', ws, event, { GITHUB_TOKEN: 'gh-token', INPUT_COMMENT_FILE: again.outputs['comment-file'] });
     expect(reposted.stdout).toContain('comment updated');
-    expect(gh.comments.filter((c) => c.user.login === 'github-actions[bot]')).toHaveLength(1);
+    expect(gh.comments.filter((c) => c.user.login === 'github-actions[bot]' && c.issue === 7)).toHaveLength(1);
     expect(gh.comments.find((c) => c.id === 1)!.body).toContain('not mine');
     expect(gh.calls.filter((c) => c.startsWith('POST'))).toHaveLength(1);
     expect(gh.calls.filter((c) => c.startsWith('PATCH'))).toHaveLength(1);
@@ -199,6 +219,39 @@ describe('the action\'s steps', { timeout: 240_000 }, () => {
     expect(said).not.toContain(new URL(served.url).host);
   });
 
+  it('drift: opens one issue with the plan while the live state differs, updates it on later runs, closes it when none is left', async () => {
+    const { ws, event } = workspace();
+    const schedule = { GITHUB_EVENT_NAME: 'schedule', GITHUB_SHA: '0123456789abcdef0123456789abcdef01234567', GITHUB_TOKEN: 'gh-token' };
+    gh.issues.push({ number: 1000, title: 'forged', body: '<!-- edgeplane-drift dir=edge -->\nnot mine', state: 'open', user: { login: 'mallory' }, html_url: '' });
+    // The live objects (the stack as the first test applied it, or nothing) differ from this copy's hostport.
+    const driftRun = async () => {
+      const planned = await step('plan', ws, event, schedule);
+      return step('drift', ws, event, { ...schedule, INPUT_PLAN_EXITCODE: planned.outputs.exitcode, INPUT_MARKDOWN_FILE: planned.outputs['comment-file'] });
+    };
+    const first = await driftRun();
+    expect(first.code, first.stdout).toBe(0);
+    expect(first.stdout).toContain('drift issue opened');
+    const mine = () => gh.issues.filter((i) => i.user.login === 'github-actions[bot]');
+    expect(mine()).toHaveLength(1);
+    expect(mine()[0]).toMatchObject({ title: 'edgeplane: live state drifted from the manifests of edge', state: 'open' });
+    expect(mine()[0].body).toMatch(/^<!-- edgeplane-drift dir=edge -->\nThe live state differs from the manifests of `edge` at 0123456789ab/);
+    expect(mine()[0].body).toContain('HTTPSEdge/web');
+    expect((await driftRun()).stdout).toContain('drift issue updated');
+    expect(mine()).toHaveLength(1);
+
+    // Applied: the next check finds none and closes the issue with a comment.
+    expect((await step('apply', ws, event, { GITHUB_EVENT_NAME: 'push' })).code).toBe(0);
+    const gone = await driftRun();
+    expect(gone.stdout).toContain('drift issue closed');
+    expect(mine()[0].state).toBe('closed');
+    expect(gh.comments.find((c) => c.issue === mine()[0].number)!.body).toBe('No drift any more (checked by [this run](https://github.example/o/r/actions/runs/42)): closing.');
+    expect((await driftRun()).stdout).toContain('no drift, and no drift issue open');
+    // Someone else's issue with the marker is never touched.
+    expect(gh.issues.find((i) => i.number === 1000)).toMatchObject({ state: 'open', body: '<!-- edgeplane-drift dir=edge -->\nnot mine' });
+    // A plan that did not finish leaves the issue as it is.
+    expect((await step('drift', ws, event, { ...schedule, INPUT_PLAN_EXITCODE: '1' })).stdout).toContain('the drift issue is left as it is');
+  });
+
   it('chooses the command: plan on a pull request, apply on a push to the default branch only', async () => {
     const { ws, event } = workspace();
     const cases: [Record<string, string>, string | null][] = [
@@ -206,12 +259,13 @@ describe('the action\'s steps', { timeout: 240_000 }, () => {
       [{ GITHUB_EVENT_NAME: 'push', GITHUB_REF: 'refs/heads/feature', DEFAULT_BRANCH: 'main' }, 'plan'],
       [{ GITHUB_EVENT_NAME: 'push', GITHUB_REF: 'refs/heads/main', DEFAULT_BRANCH: 'main' }, 'apply'],
       [{ GITHUB_EVENT_NAME: 'pull_request', INPUT_COMMAND: 'apply' }, 'apply'],
+      [{ GITHUB_EVENT_NAME: 'schedule', INPUT_COMMAND: 'drift' }, 'drift'],
       [{ GITHUB_EVENT_NAME: 'push', INPUT_COMMAND: 'aply' }, null],
     ];
     for (const [env, want] of cases) {
       const r = await step('mode', ws, event, env);
       if (want) expect(r.outputs.command, JSON.stringify(env)).toBe(want);
-      else expect(r.stdout).toContain('::error::input command must be auto, plan, apply or install (got "aply")');
+      else expect(r.stdout).toContain('::error::input command must be auto, plan, apply, drift or install (got "aply")');
     }
   });
 });
