@@ -104,12 +104,14 @@ export function setOutput(name, value) {
   appendTo('GITHUB_OUTPUT', `${name}=${String(value).replace(/[\r\n]/g, ' ')}`);
 }
 
-/** GitHub caps a job summary at 1 MiB per step: a plan is cut below that, saying so. */
+/** GitHub caps a job summary at 1 MiB (bytes) per step: a plan is cut below that, saying so. */
 export const SUMMARY_LIMIT = 1_000_000;
 
+/** `text` within `limit` bytes of UTF-8, cut (never inside a character) and ended with `note` when longer. */
 export function capped(text, limit, note) {
-  if (text.length <= limit) return text;
-  return `${text.slice(0, limit - note.length - 2)}\n\n${note}\n`;
+  if (Buffer.byteLength(text) <= limit) return text;
+  const kept = Buffer.from(text).subarray(0, limit - Buffer.byteLength(note) - 4).toString('utf8').replace(/\uFFFD+$/, '');
+  return `${kept}\n\n${note}\n`;
 }
 
 /** The run's page, for a comment or summary to link to (GITHUB_SERVER_URL, GITHUB_REPOSITORY, GITHUB_RUN_ID). */

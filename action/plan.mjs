@@ -47,7 +47,7 @@ async function main() {
   setOutput('changes', code === 2 || code === 3);
   setOutput('comment-file', comment);
   if (!planMade) {
-    console.log(`::error::${problems.length ? 'the manifests have problems (annotated above)' : `edgeplane plan exited ${code}`}`);
+    console.log(`::error::${problems.some((p) => p.severity === 'error') ? 'the manifests have problems (annotated above)' : `edgeplane plan exited ${code}`}`);
     process.exitCode = 1;
   }
 }
