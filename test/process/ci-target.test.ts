@@ -87,8 +87,9 @@ describe('the target in CI', { timeout: 240_000 }, () => {
       expect(r.stderr).toContain(`note: --state (EDGEPLANE_STATE) ${state} is used (the embedded service), not api_url http://127.0.0.1:9/pinned of edgeplane.yaml`);
     }
     // EDGEPLANE_STATE is --state: the same.
-    const viaEnv = await runCli(['apply', dir, '--auto-approve'], { env: { CI: 'true', EDGEPLANE_STATE: state } });
+    const viaEnv = await runCli(['plan', dir], { env: { CI: 'true', EDGEPLANE_STATE: state } });
     expect(viaEnv.code, viaEnv.stderr).toBe(0);
+    expect(viaEnv.stdout).toContain('on embedded:');
     expect(viaEnv.stderr).toContain('not api_url http://127.0.0.1:9/pinned of edgeplane.yaml');
     // --api-url still wins over both.
     const flag = await runCli(['plan', dir, '--state', state, '--api-url', 'http://127.0.0.1:7/flag', '--timeout', '5s'], { env: { EDGEPLANE_API_KEY: 'k' } });
