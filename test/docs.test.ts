@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ERROR_CATALOG } from '../src/contract/errors.js';
 
@@ -28,5 +28,24 @@ describe('documentation', () => {
       .map(read)
       .join('\n');
     expect(names.filter((n) => !docs.includes(n))).toEqual([]);
+  });
+
+  it('links only to files that are there (the specification the docs refer to included), in the repository and in the package', () => {
+    const pages = ['README.md', ...readdirSync(new URL('../docs', import.meta.url)).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+    const broken: string[] = [];
+    let links = 0;
+    for (const page of pages) {
+      for (const [, target] of read(page).matchAll(/\]\(([^)\s#]+)(?:#[^)]*)?\)/g)) {
+        if (/^[a-z]+:/.test(target)) continue; // https:, mailto:
+        links++;
+        const file = new URL(target, new URL(`../${page}`, import.meta.url));
+        if (!existsSync(file)) broken.push(`${page}: ${target}`);
+      }
+    }
+    expect(links).toBeGreaterThan(20);
+    expect(broken).toEqual([]);
+    // The name a doc gives the specification is a file the package ships (docs/*.md).
+    expect(read('docs/edges.md')).toContain('[api-spec.md](api-spec.md)');
+    expect(existsSync(new URL('../docs/api-spec.md', import.meta.url))).toBe(true);
   });
 });

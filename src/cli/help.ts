@@ -75,9 +75,10 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
   graph: {
     examples: [
       ['edgeplane graph edge > graph.md', 'the objects and their references as a Mermaid chart (GitHub renders it in Markdown)'],
+      ['edgeplane graph edge --target HTTPSEdge/web', 'one edge, its routes and what they use (a chart GitHub renders: at most 500 arrows)'],
       ['edgeplane graph edge --format dot | dot -Tsvg > graph.svg', 'as Graphviz DOT, for a large stack'],
     ],
-    exits: { [EXIT.ok]: 'the chart was printed', [EXIT.error]: 'invalid manifests' },
+    exits: { [EXIT.ok]: 'the chart was printed (a warning on stderr when GitHub would not render it)', [EXIT.error]: 'invalid manifests, or a --target that names nothing' },
   },
   destroy: {
     examples: [
@@ -144,6 +145,35 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
       ['edgeplane export --all --out adopted', 'unmanaged objects too, to take over with `plan --adopt`'],
     ],
     exits: { [EXIT.ok]: 'exported (or nothing there to export: said on stderr)', [EXIT.error]: 'the API could not be read, or --out holds manifests already' },
+  },
+  agent: {
+    examples: [
+      ['edgeplane agent --repo https://github.com/acme/edge.git --ref main --path edge', 'apply each new commit of main\'s edge/, check drift every 5 minutes'],
+      ['edgeplane agent --config agent.yaml', 'several sources and stacks, as agent.yaml says (docs/agent.md)'],
+      ['edgeplane agent --repo . --mode plan --drift-interval 1m', 'only report: plans and drift, nothing applied'],
+    ],
+    exits: { [EXIT.ok]: 'stopped by SIGTERM or SIGINT (the sync in flight finished)', [EXIT.error]: 'could not start (bad options or agent.yaml, port in use)' },
+  },
+  status: {
+    examples: [
+      ['edgeplane status', 'every stack: synced, out_of_sync, failed or unknown, its live commit and last run'],
+      ['edgeplane status shop --json', 'one stack\'s summary, as JSON'],
+    ],
+    exits: { [EXIT.ok]: 'shown (a stack with no run yet says so)', [EXIT.error]: 'the API could not be read' },
+  },
+  history: {
+    examples: [
+      ['edgeplane history shop', 'the stack\'s last 20 runs (agent syncs, CLI applies and destroys), newest first'],
+      ['edgeplane history shop --limit 100 --json', 'more, as JSON'],
+    ],
+    exits: { [EXIT.ok]: 'shown', [EXIT.error]: 'the API could not be read, or a bad --limit' },
+  },
+  sync: {
+    examples: [
+      ['edgeplane sync shop', 'ask the agents that sync the stack to fetch and sync it now'],
+      ['edgeplane sync shop --json', 'the stack\'s summary after asking, as JSON'],
+    ],
+    exits: { [EXIT.ok]: 'asked', [EXIT.error]: 'the API could not be read, or not a stack name' },
   },
   serve: {
     examples: [

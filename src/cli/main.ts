@@ -110,6 +110,8 @@ program
   .description('print the stack\'s objects and what refers to what, from the manifests alone (Mermaid for a README, or DOT for Graphviz)')
   .addOption(new Option('--format <format>', 'output format').choices(['mermaid', 'dot']).default('mermaid'))
   .addOption(stackOption())
+  .addOption(new Option('--target <selector>', 'only these objects (Kind/name, HTTPSEdge/edge/routes/route, or a glob such as \'HTTPSEdge/shop-*\'), those under them, and what they refer to; repeatable')
+    .argParser((v: string, all: string[] = []) => [...all, v]))
   .action(async (dir, flags) => (await import('./commands/graph.js')).graph(stdio, dir, flags));
 
 targetOptions(overridePolicyOptions(

@@ -80,7 +80,11 @@ export async function openTarget(flags: TargetFlags, how: TargetOptions = {}): P
     throw new Error(`${flags.apiUrl === '' && process.env.EDGEPLANE_API_URL === undefined ? '--api-url is' : 'EDGEPLANE_API_URL is set but'} empty (a CI secret this job does not get?): nothing planned; unset it to use the embedded service`);
   }
   const pinned = how.root !== undefined ? stackTarget(how.root) : undefined;
-  if (flags.apiUrl === undefined && pinned?.apiUrl) flags = { ...flags, apiUrl: pinned.apiUrl };
+  // --state (EDGEPLANE_STATE) asks for the embedded service on that directory, and wins over the
+  // file's api_url as --api-url does: a command meant to run locally never reaches the pinned
+  // deployment (the costly mistake); the note says which api_url was not used.
+  if (flags.apiUrl === undefined && pinned?.apiUrl && flags.state !== undefined) info(how.out ?? stdio, `note: --state (EDGEPLANE_STATE) ${flags.state} is used (the embedded service), not api_url ${pinned.apiUrl} of edgeplane.yaml`);
+  else if (flags.apiUrl === undefined && pinned?.apiUrl) flags = { ...flags, apiUrl: pinned.apiUrl };
   // The flag and the environment win over the stack file; a differing URL is said, not silent.
   else if (flags.apiUrl && pinned?.apiUrl && flags.apiUrl !== pinned.apiUrl) info(how.out ?? stdio, `note: --api-url (EDGEPLANE_API_URL) ${withoutCredentials(flags.apiUrl)} is used, not api_url ${pinned.apiUrl} of edgeplane.yaml`);
   if (!flags.apiUrl) refuseEmbeddedInCi(flags, pinned);

@@ -87,7 +87,7 @@ function text(field: string, v: string): string {
 }
 
 /**
- * Stack locks (an extension beside the spec's resources; docs/api.md): one live lock per
+ * Stack locks (an extension beside the resources of docs/api-spec.md; docs/api.md): one live lock per
  * (account, stack), held by whoever applies the stack, renewed while it works and released at the
  * end. An expired lock no longer counts; the database decides between replicas.
  */

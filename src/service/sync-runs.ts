@@ -223,7 +223,7 @@ function stackQuery(v: unknown, field: string): string | undefined {
 }
 
 /**
- * The record of syncs (an extension beside the spec's resources; docs/api.md, "Sync record"):
+ * The record of syncs (an extension beside the resources of docs/api-spec.md; docs/api.md, "Sync record"):
  * runs, written by the sync agent and by the CLI's apply and destroy, and a summary per stack
  * with its live commit, status, last run, lock and a sync asked for. Every query is the caller's
  * account's.

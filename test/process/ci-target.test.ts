@@ -74,4 +74,38 @@ describe('the target in CI', { timeout: 240_000 }, () => {
     expect(invalid.stderr).toContain('api_url');
     expect(invalid.stderr).toContain('embedded');
   });
+
+  it('--state DIR wins over a pinned api_url (in CI too), saying which api_url is not used', async () => {
+    const dir = copyExample('small');
+    writeFileSync(join(dir, 'edgeplane.yaml'), 'stack: small-example\napi_url: http://127.0.0.1:9/pinned\n');
+    const state = tempDir('ep-ci-state-');
+    for (const env of [{}, { CI: 'true' }]) {
+      const r = await runCli(['plan', dir, '--state', state], { env });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toContain('on embedded:');
+      expect(r.stdout).toContain('Plan: 5 to create');
+      expect(r.stderr).toContain(`note: --state (EDGEPLANE_STATE) ${state} is used (the embedded service), not api_url http://127.0.0.1:9/pinned of edgeplane.yaml`);
+    }
+    // EDGEPLANE_STATE is --state: the same.
+    const viaEnv = await runCli(['plan', dir], { env: { CI: 'true', EDGEPLANE_STATE: state } });
+    expect(viaEnv.code, viaEnv.stderr).toBe(0);
+    expect(viaEnv.stdout).toContain('on embedded:');
+    expect(viaEnv.stderr).toContain('not api_url http://127.0.0.1:9/pinned of edgeplane.yaml');
+    // --api-url still wins over both.
+    const flag = await runCli(['plan', dir, '--state', state, '--api-url', 'http://127.0.0.1:7/flag', '--timeout', '5s'], { env: { EDGEPLANE_API_KEY: 'k' } });
+    expect(flag.code).toBe(1);
+    expect(flag.stderr).toContain('127.0.0.1:7');
+  });
+
+  it('api_url and embedded: true together: refused at the file, line and column, by every command that reads it', async () => {
+    const dir = copyExample('small');
+    writeFileSync(join(dir, 'edgeplane.yaml'), 'stack: small-example\napi_url: https://edge-api.example.com\nembedded: true\n');
+    const want = 'edgeplane.yaml:3:1: error: embedded: is set with api_url (line 2): two targets; keep api_url for a stack planned against that API, or embedded: true for a stack meant for the embedded service [stack-file]';
+    for (const args of [['validate', dir], ['plan', dir, '--state', tempDir('ep-ci-state-')], ['apply', dir, '--auto-approve', '--state', tempDir('ep-ci-state-')]]) {
+      const r = await runCli(args, { env: { CI: 'true' } });
+      expect(r.code, `${args[0]}: ${r.stderr}`).toBe(1);
+      expect(r.stderr, args[0]).toContain(want);
+      expect(r.stdout, args[0]).not.toMatch(/Plan:|Apply:/);
+    }
+  });
 });

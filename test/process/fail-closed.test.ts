@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { validate } from '../../src/cli/commands/validate.js';
 import { completionScript } from '../../src/cli/completion.js';
-import { commandPath } from '../../src/cli/help.js';
+import { COMMAND_HELP, commandPath } from '../../src/cli/help.js';
 import { program } from '../../src/cli/main.js';
 import { cliSettings, useColor } from '../../src/cli/output.js';
 import { capture, exitCode } from '../helpers/capture.js';
@@ -133,6 +133,8 @@ describe('CLI habits', () => {
       let text = '';
       c.configureOutput({ writeOut: (s) => { text += s; }, writeErr: (s) => { text += s; } });
       c.outputHelp();
+      // Real examples of its own, not the usage line the table falls back to.
+      expect(Object.keys(COMMAND_HELP), `${commandPath(c)}: no examples in COMMAND_HELP (src/cli/help.ts)`).toContain(commandPath(c));
       expect(text, commandPath(c) || 'edgeplane').toMatch(/\nExamples:\n {2}\$ [^\n]*edgeplane[^\n]*\n[\s\S]*\nExit codes:\n {2}0 {2}\S[^\n]*\n {2}1 {2}\S[^\n]*\n( {2}\d {2}\S[^\n]*\n)*\n?$/);
     }
   });

@@ -1,10 +1,10 @@
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
 import { ROOT } from '../helpers/cli.js';
 
 /**
@@ -80,23 +80,73 @@ describe('the packed package', () => {
     expect(plan.stderr).toContain(`${url}: connect ECONNREFUSED`);
   });
 
-  it("the CI workflows' install step, run as written on a clone of the repository (no dist/), gives a CLI that starts", () => {
-    const steps = ['github-workflow.yml', 'drift-workflow.yml'].flatMap((f) => {
-      const jobs = (parse(readFileSync(join(ROOT, 'examples', 'ci', f), 'utf8')) as { jobs: Record<string, { steps: { run?: string }[] }> }).jobs;
-      return Object.values(jobs).flatMap((j) => j.steps.map((st) => st.run ?? '').filter((r) => r.includes('.edgeplane')));
+  it('carries no install-time script that cannot run from the package (prepare does nothing there)', () => {
+    const x = join(work, 'extracted');
+    spawnSync('mkdir', ['-p', x]);
+    expect(spawnSync('tar', ['xzf', join(work, `edgeplane-${version}.tgz`), '-C', x]).status).toBe(0);
+    const scripts = (JSON.parse(readFileSync(join(x, 'package', 'package.json'), 'utf8')) as { scripts?: Record<string, string> }).scripts ?? {};
+    // npm runs these where the package is installed from a directory or Git: each must run there.
+    for (const s of ['preinstall', 'install', 'postinstall', 'prepare'].filter((n) => scripts[n])) {
+      const r = npm(['run', s, '--ignore-scripts=false'], join(x, 'package'));
+      expect(r.status, `${s}: ${r.stderr}`).toBe(0);
+    }
+    expect(existsSync(join(x, 'package', 'dist', 'cli', 'main.js'))).toBe(true);
+  });
+
+  /** The action's install step (action/install.mjs) as the runner runs it, into a prefix of its own. */
+  const installStep = (actionPath: string, env: Record<string, string>) => new Promise<{ code: number | null; out: string; bin: string }>((resolve, reject) => {
+    const prefix = mkdtempSync(join(work, 'action-prefix-'));
+    const child = spawn(process.execPath, [join(ROOT, 'action', 'install.mjs')], {
+      cwd: work, stdio: ['ignore', 'pipe', 'pipe'],
+      env: {
+        ...process.env, GITHUB_ACTION_PATH: actionPath, PATH: `${join(prefix, 'bin')}:${process.env.PATH}`,
+        npm_config_prefix: prefix, npm_config_update_notifier: 'false', npm_config_prefer_offline: 'true', ...env,
+      },
     });
-    expect(new Set(steps).size).toBe(1); // one install, the same in every job
-    const ci = join(work, 'ci');
-    const clone = spawnSync('git', ['clone', '--quiet', ROOT, join(ci, '.edgeplane')], { encoding: 'utf8' });
-    expect(clone.status, clone.stderr).toBe(0);
-    expect(existsSync(join(ci, '.edgeplane', 'dist'))).toBe(false);
-    const globalPrefix = join(ci, 'prefix');
-    const run = spawnSync('bash', ['-c', steps[0]], {
-      cwd: ci, encoding: 'utf8', timeout: 240_000,
-      env: { ...process.env, npm_config_prefix: globalPrefix, npm_config_prefer_offline: 'true', npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' },
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, out, bin: join(prefix, 'bin', 'edgeplane') }));
+  });
+
+  it("the action installs the release's tarball from the release's address (install: release)", async () => {
+    // The release as GitHub serves it: /OWNER/NAME/releases/download/vVERSION/edgeplane-VERSION.tgz.
+    const asked: string[] = [];
+    const server = createHttpServer((req, res) => {
+      asked.push(req.url!);
+      if (req.url !== `/o/edgeplane/releases/download/v${version}/edgeplane-${version}.tgz`) return void res.writeHead(404).end();
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      res.end(readFileSync(join(work, `edgeplane-${version}.tgz`)));
     });
-    expect(run.status, run.stderr).toBe(0);
-    const v = spawnSync(join(globalPrefix, 'bin', 'edgeplane'), ['--version'], { cwd: ci, encoding: 'utf8' });
-    expect(v.stdout.trim(), v.stderr).toBe(version);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      // The runner's path to the action (uses: o/edgeplane@<ref>) names its repository; its version is its package.json's.
+      const actionPath = join(work, '_actions', 'o', 'edgeplane', 'some-commit');
+      spawnSync('mkdir', ['-p', actionPath]);
+      writeFileSync(join(actionPath, 'package.json'), JSON.stringify({ name: 'edgeplane', version }));
+      const r = await installStep(actionPath, { GITHUB_SERVER_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, INPUT_INSTALL: 'release' });
+      expect(r.code, r.out).toBe(0);
+      expect(asked).toEqual([`/o/edgeplane/releases/download/v${version}/edgeplane-${version}.tgz`]);
+      expect(r.out).toContain(`edgeplane ${version}`);
+      expect(spawnSync(r.bin, ['--version'], { encoding: 'utf8' }).stdout.trim()).toBe(version);
+      // No such release: the step fails and says what to do instead.
+      const missing = await installStep(actionPath, { GITHUB_SERVER_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, INPUT_INSTALL: 'release', INPUT_VERSION: '9.9.9' });
+      expect(missing.code).toBe(1);
+      expect(missing.out).toContain('::error::installing edgeplane (install: release) failed (is there a release v9.9.9 with edgeplane-9.9.9.tgz attached?');
+    } finally {
+      server.close();
+    }
+  }, 300_000);
+
+  it('the action builds and installs from its own checkout at any commit (install: source)', async () => {
+    const clone = join(work, 'action-checkout');
+    const cloned = spawnSync('git', ['clone', '--quiet', ROOT, clone], { encoding: 'utf8' });
+    expect(cloned.status, cloned.stderr).toBe(0);
+    expect(existsSync(join(clone, 'dist'))).toBe(false);
+    const r = await installStep(clone, { INPUT_INSTALL: 'source' });
+    expect(r.code, r.out).toBe(0);
+    expect(r.out).toContain(`edgeplane ${version}`);
+    expect(spawnSync(r.bin, ['--version'], { encoding: 'utf8' }).stdout.trim()).toBe(version);
   }, 300_000);
 });

@@ -1,4 +1,3 @@
-import { createRequire } from 'node:module';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
@@ -34,37 +33,43 @@ describe('examples', () => {
     expect([...kinds].sort()).toEqual(['certificateAuthority', 'failoverBackend', 'httpsEdge', 'httpsEdgeRoute']);
   });
 
-  it('the CI workflow plans pull requests into a comment and applies on merge, with flags the CLI has', async () => {
+  it('the CI workflow plans pull requests and applies on merge through the action, a read key for plans, the secrets to the action step only', () => {
     const wf = parse(readFileSync(join(EXAMPLES, 'ci', 'github-workflow.yml'), 'utf8'));
     expect(Object.keys(wf.on).sort()).toEqual(['pull_request', 'push']);
-    const runs: string[] = Object.values(wf.jobs as Record<string, { steps: { run?: string }[] }>)
-      .flatMap((j) => j.steps.map((s) => s.run ?? '')).join('\n').split('\n');
-    const commands = runs.map((l) => l.trim()).filter((l) => l.startsWith('edgeplane '));
-    expect(commands.some((c) => /^edgeplane plan .*--markdown/.test(c))).toBe(true);
-    expect(commands.some((c) => /^edgeplane apply .*--auto-approve/.test(c))).toBe(true);
-    expect(JSON.stringify(wf.jobs.plan.steps)).toContain('createComment');
-    // edgeplane is not on the npm registry: installing it by name would run someone else's package with the key.
-    expect(runs.join('\n')).not.toMatch(/npm (install|i)\b[^\n]*(?<![./\w-])edgeplane(@|\s|$)/m);
-    // Invalid manifests reach the comment (plan --markdown lists them): no step fails the job before it.
-    expect(commands.filter((c) => c.startsWith('edgeplane validate'))).toEqual([]);
-    expect(commands.find((c) => c.startsWith('edgeplane plan'))).toContain('--strict');
-    // The key and the secrets reach the edgeplane steps only, never the whole workflow or job.
-    expect(JSON.stringify(wf.env ?? {})).not.toMatch(/secrets\./);
-    for (const job of Object.values(wf.jobs as Record<string, { env?: object; steps: { run?: string; env?: Record<string, string> }[] }>)) {
+    type Step = { uses?: string; run?: string; with?: Record<string, string>; env?: Record<string, string> };
+    const jobs = wf.jobs as Record<string, { if: string; permissions: Record<string, string>; env?: object; steps: Step[] }>;
+    expect(Object.keys(jobs).sort()).toEqual(['apply', 'plan']);
+    expect(jobs.plan.permissions).toEqual({ contents: 'read', 'pull-requests': 'write' });
+    expect(jobs.apply.permissions).toEqual({ contents: 'read' });
+    for (const [name, job] of Object.entries(jobs)) {
+      const action = job.steps.find((st) => /\/edgeplane@/.test(st.uses ?? ''))!;
+      expect(action, name).toBeDefined();
+      expect(action.with).toEqual({ directory: 'edge' });
+      // Plans read with a key that can only read; applies get the write key.
+      expect(action.env!.EDGEPLANE_API_KEY).toBe(name === 'plan' ? '${{ secrets.EDGEPLANE_READ_API_KEY }}' : '${{ secrets.EDGEPLANE_API_KEY }}');
+      // The key and the secrets reach the action step only, never the whole workflow or job.
       expect(JSON.stringify(job.env ?? {})).not.toMatch(/secrets\./);
-      for (const step of job.steps) {
-        const usesSecrets = JSON.stringify(step).includes('secrets.');
-        expect(usesSecrets, JSON.stringify(step)).toBe(/^edgeplane (plan|apply) /m.test((step.run ?? '').trim().split('\n').map((l) => l.trim()).join('\n')));
-      }
+      for (const st of job.steps) expect(JSON.stringify(st).includes('secrets.'), JSON.stringify(st)).toBe(st === action);
+      // edgeplane is not on the npm registry: installing it by name would run someone else's package with the key.
+      expect(job.steps.map((st) => st.run ?? '').join('\n')).not.toMatch(/npm (install|i)\b/);
     }
+    expect(JSON.stringify(wf.env ?? {})).not.toMatch(/secrets\./);
     // No saved plan leaves the job (it holds secret fingerprints; artifacts of public repositories are public).
     expect(JSON.stringify(wf.jobs)).not.toContain('upload-artifact');
+  });
+
+  it("the action's steps run edgeplane with flags the CLI has", async () => {
     const bySub = new Map<string, Set<string>>();
-    for (const c of commands) {
-      const [, sub, ...rest] = c.split(/\s+/);
-      const flags = rest.filter((x) => x.startsWith('--'));
-      bySub.set(sub, new Set([...(bySub.get(sub) ?? []), ...flags]));
+    for (const script of ['plan.mjs', 'apply.mjs']) {
+      const text = readFileSync(join(EXAMPLES, '..', 'action', script), 'utf8');
+      for (const [, call] of text.matchAll(/edgeplane\(\[([^\]]*)\]/g)) {
+        const words = [...call.matchAll(/'([^']+)'/g)].map((m) => m[1]);
+        bySub.set(words[0], new Set([...(bySub.get(words[0]) ?? []), ...words.filter((w) => w.startsWith('--'))]));
+      }
+      for (const [, flag] of text.matchAll(/\['(--[a-z-]+)'/g)) bySub.set('plan', new Set([...(bySub.get('plan') ?? []), flag]));
     }
+    expect([...bySub.keys()].sort()).toEqual(['apply', 'plan', 'validate']);
+    expect([...bySub.get('plan')!]).toEqual(expect.arrayContaining(['--markdown', '--detailed-exitcode', '--out-markdown', '--strict', '--stack']));
     for (const [sub, flags] of bySub) {
       const help = await runCli([sub, '--help']);
       expect(help.code, help.stderr).toBe(0);
@@ -72,94 +77,16 @@ describe('examples', () => {
     }
   }, 120_000);
 
-  it("the CI workflow's comment step updates only its own comment (anyone can post one starting with the marker) and names the commit planned", async () => {
-    const wf = parse(readFileSync(join(EXAMPLES, 'ci', 'github-workflow.yml'), 'utf8'));
-    const step = (wf.jobs.plan.steps as { uses?: string; with?: { script?: string } }[]).find((s) => s.uses?.startsWith('actions/github-script'))!;
-    // The script reads plan.md through require('fs'): given one that has it.
-    const fakeRequire = (m: string) => (m === 'fs' ? { readFileSync: (f: string) => { expect(f).toBe('plan.md'); return '### edgeplane plan\n'; } } : createRequire(import.meta.url)(m));
-    const run = async (existing: { id: number; user: { login: string }; body: string }[]) => {
-      const calls: string[] = [];
-      const github = {
-        paginate: async () => existing,
-        rest: { issues: {
-          listComments: {},
-          updateComment: async (a: { comment_id: number; body: string }) => { calls.push(`update ${a.comment_id}: ${a.body}`); },
-          createComment: async (a: { body: string }) => { calls.push(`create: ${a.body}`); },
-        } },
-      };
-      const context = { repo: { owner: 'o', repo: 'r' }, issue: { number: 7 }, payload: { pull_request: { head: { sha: 'abc1234' } } } };
-      const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor;
-      await new AsyncFunction('github', 'context', 'require', step.with!.script!)(github, context, fakeRequire);
-      return calls;
-    };
-    const forged = { id: 1, user: { login: 'mallory' }, body: '<!-- edgeplane-plan -->\n**No changes.**' };
-    const calls = await run([forged]);
-    expect(calls).toHaveLength(1);
-    expect(calls[0]).toMatch(/^create: <!-- edgeplane-plan -->\n### edgeplane plan/);
-    expect(calls[0]).toContain('Planned at abc1234');
-    expect(await run([forged, { id: 2, user: { login: 'github-actions[bot]' }, body: '<!-- edgeplane-plan -->\nold' }])).toEqual([expect.stringMatching(/^update 2: /)]);
-  });
-
-  describe('the drift workflow', () => {
+  it('the drift workflow runs on a schedule and checks drift through the action, the secrets to the action step only', () => {
     const wf = parse(readFileSync(join(EXAMPLES, 'ci', 'drift-workflow.yml'), 'utf8'));
-    const steps = wf.jobs.drift.steps as { id?: string; run?: string; uses?: string; env?: Record<string, string>; with?: { script?: string } }[];
-
-    it('runs on a schedule, plans with --detailed-exitcode and flags the CLI has, and gives the secrets to the plan step only', async () => {
-      expect(wf.on.schedule[0].cron).toMatch(/^\S+ \S+ \S+ \S+ \S+$/);
-      expect(wf.jobs.drift.permissions).toEqual({ contents: 'read', issues: 'write' });
-      const plan = steps.find((s) => s.id === 'plan')!;
-      const command = plan.run!.split('\n').map((l) => l.trim()).find((l) => l.startsWith('edgeplane plan'))!;
-      expect(command).toMatch(/--markdown/);
-      expect(command).toMatch(/--detailed-exitcode/);
-      for (const step of steps) expect(JSON.stringify(step).includes('secrets.'), JSON.stringify(step)).toBe(step === plan);
-      expect(runs(steps)).not.toMatch(/npm (install|i)\b[^\n]*(?<![./\w-])edgeplane(@|\s|$)/m);
-      const help = await runCli(['plan', '--help']);
-      for (const flag of command.split(/\s+/).filter((x) => x.startsWith('--'))) expect(help.stdout, flag).toContain(flag);
-    }, 60_000);
-
-    /** Runs the issue step's script against a fake GitHub holding `issues`; the calls it makes. */
-    async function issueStep(drifted: boolean, issues: { number: number; user: { login: string }; body: string; pull_request?: object }[]) {
-      const step = steps.find((s) => s.uses?.startsWith('actions/github-script'))!;
-      const calls: string[] = [];
-      const github = {
-        paginate: async (_fn: unknown, args: { state: string }) => { expect(args.state).toBe('open'); return issues; },
-        rest: { issues: {
-          listForRepo: {},
-          create: async (a: { title: string; body: string }) => { calls.push(`create "${a.title}": ${a.body}`); },
-          update: async (a: { issue_number: number; body?: string; state?: string }) => { calls.push(`update ${a.issue_number}: ${a.state ?? a.body}`); },
-          createComment: async (a: { issue_number: number; body: string }) => { calls.push(`comment ${a.issue_number}: ${a.body}`); },
-        } },
-      };
-      const context = { repo: { owner: 'o', repo: 'r' }, sha: 'abc1234def', runId: 9, serverUrl: 'https://github.com' };
-      const fakeRequire = (m: string) => (m === 'fs' ? { readFileSync: () => '### edgeplane plan\n~ update HTTPSEdge/web\n' } : createRequire(import.meta.url)(m));
-      const before = process.env.DRIFTED;
-      process.env.DRIFTED = String(drifted);
-      try {
-        const AsyncFunction = Object.getPrototypeOf(async () => {}).constructor;
-        await new AsyncFunction('github', 'context', 'require', step.with!.script!)(github, context, fakeRequire);
-      } finally {
-        if (before === undefined) delete process.env.DRIFTED; else process.env.DRIFTED = before;
-      }
-      expect(step.env?.DRIFTED).toContain('steps.plan.outputs.drifted');
-      return calls;
-    }
-
-    const own = { number: 4, user: { login: 'github-actions[bot]' }, body: '<!-- edgeplane-drift -->\nold plan' };
-    const forged = { number: 3, user: { login: 'mallory' }, body: '<!-- edgeplane-drift -->\nnot ours' };
-
-    it('opens one issue with the Markdown plan when the live state drifted, and updates it on later runs', async () => {
-      const opened = await issueStep(true, [forged]);
-      expect(opened).toHaveLength(1);
-      expect(opened[0]).toMatch(/^create "edgeplane: live state drifted from main": <!-- edgeplane-drift -->\n/);
-      expect(opened[0]).toContain('### edgeplane plan\n~ update HTTPSEdge/web');
-      expect(opened[0]).toContain('abc1234');
-      expect(await issueStep(true, [forged, own])).toEqual([expect.stringMatching(/^update 4: <!-- edgeplane-drift -->[\s\S]*~ update HTTPSEdge\/web/)]);
-    });
-
-    it('closes its issue when the drift is gone, and does nothing when there is none to close', async () => {
-      expect(await issueStep(false, [forged, own])).toEqual([expect.stringMatching(/^comment 4: No drift any more/), 'update 4: closed']);
-      expect(await issueStep(false, [forged])).toEqual([]);
-    });
+    const steps = wf.jobs.drift.steps as { uses?: string; run?: string; with?: Record<string, string> }[];
+    expect(wf.on.schedule[0].cron).toMatch(/^\S+ \S+ \S+ \S+ \S+$/);
+    expect(wf.jobs.drift.permissions).toEqual({ contents: 'read', issues: 'write' });
+    const action = steps.find((st) => /\/edgeplane@/.test(st.uses ?? ''))!;
+    expect(action.with).toEqual({ directory: 'edge', command: 'drift' });
+    for (const step of steps) expect(JSON.stringify(step).includes('secrets.'), JSON.stringify(step)).toBe(step === action);
+    expect(JSON.stringify(action)).toContain('secrets.EDGEPLANE_READ_API_KEY');
+    expect(runs(steps)).not.toMatch(/npm (install|i)\b/);
   });
 });
 

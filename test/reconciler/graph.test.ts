@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { graph } from '../../src/cli/commands/graph.js';
+import { mermaidTooBig } from '../../src/reconciler/graph/graph.js';
 import { EXIT } from '../../src/cli/exit.js';
 import { capture, exitCode } from '../helpers/capture.js';
 import { runCli } from '../helpers/cli.js';
@@ -96,5 +97,66 @@ describe('edgeplane graph', () => {
     const bad = await runCli(['graph', dir, '--format', 'svg'], { cwd });
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain("argument 'svg' is invalid. Allowed choices are mermaid, dot");
+  });
+
+  it('--target: the objects selected, those under them and what they refer to, through others too; nothing else', async () => {
+    const dir = manifestDir(files);
+    const drawn = async (...targets: string[]) => {
+      const out = capture();
+      await graph(out, dir, { target: targets });
+      return out.text().split('\n').filter((l) => /^  n\d+\[/.test(l)).map((l) => /\["(.*)"\]/.exec(l)![1]);
+    };
+    // A route: it, its backend (spare); not its edge, nor the other route.
+    expect(await drawn('HTTPSEdge/web/routes/api')).toEqual(['FailoverBackend/spare', 'HTTPSEdge/web/routes/api']);
+    // A failover backend: its children, raw or described.
+    expect(await drawn('FailoverBackend/pool')).toEqual(['FailoverBackend/pool', 'FailoverBackend/spare', `${RAW} (not in the manifests)`]);
+    // An edge: its routes and all they use.
+    expect(await drawn('HTTPSEdge/web')).toHaveLength(7);
+    // Globs and several selectors, as plan takes them.
+    expect(await drawn('FailoverBackend/sp*', 'CertificateAuthority/clients')).toEqual(['CertificateAuthority/clients', 'FailoverBackend/spare']);
+    const out = capture();
+    await graph(out, dir, { target: ['HTTPSEdge/web/routes/api'], format: 'dot' });
+    expect(out.text()).toContain('digraph "edgeplane stack shop, --target HTTPSEdge/web/routes/api" {');
+    expect(out.text().split('\n').filter((l) => l.includes(' -> '))).toEqual(['  "HTTPSEdge/web/routes/api" -> "FailoverBackend/spare" [label="backend.backend_id"];']);
+  });
+
+  it('--target naming nothing: exit 1 with the nearest names', async () => {
+    const out = capture();
+    const dir = manifestDir(files);
+    await expect(graph(out, dir, { target: ['HTTPSEdge/wbe'] })).rejects.toThrow('error: --target HTTPSEdge/wbe names no object of this stack (nearest: HTTPSEdge/web');
+    expect(out.text()).toBe('');
+  });
+
+  it('a chart GitHub would not render (over 500 arrows): printed, with a warning that names --target and DOT', async () => {
+    const edges = Array.from({ length: 130 }, (_, i) => [
+      `kind: HTTPSEdge`, `name: e${i}`, `hostports: ["e${i}.example.com:443"]`, 'routes:',
+      `  - {name: a, match_type: path_prefix, match: /, backend: {backend_id: pool}}`,
+      `  - {name: b, match_type: path_prefix, match: /b, backend: {backend_id: spare}}`, '',
+    ].join('\n')).join('---\n');
+    const dir = manifestDir({ ...files, 'many.yaml': edges });
+    const out = capture();
+    await graph(out, dir, {});
+    expect(out.text().split('\n').filter((l) => l.includes('-->'))).toHaveLength(7 + 130 * 4);
+    expect(out.errors).toEqual([
+      "warning: this Mermaid chart has 527 arrows (GitHub renders at most 500): GitHub will not render it. Draw part of the stack with --target (--target HTTPSEdge/e0, or a glob such as 'HTTPSEdge/e0*'), or all of it with --format dot (Graphviz)",
+    ]);
+    // Characters count too, arrows or not.
+    const long = { stack: 's', nodes: [{ id: 'FailoverBackend/pool', kind: 'FailoverBackend' }], edges: [] };
+    expect(mermaidTooBig(long, 'x'.repeat(50_000))).toBeUndefined();
+    expect(mermaidTooBig(long, 'x'.repeat(50_001))).toMatch(/^this Mermaid chart has 50,001 characters \(at most 50,000\): GitHub will not render it\. Draw part of the stack with --target \(--target FailoverBackend\/pool/);
+    // Within the limits with --target, and DOT has none.
+    const part = capture();
+    await graph(part, dir, { target: ['HTTPSEdge/e1*'] });
+    expect(part.errors).toEqual([]);
+    const dot = capture();
+    await graph(dot, dir, { format: 'dot' });
+    expect(dot.errors).toEqual([]);
+  });
+
+  it('as a command: --target is taken, repeated', async () => {
+    const r = await runCli(['graph', manifestDir(files), '--target', 'FailoverBackend/spare', '--target', 'CertificateAuthority/clients']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('%% edgeplane stack shop, --target FailoverBackend/spare CertificateAuthority/clients');
+    expect(r.stdout.split('\n').filter((l) => /^  n\d+\[/.test(l))).toHaveLength(2);
   });
 });

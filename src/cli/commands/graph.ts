@@ -3,12 +3,13 @@ import { dirname } from 'node:path';
 import { resolveStack } from '../../reconciler/manifests/config.js';
 import { manifestFilesOrRefuse } from '../../reconciler/manifests/load.js';
 import { formatProblem, hasErrors } from '../../reconciler/manifests/problems.js';
-import { graphDot, graphMermaid, stackGraph } from '../../reconciler/graph/graph.js';
+import { graphDot, graphMermaid, mermaidTooBig, scopeGraph, stackGraph } from '../../reconciler/graph/graph.js';
 import { validateDir } from '../../reconciler/plan/prepare.js';
 import { CliExit, EXIT } from '../exit.js';
 import type { Output } from '../output.js';
+import { UnknownSelectorError } from '../../reconciler/plan/selectors.js';
 
-export interface GraphFlags { stack?: string; format?: string }
+export interface GraphFlags { stack?: string; format?: string; target?: string[] }
 
 /** The stack's objects and references, from the manifests alone (no service is opened). */
 export async function graph(out: Output, dir: string, flags: GraphFlags): Promise<void> {
@@ -23,6 +24,15 @@ export async function graph(out: Output, dir: string, flags: GraphFlags): Promis
   for (const p of v.problems) out.error(formatProblem(p));
   // References of manifests that do not validate may point nowhere: no picture of them.
   if (hasErrors(v.problems)) throw new CliExit(EXIT.error);
-  const g = stackGraph(stack, v.objects);
-  out.line((format === 'dot' ? graphDot(g) : graphMermaid(g)).replace(/\n$/, ''));
+  let g = stackGraph(stack, v.objects);
+  try {
+    if (flags.target?.length) g = scopeGraph(g, flags.target);
+  } catch (err) {
+    throw err instanceof UnknownSelectorError ? new CliExit(EXIT.error, `error: ${err.message}`) : err;
+  }
+  const text = format === 'dot' ? graphDot(g) : graphMermaid(g);
+  out.line(text.replace(/\n$/, ''));
+  // Printed all the same (other renderers take more), and said on stderr.
+  const tooBig = format === 'mermaid' ? mermaidTooBig(g, text) : undefined;
+  if (tooBig) out.error(`warning: ${tooBig}`);
 }

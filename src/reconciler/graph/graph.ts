@@ -2,6 +2,7 @@ import { withChildren, type ManifestObject } from '../manifests/model.js';
 import { namedTarget } from '../manifests/schema.js';
 import { isName, refsOf } from '../manifests/object-values.js';
 import { mermaidText } from '../render/mermaid.js';
+import { checkSelectors, selector, selectsWithin } from '../plan/selectors.js';
 
 export interface GraphNode {
   /** Manifest identity (`HTTPSEdge/web/routes/api`), or the raw id a manifest refers to. */
@@ -19,7 +20,13 @@ export interface GraphEdge {
   label: string;
 }
 
-export interface StackGraph { stack: string; nodes: GraphNode[]; edges: GraphEdge[] }
+export interface StackGraph {
+  stack: string;
+  nodes: GraphNode[];
+  edges: GraphEdge[];
+  /** `--target`: the selectors the graph was cut down to. */
+  targets?: string[];
+}
 
 const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 const edgeKey = (e: GraphEdge) => `${e.from}\0${e.to}\0${e.label}`;
@@ -52,10 +59,53 @@ export function stackGraph(stack: string, objects: ManifestObject[]): StackGraph
   return { stack, nodes: [...nodes.values()].sort(byId), edges: sortedEdges };
 }
 
+/**
+ * The part of the graph `--target` selects, with the selectors `plan --target` takes (selectors.ts):
+ * the objects they name and those under them (an edge's routes), and everything those refer to,
+ * directly or through others (a route's backend, that backend's children), so no arrow points out
+ * of the picture. A selector that names no object of the manifests is an error naming the nearest.
+ */
+export function scopeGraph(g: StackGraph, targets: readonly string[]): StackGraph {
+  const selectors = targets.map(selector);
+  checkSelectors(selectors, g.nodes.filter((n) => !n.external).map((n) => n.id));
+  const out = new Map<string, GraphEdge[]>();
+  for (const e of g.edges) out.set(e.from, [...(out.get(e.from) ?? []), e]);
+  const keep = new Set(g.nodes.filter((n) => !n.external && selectsWithin(selectors, n.id)).map((n) => n.id));
+  const queue = [...keep];
+  for (let i = 0; i < queue.length; i++) {
+    for (const e of out.get(queue[i]) ?? []) {
+      if (keep.has(e.to)) continue;
+      keep.add(e.to);
+      queue.push(e.to);
+    }
+  }
+  return { stack: g.stack, nodes: g.nodes.filter((n) => keep.has(n.id)), edges: g.edges.filter((e) => keep.has(e.from) && keep.has(e.to)), targets: selectors.map((s) => s.text) };
+}
+
+/**
+ * What GitHub (and Mermaid's defaults: `maxTextSize`, `maxEdges`) renders at most: a bigger
+ * chart shows as an error box in a README or a comment.
+ */
+export const MERMAID_LIMITS = { characters: 50_000, arrows: 500 } as const;
+
+/** Why GitHub would not render this Mermaid chart (undefined when it would), and what to do instead. */
+export function mermaidTooBig(g: StackGraph, text: string): string | undefined {
+  const over = [
+    ...(g.edges.length > MERMAID_LIMITS.arrows ? [`${g.edges.length.toLocaleString('en-US')} arrows (GitHub renders at most ${MERMAID_LIMITS.arrows})`] : []),
+    ...(text.length > MERMAID_LIMITS.characters ? [`${text.length.toLocaleString('en-US')} characters (at most ${MERMAID_LIMITS.characters.toLocaleString('en-US')})`] : []),
+  ];
+  if (!over.length) return undefined;
+  // A selector to try: the first edge (with its routes and what they use), else the first object.
+  const first = g.nodes.find((n) => n.kind === 'HTTPSEdge' && !n.external) ?? g.nodes.find((n) => !n.external);
+  const example = first ? ` (--target ${first.id}, or a glob such as '${first.id.split('/')[0]}/${first.id.split('/')[1].slice(0, 3)}*')` : '';
+  return `this Mermaid chart has ${over.join(' and ')}: GitHub will not render it. Draw part of the stack with --target${example}, or all of it with --format dot (Graphviz)`;
+}
+
 /** A Mermaid flowchart (GitHub renders one in a ```mermaid block): objects left, what they refer to right. */
 export function graphMermaid(g: StackGraph): string {
   const index = new Map(g.nodes.map((n, i) => [n.id, `n${i}`]));
-  const out = ['flowchart LR', `  %% edgeplane stack ${g.stack.replace(/[\r\n]/g, ' ')}`];
+  const scope = g.targets?.length ? `, --target ${g.targets.join(' ')}` : '';
+  const out = ['flowchart LR', `  %% edgeplane stack ${`${g.stack}${scope}`.replace(/[\r\n]/g, ' ')}`];
   for (const n of g.nodes) out.push(`  ${index.get(n.id)}["${mermaidText(n.external ? `${n.id} (not in the manifests)` : n.id)}"]`);
   for (const e of g.edges) out.push(`  ${index.get(e.from)} -->|"${mermaidText(e.label)}"| ${index.get(e.to)}`);
   const external = g.nodes.filter((n) => n.external).map((n) => index.get(n.id));
@@ -70,7 +120,8 @@ function dot(s: string): string {
 
 /** Graphviz DOT (`dot -Tsvg`): the same graph. */
 export function graphDot(g: StackGraph): string {
-  const out = [`digraph ${dot(`edgeplane stack ${g.stack}`)} {`, '  rankdir=LR;', '  node [shape=box];'];
+  const scope = g.targets?.length ? `, --target ${g.targets.join(' ')}` : '';
+  const out = [`digraph ${dot(`edgeplane stack ${g.stack}${scope}`)} {`, '  rankdir=LR;', '  node [shape=box];'];
   for (const n of g.nodes) out.push(`  ${dot(n.id)}${n.external ? ` [style=dashed, tooltip=${dot(`${n.kind}, not in the manifests`)}]` : ''};`);
   for (const e of g.edges) out.push(`  ${dot(e.from)} -> ${dot(e.to)} [label=${dot(e.label)}];`);
   out.push('}');

@@ -36,7 +36,7 @@ export const STACK_FILE_KEYS: Record<string, JSONSchema> = {
     type: 'string',
     pattern: '^https?://',
     'x-rule': 'must be an http:// or https:// URL',
-    description: 'The API this stack is planned and applied against, when neither `--api-url` nor `EDGEPLANE_API_URL` is given (they override it). Pinning it means a CI job whose URL secret is missing still reaches the right deployment (or fails on its key), never a throwaway embedded database. The key is never written here: it stays in `EDGEPLANE_API_KEY`.',
+    description: 'The API this stack is planned and applied against, when neither `--api-url` nor `EDGEPLANE_API_URL` is given (they override it, and so does `--state DIR`, which runs the embedded service on DIR). Pinning it means a CI job whose URL secret is missing still reaches the right deployment (or fails on its key), never a throwaway embedded database. The key is never written here: it stays in `EDGEPLANE_API_KEY`.',
     examples: ['https://edge-api.example.com'],
   },
   target_name: {
@@ -48,7 +48,7 @@ export const STACK_FILE_KEYS: Record<string, JSONSchema> = {
   },
   embedded: {
     type: 'boolean',
-    description: 'The stack is meant for the embedded service (a state directory on this machine): in CI (`CI`, `GITHUB_ACTIONS`, `GITLAB_CI`, … set), plan, apply, destroy, watch and export otherwise refuse to run without an API URL, since an embedded run there deploys nowhere. `--state` says the same for one command.',
+    description: 'The stack is meant for the embedded service (a state directory on this machine): in CI (`CI`, `GITHUB_ACTIONS`, `GITLAB_CI`, … set), plan, apply, destroy, watch and export otherwise refuse to run without an API URL, since an embedded run there deploys nowhere. `--state` says the same for one command. Not with `api_url` (two targets: an error).',
     examples: [true],
   },
 };
@@ -105,7 +105,12 @@ export function readStackFile(root: string, cwd = process.cwd()): StackFile {
       }
     }
   }
-  return { path, settings: value as Record<string, unknown>, problems };
+  // Two targets at once: which one a command would use is no one's guess.
+  const settings = value as Record<string, unknown>;
+  if (typeof settings.api_url === 'string' && settings.embedded === true) {
+    problems.push({ ...doc!.locate(['embedded'], { key: true }), severity: 'error', path: 'embedded', rule: 'stack-file', message: `is set with api_url (line ${doc!.locate(['api_url'], { key: true }).line}): two targets; keep api_url for a stack planned against that API, or embedded: true for a stack meant for the embedded service` });
+  }
+  return { path, settings, problems };
 }
 
 let validator: ValidateFunction | undefined;
