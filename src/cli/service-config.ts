@@ -3,7 +3,7 @@ import type { KindRuntimeConfig } from '../kinds/types.js';
 import type { AppOptions, ServerOptions } from '../service/app.js';
 import { resolveVendorPrefix } from '../contract/vendor.js';
 import type { RateLimitOptions } from '../service/rate-limit.js';
-import { DEFAULT_MAX_KEYS_PER_ACCOUNT, DEFAULT_RATE_LIMIT, DEFAULT_REDIS_TIMEOUT_MS } from '../service/defaults.js';
+import { DEFAULT_MAX_BYTES_PER_ACCOUNT, DEFAULT_MAX_KEYS_PER_ACCOUNT, DEFAULT_RATE_LIMIT, DEFAULT_REDIS_TIMEOUT_MS } from '../service/defaults.js';
 import type { WorkerOptions } from '../service/job-worker.js';
 import type { IdempotencyOptions } from '../service/idempotency.js';
 
@@ -118,10 +118,13 @@ function wholeNumber(env: NodeJS.ProcessEnv, name: string, dflt: number, unit: s
 
 /**
  * How many `Idempotency-Key` responses each account keeps at most (docs/api.md):
- * EDGEPLANE_IDEMPOTENCY_KEYS, beyond which the oldest go first.
+ * EDGEPLANE_IDEMPOTENCY_KEYS keys and EDGEPLANE_IDEMPOTENCY_MIB mebibytes, beyond which the oldest go first.
  */
 export function idempotencyFromEnv(env = process.env): IdempotencyOptions {
-  return { maxKeysPerAccount: wholeNumber(env, 'EDGEPLANE_IDEMPOTENCY_KEYS', DEFAULT_MAX_KEYS_PER_ACCOUNT, 'keys per account') };
+  return {
+    maxKeysPerAccount: wholeNumber(env, 'EDGEPLANE_IDEMPOTENCY_KEYS', DEFAULT_MAX_KEYS_PER_ACCOUNT, 'keys per account'),
+    maxBytesPerAccount: wholeNumber(env, 'EDGEPLANE_IDEMPOTENCY_MIB', DEFAULT_MAX_BYTES_PER_ACCOUNT / 1024 / 1024, 'MiB per account') * 1024 * 1024,
+  };
 }
 
 /** `serve`'s connection limits and drain time (README, Operations), from the environment. */
