@@ -25,7 +25,7 @@ const bare = await buildApp({ db, logLevel: 'silent', metrics: 'off', openapi: f
 const guarded = await buildApp({
   db, logLevel: 'silent', metrics: 'off', openapi: false,
   rateLimit: { perMinute: 1_000_000_000, redisUrl: process.env.EDGEPLANE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', redisTimeoutMs: 100 },
-  server: { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 72_000, maxConnections: 1024, maxConnectionsPerAddress: 256, tlsHandshakeTimeoutMs: 5000 },
+  server: { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 72_000, maxConnections: 1024, maxConnectionsPerAddress: 256, maxWaitingConnectionsPerAddress: 64, connectionReserve: 128, tlsHandshakeTimeoutMs: 5000 },
 });
 const ports: number[] = [];
 for (const app of [bare, guarded]) {

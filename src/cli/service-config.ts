@@ -135,9 +135,16 @@ export function serverOptionsFromEnv(env = process.env): Omit<ServerOptions, 'tl
     keepAliveTimeoutMs: wholeNumber(env, 'EDGEPLANE_KEEPALIVE_TIMEOUT_MS', 72_000, 'milliseconds'),
     maxConnections: wholeNumber(env, 'EDGEPLANE_MAX_CONNECTIONS', 1024, 'connections'),
     maxConnectionsPerAddress: wholeNumber(env, 'EDGEPLANE_MAX_CONNECTIONS_PER_ADDRESS', 256, 'connections (0: no per-address limit)', 0),
+    maxWaitingConnectionsPerAddress: wholeNumber(env, 'EDGEPLANE_MAX_WAITING_CONNECTIONS_PER_ADDRESS', 64, 'connections (0: no such limit)', 0),
+    connectionReserve: 0,
     tlsHandshakeTimeoutMs: wholeNumber(env, 'EDGEPLANE_TLS_HANDSHAKE_TIMEOUT_MS', 5_000, 'milliseconds'),
     shutdownTimeoutMs: wholeNumber(env, 'EDGEPLANE_SHUTDOWN_TIMEOUT_MS', 25_000, 'milliseconds'),
   };
+  // The last eighth of the slots, unless set: room for clients holding few connections.
+  opts.connectionReserve = wholeNumber(env, 'EDGEPLANE_CONNECTION_RESERVE', Math.floor(opts.maxConnections / 8), 'connections (0: no reserve)', 0);
+  if (opts.connectionReserve >= opts.maxConnections) {
+    throw new Error(`EDGEPLANE_CONNECTION_RESERVE (${opts.connectionReserve}) must be less than EDGEPLANE_MAX_CONNECTIONS (${opts.maxConnections})`);
+  }
   if (opts.headersTimeoutMs > opts.requestTimeoutMs) {
     throw new Error(`EDGEPLANE_HEADERS_TIMEOUT_MS (${opts.headersTimeoutMs}) must not be longer than EDGEPLANE_REQUEST_TIMEOUT_MS (${opts.requestTimeoutMs}): the headers are part of the request`);
   }
