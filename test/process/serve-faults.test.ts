@@ -135,6 +135,7 @@ async function hold(url: string, count: number, payload: string, localAddress = 
   await Promise.all(Array.from({ length: count }, () => new Promise<void>((resolve) => {
     const s = connect({ port: Number(port), host: hostname, localAddress }, () => { if (payload) s.write(payload); resolve(); });
     sockets.push(s);
+    s.resume(); // what the server answers (a 408) is read, so its close is seen
     s.on('error', () => resolve());
     s.on('close', () => { closed++; resolve(); });
   })));
@@ -221,6 +222,21 @@ describe('connection hygiene', () => {
     expect(status).toBe(200);
     expect(ms).toBeLessThan(1000);
     expect(await served.stop()).toBe(0);
+  }, 60_000);
+
+  it('the metrics port has the API port\'s header timeout (not Node\'s 90 s) and keeps at most 16 connections', async () => {
+    const { state } = await stateWithKey();
+    const served = await startServe(['--state', state], { env: { EDGEPLANE_METRICS_PORT: '0', EDGEPLANE_HEADERS_TIMEOUT_MS: '500' } });
+    stopAfter(served);
+    const metricsUrl = /"metrics":"(http:\/\/[^"]+)"/.exec(served.logs())![1];
+    const started = Date.now();
+    const held = await hold(metricsUrl, 20, 'GET /metrics HTTP/1.1\r\nHost: x\r\n');
+    // Past 16: closed as they arrive; the 16 half-sent ones once the header timeout passes.
+    await expect.poll(() => held.closed(), { timeout: 5000 }).toBeGreaterThanOrEqual(4);
+    await expect.poll(() => held.closed(), { timeout: 10_000 }).toBe(20);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    // The port serves again.
+    expect((await fetch(metricsUrl)).status).toBe(200);
   }, 60_000);
 
   it('SIGTERM with an idle keep-alive connection (its request finished during the drain) exits 0 within 3 s', async () => {
