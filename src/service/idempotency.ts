@@ -152,7 +152,8 @@ async function replayByReference(db: Db, kept: KeptResponse, objectId: string, r
   try {
     now = await reread(db, objectId);
   } catch (err) {
-    if (err instanceof ApiError && err.code === 'ERR_NOT_FOUND') {
+    // The object, or the module the request set, is gone.
+    if (err instanceof ApiError && err.status === 404) {
       throw new ApiError('ERR_NOT_FOUND', `${objectId}, which the first request with this Idempotency-Key wrote, was deleted since; its response is not kept whole (larger than the service keeps)`);
     }
     throw err;
