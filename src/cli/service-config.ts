@@ -3,7 +3,7 @@ import type { KindRuntimeConfig } from '../kinds/types.js';
 import type { AppOptions, ServerOptions } from '../service/app.js';
 import { resolveVendorPrefix } from '../contract/vendor.js';
 import type { RateLimitOptions } from '../service/rate-limit.js';
-import { DEFAULT_MAX_KEYS_PER_ACCOUNT, DEFAULT_RATE_LIMIT, DEFAULT_REDIS_TIMEOUT_MS } from '../service/defaults.js';
+import { DEFAULT_MAX_BYTES_PER_ACCOUNT, DEFAULT_MAX_KEYS_PER_ACCOUNT, DEFAULT_RATE_LIMIT, DEFAULT_REDIS_TIMEOUT_MS } from '../service/defaults.js';
 import type { WorkerOptions } from '../service/job-worker.js';
 import type { IdempotencyOptions } from '../service/idempotency.js';
 
@@ -118,10 +118,13 @@ function wholeNumber(env: NodeJS.ProcessEnv, name: string, dflt: number, unit: s
 
 /**
  * How many `Idempotency-Key` responses each account keeps at most (docs/api.md):
- * EDGEPLANE_IDEMPOTENCY_KEYS, beyond which the oldest go first.
+ * EDGEPLANE_IDEMPOTENCY_KEYS keys and EDGEPLANE_IDEMPOTENCY_MIB mebibytes, beyond which the oldest go first.
  */
 export function idempotencyFromEnv(env = process.env): IdempotencyOptions {
-  return { maxKeysPerAccount: wholeNumber(env, 'EDGEPLANE_IDEMPOTENCY_KEYS', DEFAULT_MAX_KEYS_PER_ACCOUNT, 'keys per account') };
+  return {
+    maxKeysPerAccount: wholeNumber(env, 'EDGEPLANE_IDEMPOTENCY_KEYS', DEFAULT_MAX_KEYS_PER_ACCOUNT, 'keys per account'),
+    maxBytesPerAccount: wholeNumber(env, 'EDGEPLANE_IDEMPOTENCY_MIB', DEFAULT_MAX_BYTES_PER_ACCOUNT / 1024 / 1024, 'MiB per account') * 1024 * 1024,
+  };
 }
 
 /** `serve`'s connection limits and drain time (README, Operations), from the environment. */
@@ -132,9 +135,16 @@ export function serverOptionsFromEnv(env = process.env): Omit<ServerOptions, 'tl
     keepAliveTimeoutMs: wholeNumber(env, 'EDGEPLANE_KEEPALIVE_TIMEOUT_MS', 72_000, 'milliseconds'),
     maxConnections: wholeNumber(env, 'EDGEPLANE_MAX_CONNECTIONS', 1024, 'connections'),
     maxConnectionsPerAddress: wholeNumber(env, 'EDGEPLANE_MAX_CONNECTIONS_PER_ADDRESS', 256, 'connections (0: no per-address limit)', 0),
+    maxWaitingConnectionsPerAddress: wholeNumber(env, 'EDGEPLANE_MAX_WAITING_CONNECTIONS_PER_ADDRESS', 64, 'connections (0: no such limit)', 0),
+    connectionReserve: 0,
     tlsHandshakeTimeoutMs: wholeNumber(env, 'EDGEPLANE_TLS_HANDSHAKE_TIMEOUT_MS', 5_000, 'milliseconds'),
     shutdownTimeoutMs: wholeNumber(env, 'EDGEPLANE_SHUTDOWN_TIMEOUT_MS', 25_000, 'milliseconds'),
   };
+  // The last eighth of the slots, unless set: room for clients holding few connections.
+  opts.connectionReserve = wholeNumber(env, 'EDGEPLANE_CONNECTION_RESERVE', Math.floor(opts.maxConnections / 8), 'connections (0: no reserve)', 0);
+  if (opts.connectionReserve >= opts.maxConnections) {
+    throw new Error(`EDGEPLANE_CONNECTION_RESERVE (${opts.connectionReserve}) must be less than EDGEPLANE_MAX_CONNECTIONS (${opts.maxConnections})`);
+  }
   if (opts.headersTimeoutMs > opts.requestTimeoutMs) {
     throw new Error(`EDGEPLANE_HEADERS_TIMEOUT_MS (${opts.headersTimeoutMs}) must not be longer than EDGEPLANE_REQUEST_TIMEOUT_MS (${opts.requestTimeoutMs}): the headers are part of the request`);
   }

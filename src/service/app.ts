@@ -67,6 +67,10 @@ export interface ServerOptions {
   maxConnections: number;
   /** Connections open at once from one client address (0: no such limit); more are closed as they arrive. */
   maxConnectionsPerAddress: number;
+  /** Connections from one address with no request in flight (headers half-sent, TLS handshake, idle; 0: no such limit). */
+  maxWaitingConnectionsPerAddress: number;
+  /** The last this many of `maxConnections` only for addresses holding few connections (`connections.ts`; 0: none). */
+  connectionReserve: number;
   /** Time for a TLS client to finish its handshake (HTTPS only). */
   tlsHandshakeTimeoutMs: number;
   /** PEM certificate chain and key: the service speaks HTTPS only. */
@@ -135,7 +139,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   if (server) {
     app.server.maxConnections = server.maxConnections;
-    guardConnections(app, { perAddress: server.maxConnectionsPerAddress });
+    guardConnections(app, { perAddress: server.maxConnectionsPerAddress, waitingPerAddress: server.maxWaitingConnectionsPerAddress, maxConnections: server.maxConnections, reserve: server.connectionReserve });
   }
 
   // Route body schemas are precompiled (`npm run schemas`): start-up compiles none of them.

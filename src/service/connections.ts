@@ -3,62 +3,106 @@ import type { Server, Socket } from 'node:net';
 import { Server as TlsServer } from 'node:tls';
 import type { FastifyInstance } from 'fastify';
 
+/** In the reserve, a new connection is taken only from an address holding fewer than this many. */
+export const RESERVE_PER_ADDRESS = 8;
+
+export interface ConnectionCaps {
+  /** Connections open at once from one client address (0: no such limit). */
+  perAddress: number;
+  /**
+   * Connections from one address with no request in flight (0: no such limit): still in the TLS
+   * handshake or the request's headers, or idle between two requests.
+   */
+  waitingPerAddress: number;
+  /** The server's `maxConnections` (Node closes a connection past it before anyone sees it). */
+  maxConnections: number;
+  /** The last this many of `maxConnections` go only to addresses holding fewer than `RESERVE_PER_ADDRESS` (0: no reserve). */
+  reserve: number;
+}
+
+/** How many connections one address holds, and how many of them have a request in flight. */
+interface AddressUse { open: number; busy: number }
+
 /**
- * Connection hygiene of `serve` (docs/operations.md): at most `perAddress` connections open at once
- * from one client address (0: no such limit), so one host holding half-sent requests or idle TLS
- * handshakes cannot take every slot of the global `maxConnections`; and, once the app closes, idle
- * keep-alive connections closed as soon as they are idle (a connection whose request finished
- * after the drain began would otherwise be held open until its keep-alive timeout, past the
- * shutdown timeout: exit 1).
+ * Connection hygiene of `serve` (docs/operations.md), counted per client address:
+ * - at most `perAddress` connections open at once from one address;
+ * - at most `waitingPerAddress` of them with no request in flight (half-sent headers, a TLS
+ *   handshake not finished, idle keep-alives): a pooled client opens a new connection only when
+ *   its others are busy, so it never meets this cap, while one host holding half-sent requests
+ *   does, long before the per-address cap;
+ * - the last `reserve` slots of `maxConnections` only for addresses holding fewer than
+ *   `RESERVE_PER_ADDRESS`, so many addresses holding many connections each still leave room for
+ *   a client that holds few;
+ * and, once the app closes, idle keep-alive connections closed as soon as they are idle (a
+ * connection whose request finished after the drain began would otherwise be held open until its
+ * keep-alive timeout, past the shutdown timeout: exit 1).
+ *
+ * A connection over a cap is destroyed before anything is read from it (the client sees a reset).
  */
-export function guardConnections(app: FastifyInstance, opts: { perAddress: number }): void {
+export function guardConnections(app: FastifyInstance, caps: ConnectionCaps): void {
   const server = app.server as Server;
-  if (opts.perAddress > 0) {
-    const open = new Map<string, number>();
-    // Before Node's own listener: a connection over the cap is closed before anything is read from it.
-    server.prependListener('connection', (socket) => {
-      const address = socket.remoteAddress ?? '';
-      const n = (open.get(address) ?? 0) + 1;
-      if (n > opts.perAddress) {
-        socket.destroy();
-        return;
-      }
-      open.set(address, n);
-      socket.once('close', () => {
-        const left = (open.get(address) ?? 1) - 1;
-        if (left > 0) open.set(address, left);
-        else open.delete(address);
-      });
+  const byAddress = new Map<string, AddressUse>();
+  let total = 0;
+  const refused = (use: AddressUse = { open: 0, busy: 0 }): boolean => {
+    if (caps.perAddress > 0 && use.open >= caps.perAddress) return true;
+    if (caps.waitingPerAddress > 0 && use.open - use.busy >= caps.waitingPerAddress) return true;
+    return caps.reserve > 0 && total >= caps.maxConnections - caps.reserve && use.open >= RESERVE_PER_ADDRESS;
+  };
+  // Before Node's own listener: a connection over a cap is closed before anything is read from it.
+  server.prependListener('connection', (socket: Socket) => {
+    const address = socket.remoteAddress ?? '';
+    let use = byAddress.get(address);
+    if (refused(use)) {
+      socket.destroy();
+      return;
+    }
+    if (!use) byAddress.set(address, (use = { open: 0, busy: 0 }));
+    use.open++;
+    total++;
+    socket.once('close', () => {
+      total--;
+      use.open--;
+      if (use.open === 0) byAddress.delete(address);
     });
-  }
-  // Connections and how many requests each has in flight (headers received, response not ended):
-  // once the app closes, one with none is closed (idle, or still sending headers: no request of it
-  // was accepted), and one with a request is closed once its response ends.
-  const inFlight = new Map<Socket, number>();
+  });
+
+  // Connections (the TLS socket in HTTPS) and how many requests each has in flight (headers
+  // received, response not ended). Its address counts it busy while it has one. Once the app
+  // closes, one with none is closed (idle, or still sending headers: no request of it was
+  // accepted), and one with a request is closed once its response ends.
+  const sockets = new Map<Socket, { use: AddressUse | undefined; inFlight: number }>();
   let closing = false;
   const tracked = (socket: Socket) => {
+    if (socket.destroyed) return; // refused above
     if (closing) {
       socket.destroy();
       return;
     }
-    inFlight.set(socket, 0);
-    socket.once('close', () => inFlight.delete(socket));
+    const entry = { use: byAddress.get(socket.remoteAddress ?? ''), inFlight: 0 };
+    sockets.set(socket, entry);
+    socket.once('close', () => {
+      if (entry.inFlight > 0 && entry.use) entry.use.busy--;
+      entry.inFlight = 0;
+      sockets.delete(socket);
+    });
   };
   server.on(server instanceof TlsServer ? 'secureConnection' : 'connection', tracked);
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const socket = req.socket;
-    if (!inFlight.has(socket)) return;
-    inFlight.set(socket, inFlight.get(socket)! + 1);
+    const entry = sockets.get(socket);
+    if (!entry) return;
+    if (entry.inFlight++ === 0 && entry.use) entry.use.busy++;
     res.once('close', () => {
-      const left = (inFlight.get(socket) ?? 1) - 1;
-      if (!inFlight.has(socket)) return;
-      inFlight.set(socket, left);
-      if (closing && left === 0) socket.destroySoon();
+      if (!sockets.has(socket) || entry.inFlight === 0) return;
+      if (--entry.inFlight === 0) {
+        if (entry.use) entry.use.busy--;
+        if (closing) socket.destroySoon();
+      }
     });
   });
   app.addHook('preClose', (done) => {
     closing = true;
-    for (const [socket, n] of inFlight) if (n === 0) socket.destroy();
+    for (const [socket, entry] of sockets) if (entry.inFlight === 0) socket.destroy();
     done();
   });
 }

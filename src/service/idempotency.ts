@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { flatDb, isPgError, RunAgainFromStart, type Db } from '../store/db.js';
-import { claimAndRead, keepResponse, sweepKeys, trimKeys } from '../store/idempotency.js';
+import { claimAndRead, keepResponse, sweepKeys, trimKeys, type KeptResponse } from '../store/idempotency.js';
 import { canonicalJson } from '../util/canonical-json.js';
 import { ApiError } from '../contract/errors.js';
-import { etagOfBody } from './serialize.js';
+import { etagOfBody, RenderedJson } from './serialize.js';
 
 /** How long a response is kept for its key. */
 export const IDEMPOTENCY_HOURS = 24;
@@ -13,30 +13,48 @@ export const IDEMPOTENCY_HEADER = 'idempotency-key';
 const SWEEP_EVERY = 200;
 /** One new key in this many trims its account's keys to the cap, unless told otherwise (`IdempotencyOptions`). */
 const TRIM_EVERY = 100;
-import { DEFAULT_MAX_KEYS_PER_ACCOUNT } from './defaults.js';
+import { DEFAULT_MAX_BYTES_PER_ACCOUNT, DEFAULT_MAX_KEYS_PER_ACCOUNT, DEFAULT_MAX_KEPT_RESPONSE_BYTES } from './defaults.js';
 
-export { DEFAULT_MAX_KEYS_PER_ACCOUNT };
+export { DEFAULT_MAX_BYTES_PER_ACCOUNT, DEFAULT_MAX_KEYS_PER_ACCOUNT, DEFAULT_MAX_KEPT_RESPONSE_BYTES };
 
-/** How many responses an account keeps at most, and how often that is checked. */
+/** How many responses an account keeps at most, in keys and bytes, and how often that is checked. */
 export interface IdempotencyOptions {
   /** Keys kept per account: beyond it the oldest go first (default `DEFAULT_MAX_KEYS_PER_ACCOUNT`). */
   maxKeysPerAccount?: number;
+  /** Bytes kept per account (bodies, headers, keys): beyond it the oldest go first (default `DEFAULT_MAX_BYTES_PER_ACCOUNT`). */
+  maxBytesPerAccount?: number;
+  /**
+   * A response body of more bytes of JSON than this is kept as a reference to its object, when the
+   * route can read the object again (`Reread`); up to it, as sent (default `DEFAULT_MAX_KEPT_RESPONSE_BYTES`).
+   */
+  maxKeptResponseBytes?: number;
   /**
    * One new key in this many (at random; default 100) has its account's keys counted and trimmed
-   * after its response is kept: counting scans up to the cap's index entries, too much for every
-   * create. An account may pass its cap by about this many keys between two trims.
+   * after its response is kept: counting scans the account's keys, too much for every create. An
+   * account may pass its caps by about this many keys between two trims.
    */
   trimEvery?: number;
 }
 
-/** What a route answers: kept whole for a key, and sent again as it was. */
+/** What a route answers: kept for a key (whole, or by reference to `objectId`), and sent again. */
 export interface RouteResult {
   status: number;
   body?: unknown;
   location?: string;
   /** Headers of a replayed response (its ETag and Location among them). */
   headers?: Record<string, string>;
+  /**
+   * The object whose state the body shows (created, updated, or whose module was set). A body too
+   * large to keep as sent is kept as this id, and a replay reads the object again (`Reread`).
+   */
+  objectId?: string;
 }
+
+/**
+ * Reads the object of a response kept by reference again, for a replay: what a GET of it answers
+ * now (its ETag in the body, as a write's), or an `ERR_NOT_FOUND` ApiError when it is gone.
+ */
+export type Reread = (db: Db, objectId: string) => Promise<RouteResult>;
 
 /**
  * The request's `Idempotency-Key`, or undefined. A key is 1 to 255 visible ASCII characters (a
@@ -63,9 +81,17 @@ function requestHash(req: FastifyRequest): string {
  * write and the kept response commit together: a service killed between the two keeps neither, so
  * a retry after a lost response finds either the first response or nothing done. Only successful
  * responses are kept; a refused request may be sent again with the same key. An account keeps its
- * newest `maxKeysPerAccount` keys at most (`opts`): beyond them, the oldest go first.
+ * newest `maxKeysPerAccount` keys and `maxBytesPerAccount` bytes at most (`opts`): beyond them, the
+ * oldest go first.
+ *
+ * A response is kept as sent (status, headers, body) when its body is at most
+ * `maxKeptResponseBytes` of JSON. A larger one (an edge with its routes embedded: up to 8 MiB), of
+ * a route that gives `reread` and names its `objectId`, is kept as status, headers (the ETag the
+ * write produced, Location) and the object's id; its replay reads the object again and answers it
+ * as it is now, with its current ETag, and `Idempotent-Original-ETag` naming the version the first
+ * request produced when the object changed since (docs/api.md says why).
  */
-export async function runIdempotent(db: Db, req: FastifyRequest, accountId: string, run: (db: Db) => Promise<RouteResult>, opts: IdempotencyOptions = {}): Promise<RouteResult> {
+export async function runIdempotent(db: Db, req: FastifyRequest, accountId: string, run: (db: Db) => Promise<RouteResult>, opts: IdempotencyOptions = {}, reread?: Reread): Promise<RouteResult> {
   const key = idempotencyKey(req);
   if (key === undefined) return run(db);
   const hash = requestHash(req);
@@ -84,6 +110,7 @@ export async function runIdempotent(db: Db, req: FastifyRequest, accountId: stri
       if (kept.request_hash !== hash) {
         throw new ApiError('ERR_IDEMPOTENCY_KEY_REUSED', `Idempotency-Key ${JSON.stringify(key.slice(0, 80))} was used within ${IDEMPOTENCY_HOURS} hours for another request (method, path or body differ); use a new key for a new request`);
       }
+      if (kept.object_id) return replayByReference(flatDb(q, db), kept, kept.object_id, reread);
       return { status: kept.status, body: kept.body ?? undefined, headers: { ...kept.headers, 'idempotent-replayed': 'true' } };
     }
     const result = await run(flatDb(q, db));
@@ -92,16 +119,50 @@ export async function runIdempotent(db: Db, req: FastifyRequest, accountId: stri
       if (result.location) headers.location = result.location;
       const etag = etagOfBody(result.body);
       if (etag) headers.etag = etag;
-      await keepResponse(q, accountId, key, { request_hash: hash, status: result.status, headers, body: result.body }, IDEMPOTENCY_HOURS);
+      const json = jsonOf(result.body);
+      const byReference = json !== null && reread !== undefined && result.objectId !== undefined
+        && Buffer.byteLength(json) > (opts.maxKeptResponseBytes ?? DEFAULT_MAX_KEPT_RESPONSE_BYTES);
+      await keepResponse(q, accountId, key, { request_hash: hash, status: result.status, headers, object_id: byReference ? result.objectId : null }, byReference ? null : json, IDEMPOTENCY_HOURS);
       stored = true;
     }
     return result;
   }));
   // The write is done and answered whatever happens here: a failed trim is tried by a later key.
   if (stored && Math.random() * (opts.trimEvery ?? TRIM_EVERY) < 1) {
-    await trimKeys(db, accountId, opts.maxKeysPerAccount ?? DEFAULT_MAX_KEYS_PER_ACCOUNT).catch((err: unknown) => req.log.warn({ err }, 'idempotency keys beyond the account\'s cap not trimmed'));
+    await trimKeys(db, accountId, opts.maxKeysPerAccount ?? DEFAULT_MAX_KEYS_PER_ACCOUNT, opts.maxBytesPerAccount ?? DEFAULT_MAX_BYTES_PER_ACCOUNT)
+      .catch((err: unknown) => req.log.warn({ err }, 'idempotency keys beyond the account\'s caps not trimmed'));
   }
   return result;
+}
+
+/** A body as the JSON kept for it (null: no body). */
+function jsonOf(body: unknown): string | null {
+  if (body === undefined) return null;
+  return body instanceof RenderedJson ? body.json : JSON.stringify(body);
+}
+
+/**
+ * The replay of a response kept by reference: the kept status and headers (Location), the object
+ * as it is now with its current ETag, and `Idempotent-Original-ETag` when that is not the version
+ * the first request produced. An object deleted since is a 404 that says so.
+ */
+async function replayByReference(db: Db, kept: KeptResponse, objectId: string, reread: Reread | undefined): Promise<RouteResult> {
+  if (!reread) throw new Error(`a response kept by reference (${objectId}) on a route that cannot read it again`);
+  let now: RouteResult;
+  try {
+    now = await reread(db, objectId);
+  } catch (err) {
+    // The object, or the module the request set, is gone.
+    if (err instanceof ApiError && err.status === 404) {
+      throw new ApiError('ERR_NOT_FOUND', `${objectId}, which the first request with this Idempotency-Key wrote, was deleted since; its response is not kept whole (larger than the service keeps)`);
+    }
+    throw err;
+  }
+  const etag = etagOfBody(now.body);
+  const headers: Record<string, string> = { ...kept.headers, 'idempotent-replayed': 'true' };
+  if (etag) headers.etag = etag;
+  if (kept.headers.etag && etag !== kept.headers.etag) headers['idempotent-original-etag'] = kept.headers.etag;
+  return { status: kept.status, body: now.body, headers, objectId };
 }
 
 /** Runs of a keyed request's transaction at most, when the database fails it as a deadlock victim or a serialization failure. */

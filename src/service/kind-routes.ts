@@ -139,7 +139,7 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
   let requires: AccountFlag | undefined;
   let tag = '';
   let params: OperationDoc['params'] = [];
-  const route = (method: HTTPMethods, url: string, opts: { body?: Record<string, unknown>; preValidation?: (req: FastifyRequest) => void; field?: string; operationId: string; summary: string; status: number; response?: JSONSchema; listOf?: string; idempotent?: boolean }, handler: (req: FastifyRequest, params: Params, resources: Resources) => Promise<RouteResult>) => {
+  const route = (method: HTTPMethods, url: string, opts: { body?: Record<string, unknown>; preValidation?: (req: FastifyRequest) => void; field?: string; operationId: string; summary: string; status: number; response?: JSONSchema; listOf?: string; idempotent?: boolean; reread?: (req: FastifyRequest, params: Params, resources: Resources, id: string) => Promise<unknown> }, handler: (req: FastifyRequest, params: Params, resources: Resources) => Promise<RouteResult>) => {
     allowed.set(url, (allowed.get(url) ?? new Set()).add(method));
     const flag = requires;
     const openapi: OperationDoc = { operationId: opts.operationId, params: params.filter((p) => url.includes(`:${p.name}`)), listOf: opts.listOf, requires: flag };
@@ -166,7 +166,8 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
       handler: async (req, reply) => {
         const p = req.params as Params;
         const result = opts.idempotent
-          ? await runIdempotent(db, req, callerOf(req).accountId, (d) => handler(req, p, resources.withDb(d)), idempotency)
+          ? await runIdempotent(db, req, callerOf(req).accountId, (d) => handler(req, p, resources.withDb(d)), idempotency,
+            opts.reread && (async (d, id) => ({ status: 200, body: await opts.reread!(req, p, resources.withDb(d), id) })))
           : await handler(req, p, resources);
         reply.code(result.status);
         if (result.location) reply.header('Location', result.location);
@@ -197,12 +198,14 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
     ];
     const name = camel(kind.name);
     const object = responseSchema(kind);
+    // A keyed write's response too large to keep is read again on replay as a GET reads it (`runIdempotent`).
+    const rereadObject = (req: FastifyRequest, p: Params, resources: Resources, id: string) => resources.getRendered(kind, callerOf(req), id, parentOf(p));
 
     if (ops.has('create')) {
-      route('POST', collection, { body: requestSchema(kind, 'create', parentParams), operationId: `create${name}`, summary: `Create ${a(kind.title)}`, status: 201, response: object, idempotent: true }, async (req, p, resources) => {
+      route('POST', collection, { body: requestSchema(kind, 'create', parentParams), operationId: `create${name}`, summary: `Create ${a(kind.title)}`, status: 201, response: object, idempotent: true, reread: rereadObject }, async (req, p, resources) => {
         const body = await resources.create(kind, callerOf(req), stripPathIds(req.body, p, parentParams), parentOf(p));
         // The new object's address, as HTTP has it for 201 (the same as its `uri`).
-        return { status: 201, body, location: (body as { uri?: string }).uri };
+        return { status: 201, body, location: (body as { uri?: string }).uri, objectId: body.id as string };
       });
     }
     if (ops.has('list')) {
@@ -235,9 +238,10 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
     }
     if (ops.has('update')) {
       const tolerated = [...parentParams, 'id'];
-      route('PATCH', item, { body: requestSchema(kind, 'update', tolerated), operationId: `update${name}`, summary: `Update ${a(kind.title)} (fields left out are kept)`, status: 200, response: object, idempotent: true }, async (req, p, resources) => ({
+      route('PATCH', item, { body: requestSchema(kind, 'update', tolerated), operationId: `update${name}`, summary: `Update ${a(kind.title)} (fields left out are kept)`, status: 200, response: object, idempotent: true, reread: rereadObject }, async (req, p, resources) => ({
         status: 200,
         body: await resources.update(kind, callerOf(req), p.id, stripPathIds(req.body, p, tolerated), parentOf(p), ifMatchOf(req)),
+        objectId: p.id,
       }));
     }
     if (ops.has('delete')) {
@@ -260,9 +264,10 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
       };
       const modName = `${name}${camel(mod.name)}`;
       const modResponse = moduleResponseSchema(mod);
-      route('PUT', url, { body: moduleRequestSchema(mod, tolerated), preValidation: unwrap, field: mod.name, operationId: `replace${modName}`, summary: `Set the ${mod.name} module of ${a(kind.title)} (replaces it whole)`, status: 200, response: modResponse, idempotent: true }, async (req, p, resources) => ({
+      route('PUT', url, { body: moduleRequestSchema(mod, tolerated), preValidation: unwrap, field: mod.name, operationId: `replace${modName}`, summary: `Set the ${mod.name} module of ${a(kind.title)} (replaces it whole)`, status: 200, response: modResponse, idempotent: true, reread: (req, p, resources, id) => resources.getModule(kind, mod, callerOf(req), id, parentOf(p)) }, async (req, p, resources) => ({
         status: 200,
         body: await resources.putModule(kind, mod, callerOf(req), p.id, stripPathIds(req.body, p, tolerated), parentOf(p), ifMatchOf(req)),
+        objectId: p.id,
       }));
       route('GET', url, { operationId: `get${modName}`, summary: `Get the ${mod.name} module of ${a(kind.title)}`, status: 200, response: modResponse }, async (req, p) => ({ status: 200, body: await resources.getModule(kind, mod, callerOf(req), p.id, parentOf(p)) }));
       route('DELETE', url, { operationId: `delete${modName}`, summary: `Remove the ${mod.name} module of ${a(kind.title)}`, status: 204 }, async (req, p) => {

@@ -253,8 +253,13 @@ export function registerSyncRecord(app: FastifyInstance, db: Db, callerOf: (req:
       const body = runResponse(await recordRun(d, run, keep), caller.baseUrl, true);
       body.plan_markdown = run.planMarkdown;
       body.objects = run.objects;
-      return { status: 201, body, location: body.uri };
-    }, idempotency);
+      return { status: 201, body, location: body.uri, objectId: body.id };
+    }, idempotency, async (d, id) => {
+      // A run with a large plan is kept by reference: a run is never changed, so this is its first answer (or gone, past the retention).
+      const row = await getRun(d, caller.accountId, id);
+      if (!row) throw new ApiError('ERR_NOT_FOUND', `sync run ${id} not found`);
+      return { status: 201, body: runResponse(row, caller.baseUrl, true) };
+    });
     reply.code(result.status);
     if (result.location) reply.header('Location', result.location);
     for (const [k, v] of Object.entries(result.headers ?? {})) reply.header(k, v);

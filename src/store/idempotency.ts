@@ -1,11 +1,15 @@
 import type { Db, Queryable } from './db.js';
 
-/** A response kept for an `Idempotency-Key`, with the hash of the request it answered. */
+/**
+ * A response kept for an `Idempotency-Key`, with the hash of the request it answered: the body as
+ * sent, or (`object_id`, body null) a reference to the object whose current state a replay reads.
+ */
 export interface KeptResponse {
   request_hash: string;
   status: number;
   headers: Record<string, string>;
   body: unknown;
+  object_id?: string | null;
 }
 
 /**
@@ -19,34 +23,51 @@ export async function claimKey(q: Queryable, accountId: string, key: string): Pr
 
 /**
  * Claims the key for this transaction and reads the response kept for it, in one round trip (the
- * function of migration 010: the lock is taken before the read): `claimed` false when another
- * transaction holds the key; `kept` the response, unless there is none or it expired.
+ * function of migrations 010 and 016: the lock is taken before the read): `claimed` false when
+ * another transaction holds the key; `kept` the response, unless there is none or it expired.
  */
 export async function claimAndRead(q: Queryable, accountId: string, key: string): Promise<{ claimed: boolean; kept?: KeptResponse }> {
-  const { rows } = await q.query<{ claimed: boolean } & KeptResponse>('SELECT * FROM ep_claim_idempotency_key($1, $2)', [accountId, key]);
+  const { rows } = await q.query<{ claimed: boolean } & KeptResponse>('SELECT * FROM ep_claim_idempotency_key($1, $2, true)', [accountId, key]);
   const r = rows[0];
   if (!r?.claimed) return { claimed: false };
-  return r.request_hash === null ? { claimed: true } : { claimed: true, kept: { request_hash: r.request_hash, status: r.status, headers: r.headers, body: r.body } };
+  return r.request_hash === null
+    ? { claimed: true }
+    : { claimed: true, kept: { request_hash: r.request_hash, status: r.status, headers: r.headers, body: r.body, object_id: r.object_id } };
 }
 
 /** The response kept for the key, unless it expired. */
 export async function keptResponse(q: Queryable, accountId: string, key: string): Promise<KeptResponse | undefined> {
   const { rows } = await q.query<KeptResponse>(
-    'SELECT request_hash, status, headers, body FROM idempotency_keys WHERE account_id = $1 AND key = $2 AND expires_at > now()',
+    'SELECT request_hash, status, headers, body, object_id FROM idempotency_keys WHERE account_id = $1 AND key = $2 AND expires_at > now()',
     [accountId, key],
   );
   return rows[0];
 }
 
-/** Keeps a response for `hours`, over an expired one of the same key. */
-export async function keepResponse(q: Queryable, accountId: string, key: string, kept: KeptResponse, hours: number): Promise<void> {
+/**
+ * Keeps a response for `hours`, over an expired one of the same key. `bodyJson` is the body as
+ * JSON text (null: none, or kept by reference in `kept.object_id`); `bytes` is what the row counts
+ * against its account's cap.
+ */
+export async function keepResponse(q: Queryable, accountId: string, key: string, kept: Omit<KeptResponse, 'body'>, bodyJson: string | null, hours: number): Promise<number> {
+  const headers = JSON.stringify(kept.headers);
+  const bytes = keptBytes(key, headers, bodyJson);
   await q.query(
-    `INSERT INTO idempotency_keys (account_id, key, request_hash, status, headers, body, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(hours => $7))
+    `INSERT INTO idempotency_keys (account_id, key, request_hash, status, headers, body, object_id, bytes, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(hours => $9))
      ON CONFLICT (account_id, key) DO UPDATE SET request_hash = $3, status = $4, headers = $5, body = $6,
-       created_at = now(), expires_at = now() + make_interval(hours => $7)`,
-    [accountId, key, kept.request_hash, kept.status, JSON.stringify(kept.headers), kept.body === undefined ? null : JSON.stringify(kept.body), hours],
+       object_id = $7, bytes = $8, created_at = now(), expires_at = now() + make_interval(hours => $9)`,
+    [accountId, key, kept.request_hash, kept.status, headers, bodyJson, kept.object_id ?? null, bytes, hours],
   );
+  return bytes;
+}
+
+/** A row's size beside its texts: the request hash, timestamps, status and the tuple's header, about. */
+const ROW_BYTES = 100;
+
+/** What a kept row counts against its account's byte cap: its texts, and about a row's overhead. */
+export function keptBytes(key: string, headersJson: string, bodyJson: string | null): number {
+  return Buffer.byteLength(key) + Buffer.byteLength(headersJson) + (bodyJson === null ? 0 : Buffer.byteLength(bodyJson)) + ROW_BYTES;
 }
 
 /** Deletes up to `limit` expired keys (of any account): the table stays bounded by a day's keys. */
@@ -60,15 +81,21 @@ export async function sweepKeys(db: Db, limit = 500): Promise<number> {
 }
 
 /**
- * Deletes the account's keys beyond its `keep` newest (the oldest go first, expired or not), so
- * what one account sends within a day keeps a bounded number of responses. Returns how many went.
+ * Deletes the account's keys beyond its `keep` newest, and beyond its newest that add up to
+ * `maxBytes` (the oldest go first, expired or not), so what one account sends within a day keeps a
+ * bounded number of responses and bytes. Returns how many went.
  */
-export async function trimKeys(db: Db, accountId: string, keep: number): Promise<number> {
+export async function trimKeys(db: Db, accountId: string, keep: number, maxBytes = Number.MAX_SAFE_INTEGER): Promise<number> {
+  // The newest first, along the account's index (migration 007), summing bytes as it goes; the
+  // first row past either cap is the boundary, and it and every older row go.
   const { rowCount } = await db.query(
-    `DELETE FROM idempotency_keys WHERE account_id = $1 AND (created_at, key) < (
-       SELECT created_at, key FROM idempotency_keys WHERE account_id = $1
-       ORDER BY created_at DESC, key DESC OFFSET $2 LIMIT 1)`,
-    [accountId, keep - 1],
+    `DELETE FROM idempotency_keys WHERE account_id = $1 AND (created_at, key) <= (
+       SELECT created_at, key FROM (
+         SELECT created_at, key, row_number() OVER w AS n, sum(bytes) OVER w AS total
+         FROM idempotency_keys WHERE account_id = $1
+         WINDOW w AS (ORDER BY created_at DESC, key DESC ROWS UNBOUNDED PRECEDING)
+       ) newest WHERE n > $2 OR total > $3 ORDER BY n LIMIT 1)`,
+    [accountId, keep, maxBytes],
   );
   return rowCount ?? 0;
 }

@@ -128,13 +128,14 @@ describe('a stalled Redis (accepts connections, never answers)', () => {
 });
 
 /** `count` connections from 127.0.0.1 that each send `payload` (maybe nothing) and then hold; they count those the server closed. */
-async function hold(url: string, count: number, payload: string): Promise<{ closed: () => number }> {
+async function hold(url: string, count: number, payload: string, localAddress = '127.0.0.1'): Promise<{ closed: () => number }> {
   const { hostname, port } = new URL(url);
   let closed = 0;
   const sockets: Socket[] = [];
   await Promise.all(Array.from({ length: count }, () => new Promise<void>((resolve) => {
-    const s = connect({ port: Number(port), host: hostname, localAddress: '127.0.0.1' }, () => { if (payload) s.write(payload); resolve(); });
+    const s = connect({ port: Number(port), host: hostname, localAddress }, () => { if (payload) s.write(payload); resolve(); });
     sockets.push(s);
+    s.resume(); // what the server answers (a 408) is read, so its close is seen
     s.on('error', () => resolve());
     s.on('close', () => { closed++; resolve(); });
   })));
@@ -167,23 +168,75 @@ describe('connection hygiene', () => {
     expect(await served.stop()).toBe(0);
   }, 60_000);
 
-  it('1,100 half-sent requests from one address do not stop a client on another address', async () => {
+  /** A keyed GET from 127.0.0.2 on a connection of its own: its status and time. */
+  const getFromAnotherAddress = (url: string, key: string) => timed(() => new Promise<number>((resolve, reject) => {
+    const { port } = new URL(url);
+    const req = httpRequest({ host: '127.0.0.1', port: Number(port), localAddress: '127.0.0.2', path: '/certificate_authorities', agent: false, headers: { 'service-version': '2', authorization: `Bearer ${key}` } }, (r) => { r.resume(); r.on('end', () => resolve(r.statusCode!)); });
+    req.on('error', reject);
+    req.end();
+  }));
+
+  it('1,100 half-sent requests from one address do not stop a client on another address (the defaults: 64 waiting per address)', async () => {
     const { state, key } = await stateWithKey();
-    const served = await startServe(['--state', state], { env: { EDGEPLANE_MAX_CONNECTIONS_PER_ADDRESS: '100' } });
+    const served = await startServe(['--state', state]);
     stopAfter(served);
     const held = await hold(served.url, 1100, 'GET /certificate_authorities HTTP/1.1\r\nHost: x\r\n');
-    // Past the per-address cap: closed as they arrive.
-    await new Promise((r) => setTimeout(r, 200));
-    expect(held.closed()).toBe(1000);
-    const { port } = new URL(served.url);
-    const { value: status, ms } = await timed(() => new Promise<number>((resolve, reject) => {
-      const req = httpRequest({ host: '127.0.0.1', port: Number(port), localAddress: '127.0.0.2', path: '/certificate_authorities', agent: false, headers: { 'service-version': '2', authorization: `Bearer ${key}` } }, (r) => { r.resume(); r.on('end', () => resolve(r.statusCode!)); });
-      req.on('error', reject);
-      req.end();
-    }));
+    // Past the cap on connections with no request in flight: closed as they arrive.
+    await expect.poll(() => held.closed(), { timeout: 5000 }).toBe(1100 - 64);
+    const { value: status, ms } = await getFromAnotherAddress(served.url, key);
     expect(status).toBe(200);
     expect(ms).toBeLessThan(1000);
     expect(await served.stop()).toBe(0);
+  }, 60_000);
+
+  it('connections with a request in flight do not count as waiting: a busy pool is not refused, half-sent headers are', async () => {
+    const { state, key } = await stateWithKey();
+    const served = await startServe(['--state', state], { env: { EDGEPLANE_MAX_WAITING_CONNECTIONS_PER_ADDRESS: '2' } });
+    stopAfter(served);
+    // Four requests whose headers arrived and whose bodies are still coming: busy, not waiting.
+    const body = JSON.stringify({ backends: [], description: 'slow body' });
+    // One after the other, as a pool opens a connection when the others are busy.
+    const busy: Array<{ closed: () => number }> = [];
+    for (let i = 0; i < 4; i++) {
+      busy.push(await hold(served.url, 1, `POST /backends/failover HTTP/1.1\r\nHost: x\r\nService-Version: 2\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`));
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    expect(busy.map((b) => b.closed())).toEqual([0, 0, 0, 0]);
+    const half = await hold(served.url, 3, 'GET /certificate_authorities HTTP/1.1\r\nHost: x\r\n');
+    await expect.poll(() => half.closed(), { timeout: 5000 }).toBe(1);
+    expect(busy.map((b) => b.closed())).toEqual([0, 0, 0, 0]);
+    // The held connections are closed (after the test) before serve is stopped.
+  }, 60_000);
+
+  it('many addresses filling every slot leave the reserve to a client holding few connections', async () => {
+    const { state, key } = await stateWithKey();
+    // 200 slots, the last 40 only for addresses holding fewer than 8; per-address caps out of the way.
+    const served = await startServe(['--state', state], { env: { EDGEPLANE_MAX_CONNECTIONS: '200', EDGEPLANE_CONNECTION_RESERVE: '40', EDGEPLANE_MAX_CONNECTIONS_PER_ADDRESS: '100', EDGEPLANE_MAX_WAITING_CONNECTIONS_PER_ADDRESS: '100' } });
+    stopAfter(served);
+    const half = 'GET /certificate_authorities HTTP/1.1\r\nHost: x\r\n';
+    // One address after the other: 100, then 60 up to the reserve, then 8 each from the reserve.
+    const held: Array<{ closed: () => number }> = [];
+    for (const address of ['127.0.0.3', '127.0.0.4', '127.0.0.5', '127.0.0.6']) held.push(await hold(served.url, 100, half, address));
+    await expect.poll(() => held.map((h) => 100 - h.closed()), { timeout: 5000 }).toEqual([100, 60, 8, 8]);
+    const { value: status, ms } = await getFromAnotherAddress(served.url, key);
+    expect(status).toBe(200);
+    expect(ms).toBeLessThan(1000);
+    expect(await served.stop()).toBe(0);
+  }, 60_000);
+
+  it('the metrics port has the API port\'s header timeout (not Node\'s 90 s) and keeps at most 16 connections', async () => {
+    const { state } = await stateWithKey();
+    const served = await startServe(['--state', state], { env: { EDGEPLANE_METRICS_PORT: '0', EDGEPLANE_HEADERS_TIMEOUT_MS: '500' } });
+    stopAfter(served);
+    const metricsUrl = /"metrics":"(http:\/\/[^"]+)"/.exec(served.logs())![1];
+    const started = Date.now();
+    const held = await hold(metricsUrl, 20, 'GET /metrics HTTP/1.1\r\nHost: x\r\n');
+    // Past 16: closed as they arrive; the 16 half-sent ones once the header timeout passes.
+    await expect.poll(() => held.closed(), { timeout: 5000 }).toBeGreaterThanOrEqual(4);
+    await expect.poll(() => held.closed(), { timeout: 10_000 }).toBe(20);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    // The port serves again.
+    expect((await fetch(metricsUrl)).status).toBe(200);
   }, 60_000);
 
   it('SIGTERM with an idle keep-alive connection (its request finished during the drain) exits 0 within 3 s', async () => {

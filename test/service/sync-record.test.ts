@@ -182,4 +182,19 @@ describe.each(ENGINES)('sync record (%s)', (engine) => {
     expect(two.body.id).toBe(one.body.id);
     expect((await a.get('/sync_runs')).body.sync_runs).toHaveLength(1);
   });
+
+  it('a run with a large plan is kept for its key by reference, and its replay is the run as first answered', async () => {
+    const a = await svc.account();
+    const h = { 'idempotency-key': 'run-key-big' };
+    const body = run({ plan_markdown: 'p'.repeat(60_000) });
+    const one = await a.request('POST', '/sync_runs', body, h);
+    expect(one.status, one.text).toBe(201);
+    const two = await a.request('POST', '/sync_runs', body, h);
+    expect(two.status).toBe(201);
+    expect(two.headers.get('idempotent-replayed')).toBe('true');
+    expect(two.headers.get('location')).toBe(one.headers.get('location'));
+    expect(two.body).toEqual(one.body);
+    const kept = await svc.db.query<{ object_id: string | null }>('SELECT object_id FROM idempotency_keys WHERE account_id = $1', [a.accountId]);
+    expect(kept.rows).toEqual([{ object_id: one.body.id }]);
+  });
 });

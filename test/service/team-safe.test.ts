@@ -327,10 +327,11 @@ describe.each(ENGINES)('team-safe service extensions (%s)', (engine) => {
   });
 });
 
-describe('EDGEPLANE_IDEMPOTENCY_KEYS (serve)', () => {
-  it('is the keys each account keeps: 10,000 unless set; a bad value is refused by name', () => {
-    expect(idempotencyFromEnv({})).toEqual({ maxKeysPerAccount: 10_000 });
-    expect(idempotencyFromEnv({ EDGEPLANE_IDEMPOTENCY_KEYS: '500' })).toEqual({ maxKeysPerAccount: 500 });
+describe('EDGEPLANE_IDEMPOTENCY_KEYS and EDGEPLANE_IDEMPOTENCY_MIB (serve)', () => {
+  it('are the keys and bytes each account keeps: 10,000 and 32 MiB unless set; a bad value is refused by name', () => {
+    expect(idempotencyFromEnv({})).toEqual({ maxKeysPerAccount: 10_000, maxBytesPerAccount: 32 * 1024 * 1024 });
+    expect(idempotencyFromEnv({ EDGEPLANE_IDEMPOTENCY_KEYS: '500', EDGEPLANE_IDEMPOTENCY_MIB: '4' })).toEqual({ maxKeysPerAccount: 500, maxBytesPerAccount: 4 * 1024 * 1024 });
+    for (const bad of ['0', '1.5']) expect(() => idempotencyFromEnv({ EDGEPLANE_IDEMPOTENCY_MIB: bad })).toThrow(/^EDGEPLANE_IDEMPOTENCY_MIB: must be a whole number of MiB per account \(at least 1\)/);
     for (const bad of ['0', '-1', '1.5', 'lots']) expect(() => idempotencyFromEnv({ EDGEPLANE_IDEMPOTENCY_KEYS: bad })).toThrow(/^EDGEPLANE_IDEMPOTENCY_KEYS: must be a whole number of keys per account \(at least 1\)/);
   });
 });
