@@ -14,6 +14,7 @@ import { getPath, hasPath, holderOf } from '../kinds/paths.js';
 import { newId } from '../util/ids.js';
 import { ApiError } from '../contract/errors.js';
 import { runEffects } from './effects.js';
+import { sealBody, type Sealer } from './sealing.js';
 import { LIST_PAGE_BYTES } from '../contract/limits.js';
 import { ETAG, etagOf, keepsView, matchesIfMatch, renderView, RenderedJson, toResponse, viewFor, withChildren } from './serialize.js';
 
@@ -49,11 +50,12 @@ function notFound(kind: KindDef, id: string): ApiError {
  * from a request, check references and uniqueness in one transaction, serialise responses.
  */
 export class Resources {
-  constructor(private readonly db: Db, private readonly config: KindRuntimeConfig) {}
+  /** `sealer`: secrets are stored sealed with it (`sealing.ts`); without one, as they come. */
+  constructor(private readonly db: Db, private readonly config: KindRuntimeConfig, private readonly sealer?: Sealer) {}
 
   /** The same operations on another `Db` (a request's transaction: see `runIdempotent`). */
   withDb(db: Db): Resources {
-    return new Resources(db, this.config);
+    return new Resources(db, this.config, this.sealer);
   }
 
   async create(kind: KindDef, caller: Caller, input: Body, parentId?: string): Promise<Body> {
@@ -71,6 +73,7 @@ export class Resources {
       body[m.name] = given ? await this.prepareModule(m, given as Body, undefined, ctx) : null;
     }
     await this.prepare(kind, ctx);
+    this.seal(kind, caller, id, body);
     const row = await this.tx(async (q) => {
       // The parent is locked (and its version raised: its response changes) before the child is written.
       if (kind.parent && !(await lockParentForChild(q, caller.accountId, kind.parent.kind, parentId!))) throw notFound(kindByName(kind.parent.kind), parentId!);
@@ -147,6 +150,7 @@ export class Resources {
         if (given) body[m.name] = await this.prepareModule(m, given as Body, current.body[m.name] as Body | null, ctx);
       }
       await this.prepare(kind, ctx);
+      this.seal(kind, caller, id, body);
       await runEffects(q, kind, 'before', ctx);
       const updated = await updateBody(q, id, body, renderView(kind, { ...current, body }, caller.baseUrl));
       await this.checkPerParent(q, kind, parentId);
@@ -186,6 +190,7 @@ export class Resources {
       checkExclusive(kind, { ...current.body, [mod.name]: input });
       body[mod.name] = await this.prepareModule(mod, input, current.body[mod.name] as Body | null, ctx);
       await this.prepare(kind, ctx);
+      this.seal(kind, caller, id, body);
       await runEffects(q, kind, 'before', ctx);
       const updated = await updateBody(q, id, body, renderView(kind, { ...current, body }, caller.baseUrl));
       await this.checkPerParent(q, kind, parentId);
@@ -218,6 +223,11 @@ export class Resources {
   }
 
   // ——— internals ———
+
+  /** Seals the secrets of a body about to be stored that are still in plain text (the request's, or derived). */
+  private seal(kind: KindDef, caller: Caller, id: string, body: Body): void {
+    if (this.sealer) sealBody(this.sealer, kind, body, caller.accountId, id);
+  }
 
   /**
    * One transaction, run again when PostgreSQL picked it as a deadlock victim (two edges swapping
