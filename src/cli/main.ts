@@ -214,7 +214,7 @@ targetOptions(
     .option('--force', 'write into --out even if it already holds manifests (overwrites the files export writes)'),
 ).action(async (flags) => (await import('./commands/export.js')).exportCmd(stdio, flags));
 
-const admin = program.command('admin').description('operator commands: accounts, API keys, abuse reports, application users');
+const admin = program.command('admin').description('operator commands: accounts, API keys, secrets, abuse reports, application users');
 const accounts = admin.command('accounts').description('accounts');
 accounts
   .command('create')
@@ -260,6 +260,21 @@ keys
   .description('revoke an API key')
   .addOption(stateOption())
   .action(async (keyId, flags) => (await import('./commands/admin.js')).keysRevoke(stdio, keyId, flags));
+
+const secrets = admin.command('secrets').description('secrets sealed at rest: their keys, and rotation to the newest key');
+secrets
+  .command('status')
+  .description('count the sealed values per key id (and any still in plain text)')
+  .option('--json', 'print {"keys": [{"key_id", "values", "in_ring", "newest"}], "plain"}')
+  .addOption(stateOption())
+  .action(async (flags) => (await import('./commands/admin-secrets.js')).secretsStatusCommand(stdio, flags));
+secrets
+  .command('rotate')
+  .description('re-seal every value under the newest key of EDGEPLANE_SECRETS_KEYS, in batches, while the service runs; resumable')
+  .option('--batch <n>', 'objects per transaction', '200')
+  .option('--json', 'print {"key_id", "objects", "remaining", "refused"}')
+  .addOption(stateOption())
+  .action(async (flags) => (await import('./commands/admin-secrets.js')).secretsRotateCommand(stdio, flags));
 
 const abuse = admin.command('abuse').description('abuse reports: review them and decide on their hostnames');
 abuse

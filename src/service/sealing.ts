@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes, timingSafeEqual } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import type { Body, KindDef } from '../kinds/types.js';
 import { holderOf } from '../kinds/paths.js';
 
@@ -100,10 +100,10 @@ export class KeyRing {
 
   /**
    * EDGEPLANE_SECRETS_KEYS: the keys themselves (`k2:…,k1:…`), or the path of a file holding them.
-   * A value that starts like a key (`<id>:` and base64) is read as keys; anything else is a path.
+   * A value that starts like a key (`<id>:`) and names no file is read as keys; anything else is a path.
    */
   static fromSetting(value: string, name = 'EDGEPLANE_SECRETS_KEYS'): KeyRing {
-    if (/^\s*[A-Za-z0-9_.-]{1,64}:[A-Za-z0-9+/]{20}/.test(value)) return KeyRing.parse(value, name);
+    if (/^\s*[A-Za-z0-9_.-]{1,64}:/.test(value) && !existsSync(value)) return KeyRing.parse(value, name);
     let text: string;
     try {
       text = readFileSync(value, 'utf8');

@@ -85,7 +85,7 @@ describe.each(ENGINES)('sealed secrets (%s)', (engine) => {
       planted.push(secret);
       const [module, body] = moduleWith(i, secret);
       // Some through an Idempotency-Key: its stored response must hold no secret either.
-      const headers = i % 10 === 0 ? { 'idempotency-key': `k-${i}-${randomBytes(4).toString('hex')}` } : {};
+      const headers: Record<string, string> = i % 10 === 0 ? { 'idempotency-key': `k-${i}-${randomBytes(4).toString('hex')}` } : {};
       const res = await c.request('POST', `/edges/https/${edgeId}/routes`, { match_type: 'path_prefix', match: `/r${i}`, [module]: body }, headers);
       expect(res.status, res.text).toBe(201);
       expect(res.text).not.toContain(secret);
