@@ -20,7 +20,7 @@ import { opsRoutesPlugin } from './plugins/ops-routes.js';
 import { DegradedChecks } from './health.js';
 import { guardConnections } from './connections.js';
 import type { KeyRing } from './sealing.js';
-import { startSecrets } from './secrets.js';
+import { startSecrets, type Secrets } from './secrets.js';
 
 /** The service's settings; the version headers and vendor prefix are described in `vendor.ts`. */
 export interface AppOptions extends VendorOptions {
@@ -60,6 +60,8 @@ export interface AppOptions extends VendorOptions {
    * values sealed by a key the ring lacks, and seals plain values when one is given.
    */
   secrets?: KeyRing;
+  /** Secrets already started (`startSecrets`): for an app built without a database (the schema collection). */
+  startedSecrets?: Secrets;
   /** Compiles the routes' body schemas instead of the precompiled set (`npm run schemas` collects them with it). */
   validatorCompiler?: FastifySchemaCompiler<unknown>;
 }
@@ -158,7 +160,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
 
   // Before any route: a database that needs a key the ring lacks is refused here.
-  const secrets = await startSecrets(opts.db, opts.secrets, (msg) => app.log.info(msg));
+  const secrets = opts.startedSecrets ?? await startSecrets(opts.db, opts.secrets, (msg) => app.log.info(msg));
 
   const metrics = opts.metrics ?? 'route';
   const versionHeaders = acceptedVersionHeaders(opts);

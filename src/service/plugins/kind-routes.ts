@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { registerKindRoutes } from '../kind-routes.js';
 import { Resources, type Caller } from '../resources.js';
 import { registerStackLocks } from '../stack-locks.js';
+import { registerSecretFingerprints } from '../secret-fingerprints.js';
 import { registerSyncRecord, type SyncRecordOptions } from '../sync-runs.js';
 import type { IdempotencyOptions } from '../idempotency.js';
 
@@ -15,4 +16,6 @@ export const kindRoutesPlugin = fp<{ vendorPrefix: string; idempotency?: Idempot
   registerStackLocks(api, api.db, callerOf, opts.idempotency);
   // And the record of syncs: runs, and each stack's summary (docs/api.md, "Sync record").
   registerSyncRecord(api, api.db, callerOf, opts.idempotency, opts.syncRecord);
+  // And secret fingerprints under the service's key (docs/edges.md, "Secret fingerprints").
+  registerSecretFingerprints(api, callerOf);
 }, { name: 'edgeplane-kind-routes', dependencies: ['edgeplane-database', 'edgeplane-version-header', 'edgeplane-auth'] });
