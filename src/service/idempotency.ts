@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { flatDb, isPgError, RunAgainFromStart, type Db } from '../store/db.js';
 import { claimAndRead, keepResponse, sweepKeys, trimKeys } from '../store/idempotency.js';
@@ -54,7 +54,10 @@ export function idempotencyKey(req: FastifyRequest): string | undefined {
 
 /** Method, path (with its query) and body as parsed: what a key's later requests must repeat. */
 function requestHash(req: FastifyRequest): string {
-  return createHash('sha256').update(`${req.method} ${req.url}\n${canonicalJson(req.body ?? null)}`).digest('base64url');
+  // Keyed by the service's fingerprint key: a request body may hold a secret, and a plain hash of
+  // it kept in the database would let whoever reads a dump test guesses of that secret offline.
+  const key = req.server.secrets?.fingerprintKey;
+  return (key ? createHmac('sha256', key) : createHash('sha256')).update(`${req.method} ${req.url}\n${canonicalJson(req.body ?? null)}`).digest('base64url');
 }
 
 /**

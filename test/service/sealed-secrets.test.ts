@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { canonicalJson } from '../../src/util/canonical-json.js';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -70,6 +71,8 @@ describe.each(ENGINES)('sealed secrets (%s)', (engine) => {
   /** route id → module name and its secret's last value. */
   const expected = new Map<string, { module: string; secret: string }>();
   const planted: string[] = [];
+  /** What a plain hash of each keyed request would be: a dump must not hold it (a guess could be tested against it). */
+  const plainHashes: string[] = [];
   /** A value written beside the secrets, not secret: it must be found where they are not (the search works). */
   const visible = `visible-${randomBytes(6).toString('hex')}`;
 
@@ -86,7 +89,9 @@ describe.each(ENGINES)('sealed secrets (%s)', (engine) => {
       const [module, body] = moduleWith(i, secret);
       // Some through an Idempotency-Key: its stored response must hold no secret either.
       const headers: Record<string, string> = i % 10 === 0 ? { 'idempotency-key': `k-${i}-${randomBytes(4).toString('hex')}` } : {};
-      const res = await c.request('POST', `/edges/https/${edgeId}/routes`, { match_type: 'path_prefix', match: `/r${i}`, [module]: body }, headers);
+      const request = { match_type: 'path_prefix', match: `/r${i}`, [module]: body };
+      if (headers['idempotency-key']) plainHashes.push(createHash('sha256').update(`POST /edges/https/${edgeId}/routes\n${canonicalJson(request)}`).digest('base64url'));
+      const res = await c.request('POST', `/edges/https/${edgeId}/routes`, request, headers);
       expect(res.status, res.text).toBe(201);
       expect(res.text).not.toContain(secret);
       expected.set(res.body.id, { module, secret });
@@ -118,6 +123,8 @@ describe.each(ENGINES)('sealed secrets (%s)', (engine) => {
     expect(all.includes(visible), 'the search finds what is stored in plain text').toBe(true);
     const found = planted.filter((s) => all.includes(s));
     expect(found).toEqual([]);
+    expect(plainHashes.length).toBe(10);
+    expect(plainHashes.filter((h) => all.includes(h))).toEqual([]);
   }, 120_000);
 
   it('every stored secret opens with the key ring, bound to its object and field', async () => {
