@@ -156,7 +156,7 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
   'admin accounts update': { examples: [['edgeplane admin accounts update acct_… --abuse-reports', 'allow the account to file abuse reports']] },
   'admin accounts list': { examples: [['edgeplane admin accounts list --json', 'as JSON']] },
   'admin keys': { examples: [['edgeplane admin keys list --account acct_…', 'an account\'s keys']] },
-  'admin keys create': { examples: [['edgeplane admin keys create --account acct_…', 'another key (printed once)'], ['edgeplane admin keys create --account acct_… --scope read', 'a key that can only read: for plan jobs of pull requests']] },
+  'admin keys create': { examples: [['edgeplane admin keys create --account acct_…', 'another key (printed once)'], ['edgeplane admin keys create --account acct_… --scope read', 'a key that can only read: for plan jobs of pull requests'], ['edgeplane admin keys create --account acct_… --stacks web,api', 'a key that writes only the web and api stacks']] },
   'admin keys list': { examples: [['edgeplane admin keys list --account acct_… --json', 'ids and dates, as JSON']] },
   'admin keys revoke': { examples: [['edgeplane admin keys revoke key_…', 'the key stops working at once']] },
   'admin secrets': { examples: [['edgeplane admin secrets status', 'sealed values per key id']] },

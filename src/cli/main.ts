@@ -245,14 +245,15 @@ keys
   .description('issue another API key for an account (printed once)')
   .requiredOption('--account <id>', 'account id')
   .option('--scope <scope>', 'read (plan, list, get), write (also apply, locks, syncs) or admin (write, and admin routes to come)', 'write')
-  .option('--json', 'print {"account_id", "api_key", "key_id", "scope"}')
+  .option('--stacks <a,b>', 'write only objects whose ownership marker names one of these stacks, and take only their locks')
+  .option('--json', 'print {"account_id", "api_key", "key_id", "scope", "stacks"}')
   .addOption(stateOption())
   .action(async (flags) => (await import('./commands/admin.js')).keysCreate(stdio, flags));
 keys
   .command('list')
   .description('list an account\'s API keys: ids, scopes and dates (a key itself is shown only when issued)')
   .requiredOption('--account <id>', 'account id')
-  .option('--json', 'print [{"id", "scope", "created_at", "revoked_at"}]')
+  .option('--json', 'print [{"id", "scope", "stacks", "created_at", "revoked_at"}]')
   .addOption(stateOption())
   .action(async (flags) => (await import('./commands/admin.js')).keysList(stdio, flags));
 keys

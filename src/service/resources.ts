@@ -13,6 +13,7 @@ import { moduleCheckForm, throwingChecks } from '../kinds/check.js';
 import { getPath, hasPath, holderOf } from '../kinds/paths.js';
 import { newId } from '../util/ids.js';
 import { ApiError } from '../contract/errors.js';
+import { markerStack, stackRefusalMessage } from '../contract/stack-name.js';
 import { runEffects } from './effects.js';
 import { sealBody, type Sealer } from './sealing.js';
 import { LIST_PAGE_BYTES } from '../contract/limits.js';
@@ -20,8 +21,24 @@ import { ETAG, etagOf, keepsView, matchesIfMatch, renderView, RenderedJson, toRe
 
 const TX_ATTEMPTS = 4;
 
-/** Who is asking and how to address them: every operation is scoped to one account. */
-export interface Caller { accountId: string; baseUrl: string }
+/**
+ * Who is asking and how to address them: every operation is scoped to one account. `stacks`: a
+ * stack-limited key's stacks; it writes only objects whose ownership marker names one of them.
+ */
+export interface Caller { accountId: string; baseUrl: string; stacks?: readonly string[] }
+
+/**
+ * A stack-limited caller may write an object only while its ownership marker (in `metadata`, as
+ * stored, and as the write leaves it) names one of the caller's stacks: 403, nothing written.
+ */
+function checkStacks(kind: KindDef, caller: Caller, metadata: unknown, what: string): void {
+  if (!caller.stacks) return;
+  const stack = markerStack(metadata);
+  if (stack !== undefined && caller.stacks.includes(stack)) return;
+  throw new ApiError('ERR_FORBIDDEN_SCOPE', stackRefusalMessage(caller.stacks, stack === undefined
+    ? `${what} carries no ownership marker of ${caller.stacks.length === 1 ? 'it' : 'them'} (metadata: {"managed_by": {"tool": "edgeplane", "stack": …}})`
+    : `${what} belongs to stack ${stack}`), { stacks: caller.stacks.join(','), needs: stack === undefined ? 'an ownership marker' : `stack ${stack}` });
+}
 
 export interface Page { items: Body[]; more: boolean; lastId?: string }
 
@@ -59,6 +76,7 @@ export class Resources {
   }
 
   async create(kind: KindDef, caller: Caller, input: Body, parentId?: string): Promise<Body> {
+    checkStacks(kind, caller, input.metadata, `the new ${kind.title}`);
     const id = newId(kind.idPrefix);
     const body: Body = {};
     for (const [field, value] of Object.entries(input)) {
@@ -77,6 +95,11 @@ export class Resources {
     const row = await this.tx(async (q) => {
       // The parent is locked (and its version raised: its response changes) before the child is written.
       if (kind.parent && !(await lockParentForChild(q, caller.accountId, kind.parent.kind, parentId!))) throw notFound(kindByName(kind.parent.kind), parentId!);
+      // A stack-limited caller adds children only to parents of its stacks (a route to another stack's edge would serve its hostnames).
+      if (kind.parent && caller.stacks) {
+        const parent = await getObject(q, caller.accountId, kind.parent.kind, parentId!);
+        checkStacks(kind, caller, parent?.body.metadata, `${kindByName(kind.parent.kind).title} ${parentId}`);
+      }
       await runEffects(q, kind, 'before', ctx);
       const row = { id, account_id: caller.accountId, kind: kind.name, parent_id: parentId ?? null, body, created_at: createdAt() };
       const inserted = await insertObject(q, row, renderView(kind, { ...row, version: '1' }, caller.baseUrl));
@@ -131,6 +154,8 @@ export class Resources {
       await this.lockParent(q, kind, caller, parentId);
       const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
       if (!current) throw notFound(kind, id);
+      checkStacks(kind, caller, current.body.metadata, `${kind.title} ${id}`);
+      if ('metadata' in input) checkStacks(kind, caller, input.metadata, `the new metadata of ${kind.title} ${id}`);
       // After the look-up: an object that is not there is a 404, whatever the body asks.
       for (const f of kind.immutable ?? []) {
         if (f in input) throw new ApiError('ERR_IMMUTABLE_FIELD', `${f}: cannot be changed after creation; create a new ${kind.title} instead`);
@@ -166,6 +191,7 @@ export class Resources {
     await this.tx(async (q) => {
       const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
       if (!current) throw notFound(kind, id);
+      checkStacks(kind, caller, current.body.metadata, `${kind.title} ${id}`);
       checkIfMatch(kind, current, ifMatch);
       await this.refuseIfReferenced(q, kind, id);
       await touchParent(q, kind, current.parent_id);
@@ -184,6 +210,7 @@ export class Resources {
       await this.lockParent(q, kind, caller, parentId);
       const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
       if (!current) throw notFound(kind, id);
+      checkStacks(kind, caller, current.body.metadata, `${kind.title} ${id}`);
       checkIfMatch(kind, current, ifMatch);
       const body: Body = structuredClone(current.body);
       const ctx = this.hookContext('update', caller, id, body, { [mod.name]: input }, current.body, parentId);
@@ -212,6 +239,7 @@ export class Resources {
     return this.tx(async (q) => {
       const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
       if (!current) throw notFound(kind, id);
+      checkStacks(kind, caller, current.body.metadata, `${kind.title} ${id}`);
       checkIfMatch(kind, current, ifMatch);
       if (!current.body[mod.name]) throw this.moduleNotConfigured(kind, mod, id);
       const body: Body = { ...current.body, [mod.name]: null };

@@ -4,6 +4,7 @@ import { ApiError } from '../contract/errors.js';
 import { isStorableText } from '../util/text.js';
 import { registerMethodNotAllowed, type OperationDoc } from './kind-routes.js';
 import type { Caller } from './resources.js';
+import { ownStack } from './stack-locks.js';
 
 /**
  * Secret fingerprints (docs/edges.md, "Secret fingerprints"): the reconciler compares a manifest's
@@ -57,10 +58,12 @@ export function registerSecretFingerprints(app: FastifyInstance, callerOf: (req:
   app.post(SECRET_FINGERPRINTS_PATH, {
     schema: { body: BODY_SCHEMA, response: { 200: RESPONSE_SCHEMA }, summary: 'Fingerprint secrets under the service\'s key (what plans compare; nothing is stored)', tags: ['secret fingerprint'] },
     // Writes nothing: plans (read keys) ask it.
-    config: { openapi, scope: 'read' },
+    config: { openapi, scope: 'read', stacks: 'checked' },
   }, async (req) => {
     const caller = callerOf(req);
     const input = req.body as { stack: string; secrets: { identity: string; path: string; value: string }[] };
+    // A stack-limited key asks only about its stacks' secrets.
+    ownStack(caller, input.stack, 'the secrets to fingerprint');
     const key = app.secrets.fingerprintKey;
     const fingerprints = input.secrets.map((s, i) => {
       if (!isStorableText(s.value) || !isStorableText(s.identity) || !isStorableText(s.path)) throw new ApiError('ERR_VALIDATION', `secrets[${i}]: text may not contain U+0000 or an unpaired UTF-16 surrogate`);

@@ -10,7 +10,10 @@ import type { IdempotencyOptions } from '../idempotency.js';
 /** Every operation of every kind (`src/kinds/`) the stack locks and the sync record, in the API scope: after the version and key checks. */
 export const kindRoutesPlugin = fp<{ vendorPrefix: string; idempotency?: IdempotencyOptions; syncRecord?: SyncRecordOptions }>(async (api, opts) => {
   const resources = new Resources(api.db, { vendorPrefix: opts.vendorPrefix }, api.secrets.sealer);
-  const callerOf = (req: FastifyRequest): Caller => ({ accountId: req.principal!.accountId, baseUrl: req.baseUrl! });
+  const callerOf = (req: FastifyRequest): Caller => {
+    const p = req.principal!;
+    return p.stacks ? { accountId: p.accountId, baseUrl: req.baseUrl!, stacks: p.stacks } : { accountId: p.accountId, baseUrl: req.baseUrl! };
+  };
   registerKindRoutes(api, resources, callerOf, api.db, opts.idempotency);
   // Our extension beside the kinds: the stack locks the reconciler takes (docs/api.md).
   registerStackLocks(api, api.db, callerOf, opts.idempotency);

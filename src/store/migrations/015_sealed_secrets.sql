@@ -40,3 +40,7 @@ BEGIN
   RETURN NEW;
 END
 $$;
+
+-- Stack-limited API keys (docs/api.md, "Scopes"): a key with `stacks` may write only objects whose
+-- ownership marker names one of them, and take only their locks. NULL: every stack.
+ALTER TABLE api_keys ADD COLUMN stacks text[] CHECK (stacks IS NULL OR cardinality(stacks) > 0);
