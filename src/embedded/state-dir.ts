@@ -18,8 +18,8 @@ export function hasEmbeddedState(dir: string): boolean {
  * The state directory of a command that writes (apply, watch, serve, admin), made if it is not
  * there; true when it was made (the CLI says so in one line: a command run in the wrong working
  * directory shows where its database went). A new directory gets a `.gitignore` of `*`: its
- * database holds every secret applied, in plain text, and a state directory inside a repository
- * of manifests is the usual case (`./state`).
+ * database holds every secret applied (sealed) and `secrets.keys` the key that opens them, and a
+ * state directory inside a repository of manifests is the usual case (`./state`).
  */
 export function ensureStateDir(dir: string): boolean {
   if (existsSync(dir)) return false;
