@@ -165,7 +165,7 @@ async function countPlain(db: Db): Promise<number> {
   let after = '';
   let n = 0;
   for (;;) {
-    const rows = await db.tx((q) => objectsAfter(q, kinds, after, 1000));
+    const rows = await objectsAfter(db, kinds, after, 1000, false);
     for (const r of rows) n += secretSlots(kindByName(r.kind), r.body).filter((s) => typeof s.holder[s.key] === 'string').length;
     if (!rows.length) return n;
     after = rows.at(-1)!.id;

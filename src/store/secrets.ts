@@ -31,12 +31,12 @@ export async function sealedKeyIds(q: Queryable): Promise<string[]> {
 export interface SecretRow { id: string; account_id: string; kind: string; body: Record<string, unknown> }
 
 /**
- * Up to `limit` objects of `kinds` after `afterId` in id order, locked for this transaction (a
- * write of one of them waits, and then reads what was written here).
+ * Up to `limit` objects of `kinds` after `afterId` in id order, locked for this transaction unless
+ * `lock` is false (a write of one of them waits, and then reads what was written here).
  */
-export async function objectsAfter(q: Queryable, kinds: string[], afterId: string, limit: number): Promise<SecretRow[]> {
+export async function objectsAfter(q: Queryable, kinds: string[], afterId: string, limit: number, lock = true): Promise<SecretRow[]> {
   const { rows } = await q.query<SecretRow>(
-    'SELECT id, account_id, kind, body FROM objects WHERE kind = ANY($1) AND id > $2 ORDER BY id LIMIT $3 FOR UPDATE',
+    `SELECT id, account_id, kind, body FROM objects WHERE kind = ANY($1) AND id > $2 ORDER BY id LIMIT $3${lock ? ' FOR UPDATE' : ''}`,
     [kinds, afterId, limit],
   );
   return rows;
