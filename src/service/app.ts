@@ -20,7 +20,8 @@ import { opsRoutesPlugin } from './plugins/ops-routes.js';
 import { DegradedChecks } from './health.js';
 import { guardConnections } from './connections.js';
 import type { KeyRing } from './sealing.js';
-import { startSecrets, type Secrets } from './secrets.js';
+import { ServiceSecrets, type Secrets } from './secrets.js';
+import { KeyRingError } from './sealing.js';
 
 /** The service's settings; the version headers and vendor prefix are described in `vendor.ts`. */
 export interface AppOptions extends VendorOptions {
@@ -160,7 +161,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
 
   // Before any route: a database that needs a key the ring lacks is refused here.
-  const secrets = opts.startedSecrets ?? await startSecrets(opts.db, opts.secrets, (msg) => app.log.info(msg));
+  const secrets = opts.startedSecrets ? ServiceSecrets.of(opts.startedSecrets) : new ServiceSecrets(opts.db, opts.secrets, (msg) => app.log.info(msg));
+  try {
+    await secrets.start();
+  } catch (err) {
+    if (err instanceof KeyRingError) throw err;
+    // The database cannot be read yet (not reachable, not migrated): /readyz says so; started on first use.
+    app.log.warn({ err }, 'secrets not started: the database could not be read; they start with the first request that needs them');
+  }
 
   const metrics = opts.metrics ?? 'route';
   const versionHeaders = acceptedVersionHeaders(opts);

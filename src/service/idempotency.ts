@@ -53,10 +53,9 @@ export function idempotencyKey(req: FastifyRequest): string | undefined {
 }
 
 /** Method, path (with its query) and body as parsed: what a key's later requests must repeat. */
-function requestHash(req: FastifyRequest): string {
+function requestHash(req: FastifyRequest, key: Buffer | undefined): string {
   // Keyed by the service's fingerprint key: a request body may hold a secret, and a plain hash of
   // it kept in the database would let whoever reads a dump test guesses of that secret offline.
-  const key = req.server.secrets?.fingerprintKey;
   return (key ? createHmac('sha256', key) : createHash('sha256')).update(`${req.method} ${req.url}\n${canonicalJson(req.body ?? null)}`).digest('base64url');
 }
 
@@ -71,7 +70,7 @@ function requestHash(req: FastifyRequest): string {
 export async function runIdempotent(db: Db, req: FastifyRequest, accountId: string, run: (db: Db) => Promise<RouteResult>, opts: IdempotencyOptions = {}): Promise<RouteResult> {
   const key = idempotencyKey(req);
   if (key === undefined) return run(db);
-  const hash = requestHash(req);
+  const hash = requestHash(req, (await req.server.secrets?.start())?.fingerprintKey);
   if (Math.random() * SWEEP_EVERY < 1) void sweepKeys(db).catch((err: unknown) => req.log.warn({ err }, 'expired idempotency keys not swept'));
   let stored = false;
   // The write runs in the key's transaction as it is (`flatDb`: no savepoints, two round trips

@@ -16,6 +16,7 @@ import { ApiError } from '../contract/errors.js';
 import { markerStack, stackRefusalMessage } from '../contract/stack-name.js';
 import { runEffects } from './effects.js';
 import { sealBody, type Sealer } from './sealing.js';
+import type { ServiceSecrets } from './secrets.js';
 import { LIST_PAGE_BYTES } from '../contract/limits.js';
 import { ETAG, etagOf, keepsView, matchesIfMatch, renderView, RenderedJson, toResponse, viewFor, withChildren } from './serialize.js';
 
@@ -67,12 +68,12 @@ function notFound(kind: KindDef, id: string): ApiError {
  * from a request, check references and uniqueness in one transaction, serialise responses.
  */
 export class Resources {
-  /** `sealer`: secrets are stored sealed with it (`sealing.ts`); without one, as they come. */
-  constructor(private readonly db: Db, private readonly config: KindRuntimeConfig, private readonly sealer?: Sealer) {}
+  /** `secrets`: their sealer seals what is stored (`sealing.ts`); without one, secrets are stored as they come. */
+  constructor(private readonly db: Db, private readonly config: KindRuntimeConfig, private readonly secrets?: ServiceSecrets) {}
 
   /** The same operations on another `Db` (a request's transaction: see `runIdempotent`). */
   withDb(db: Db): Resources {
-    return new Resources(db, this.config, this.sealer);
+    return new Resources(db, this.config, this.secrets);
   }
 
   async create(kind: KindDef, caller: Caller, input: Body, parentId?: string): Promise<Body> {
@@ -91,7 +92,8 @@ export class Resources {
       body[m.name] = given ? await this.prepareModule(m, given as Body, undefined, ctx) : null;
     }
     await this.prepare(kind, ctx);
-    this.seal(kind, caller, id, body);
+    const sealer = await this.sealer();
+    if (sealer) sealBody(sealer, kind, body, caller.accountId, id);
     const row = await this.tx(async (q) => {
       // The parent is locked (and its version raised: its response changes) before the child is written.
       if (kind.parent && !(await lockParentForChild(q, caller.accountId, kind.parent.kind, parentId!))) throw notFound(kindByName(kind.parent.kind), parentId!);
@@ -150,6 +152,7 @@ export class Resources {
   }
 
   async update(kind: KindDef, caller: Caller, id: string, input: Body, parentId?: string, ifMatch?: string): Promise<Body> {
+    const sealer = await this.sealer();
     const row = await this.tx(async (q) => {
       await this.lockParent(q, kind, caller, parentId);
       const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
@@ -175,7 +178,7 @@ export class Resources {
         if (given) body[m.name] = await this.prepareModule(m, given as Body, current.body[m.name] as Body | null, ctx);
       }
       await this.prepare(kind, ctx);
-      this.seal(kind, caller, id, body);
+      if (sealer) sealBody(sealer, kind, body, caller.accountId, id);
       await runEffects(q, kind, 'before', ctx);
       const updated = await updateBody(q, id, body, renderView(kind, { ...current, body }, caller.baseUrl));
       await this.checkPerParent(q, kind, parentId);
@@ -206,6 +209,7 @@ export class Resources {
   }
 
   async putModule(kind: KindDef, mod: ModuleDef, caller: Caller, id: string, input: Body, parentId?: string, ifMatch?: string): Promise<Body> {
+    const sealer = await this.sealer();
     const row = await this.tx(async (q) => {
       await this.lockParent(q, kind, caller, parentId);
       const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
@@ -217,7 +221,7 @@ export class Resources {
       checkExclusive(kind, { ...current.body, [mod.name]: input });
       body[mod.name] = await this.prepareModule(mod, input, current.body[mod.name] as Body | null, ctx);
       await this.prepare(kind, ctx);
-      this.seal(kind, caller, id, body);
+      if (sealer) sealBody(sealer, kind, body, caller.accountId, id);
       await runEffects(q, kind, 'before', ctx);
       const updated = await updateBody(q, id, body, renderView(kind, { ...current, body }, caller.baseUrl));
       await this.checkPerParent(q, kind, parentId);
@@ -252,9 +256,13 @@ export class Resources {
 
   // ——— internals ———
 
-  /** Seals the secrets of a body about to be stored that are still in plain text (the request's, or derived). */
-  private seal(kind: KindDef, caller: Caller, id: string, body: Body): void {
-    if (this.sealer) sealBody(this.sealer, kind, body, caller.accountId, id);
+  /**
+   * What seals the secrets of a body about to be stored that are still in plain text (the
+   * request's, or derived): asked before a write's transaction (starting the secrets may read the
+   * database, which on PGlite has one connection).
+   */
+  private async sealer(): Promise<Sealer | undefined> {
+    return this.secrets && (await this.secrets.start()).sealer;
   }
 
   /**

@@ -64,7 +64,7 @@ export function registerSecretFingerprints(app: FastifyInstance, callerOf: (req:
     const input = req.body as { stack: string; secrets: { identity: string; path: string; value: string }[] };
     // A stack-limited key asks only about its stacks' secrets.
     ownStack(caller, input.stack, 'the secrets to fingerprint');
-    const key = app.secrets.fingerprintKey;
+    const key = (await app.secrets.start()).fingerprintKey;
     const fingerprints = input.secrets.map((s, i) => {
       if (!isStorableText(s.value) || !isStorableText(s.identity) || !isStorableText(s.path)) throw new ApiError('ERR_VALIDATION', `secrets[${i}]: text may not contain U+0000 or an unpaired UTF-16 surrogate`);
       return keyedFingerprint(key, caller.accountId, input.stack, s.identity, s.path, s.value);

@@ -16,6 +16,29 @@ export interface Secrets { sealer?: Sealer; fingerprintKey: Buffer }
 /** Where the fingerprint key is bound to when sealed: no object has this id. */
 const FINGERPRINT_PLACE: SealPlace = { accountId: '-', objectId: 'secrets_state', path: 'fingerprint_key' };
 
+/**
+ * The service's secrets, started once (`startSecrets`): at `buildApp`, or, when the database could
+ * not be read then (not there yet, not migrated: `/readyz` says so), at the first request that
+ * needs them. A key the ring lacks is never deferred: `buildApp` fails with it.
+ */
+export class ServiceSecrets {
+  #started?: Promise<Secrets>;
+  constructor(private readonly db: Db, private readonly ring?: KeyRing, private readonly log?: (msg: string) => void) {}
+
+  static of(secrets: Secrets): ServiceSecrets {
+    const s = new ServiceSecrets({} as Db);
+    s.#started = Promise.resolve(secrets);
+    return s;
+  }
+
+  start(): Promise<Secrets> {
+    return (this.#started ??= startSecrets(this.db, this.ring, this.log).catch((err: unknown) => {
+      this.#started = undefined;
+      throw err;
+    }));
+  }
+}
+
 /** Objects sealed or re-wrapped per transaction. */
 export const SECRETS_BATCH = 200;
 

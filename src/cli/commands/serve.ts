@@ -114,7 +114,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
     },
     `edgeplane listening on ${url} (database ${db.describe})`,
   );
-  if (!app.secrets.sealer) app.log.warn('no key ring (EDGEPLANE_SECRETS_KEYS): secrets are stored in plain text; give one and restart to seal them (docs/operations.md, "Secrets at rest")');
+  if (!(await app.secrets.start()).sealer) app.log.warn('no key ring (EDGEPLANE_SECRETS_KEYS): secrets are stored in plain text; give one and restart to seal them (docs/operations.md, "Secrets at rest")');
   // Not awaited: the signal handlers below must be in place as soon as the server listens.
   const log = app.log;
   void unknownMigrations(db).then((newer) => {

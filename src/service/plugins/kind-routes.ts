@@ -9,7 +9,7 @@ import type { IdempotencyOptions } from '../idempotency.js';
 
 /** Every operation of every kind (`src/kinds/`) the stack locks and the sync record, in the API scope: after the version and key checks. */
 export const kindRoutesPlugin = fp<{ vendorPrefix: string; idempotency?: IdempotencyOptions; syncRecord?: SyncRecordOptions }>(async (api, opts) => {
-  const resources = new Resources(api.db, { vendorPrefix: opts.vendorPrefix }, api.secrets.sealer);
+  const resources = new Resources(api.db, { vendorPrefix: opts.vendorPrefix }, api.secrets);
   const callerOf = (req: FastifyRequest): Caller => {
     const p = req.principal!;
     return p.stacks ? { accountId: p.accountId, baseUrl: req.baseUrl!, stacks: p.stacks } : { accountId: p.accountId, baseUrl: req.baseUrl! };

@@ -62,7 +62,7 @@ function loadStatic(): Map<string, { body: Buffer; type: string; etag: string }>
  */
 export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<void> {
   const sessions = new UiSessions(app.db, new Authenticator(app.db, opts.authCacheMs), opts.authCacheMs);
-  const resources = new Resources(app.db, { vendorPrefix: opts.vendorPrefix }, app.secrets.sealer);
+  const resources = new Resources(app.db, { vendorPrefix: opts.vendorPrefix }, app.secrets);
   const files = loadStatic();
   // The pages show no `uri`: the record's responses are built on the public URL, or none.
   const records = stackRecords(app.db, () => opts.publicUrl ?? '');
