@@ -230,7 +230,7 @@ targetOptions(
     .option('--force', 'write into --out even if it already holds manifests (overwrites the files export writes)'),
 ).action(async (flags) => (await import('./commands/export.js')).exportCmd(stdio, flags));
 
-const admin = program.command('admin').description('operator commands: accounts, API keys, abuse reports, application users');
+const admin = program.command('admin').description('operator commands: accounts, API keys, secrets, abuse reports, application users');
 const accounts = admin.command('accounts').description('accounts');
 accounts
   .command('create')
@@ -261,14 +261,15 @@ keys
   .description('issue another API key for an account (printed once)')
   .requiredOption('--account <id>', 'account id')
   .option('--scope <scope>', 'read (plan, list, get), write (also apply, locks, syncs) or admin (write, and admin routes to come)', 'write')
-  .option('--json', 'print {"account_id", "api_key", "key_id", "scope"}')
+  .option('--stacks <a,b>', 'write only objects whose ownership marker names one of these stacks, and take only their locks')
+  .option('--json', 'print {"account_id", "api_key", "key_id", "scope", "stacks"}')
   .addOption(stateOption())
   .action(async (flags) => (await import('./commands/admin.js')).keysCreate(stdio, flags));
 keys
   .command('list')
   .description('list an account\'s API keys: ids, scopes and dates (a key itself is shown only when issued)')
   .requiredOption('--account <id>', 'account id')
-  .option('--json', 'print [{"id", "scope", "created_at", "revoked_at"}]')
+  .option('--json', 'print [{"id", "scope", "stacks", "created_at", "revoked_at"}]')
   .addOption(stateOption())
   .action(async (flags) => (await import('./commands/admin.js')).keysList(stdio, flags));
 keys
@@ -276,6 +277,21 @@ keys
   .description('revoke an API key')
   .addOption(stateOption())
   .action(async (keyId, flags) => (await import('./commands/admin.js')).keysRevoke(stdio, keyId, flags));
+
+const secrets = admin.command('secrets').description('secrets sealed at rest: their keys, and rotation to the newest key');
+secrets
+  .command('status')
+  .description('count the sealed values per key id (and any still in plain text)')
+  .option('--json', 'print {"keys": [{"key_id", "values", "in_ring", "newest"}], "plain"}')
+  .addOption(stateOption())
+  .action(async (flags) => (await import('./commands/admin-secrets.js')).secretsStatusCommand(stdio, flags));
+secrets
+  .command('rotate')
+  .description('re-seal every value under the newest key of EDGEPLANE_SECRETS_KEYS, in batches, while the service runs; resumable')
+  .option('--batch <n>', 'objects per transaction', '200')
+  .option('--json', 'print {"key_id", "objects", "remaining", "refused"}')
+  .addOption(stateOption())
+  .action(async (flags) => (await import('./commands/admin-secrets.js')).secretsRotateCommand(stdio, flags));
 
 const abuse = admin.command('abuse').description('abuse reports: review them and decide on their hostnames');
 abuse

@@ -89,8 +89,12 @@ export async function lockedRun<T>(out: Output, client: ApiClient, stack: string
     }
     // A key of scope read: the lock is the first write, so nothing was written; said plainly.
     if (err instanceof ApiRequestError && err.code === 'ERR_FORBIDDEN_SCOPE') {
-      const scope = (err.body as { details?: { scope?: string } }).details?.scope ?? 'read';
-      const message = `the API key can only ${scope === 'read' ? 'read' : scope} (scope ${scope}): ${command.split(' ')[0]} needs a write key (edgeplane admin keys create --scope write)`;
+      const details = (err.body as { details?: { scope?: string; stacks?: string } }).details ?? {};
+      const scope = details.scope ?? 'read';
+      // A stack-limited key asked for another stack's lock.
+      const message = details.stacks !== undefined
+        ? `the API key may write only stack${details.stacks.includes(',') ? 's' : ''} ${details.stacks.split(',').join(', ')}: ${command.split(' ')[0]} of this stack needs a key of it (edgeplane admin keys create --stacks …)`
+        : `the API key can only ${scope === 'read' ? 'read' : scope} (scope ${scope}): ${command.split(' ')[0]} needs a write key (edgeplane admin keys create --scope write)`;
       if (flags.json) out.json({ event: 'error', error: message, exit_code: EXIT.error });
       throw new CliExit(EXIT.error, message);
     }

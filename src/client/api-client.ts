@@ -299,6 +299,26 @@ export class ApiClient {
   // ——— stack locks (docs/api.md) ———
 
   /** Takes the stack's lock: the lock (201), or the error body of the live lock that holds it (409 ERR_STACK_LOCKED). */
+  /**
+   * The service's fingerprints of secrets (`POST /secret_fingerprints`, a batch of at most 500 a
+   * request), in order; undefined where the target offers none (an empty embedded state directory,
+   * a service from before them): the caller then fingerprints locally.
+   */
+  async fingerprintSecrets(stack: string, secrets: { identity: string; path: string; value: string }[]): Promise<string[] | undefined> {
+    const out: string[] = [];
+    for (let i = 0; i < secrets.length; i += 500) {
+      const batch = secrets.slice(i, i + 500);
+      // Safe to send again: it writes nothing.
+      const res = await this.exchange('POST', '/secret_fingerprints', { stack, secrets: batch }, undefined, true);
+      if ([404, 405, 409].includes(res.status)) return undefined;
+      if (res.status !== 200) throw new ApiRequestError('POST', '/secret_fingerprints', res.status, res.body);
+      const got = (res.body as { fingerprints?: unknown }).fingerprints;
+      if (!Array.isArray(got) || got.length !== batch.length || got.some((f) => typeof f !== 'string')) throw new ApiRequestError('POST', '/secret_fingerprints', res.status, res.body);
+      out.push(...(got as string[]));
+    }
+    return out;
+  }
+
   async takeLock(stack: string, holder: string, ttlSeconds: number): Promise<{ lock: StackLock } | { held: StackLockHeld }> {
     // With a key of its own, a take whose answer was lost is sent again and answered with the lock
     // it took, not with a 409 naming this very holder.

@@ -18,7 +18,7 @@ export const ERROR_CATALOG = {
   ERR_REFERENCE_CYCLE: { status: 400, summary: 'the references would form a cycle' },
   ERR_UNAUTHORIZED: { status: 401, summary: 'missing, malformed, unknown or revoked API key' },
   ERR_FORBIDDEN: { status: 403, summary: 'the account is not authorized for this operation' },
-  ERR_FORBIDDEN_SCOPE: { status: 403, summary: 'the API key\'s scope does not cover the operation (a read key and a write); details name both scopes' },
+  ERR_FORBIDDEN_SCOPE: { status: 403, summary: 'the API key\'s scope does not cover the operation (a read key and a write; a key limited to stacks and another stack\'s object, lock or run); details name what the key has and what was needed' },
   ERR_NOT_FOUND: { status: 404, summary: 'no such object in this account, or no such path' },
   ERR_MODULE_NOT_CONFIGURED: { status: 404, summary: 'the module is not configured on this object' },
   ERR_METHOD_NOT_ALLOWED: { status: 405, summary: 'the path exists but not with this method (see Allow)' },

@@ -9,6 +9,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { openEngine } from './engine.js';
 import type { AppOptions } from '../service/app.js';
 import { ensureCredentials } from './embedded-credentials.js';
+import { keyRingFor } from './state-dir.js';
 import { pageLoop } from '../client/page-loop.js';
 import { injector } from '../client/headers.js';
 
@@ -33,7 +34,8 @@ async function start() {
   const db = await openEngine(stateDir === null ? { memory: true } : { stateDir, locked });
   try {
     const { buildApp } = await app$;
-    const app = await buildApp({ db, metrics: 'off', openapi: false, ...appOptions });
+    const secrets = keyRingFor(db.engine, stateDir);
+    const app = await buildApp({ db, metrics: 'off', openapi: false, secrets, ...appOptions });
     await app.ready();
     const creds = await ensureCredentials(db, stateDir, process.env.DATABASE_URL || undefined);
     return { db, app, inject: injector(app, creds.api_key) };

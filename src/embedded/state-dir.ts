@@ -1,5 +1,6 @@
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { KeyRing } from '../service/sealing.js';
 
 export const DEFAULT_STATE_DIR = './state';
 
@@ -17,12 +18,48 @@ export function hasEmbeddedState(dir: string): boolean {
  * The state directory of a command that writes (apply, watch, serve, admin), made if it is not
  * there; true when it was made (the CLI says so in one line: a command run in the wrong working
  * directory shows where its database went). A new directory gets a `.gitignore` of `*`: its
- * database holds every secret applied, in plain text, and a state directory inside a repository
- * of manifests is the usual case (`./state`).
+ * database holds every secret applied (sealed) and `secrets.keys` the key that opens them, and a
+ * state directory inside a repository of manifests is the usual case (`./state`).
  */
 export function ensureStateDir(dir: string): boolean {
   if (existsSync(dir)) return false;
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, '.gitignore'), '# edgeplane\'s embedded database: it holds secrets in plain text, never commit it\n*\n');
+  writeFileSync(join(dir, '.gitignore'), '# edgeplane\'s embedded database and the key of its secrets: never commit them\n*\n');
   return true;
+}
+
+/** The key ring file of a state directory used when EDGEPLANE_SECRETS_KEYS is not set. */
+export const STATE_KEYS_FILE = 'secrets.keys';
+
+/**
+ * The state directory's own key ring (`secrets.keys`, mode 0600), made with one random key the
+ * first time: with no key ring configured, the embedded database's secrets are sealed by a key
+ * that lives beside it (docs/operations.md: a copy of the directory then carries the key too; give
+ * EDGEPLANE_SECRETS_KEYS to keep them apart).
+ */
+export function stateKeyRing(dir: string): KeyRing {
+  const file = join(dir, STATE_KEYS_FILE);
+  if (!existsSync(file)) {
+    mkdirSync(dir, { recursive: true });
+    const { text } = KeyRing.generate('state-1');
+    try {
+      writeFileSync(file, `# edgeplane: the key ring of this state directory's secrets (the first key seals); keep it private\n${text}`, { flag: 'wx', mode: 0o600 });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err; // another process made it first
+    }
+  }
+  if (process.platform !== 'win32' && (statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
+  return KeyRing.parse(readFileSync(file, 'utf8'), file);
+}
+
+/**
+ * The key ring of a service on `engine`: EDGEPLANE_SECRETS_KEYS when set; else, on the embedded
+ * database, the state directory's own (an in-memory database: a key that is not kept); else none
+ * (PostgreSQL without a key ring stores secrets as they come; `serve` warns).
+ */
+export function keyRingFor(engine: 'pglite' | 'postgres', stateDir: string | null, env: NodeJS.ProcessEnv = process.env): KeyRing | undefined {
+  const setting = env.EDGEPLANE_SECRETS_KEYS;
+  if (setting) return KeyRing.fromSetting(setting);
+  if (engine !== 'pglite') return undefined;
+  return stateDir === null ? KeyRing.generate('memory').ring : stateKeyRing(stateDir);
 }

@@ -26,4 +26,5 @@ export declare const sfab44690d97be22abc7cdea5: Validator;
 export declare const s2ee920f6c8ac5da510bebc57: Validator;
 export declare const se7f38b39810e296c5db70f68: Validator;
 export declare const s8bb5d22a92c1d9c681a8600d: Validator;
+export declare const s8903731498049c7dec6cae9b: Validator;
 export declare const s5cc9cbf1f94471d87628b8de: Validator;

@@ -14348,10 +14348,8 @@ validate35.errors = vErrors;
 return errors === 0;
 }
 
-export const s5cc9cbf1f94471d87628b8de = validate36;
-const schema37 = {"type":"object","properties":{"identity_provider":{"type":"object","properties":{"name":{"type":"string","minLength":1,"maxBytes":255},"url":{"type":"string","minLength":1,"maxBytes":1024,"pattern":"^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$","x-rule":"must be an absolute http or https URL"}},"required":["name","url"],"additionalProperties":false},"provider_user_id":{"type":"string","minLength":1,"maxBytes":255},"username":{"type":"string","maxBytes":255},"email":{"type":"string","maxBytes":320},"name":{"type":"string","maxBytes":255},"last_active":{"type":"string","pattern":"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$","x-rule":"must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z"},"last_login":{"type":"string","pattern":"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$","x-rule":"must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z"}},"additionalProperties":false,"required":["identity_provider","provider_user_id"]};
-const pattern24 = new RegExp("^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$", "u");
-const pattern25 = new RegExp("^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$", "u");
+export const s8903731498049c7dec6cae9b = validate36;
+const schema37 = {"type":"object","additionalProperties":false,"required":["stack","secrets"],"properties":{"stack":{"type":"string","minLength":1,"maxLength":255},"secrets":{"type":"array","maxItems":500,"items":{"type":"object","additionalProperties":false,"required":["identity","path","value"],"properties":{"identity":{"type":"string","minLength":1,"maxLength":1000},"path":{"type":"string","minLength":1,"maxLength":500},"value":{"type":"string","minLength":1,"maxLength":4096}}}}}};
 
 function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -14359,15 +14357,219 @@ let errors = 0;
 if(errors === 0){
 if(data && typeof data == "object" && !Array.isArray(data)){
 let missing0;
-if(((data.identity_provider === undefined) && (missing0 = "identity_provider")) || ((data.provider_user_id === undefined) && (missing0 = "provider_user_id"))){
+if(((data.stack === undefined) && (missing0 = "stack")) || ((data.secrets === undefined) && (missing0 = "secrets"))){
 validate36.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'",schema:schema37.required,parentSchema:schema37,data}];
 return false;
 }
 else {
 const _errs1 = errors;
 for(const key0 in data){
-if(!(((((((key0 === "identity_provider") || (key0 === "provider_user_id")) || (key0 === "username")) || (key0 === "email")) || (key0 === "name")) || (key0 === "last_active")) || (key0 === "last_login"))){
+if(!((key0 === "stack") || (key0 === "secrets"))){
 validate36.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema37,data}];
+return false;
+break;
+}
+}
+if(_errs1 === errors){
+if(data.stack !== undefined){
+let data0 = data.stack;
+const _errs2 = errors;
+if(errors === _errs2){
+if(typeof data0 === "string"){
+if(func2(data0) > 255){
+validate36.errors = [{instancePath:instancePath+"/stack",schemaPath:"#/properties/stack/maxLength",keyword:"maxLength",params:{limit: 255},message:"must NOT have more than 255 characters",schema:255,parentSchema:schema37.properties.stack,data:data0}];
+return false;
+}
+else {
+if(func2(data0) < 1){
+validate36.errors = [{instancePath:instancePath+"/stack",schemaPath:"#/properties/stack/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema37.properties.stack,data:data0}];
+return false;
+}
+}
+}
+else {
+validate36.errors = [{instancePath:instancePath+"/stack",schemaPath:"#/properties/stack/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema37.properties.stack.type,parentSchema:schema37.properties.stack,data:data0}];
+return false;
+}
+}
+var valid0 = _errs2 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.secrets !== undefined){
+let data1 = data.secrets;
+const _errs4 = errors;
+if(errors === _errs4){
+if(Array.isArray(data1)){
+if(data1.length > 500){
+validate36.errors = [{instancePath:instancePath+"/secrets",schemaPath:"#/properties/secrets/maxItems",keyword:"maxItems",params:{limit: 500},message:"must NOT have more than 500 items",schema:500,parentSchema:schema37.properties.secrets,data:data1}];
+return false;
+}
+else {
+var valid1 = true;
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+let data2 = data1[i0];
+const _errs6 = errors;
+if(errors === _errs6){
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+let missing1;
+if((((data2.identity === undefined) && (missing1 = "identity")) || ((data2.path === undefined) && (missing1 = "path"))) || ((data2.value === undefined) && (missing1 = "value"))){
+validate36.errors = [{instancePath:instancePath+"/secrets/" + i0,schemaPath:"#/properties/secrets/items/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'",schema:schema37.properties.secrets.items.required,parentSchema:schema37.properties.secrets.items,data:data2}];
+return false;
+}
+else {
+const _errs8 = errors;
+for(const key1 in data2){
+if(!(((key1 === "identity") || (key1 === "path")) || (key1 === "value"))){
+validate36.errors = [{instancePath:instancePath+"/secrets/" + i0,schemaPath:"#/properties/secrets/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema37.properties.secrets.items,data:data2}];
+return false;
+break;
+}
+}
+if(_errs8 === errors){
+if(data2.identity !== undefined){
+let data3 = data2.identity;
+const _errs9 = errors;
+if(errors === _errs9){
+if(typeof data3 === "string"){
+if(func2(data3) > 1000){
+validate36.errors = [{instancePath:instancePath+"/secrets/" + i0+"/identity",schemaPath:"#/properties/secrets/items/properties/identity/maxLength",keyword:"maxLength",params:{limit: 1000},message:"must NOT have more than 1000 characters",schema:1000,parentSchema:schema37.properties.secrets.items.properties.identity,data:data3}];
+return false;
+}
+else {
+if(func2(data3) < 1){
+validate36.errors = [{instancePath:instancePath+"/secrets/" + i0+"/identity",schemaPath:"#/properties/secrets/items/properties/identity/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema37.properties.secrets.items.properties.identity,data:data3}];
+return false;
+}
+}
+}
+else {
+validate36.errors = [{instancePath:instancePath+"/secrets/" + i0+"/identity",schemaPath:"#/properties/secrets/items/properties/identity/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema37.properties.secrets.items.properties.identity.type,parentSchema:schema37.properties.secrets.items.properties.identity,data:data3}];
+return false;
+}
+}
+var valid2 = _errs9 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data2.path !== undefined){
+let data4 = data2.path;
+const _errs11 = errors;
+if(errors === _errs11){
+if(typeof data4 === "string"){
+if(func2(data4) > 500){
+validate36.errors = [{instancePath:instancePath+"/secrets/" + i0+"/path",schemaPath:"#/properties/secrets/items/properties/path/maxLength",keyword:"maxLength",params:{limit: 500},message:"must NOT have more than 500 characters",schema:500,parentSchema:schema37.properties.secrets.items.properties.path,data:data4}];
+return false;
+}
+else {
+if(func2(data4) < 1){
+validate36.errors = [{instancePath:instancePath+"/secrets/" + i0+"/path",schemaPath:"#/properties/secrets/items/properties/path/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema37.properties.secrets.items.properties.path,data:data4}];
+return false;
+}
+}
+}
+else {
+validate36.errors = [{instancePath:instancePath+"/secrets/" + i0+"/path",schemaPath:"#/properties/secrets/items/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema37.properties.secrets.items.properties.path.type,parentSchema:schema37.properties.secrets.items.properties.path,data:data4}];
+return false;
+}
+}
+var valid2 = _errs11 === errors;
+}
+else {
+var valid2 = true;
+}
+if(valid2){
+if(data2.value !== undefined){
+let data5 = data2.value;
+const _errs13 = errors;
+if(errors === _errs13){
+if(typeof data5 === "string"){
+if(func2(data5) > 4096){
+validate36.errors = [{instancePath:instancePath+"/secrets/" + i0+"/value",schemaPath:"#/properties/secrets/items/properties/value/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters",schema:4096,parentSchema:schema37.properties.secrets.items.properties.value,data:data5}];
+return false;
+}
+else {
+if(func2(data5) < 1){
+validate36.errors = [{instancePath:instancePath+"/secrets/" + i0+"/value",schemaPath:"#/properties/secrets/items/properties/value/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema37.properties.secrets.items.properties.value,data:data5}];
+return false;
+}
+}
+}
+else {
+validate36.errors = [{instancePath:instancePath+"/secrets/" + i0+"/value",schemaPath:"#/properties/secrets/items/properties/value/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema37.properties.secrets.items.properties.value.type,parentSchema:schema37.properties.secrets.items.properties.value,data:data5}];
+return false;
+}
+}
+var valid2 = _errs13 === errors;
+}
+else {
+var valid2 = true;
+}
+}
+}
+}
+}
+}
+else {
+validate36.errors = [{instancePath:instancePath+"/secrets/" + i0,schemaPath:"#/properties/secrets/items/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema37.properties.secrets.items.type,parentSchema:schema37.properties.secrets.items,data:data2}];
+return false;
+}
+}
+var valid1 = _errs6 === errors;
+if(!valid1){
+break;
+}
+}
+}
+}
+else {
+validate36.errors = [{instancePath:instancePath+"/secrets",schemaPath:"#/properties/secrets/type",keyword:"type",params:{type: "array"},message:"must be array",schema:schema37.properties.secrets.type,parentSchema:schema37.properties.secrets,data:data1}];
+return false;
+}
+}
+var valid0 = _errs4 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
+}
+else {
+validate36.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema37.type,parentSchema:schema37,data}];
+return false;
+}
+}
+validate36.errors = vErrors;
+return errors === 0;
+}
+
+export const s5cc9cbf1f94471d87628b8de = validate37;
+const schema38 = {"type":"object","properties":{"identity_provider":{"type":"object","properties":{"name":{"type":"string","minLength":1,"maxBytes":255},"url":{"type":"string","minLength":1,"maxBytes":1024,"pattern":"^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$","x-rule":"must be an absolute http or https URL"}},"required":["name","url"],"additionalProperties":false},"provider_user_id":{"type":"string","minLength":1,"maxBytes":255},"username":{"type":"string","maxBytes":255},"email":{"type":"string","maxBytes":320},"name":{"type":"string","maxBytes":255},"last_active":{"type":"string","pattern":"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$","x-rule":"must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z"},"last_login":{"type":"string","pattern":"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$","x-rule":"must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z"}},"additionalProperties":false,"required":["identity_provider","provider_user_id"]};
+const pattern24 = new RegExp("^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$", "u");
+const pattern25 = new RegExp("^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$", "u");
+
+function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(errors === 0){
+if(data && typeof data == "object" && !Array.isArray(data)){
+let missing0;
+if(((data.identity_provider === undefined) && (missing0 = "identity_provider")) || ((data.provider_user_id === undefined) && (missing0 = "provider_user_id"))){
+validate37.errors = [{instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: missing0},message:"must have required property '"+missing0+"'",schema:schema38.required,parentSchema:schema38,data}];
+return false;
+}
+else {
+const _errs1 = errors;
+for(const key0 in data){
+if(!(((((((key0 === "identity_provider") || (key0 === "provider_user_id")) || (key0 === "username")) || (key0 === "email")) || (key0 === "name")) || (key0 === "last_active")) || (key0 === "last_login"))){
+validate37.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties",schema:false,parentSchema:schema38,data}];
 return false;
 break;
 }
@@ -14380,14 +14582,14 @@ if(errors === _errs2){
 if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
 let missing1;
 if(((data0.name === undefined) && (missing1 = "name")) || ((data0.url === undefined) && (missing1 = "url"))){
-validate36.errors = [{instancePath:instancePath+"/identity_provider",schemaPath:"#/properties/identity_provider/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'",schema:schema37.properties.identity_provider.required,parentSchema:schema37.properties.identity_provider,data:data0}];
+validate37.errors = [{instancePath:instancePath+"/identity_provider",schemaPath:"#/properties/identity_provider/required",keyword:"required",params:{missingProperty: missing1},message:"must have required property '"+missing1+"'",schema:schema38.properties.identity_provider.required,parentSchema:schema38.properties.identity_provider,data:data0}];
 return false;
 }
 else {
 const _errs4 = errors;
 for(const key1 in data0){
 if(!((key1 === "name") || (key1 === "url"))){
-validate36.errors = [{instancePath:instancePath+"/identity_provider",schemaPath:"#/properties/identity_provider/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema37.properties.identity_provider,data:data0}];
+validate37.errors = [{instancePath:instancePath+"/identity_provider",schemaPath:"#/properties/identity_provider/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties",schema:false,parentSchema:schema38.properties.identity_provider,data:data0}];
 return false;
 break;
 }
@@ -14399,18 +14601,18 @@ const _errs5 = errors;
 if(errors === _errs5){
 if(typeof data1 === "string"){
 if(func2(data1) < 1){
-validate36.errors = [{instancePath:instancePath+"/identity_provider/name",schemaPath:"#/properties/identity_provider/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema37.properties.identity_provider.properties.name,data:data1}];
+validate37.errors = [{instancePath:instancePath+"/identity_provider/name",schemaPath:"#/properties/identity_provider/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema38.properties.identity_provider.properties.name,data:data1}];
 return false;
 }
 else {
 if(Buffer.byteLength(data1, "utf8") > 255){
-validate36.errors = [{instancePath:instancePath+"/identity_provider/name",schemaPath:"#/properties/identity_provider/properties/name/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 255 bytes (UTF-8)",schema:255,parentSchema:schema37.properties.identity_provider.properties.name,data:data1}];
+validate37.errors = [{instancePath:instancePath+"/identity_provider/name",schemaPath:"#/properties/identity_provider/properties/name/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 255 bytes (UTF-8)",schema:255,parentSchema:schema38.properties.identity_provider.properties.name,data:data1}];
 return false;
 }
 }
 }
 else {
-validate36.errors = [{instancePath:instancePath+"/identity_provider/name",schemaPath:"#/properties/identity_provider/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema37.properties.identity_provider.properties.name.type,parentSchema:schema37.properties.identity_provider.properties.name,data:data1}];
+validate37.errors = [{instancePath:instancePath+"/identity_provider/name",schemaPath:"#/properties/identity_provider/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema38.properties.identity_provider.properties.name.type,parentSchema:schema38.properties.identity_provider.properties.name,data:data1}];
 return false;
 }
 }
@@ -14426,24 +14628,24 @@ const _errs7 = errors;
 if(errors === _errs7){
 if(typeof data2 === "string"){
 if(func2(data2) < 1){
-validate36.errors = [{instancePath:instancePath+"/identity_provider/url",schemaPath:"#/properties/identity_provider/properties/url/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema37.properties.identity_provider.properties.url,data:data2}];
+validate37.errors = [{instancePath:instancePath+"/identity_provider/url",schemaPath:"#/properties/identity_provider/properties/url/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema38.properties.identity_provider.properties.url,data:data2}];
 return false;
 }
 else {
 if(!pattern24.test(data2)){
-validate36.errors = [{instancePath:instancePath+"/identity_provider/url",schemaPath:"#/properties/identity_provider/properties/url/pattern",keyword:"pattern",params:{pattern: "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$"},message:"must match pattern \""+"^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$"+"\"",schema:"^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$",parentSchema:schema37.properties.identity_provider.properties.url,data:data2}];
+validate37.errors = [{instancePath:instancePath+"/identity_provider/url",schemaPath:"#/properties/identity_provider/properties/url/pattern",keyword:"pattern",params:{pattern: "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$"},message:"must match pattern \""+"^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$"+"\"",schema:"^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#][^\\s]*$",parentSchema:schema38.properties.identity_provider.properties.url,data:data2}];
 return false;
 }
 else {
 if(Buffer.byteLength(data2, "utf8") > 1024){
-validate36.errors = [{instancePath:instancePath+"/identity_provider/url",schemaPath:"#/properties/identity_provider/properties/url/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 1024 bytes (UTF-8)",schema:1024,parentSchema:schema37.properties.identity_provider.properties.url,data:data2}];
+validate37.errors = [{instancePath:instancePath+"/identity_provider/url",schemaPath:"#/properties/identity_provider/properties/url/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 1024 bytes (UTF-8)",schema:1024,parentSchema:schema38.properties.identity_provider.properties.url,data:data2}];
 return false;
 }
 }
 }
 }
 else {
-validate36.errors = [{instancePath:instancePath+"/identity_provider/url",schemaPath:"#/properties/identity_provider/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema37.properties.identity_provider.properties.url.type,parentSchema:schema37.properties.identity_provider.properties.url,data:data2}];
+validate37.errors = [{instancePath:instancePath+"/identity_provider/url",schemaPath:"#/properties/identity_provider/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema38.properties.identity_provider.properties.url.type,parentSchema:schema38.properties.identity_provider.properties.url,data:data2}];
 return false;
 }
 }
@@ -14457,7 +14659,7 @@ var valid1 = true;
 }
 }
 else {
-validate36.errors = [{instancePath:instancePath+"/identity_provider",schemaPath:"#/properties/identity_provider/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema37.properties.identity_provider.type,parentSchema:schema37.properties.identity_provider,data:data0}];
+validate37.errors = [{instancePath:instancePath+"/identity_provider",schemaPath:"#/properties/identity_provider/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema38.properties.identity_provider.type,parentSchema:schema38.properties.identity_provider,data:data0}];
 return false;
 }
 }
@@ -14473,18 +14675,18 @@ const _errs10 = errors;
 if(errors === _errs10){
 if(typeof data3 === "string"){
 if(func2(data3) < 1){
-validate36.errors = [{instancePath:instancePath+"/provider_user_id",schemaPath:"#/properties/provider_user_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema37.properties.provider_user_id,data:data3}];
+validate37.errors = [{instancePath:instancePath+"/provider_user_id",schemaPath:"#/properties/provider_user_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters",schema:1,parentSchema:schema38.properties.provider_user_id,data:data3}];
 return false;
 }
 else {
 if(Buffer.byteLength(data3, "utf8") > 255){
-validate36.errors = [{instancePath:instancePath+"/provider_user_id",schemaPath:"#/properties/provider_user_id/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 255 bytes (UTF-8)",schema:255,parentSchema:schema37.properties.provider_user_id,data:data3}];
+validate37.errors = [{instancePath:instancePath+"/provider_user_id",schemaPath:"#/properties/provider_user_id/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 255 bytes (UTF-8)",schema:255,parentSchema:schema38.properties.provider_user_id,data:data3}];
 return false;
 }
 }
 }
 else {
-validate36.errors = [{instancePath:instancePath+"/provider_user_id",schemaPath:"#/properties/provider_user_id/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema37.properties.provider_user_id.type,parentSchema:schema37.properties.provider_user_id,data:data3}];
+validate37.errors = [{instancePath:instancePath+"/provider_user_id",schemaPath:"#/properties/provider_user_id/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema38.properties.provider_user_id.type,parentSchema:schema38.properties.provider_user_id,data:data3}];
 return false;
 }
 }
@@ -14500,12 +14702,12 @@ const _errs12 = errors;
 if(errors === _errs12){
 if(typeof data4 === "string"){
 if(Buffer.byteLength(data4, "utf8") > 255){
-validate36.errors = [{instancePath:instancePath+"/username",schemaPath:"#/properties/username/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 255 bytes (UTF-8)",schema:255,parentSchema:schema37.properties.username,data:data4}];
+validate37.errors = [{instancePath:instancePath+"/username",schemaPath:"#/properties/username/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 255 bytes (UTF-8)",schema:255,parentSchema:schema38.properties.username,data:data4}];
 return false;
 }
 }
 else {
-validate36.errors = [{instancePath:instancePath+"/username",schemaPath:"#/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema37.properties.username.type,parentSchema:schema37.properties.username,data:data4}];
+validate37.errors = [{instancePath:instancePath+"/username",schemaPath:"#/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema38.properties.username.type,parentSchema:schema38.properties.username,data:data4}];
 return false;
 }
 }
@@ -14521,12 +14723,12 @@ const _errs14 = errors;
 if(errors === _errs14){
 if(typeof data5 === "string"){
 if(Buffer.byteLength(data5, "utf8") > 320){
-validate36.errors = [{instancePath:instancePath+"/email",schemaPath:"#/properties/email/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 320 bytes (UTF-8)",schema:320,parentSchema:schema37.properties.email,data:data5}];
+validate37.errors = [{instancePath:instancePath+"/email",schemaPath:"#/properties/email/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 320 bytes (UTF-8)",schema:320,parentSchema:schema38.properties.email,data:data5}];
 return false;
 }
 }
 else {
-validate36.errors = [{instancePath:instancePath+"/email",schemaPath:"#/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema37.properties.email.type,parentSchema:schema37.properties.email,data:data5}];
+validate37.errors = [{instancePath:instancePath+"/email",schemaPath:"#/properties/email/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema38.properties.email.type,parentSchema:schema38.properties.email,data:data5}];
 return false;
 }
 }
@@ -14542,12 +14744,12 @@ const _errs16 = errors;
 if(errors === _errs16){
 if(typeof data6 === "string"){
 if(Buffer.byteLength(data6, "utf8") > 255){
-validate36.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 255 bytes (UTF-8)",schema:255,parentSchema:schema37.properties.name,data:data6}];
+validate37.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/maxBytes",keyword:"maxBytes",params:{},message:"must be at most 255 bytes (UTF-8)",schema:255,parentSchema:schema38.properties.name,data:data6}];
 return false;
 }
 }
 else {
-validate36.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema37.properties.name.type,parentSchema:schema37.properties.name,data:data6}];
+validate37.errors = [{instancePath:instancePath+"/name",schemaPath:"#/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema38.properties.name.type,parentSchema:schema38.properties.name,data:data6}];
 return false;
 }
 }
@@ -14563,12 +14765,12 @@ const _errs18 = errors;
 if(errors === _errs18){
 if(typeof data7 === "string"){
 if(!pattern25.test(data7)){
-validate36.errors = [{instancePath:instancePath+"/last_active",schemaPath:"#/properties/last_active/pattern",keyword:"pattern",params:{pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$"},message:"must match pattern \""+"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$"+"\"",schema:"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$",parentSchema:schema37.properties.last_active,data:data7}];
+validate37.errors = [{instancePath:instancePath+"/last_active",schemaPath:"#/properties/last_active/pattern",keyword:"pattern",params:{pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$"},message:"must match pattern \""+"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$"+"\"",schema:"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$",parentSchema:schema38.properties.last_active,data:data7}];
 return false;
 }
 }
 else {
-validate36.errors = [{instancePath:instancePath+"/last_active",schemaPath:"#/properties/last_active/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema37.properties.last_active.type,parentSchema:schema37.properties.last_active,data:data7}];
+validate37.errors = [{instancePath:instancePath+"/last_active",schemaPath:"#/properties/last_active/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema38.properties.last_active.type,parentSchema:schema38.properties.last_active,data:data7}];
 return false;
 }
 }
@@ -14584,12 +14786,12 @@ const _errs21 = errors;
 if(errors === _errs21){
 if(typeof data8 === "string"){
 if(!pattern25.test(data8)){
-validate36.errors = [{instancePath:instancePath+"/last_login",schemaPath:"#/properties/last_login/pattern",keyword:"pattern",params:{pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$"},message:"must match pattern \""+"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$"+"\"",schema:"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$",parentSchema:schema37.properties.last_login,data:data8}];
+validate37.errors = [{instancePath:instancePath+"/last_login",schemaPath:"#/properties/last_login/pattern",keyword:"pattern",params:{pattern: "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$"},message:"must match pattern \""+"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$"+"\"",schema:"^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$",parentSchema:schema38.properties.last_login,data:data8}];
 return false;
 }
 }
 else {
-validate36.errors = [{instancePath:instancePath+"/last_login",schemaPath:"#/properties/last_login/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema37.properties.last_login.type,parentSchema:schema37.properties.last_login,data:data8}];
+validate37.errors = [{instancePath:instancePath+"/last_login",schemaPath:"#/properties/last_login/type",keyword:"type",params:{type: "string"},message:"must be string",schema:schema38.properties.last_login.type,parentSchema:schema38.properties.last_login,data:data8}];
 return false;
 }
 }
@@ -14608,11 +14810,11 @@ var valid0 = true;
 }
 }
 else {
-validate36.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema37.type,parentSchema:schema37,data}];
+validate37.errors = [{instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object",schema:schema38.type,parentSchema:schema38,data}];
 return false;
 }
 }
-validate36.errors = vErrors;
+validate37.errors = vErrors;
 return errors === 0;
 }
 

@@ -19,6 +19,9 @@ import { openapiPlugin } from './plugins/openapi.js';
 import { opsRoutesPlugin } from './plugins/ops-routes.js';
 import { DegradedChecks } from './health.js';
 import { guardConnections } from './connections.js';
+import type { KeyRing } from './sealing.js';
+import { ServiceSecrets, type Secrets } from './secrets.js';
+import { KeyRingError } from './sealing.js';
 
 /** The service's settings; the version headers and vendor prefix are described in `vendor.ts`. */
 export interface AppOptions extends VendorOptions {
@@ -52,6 +55,14 @@ export interface AppOptions extends VendorOptions {
   jobWorker?: JobWorkerSettings | false;
   /** Serve the status page at `/ui/` (`serve` does unless `--ui off`); default off. */
   ui?: boolean;
+  /**
+   * The key ring secrets are sealed with (`sealing.ts`; EDGEPLANE_SECRETS_KEYS, or the state
+   * directory's). Without one they are stored as they come. Start-up refuses a database holding
+   * values sealed by a key the ring lacks, and seals plain values when one is given.
+   */
+  secrets?: KeyRing;
+  /** Secrets already started (`startSecrets`): for an app built without a database (the schema collection). */
+  startedSecrets?: Secrets;
   /** Compiles the routes' body schemas instead of the precompiled set (`npm run schemas` collects them with it). */
   validatorCompiler?: FastifySchemaCompiler<unknown>;
 }
@@ -153,11 +164,21 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     return (data) => (serialize ??= fastJson(schema as Parameters<typeof fastJson>[0]))(data);
   });
 
+  // Before any route: a database that needs a key the ring lacks is refused here.
+  const secrets = opts.startedSecrets ? ServiceSecrets.of(opts.startedSecrets) : new ServiceSecrets(opts.db, opts.secrets, (msg) => app.log.info(msg));
+  try {
+    await secrets.start();
+  } catch (err) {
+    if (err instanceof KeyRingError) throw err;
+    // The database cannot be read yet (not reachable, not migrated): /readyz says so; started on first use.
+    app.log.warn({ err }, 'secrets not started: the database could not be read; they start with the first request that needs them');
+  }
+
   const metrics = opts.metrics ?? 'route';
   const versionHeaders = acceptedVersionHeaders(opts);
   app.register(errorsPlugin);
   app.register(jsonBodyPlugin);
-  app.register(databasePlugin, { db: opts.db });
+  app.register(databasePlugin, { db: opts.db, secrets });
   app.register(metricsPlugin, { enabled: metrics !== 'off' });
   // Before every route: it records them as they are registered.
   if (opts.openapi !== false) app.register(openapiPlugin, { versionHeader: versionHeaders[0] });

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Db } from '../store/db.js';
 import { newId } from '../util/ids.js';
 import { rfc3339 } from '../util/time.js';
+import { STACK_NAME } from '../contract/stack-name.js';
 
 /**
  * What an API key may do (docs/api.md, "Scopes"), each a superset of the one before: `read` reads,
@@ -30,7 +31,21 @@ export function parseScope(value: string): Scope {
   throw new Error(`--scope must be one of ${SCOPES.join(', ')}, not ${JSON.stringify(value.slice(0, 40))}`);
 }
 
-export interface Principal { accountId: string; abuseReports: boolean; keyId: string; scope: Scope }
+/**
+ * `stacks`: the key may write only objects whose ownership marker names one of these stacks, and
+ * take only their locks (docs/api.md, "Scopes"); absent: every stack.
+ */
+export interface Principal { accountId: string; abuseReports: boolean; keyId: string; scope: Scope; stacks?: string[] }
+
+/** `--stacks a,b`: stack names, at most 100. */
+export function parseStacks(value: string): string[] {
+  const stacks = [...new Set(value.split(',').map((s) => s.trim()).filter(Boolean))];
+  const bad = stacks.find((s) => !STACK_NAME.test(s));
+  if (!stacks.length || bad !== undefined || stacks.length > 100) {
+    throw new Error(`--stacks: stack names separated by commas (lower-case letters, digits, ".", "_" or "-"; at most 100)${bad !== undefined ? `, not ${JSON.stringify(bad.slice(0, 64))}` : ''}`);
+  }
+  return stacks;
+}
 
 export function hashKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');
@@ -61,8 +76,8 @@ export class Authenticator {
     const hit = this.cache.get(hash);
     const now = Date.now();
     if (hit && hit.until > now) return hit.principal;
-    const { rows } = await this.db.query<{ id: string; account_id: string; abuse_reports: boolean; scope: Scope }>(
-      `SELECT k.id, k.account_id, k.scope, a.abuse_reports FROM api_keys k JOIN accounts a ON a.id = k.account_id
+    const { rows } = await this.db.query<{ id: string; account_id: string; abuse_reports: boolean; scope: Scope; stacks: string[] | null }>(
+      `SELECT k.id, k.account_id, k.scope, k.stacks, a.abuse_reports FROM api_keys k JOIN accounts a ON a.id = k.account_id
        WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
       [hash],
     );
@@ -70,7 +85,8 @@ export class Authenticator {
       this.cache.delete(hash);
       return null;
     }
-    const principal = { accountId: rows[0].account_id, abuseReports: rows[0].abuse_reports, keyId: rows[0].id, scope: rows[0].scope };
+    const principal: Principal = { accountId: rows[0].account_id, abuseReports: rows[0].abuse_reports, keyId: rows[0].id, scope: rows[0].scope };
+    if (rows[0].stacks) principal.stacks = rows[0].stacks;
     if (this.cache.size > 10_000) this.cache.clear();
     this.cache.set(hash, { principal, until: now + this.ttlMs });
     return principal;
@@ -79,7 +95,7 @@ export class Authenticator {
 
 // ——— operator functions (the `admin` CLI) ———
 
-export interface IssuedKey { key_id: string; account_id: string; api_key: string; scope: Scope }
+export interface IssuedKey { key_id: string; account_id: string; api_key: string; scope: Scope; stacks: string[] | null }
 
 export async function createAccount(db: Db, opts: { name: string; abuseReports?: boolean; scope?: Scope }): Promise<IssuedKey> {
   const accountId = newId('acct');
@@ -89,17 +105,17 @@ export async function createAccount(db: Db, opts: { name: string; abuseReports?:
   });
 }
 
-export async function createKey(db: Db, accountId: string, scope: Scope = DEFAULT_SCOPE): Promise<IssuedKey> {
+export async function createKey(db: Db, accountId: string, scope: Scope = DEFAULT_SCOPE, stacks?: string[]): Promise<IssuedKey> {
   const { rows } = await db.query('SELECT 1 FROM accounts WHERE id = $1', [accountId]);
   if (!rows.length) throw new Error(`account ${accountId} does not exist`);
-  return insertKey(db, accountId, scope);
+  return insertKey(db, accountId, scope, stacks);
 }
 
-async function insertKey(q: Pick<Db, 'query'>, accountId: string, scope: Scope): Promise<IssuedKey> {
+async function insertKey(q: Pick<Db, 'query'>, accountId: string, scope: Scope, stacks?: string[]): Promise<IssuedKey> {
   const key = generateKey();
   const keyId = newId('key');
-  await q.query('INSERT INTO api_keys (id, account_id, key_hash, scope) VALUES ($1, $2, $3, $4)', [keyId, accountId, hashKey(key), scope]);
-  return { key_id: keyId, account_id: accountId, api_key: key, scope };
+  await q.query('INSERT INTO api_keys (id, account_id, key_hash, scope, stacks) VALUES ($1, $2, $3, $4, $5)', [keyId, accountId, hashKey(key), scope, stacks?.length ? stacks : null]);
+  return { key_id: keyId, account_id: accountId, api_key: key, scope, stacks: stacks?.length ? stacks : null };
 }
 
 export interface AccountInfo { id: string; name: string; abuse_reports: boolean; created_at: string; active_keys: number }
@@ -114,16 +130,16 @@ export async function listAccounts(db: Db): Promise<AccountInfo[]> {
   return rows.map((r) => ({ id: r.id, name: r.name, abuse_reports: r.abuse_reports, created_at: rfc3339(r.created_at), active_keys: Number(r.active_keys) }));
 }
 
-export interface KeyInfo { id: string; scope: Scope; created_at: string; revoked_at: string | null }
+export interface KeyInfo { id: string; scope: Scope; stacks: string[] | null; created_at: string; revoked_at: string | null }
 
 /** An account's API keys, oldest first: ids and dates only (a key is stored as a hash, and never shown again). */
 export async function listKeys(db: Db, accountId: string): Promise<KeyInfo[]> {
   const { rows: acct } = await db.query('SELECT 1 FROM accounts WHERE id = $1', [accountId]);
   if (!acct.length) throw new Error(`account ${accountId} does not exist`);
-  const { rows } = await db.query<{ id: string; scope: Scope; created_at: Date; revoked_at: Date | null }>(
-    'SELECT id, scope, created_at, revoked_at FROM api_keys WHERE account_id = $1 ORDER BY created_at, id', [accountId],
+  const { rows } = await db.query<{ id: string; scope: Scope; stacks: string[] | null; created_at: Date; revoked_at: Date | null }>(
+    'SELECT id, scope, stacks, created_at, revoked_at FROM api_keys WHERE account_id = $1 ORDER BY created_at, id', [accountId],
   );
-  return rows.map((r) => ({ id: r.id, scope: r.scope, created_at: rfc3339(r.created_at), revoked_at: r.revoked_at ? rfc3339(r.revoked_at) : null }));
+  return rows.map((r) => ({ id: r.id, scope: r.scope, stacks: r.stacks, created_at: rfc3339(r.created_at), revoked_at: r.revoked_at ? rfc3339(r.revoked_at) : null }));
 }
 
 /** Revokes a key; false when no such active key exists. */

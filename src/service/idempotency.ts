@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { flatDb, isPgError, RunAgainFromStart, type Db } from '../store/db.js';
 import { claimAndRead, keepResponse, sweepKeys, trimKeys, type KeptResponse } from '../store/idempotency.js';
@@ -71,8 +71,10 @@ export function idempotencyKey(req: FastifyRequest): string | undefined {
 }
 
 /** Method, path (with its query) and body as parsed: what a key's later requests must repeat. */
-function requestHash(req: FastifyRequest): string {
-  return createHash('sha256').update(`${req.method} ${req.url}\n${canonicalJson(req.body ?? null)}`).digest('base64url');
+function requestHash(req: FastifyRequest, key: Buffer | undefined): string {
+  // Keyed by the service's fingerprint key: a request body may hold a secret, and a plain hash of
+  // it kept in the database would let whoever reads a dump test guesses of that secret offline.
+  return (key ? createHmac('sha256', key) : createHash('sha256')).update(`${req.method} ${req.url}\n${canonicalJson(req.body ?? null)}`).digest('base64url');
 }
 
 /**
@@ -94,7 +96,7 @@ function requestHash(req: FastifyRequest): string {
 export async function runIdempotent(db: Db, req: FastifyRequest, accountId: string, run: (db: Db) => Promise<RouteResult>, opts: IdempotencyOptions = {}, reread?: Reread): Promise<RouteResult> {
   const key = idempotencyKey(req);
   if (key === undefined) return run(db);
-  const hash = requestHash(req);
+  const hash = requestHash(req, (await req.server.secrets?.start())?.fingerprintKey);
   if (Math.random() * SWEEP_EVERY < 1) void sweepKeys(db).catch((err: unknown) => req.log.warn({ err }, 'expired idempotency keys not swept'));
   let stored = false;
   // The write runs in the key's transaction as it is (`flatDb`: no savepoints, two round trips

@@ -137,6 +137,7 @@ function withEtags(schema: JSONSchema): JSONSchema {
 export function registerKindRoutes(app: FastifyInstance, resources: Resources, callerOf: (req: FastifyRequest) => Caller, db: Db, idempotency: IdempotencyOptions = {}) {
   const allowed = new Map<string, Set<HTTPMethods>>();
   let requires: AccountFlag | undefined;
+  let stackChecked = false;
   let tag = '';
   let params: OperationDoc['params'] = [];
   const route = (method: HTTPMethods, url: string, opts: { body?: Record<string, unknown>; preValidation?: (req: FastifyRequest) => void; field?: string; operationId: string; summary: string; status: number; response?: JSONSchema; listOf?: string; idempotent?: boolean; reread?: (req: FastifyRequest, params: Params, resources: Resources, id: string) => Promise<unknown> }, handler: (req: FastifyRequest, params: Params, resources: Resources) => Promise<RouteResult>) => {
@@ -152,7 +153,8 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
         summary: opts.summary,
         tags: [tag],
       },
-      config: { openapi },
+      // The kinds the reconciler manages carry ownership markers: their writes check a stack-limited key (`Resources`).
+      config: stackChecked ? { openapi, stacks: 'checked' as const } : { openapi },
       // A module's body is one field of the object: its problems are named from the object
       // (`oauth.provider.google.teams[0]`), as the same body inside a POST or PATCH names them.
       ...(opts.field ? { schemaErrorFormatter: fieldErrors(opts.field) } : {}),
@@ -185,6 +187,7 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
 
   function registerKind(kind: KindDef) {
     requires = kind.requires;
+    stackChecked = kind.manifestKind !== undefined;
     tag = kind.title;
     const collection = kind.path;
     const item = `${collection}/:id`;

@@ -14,14 +14,33 @@ import { moduleCheckForm, throwingChecks } from '../kinds/check.js';
 import { getPath, hasPath, holderOf } from '../kinds/paths.js';
 import { newId } from '../util/ids.js';
 import { ApiError } from '../contract/errors.js';
+import { markerStack, stackRefusalMessage } from '../contract/stack-name.js';
 import { runEffects } from './effects.js';
+import { sealBody, type Sealer } from './sealing.js';
+import type { ServiceSecrets } from './secrets.js';
 import { LIST_PAGE_BYTES } from '../contract/limits.js';
 import { ETAG, etagOf, keepsView, matchesIfMatch, renderView, RenderedJson, toResponse, viewFor, withChildren } from './serialize.js';
 
 const TX_ATTEMPTS = 4;
 
-/** Who is asking and how to address them: every operation is scoped to one account. */
-export interface Caller { accountId: string; baseUrl: string }
+/**
+ * Who is asking and how to address them: every operation is scoped to one account. `stacks`: a
+ * stack-limited key's stacks; it writes only objects whose ownership marker names one of them.
+ */
+export interface Caller { accountId: string; baseUrl: string; stacks?: readonly string[] }
+
+/**
+ * A stack-limited caller may write an object only while its ownership marker (in `metadata`, as
+ * stored, and as the write leaves it) names one of the caller's stacks: 403, nothing written.
+ */
+function checkStacks(kind: KindDef, caller: Caller, metadata: unknown, what: string): void {
+  if (!caller.stacks) return;
+  const stack = markerStack(metadata);
+  if (stack !== undefined && caller.stacks.includes(stack)) return;
+  throw new ApiError('ERR_FORBIDDEN_SCOPE', stackRefusalMessage(caller.stacks, stack === undefined
+    ? `${what} carries no ownership marker of ${caller.stacks.length === 1 ? 'it' : 'them'} (metadata: {"managed_by": {"tool": "edgeplane", "stack": …}})`
+    : `${what} belongs to stack ${stack}`), { stacks: caller.stacks.join(','), needs: stack === undefined ? 'an ownership marker' : `stack ${stack}` });
+}
 
 export interface Page { items: Body[]; more: boolean; lastId?: string }
 
@@ -50,14 +69,16 @@ function notFound(kind: KindDef, id: string): ApiError {
  * from a request, check references and uniqueness in one transaction, serialise responses.
  */
 export class Resources {
-  constructor(private readonly db: Db, private readonly config: KindRuntimeConfig) {}
+  /** `secrets`: their sealer seals what is stored (`sealing.ts`); without one, secrets are stored as they come. */
+  constructor(private readonly db: Db, private readonly config: KindRuntimeConfig, private readonly secrets?: ServiceSecrets) {}
 
   /** The same operations on another `Db` (a request's transaction: see `runIdempotent`). */
   withDb(db: Db): Resources {
-    return new Resources(db, this.config);
+    return new Resources(db, this.config, this.secrets);
   }
 
   async create(kind: KindDef, caller: Caller, input: Body, parentId?: string): Promise<Body> {
+    checkStacks(kind, caller, input.metadata, `the new ${kind.title}`);
     const id = newId(kind.idPrefix);
     const body: Body = {};
     for (const [field, value] of Object.entries(input)) {
@@ -72,9 +93,16 @@ export class Resources {
       body[m.name] = given ? await this.prepareModule(m, given as Body, undefined, ctx) : null;
     }
     await this.prepare(kind, ctx);
+    const sealer = await this.sealer();
+    if (sealer) sealBody(sealer, kind, body, caller.accountId, id);
     const row = await this.tx(async (q) => {
       // The parent is locked (and its version raised: its response changes) before the child is written.
       if (kind.parent && !(await lockParentForChild(q, caller.accountId, kind.parent.kind, parentId!))) throw notFound(kindByName(kind.parent.kind), parentId!);
+      // A stack-limited caller adds children only to parents of its stacks (a route to another stack's edge would serve its hostnames).
+      if (kind.parent && caller.stacks) {
+        const parent = await getObject(q, caller.accountId, kind.parent.kind, parentId!);
+        checkStacks(kind, caller, parent?.body.metadata, `${kindByName(kind.parent.kind).title} ${parentId}`);
+      }
       await runEffects(q, kind, 'before', ctx);
       const row = { id, account_id: caller.accountId, kind: kind.name, parent_id: parentId ?? null, body, created_at: createdAt() };
       const inserted = await insertObject(q, row, renderView(kind, { ...row, version: '1' }, caller.baseUrl));
@@ -125,10 +153,13 @@ export class Resources {
   }
 
   async update(kind: KindDef, caller: Caller, id: string, input: Body, parentId?: string, ifMatch?: string): Promise<Body> {
+    const sealer = await this.sealer();
     const row = await this.tx(async (q) => {
       await this.lockParent(q, kind, caller, parentId);
       const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
       if (!current) throw notFound(kind, id);
+      checkStacks(kind, caller, current.body.metadata, `${kind.title} ${id}`);
+      if ('metadata' in input) checkStacks(kind, caller, input.metadata, `the new metadata of ${kind.title} ${id}`);
       // After the look-up: an object that is not there is a 404, whatever the body asks.
       for (const f of kind.immutable ?? []) {
         if (f in input) throw new ApiError('ERR_IMMUTABLE_FIELD', `${f}: cannot be changed after creation; create a new ${kind.title} instead`);
@@ -147,7 +178,7 @@ export class Resources {
         // PATCH replaces a module that is given and never deletes one (null or omitted: kept).
         if (given) body[m.name] = await this.prepareModule(m, given as Body, current.body[m.name] as Body | null, ctx);
       }
-      return this.storeUpdate(q, kind, caller, current, body, ctx, parentId);
+      return this.storeUpdate(q, kind, caller, current, body, ctx, parentId, sealer);
     });
     return this.respond(kind, caller, row);
   }
@@ -156,6 +187,7 @@ export class Resources {
     await this.tx(async (q) => {
       const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
       if (!current) throw notFound(kind, id);
+      checkStacks(kind, caller, current.body.metadata, `${kind.title} ${id}`);
       checkIfMatch(kind, current, ifMatch);
       await this.refuseIfReferenced(q, kind, id);
       await touchParent(q, kind, current.parent_id);
@@ -170,16 +202,18 @@ export class Resources {
   }
 
   async putModule(kind: KindDef, mod: ModuleDef, caller: Caller, id: string, input: Body, parentId?: string, ifMatch?: string): Promise<Body> {
+    const sealer = await this.sealer();
     const row = await this.tx(async (q) => {
       await this.lockParent(q, kind, caller, parentId);
       const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
       if (!current) throw notFound(kind, id);
+      checkStacks(kind, caller, current.body.metadata, `${kind.title} ${id}`);
       checkIfMatch(kind, current, ifMatch);
       const body: Body = structuredClone(current.body);
       const ctx = this.hookContext('update', caller, id, body, { [mod.name]: input }, current.body, parentId);
       checkExclusive(kind, { ...current.body, [mod.name]: input });
       body[mod.name] = await this.prepareModule(mod, input, current.body[mod.name] as Body | null, ctx);
-      return this.storeUpdate(q, kind, caller, current, body, ctx, parentId);
+      return this.storeUpdate(q, kind, caller, current, body, ctx, parentId, sealer);
     });
     return this.moduleResponse(mod, row, caller);
   }
@@ -195,6 +229,7 @@ export class Resources {
     return this.tx(async (q) => {
       const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
       if (!current) throw notFound(kind, id);
+      checkStacks(kind, caller, current.body.metadata, `${kind.title} ${id}`);
       checkIfMatch(kind, current, ifMatch);
       if (!current.body[mod.name]) throw this.moduleNotConfigured(kind, mod, id);
       const body: Body = { ...current.body, [mod.name]: null };
@@ -206,6 +241,15 @@ export class Resources {
   }
 
   // ——— internals ———
+
+  /**
+   * What seals the secrets of a body about to be stored that are still in plain text (the
+   * request's, or derived): asked before a write's transaction (starting the secrets may read the
+   * database, which on PGlite has one connection).
+   */
+  private async sealer(): Promise<Sealer | undefined> {
+    return this.secrets && (await this.secrets.start()).sealer;
+  }
 
   /**
    * One transaction, run again when PostgreSQL picked it as a deadlock victim (two edges swapping
@@ -268,11 +312,12 @@ export class Resources {
 
   /**
    * The rest of every change to a stored object (PATCH, a module's PUT), in its transaction: the
-   * kind's hooks and effects, the row with its view, the per-parent limits, the parent's version,
+   * kind's hooks, its secrets sealed, its effects, the row with its view, the per-parent limits, the parent's version,
    * the references.
    */
-  private async storeUpdate(q: Queryable, kind: KindDef, caller: Caller, current: ObjectRow, body: Body, ctx: HookContext, parentId?: string): Promise<ObjectRow> {
+  private async storeUpdate(q: Queryable, kind: KindDef, caller: Caller, current: ObjectRow, body: Body, ctx: HookContext, parentId: string | undefined, sealer: Sealer | undefined): Promise<ObjectRow> {
     await this.prepare(kind, ctx);
+    if (sealer) sealBody(sealer, kind, body, caller.accountId, current.id);
     await runEffects(q, kind, 'before', ctx);
     const updated = await updateBody(q, current.id, body, renderView(kind, { ...current, body }, caller.baseUrl));
     await this.checkPerParent(q, kind, parentId);

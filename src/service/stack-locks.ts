@@ -5,6 +5,7 @@ import { idPattern, newId } from '../util/ids.js';
 import { isPrintableText, isStorableText } from '../util/text.js';
 import { rfc3339 } from '../util/time.js';
 import { ApiError } from '../contract/errors.js';
+import { stackRefusalMessage } from '../contract/stack-name.js';
 import { runIdempotent, type IdempotencyOptions } from './idempotency.js';
 import { registerMethodNotAllowed, type OperationDoc } from './kind-routes.js';
 import type { Caller } from './resources.js';
@@ -58,8 +59,15 @@ function op(operationId: string, summary: string, status: number, response: obje
   const openapi: OperationDoc = { operationId, params: more.params ?? [], ...(more.list ? { listOf: STACK_LOCK_PREFIX } : {}) };
   return {
     schema: { ...(more.body ? { body: more.body } : {}), response: { [status]: response }, summary, tags: ['stack lock'] },
-    config: { openapi },
+    // Each write checks a stack-limited key against the lock's stack (`ownStack`).
+    config: { openapi, stacks: 'checked' as const },
   };
+}
+
+/** A stack-limited key takes, renews and releases only its stacks' locks: 403 otherwise. */
+export function ownStack(caller: Caller, stack: string, what: string): void {
+  if (!caller.stacks || caller.stacks.includes(stack)) return;
+  throw new ApiError('ERR_FORBIDDEN_SCOPE', stackRefusalMessage(caller.stacks, `${what} is stack ${JSON.stringify(stack.slice(0, 64))}'s`), { stacks: caller.stacks.join(','), needs: `stack ${stack.slice(0, 64)}` });
 }
 
 function lockResponse(row: StackLockRow, base: string) {
@@ -96,6 +104,7 @@ export function registerStackLocks(app: FastifyInstance, db: Db, callerOf: (req:
   app.post(STACK_LOCKS_PATH, op('createStackLock', 'Take the lock of a stack (409 ERR_STACK_LOCKED while another holds it)', 201, LOCK_SCHEMA, { body: CREATE_SCHEMA }), async (req, reply) => {
     const caller = callerOf(req);
     const input = req.body as { stack: string; holder: string; ttl_seconds?: number };
+    ownStack(caller, input.stack, 'the lock');
     const result = await runIdempotent(db, req, caller.accountId, async (d) => {
       const out = await takeStackLock(d, {
         id: newId(STACK_LOCK_PREFIX), accountId: caller.accountId, stack: text('stack', input.stack), holder: text('holder', input.holder),
@@ -150,6 +159,10 @@ export function registerStackLocks(app: FastifyInstance, db: Db, callerOf: (req:
     const caller = callerOf(req);
     const { id } = req.params as { id: string };
     const input = (req.body ?? {}) as { ttl_seconds?: number };
+    if (caller.stacks && ID.test(id)) {
+      const lock = await getStackLock(db, caller.accountId, id);
+      if (lock) ownStack(caller, lock.stack, `lock ${id}`);
+    }
     const row = ID.test(id) ? await renewStackLock(db, caller.accountId, id, input.ttl_seconds ?? DEFAULT_LOCK_TTL_SECONDS) : null;
     if (!row) throw notFound(id);
     return lockResponse(row, caller.baseUrl);
@@ -157,6 +170,10 @@ export function registerStackLocks(app: FastifyInstance, db: Db, callerOf: (req:
   app.delete(item, op('releaseStackLock', 'Release a stack lock', 204, NO_BODY, { params: ITEM_PARAMS }), async (req, reply) => {
     const caller = callerOf(req);
     const { id } = req.params as { id: string };
+    if (caller.stacks && ID.test(id)) {
+      const lock = await getStackLock(db, caller.accountId, id);
+      if (lock) ownStack(caller, lock.stack, `lock ${id}`);
+    }
     if (!ID.test(id) || !(await releaseStackLock(db, caller.accountId, id))) throw notFound(id);
     return reply.code(204).send();
   });

@@ -9,6 +9,7 @@ import { STACK_NAME } from '../contract/stack-name.js';
 import { runIdempotent, type IdempotencyOptions } from './idempotency.js';
 import { registerMethodNotAllowed, type OperationDoc } from './kind-routes.js';
 import type { Caller } from './resources.js';
+import { ownStack } from './stack-locks.js';
 
 export const SYNC_RUNS_PATH = '/sync_runs';
 export const STACKS_PATH = '/stacks';
@@ -228,14 +229,20 @@ function stackQuery(v: unknown, field: string): string | undefined {
  * with its live commit, status, last run, lock and a sync asked for. Every query is the caller's
  * account's.
  */
+/** A write that checks a stack-limited key against its stack itself (`ownStack`). */
+function stackChecked<T extends { config: object }>(options: T): T {
+  return { ...options, config: { ...options.config, stacks: 'checked' as const } };
+}
+
 export function registerSyncRecord(app: FastifyInstance, db: Db, callerOf: (req: FastifyRequest) => Caller, idempotency: IdempotencyOptions = {}, opts: SyncRecordOptions = {}): void {
   const keep = opts.runsPerStack ?? DEFAULT_RUNS_PER_STACK;
   const runItem = `${SYNC_RUNS_PATH}/:id`;
   const stackItem = `${STACKS_PATH}/:stack`;
   const syncPath = `${STACKS_PATH}/:stack/sync`;
 
-  app.post(SYNC_RUNS_PATH, op('createSyncRun', 'Record a run of a stack (an apply, a drift check, a refused or failed sync)', 201, RUN_SCHEMA, { body: CREATE_SCHEMA }), async (req, reply) => {
+  app.post(SYNC_RUNS_PATH, stackChecked(op('createSyncRun', 'Record a run of a stack (an apply, a drift check, a refused or failed sync)', 201, RUN_SCHEMA, { body: CREATE_SCHEMA })), async (req, reply) => {
     const caller = callerOf(req);
+    ownStack(caller, (req.body as { stack: string }).stack, 'the run');
     const b = req.body as {
       stack: string; commit?: { sha: string; subject?: string; author?: string } | null; trigger: NewRun['trigger']; holder: string; duration_ms?: number;
       outcome: NewRun['outcome']; counts: NewRun['counts']; drift_count?: number | null; error?: string | null; plan_markdown?: string | null; objects?: RunObject[] | null;
@@ -316,11 +323,12 @@ export function registerSyncRecord(app: FastifyInstance, db: Db, callerOf: (req:
   });
 
   app.post(syncPath, {
-    ...op('requestStackSync', 'Ask the stack\'s agents for a sync now (answered by the first run that starts after it)', 202, STACK_SCHEMA, { params: STACK_PARAMS, body: SYNC_REQUEST_SCHEMA }),
+    ...stackChecked(op('requestStackSync', 'Ask the stack\'s agents for a sync now (answered by the first run that starts after it)', 202, STACK_SCHEMA, { params: STACK_PARAMS, body: SYNC_REQUEST_SCHEMA })),
     preValidation: async (req) => { req.body ??= {}; },
   }, async (req, reply) => {
     const caller = callerOf(req);
     const { stack } = req.params as { stack: string };
+    ownStack(caller, stack, 'the sync request');
     if (!STACK_NAME.test(stack)) throw new ApiError('ERR_VALIDATION', `stack: ${JSON.stringify(stack.slice(0, 64))} is not a stack name (lower-case letters, digits, ".", "_" or "-"; 1-64 characters)`);
     const by = text('requested_by', (req.body as { requested_by?: string }).requested_by);
     await requestSync(db, caller.accountId, stack, by);

@@ -17,6 +17,7 @@ export async function serviceSchemas(): Promise<object[]> {
   const schemas: object[] = [];
   const app = await buildApp({
     db: {} as Db,
+    startedSecrets: { fingerprintKey: Buffer.alloc(32) },
     validatorCompiler: ({ schema }) => {
       schemas.push(schema as object);
       return () => true;

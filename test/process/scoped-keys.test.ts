@@ -9,6 +9,7 @@ describe('scoped API keys from the command line', { timeout: 240_000 }, () => {
   let served: Served;
   let writeKey: string;
   let readKey: string;
+  let webKey: string;
   let accountId: string;
   beforeAll(async () => {
     const state = tempDir('ep-scopes-');
@@ -32,6 +33,17 @@ describe('scoped API keys from the command line', { timeout: 240_000 }, () => {
     expect((JSON.parse(listed.stdout) as { scope: string }[]).map((k) => k.scope)).toEqual(['write', 'read']);
     const text = await runCli(['admin', 'keys', 'list', '--account', accountId, '--state', state]);
     expect(text.stdout).toMatch(new RegExp(`^${issued.key_id}  scope read  created \\S+Z  active$`, 'm'));
+
+    // A key limited to stack web: shown with its stacks; a bad stack name is refused by name.
+    const limited = await runCli(['admin', 'keys', 'create', '--account', accountId, '--stacks', 'web', '--json', '--state', state]);
+    expect(limited.code, limited.stderr).toBe(0);
+    expect(JSON.parse(limited.stdout)).toMatchObject({ scope: 'write', stacks: ['web'] });
+    webKey = JSON.parse(limited.stdout).api_key;
+    const badStacks = await runCli(['admin', 'keys', 'create', '--account', accountId, '--stacks', 'Web!', '--state', state]);
+    expect(badStacks.code).toBe(1);
+    expect(badStacks.stderr).toContain('--stacks: stack names separated by commas');
+    const listedAgain = await runCli(['admin', 'keys', 'list', '--account', accountId, '--state', state]);
+    expect(listedAgain.stdout).toMatch(new RegExp(`^${JSON.parse(limited.stdout).key_id}  scope write  stacks web  created \\S+Z  active$`, 'm'));
 
     served = await startServe(['--state', state]);
   }, 120_000);
@@ -63,5 +75,15 @@ describe('scoped API keys from the command line', { timeout: 240_000 }, () => {
     const applied = await runCli(['apply', dir, '--stack', 'web', '--auto-approve'], { env: { ...env, EDGEPLANE_API_KEY: writeKey } });
     expect(applied.code, applied.stdout + applied.stderr).toBe(0);
     expect((await writer.get('/backends/failover')).body.backends).toHaveLength(1);
+  });
+
+  it('a key limited to stack web applies web, and another stack\'s apply stops before any write, saying so', async () => {
+    const dir = manifestDir({ 'all.yaml': 'kind: FailoverBackend\nname: limited\nbackends: []\n' });
+    const env = { EDGEPLANE_API_URL: served.url, EDGEPLANE_API_KEY: webKey };
+    const other = await runCli(['apply', dir, '--stack', 'api', '--auto-approve'], { env });
+    expect(other.code, other.stdout + other.stderr).toBe(1);
+    expect(other.stderr).toContain('the API key may write only stack web: apply of this stack needs a key of it');
+    const mine = await runCli(['apply', dir, '--stack', 'web', '--auto-approve'], { env });
+    expect(mine.code, mine.stdout + mine.stderr).toBe(0);
   });
 });

@@ -354,14 +354,18 @@ describe('saved plans', () => {
     const p = (await prepare(client, dir, 'sec', EXAMPLE_ENV)).plan!;
     const found = planSecrets(p.steps);
     expect(found.map((s) => `${s.step.object.identity}#${s.path}`).sort()).toEqual(Object.keys(FULL_SECRETS).sort());
-    const ok = secretsFromSources({ stack: 'sec', env: EXAMPLE_ENV, readFile: () => undefined });
+    // The service made every fingerprint (under its own key), and is asked again for the values read now.
+    for (const s of found) expect(s.token.fingerprint).toMatch(/^k:[A-Za-z0-9_-]{22}$/);
+    const tokens = found.map((s) => ({ identity: s.step.object.identity, path: s.path, token: s.token }));
+    const fp = (stack: string, asks: { identity: string; path: string; value: string }[]) => client.fingerprintSecrets(stack, asks);
+    const ok = await secretsFromSources({ stack: 'sec', env: EXAMPLE_ENV, readFile: () => undefined }, tokens, fp);
     for (const s of found) expect(ok.value(s.step.object.identity, s.path, s.token)).toBe(FULL_SECRETS[`${s.step.object.identity}#${s.path}` as keyof typeof FULL_SECRETS]);
-    const changed = secretsFromSources({ stack: 'sec', env: { ...EXAMPLE_ENV, SHOP_OIDC_CLIENT_SECRET: 'rotated' }, readFile: () => undefined });
+    const changed = await secretsFromSources({ stack: 'sec', env: { ...EXAMPLE_ENV, SHOP_OIDC_CLIENT_SECRET: 'rotated' }, readFile: () => undefined }, tokens, fp);
     const oidc = found.find((s) => s.path === 'oidc.client_secret')!;
     expect(() => changed.value(oidc.step.object.identity, oidc.path, oidc.token)).toThrow(StaleSecretError);
-    const unset = secretsFromSources({ stack: 'sec', env: {}, readFile: () => undefined });
+    const unset = await secretsFromSources({ stack: 'sec', env: {}, readFile: () => undefined }, tokens, fp);
     expect(() => unset.value(oidc.step.object.identity, oidc.path, oidc.token)).toThrow(/SHOP_OIDC_CLIENT_SECRET, which is not set/);
-    const empty = secretsFromSources({ stack: 'sec', env: { SHOP_OIDC_CLIENT_SECRET: '' }, readFile: () => undefined });
+    const empty = await secretsFromSources({ stack: 'sec', env: { SHOP_OIDC_CLIENT_SECRET: '' }, readFile: () => undefined }, tokens, fp);
     expect(() => empty.value(oidc.step.object.identity, oidc.path, oidc.token)).toThrow(/SHOP_OIDC_CLIENT_SECRET, which is empty/);
     // A {file} secret that cannot be read from here: the plan names it relative to where plan ran.
     const fromFile = { ...oidc.token, $secret: { file: 'secrets/oidc.txt' } };

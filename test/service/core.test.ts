@@ -262,7 +262,7 @@ describe('logging', () => {
     const stream = new Writable({ write(chunk, _enc, cb) { lines.push(...String(chunk).split('\n').filter(Boolean)); cb(); } });
     const failing = Object.assign(new Error('new row violates check constraint'), { code: '23514', detail: 'Failing row contains (SECRET-IN-ROW)', where: 'SQL statement near SECRET-IN-WHERE' });
     const db = { engine: 'postgres', describe: 'fake', query: async () => { throw failing; }, tx: async () => { throw failing; }, close: async () => {} } as unknown as Db;
-    const app = await buildApp({ db, logLevel: 'error', logStream: stream as never });
+    const app = await buildApp({ db, logLevel: 'error', logStream: stream as never, startedSecrets: { fingerprintKey: Buffer.alloc(32) } });
     try {
       const res = await app.inject({ method: 'GET', url: '/backends/failover', headers: { authorization: 'Bearer ep_x', 'service-version': '2' } });
       expect(res.statusCode).toBe(500);

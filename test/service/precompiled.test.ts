@@ -13,7 +13,7 @@ afterEach(() => vi.restoreAllMocks());
 describe('precompiled service validators (npm run schemas)', () => {
   it('building the app compiles no schema: every route body schema is precompiled', async () => {
     const compile = vi.spyOn(sharedAjv(), 'compile');
-    const app = await buildApp({ db: {} as Db });
+    const app = await buildApp({ db: {} as Db, startedSecrets: { fingerprintKey: Buffer.alloc(32) } });
     await app.ready();
     await app.close();
     expect(checkUserRecords([{ account_id: 'acc_1', provider_user_id: 7 }])).toEqual(['users[0].identity_provider: is required']);

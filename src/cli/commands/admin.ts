@@ -1,4 +1,4 @@
-import { createAccount, createKey, listAccounts, listKeys, parseScope, revokeKey, setAbuseReports } from '../../service/auth.js';
+import { createAccount, createKey, listAccounts, listKeys, parseScope, parseStacks, revokeKey, setAbuseReports } from '../../service/auth.js';
 import type { Output } from '../output.js';
 import { withDb } from './with-db.js';
 
@@ -19,11 +19,12 @@ export async function accountsCreate(out: Output, flags: { name: string; abuseRe
   out.line('The key is shown only this once; it is stored as a hash.');
 }
 
-export async function keysCreate(out: Output, flags: { account: string; scope?: string; json?: boolean; state?: string }) {
+export async function keysCreate(out: Output, flags: { account: string; scope?: string; stacks?: string; json?: boolean; state?: string }) {
   const scope = parseScope(flags.scope ?? 'write');
-  const issued = await withDb({ stateDir: flags.state }, (db) => createKey(db, flags.account, scope));
-  if (flags.json) return out.json({ account_id: issued.account_id, api_key: issued.api_key, key_id: issued.key_id, scope: issued.scope });
-  out.line(`API key ${issued.key_id} for ${issued.account_id} (scope ${issued.scope}): ${issued.api_key}`);
+  const stacks = flags.stacks === undefined ? undefined : parseStacks(flags.stacks);
+  const issued = await withDb({ stateDir: flags.state }, (db) => createKey(db, flags.account, scope, stacks));
+  if (flags.json) return out.json({ account_id: issued.account_id, api_key: issued.api_key, key_id: issued.key_id, scope: issued.scope, stacks: issued.stacks });
+  out.line(`API key ${issued.key_id} for ${issued.account_id} (scope ${issued.scope}${issued.stacks ? `, stacks ${issued.stacks.join(', ')}` : ''}): ${issued.api_key}`);
   out.line('The key is shown only this once; it is stored as a hash.');
 }
 
@@ -49,7 +50,7 @@ export async function keysList(out: Output, flags: { account: string; json?: boo
   const keys = await withDb({ stateDir: flags.state }, (db) => listKeys(db, flags.account));
   if (flags.json) return out.json(keys);
   if (!keys.length) return out.line(`no API keys for ${flags.account}`);
-  for (const k of keys) out.line(`${k.id}  scope ${k.scope}  created ${k.created_at}  ${k.revoked_at ? `revoked ${k.revoked_at}` : 'active'}`);
+  for (const k of keys) out.line(`${k.id}  scope ${k.scope}${k.stacks ? `  stacks ${k.stacks.join(',')}` : ''}  created ${k.created_at}  ${k.revoked_at ? `revoked ${k.revoked_at}` : 'active'}`);
 }
 
 export async function accountsUpdate(out: Output, accountId: string, flags: { abuseReports?: boolean; state?: string }) {

@@ -231,9 +231,11 @@ async function applySavedLocked(out: Output, client: ApiClient, file: string, pl
         throw new Error(`cannot read secret file ${p}: ${(err as Error).message}`);
       }
     };
-    const secrets = secretsFromSources({ stack: plan.stack, env: process.env, readFile });
+    const tokens = planSecrets(plan.steps);
+    const secrets = await secretsFromSources({ stack: plan.stack, env: process.env, readFile },
+      tokens.map((t) => ({ identity: t.step.object.identity, path: t.path, token: t.token })), (stack, asks) => client.fingerprintSecrets(stack, asks));
     const secretProblems: string[] = [];
-    for (const s of planSecrets(plan.steps)) {
+    for (const s of tokens) {
       const kind = findKind(s.step.object.kind);
       if (!kind || !isSecretPath(kind, s.path)) {
         secretProblems.push(`${s.step.object.identity}: the saved plan holds a secret at ${s.path}, which is not a secret field of ${kind?.title ?? s.step.object.kind}; plan does not make such a plan (edited?): refused`);

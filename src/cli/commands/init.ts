@@ -37,7 +37,7 @@ hostports: ["www.example.com:443"]
 #       client_secret: { env: MY_OIDC_SECRET }
 `;
 
-const GITIGNORE = `# edgeplane: the embedded database (it holds secrets in plain text) and saved plans (secret fingerprints)
+const GITIGNORE = `# edgeplane: the embedded database (its secrets, and the key that opens them) and saved plans
 state/
 *.plan.json
 plan.json

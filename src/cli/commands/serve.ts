@@ -9,7 +9,7 @@ import { metricsText, scrapeAllowed } from '../../service/plugins/metrics.js';
 import { ensureCredentials } from '../../embedded/embedded-credentials.js';
 import { openEngine } from '../../embedded/engine.js';
 import { databaseUrl } from '../../util/database-url.js';
-import { stateDirOf } from '../../embedded/state-dir.js';
+import { keyRingFor, stateDirOf } from '../../embedded/state-dir.js';
 import { stateDirFor, stdio } from '../output.js';
 import { idempotencyFromEnv, logLevelOf, rateLimitFromEnv, serverOptionsFromEnv, serviceOptionsFromEnv, workerOptionsFromEnv } from '../service-config.js';
 
@@ -67,6 +67,8 @@ export async function serve(flags: ServeFlags): Promise<void> {
   const metricsToken = process.env.EDGEPLANE_METRICS_TOKEN || undefined;
   const metricsPort = flags.metricsPort !== undefined && flags.metricsPort !== '' ? portNumber('--metrics-port', flags.metricsPort) : undefined;
   if (metricsOff && metricsPort !== undefined) throw new Error('--metrics-port: metrics are off (--metrics off / EDGEPLANE_METRICS=off)');
+  // A key ring given is read (and refused) before anything is opened.
+  if (process.env.EDGEPLANE_SECRETS_KEYS) keyRingFor('postgres', null);
   if (!databaseUrl()) await stateDirFor(stateDirOf({ stateDir: flags.state }), stdio);
   const db = await openEngine({ stateDir: flags.state });
   let app: FastifyInstance | undefined;
@@ -76,8 +78,9 @@ export async function serve(flags: ServeFlags): Promise<void> {
     // it): a `plan --state DIR` run beside this server reaches it through the lock's URL with that
     // key, even on a directory no command has opened yet (no `admin` can run while this holds it).
     if (db.engine === 'pglite') await ensureCredentials(db, stateDirOf({ stateDir: flags.state }));
+    const secrets = keyRingFor(db.engine, stateDirOf({ stateDir: flags.state }));
     app = await buildApp({
-      db, ...service, rateLimit, idempotency, server: { ...limits, tls },
+      db, ...service, secrets, rateLimit, idempotency, server: { ...limits, tls },
       logLevel,
       // Every process runs a worker: the queue is in the database, so N replicas share the work.
       jobWorker: runJobs ? workerOptions : false,
@@ -111,6 +114,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
     },
     `edgeplane listening on ${url} (database ${db.describe})`,
   );
+  if (!(await app.secrets.start()).sealer) app.log.warn('no key ring (EDGEPLANE_SECRETS_KEYS): secrets are stored in plain text; give one and restart to seal them (docs/operations.md, "Secrets at rest")');
   // Not awaited: the signal handlers below must be in place as soon as the server listens.
   const log = app.log;
   void unknownMigrations(db).then((newer) => {

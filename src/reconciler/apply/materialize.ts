@@ -1,5 +1,5 @@
 import { fingerprintSecret } from '../ownership/marker.js';
-import { ownSetting, type SecretSource } from '../manifests/secrets.js';
+import { ownSetting, SERVICE_FINGERPRINT, type Fingerprinter, type SecretSource } from '../manifests/secrets.js';
 import { isSecretToken, type SecretToken } from '../plan/tokens.js';
 import type { HttpRequest, Step } from '../plan/types.js';
 import type { KindDef } from '../../kinds/types.js';
@@ -68,38 +68,57 @@ export interface SourceEnv {
 /**
  * Secrets of a saved plan (`apply --plan FILE`): read from their source now. A value whose
  * fingerprint differs from the plan's is a stale plan (the secret changed since `plan`); a literal
- * secret from a manifest cannot be recovered from the plan at all.
+ * secret from a manifest cannot be recovered from the plan at all. The fingerprints the service
+ * made (`k:`) are asked of it again for the values read now, all at once (`tokens`: every secret
+ * of the plan); local ones are computed here.
  */
-export function secretsFromSources(src: SourceEnv): SecretLookup {
+export async function secretsFromSources(src: SourceEnv, tokens: { identity: string; path: string; token: SecretToken }[] = [], fingerprint?: Fingerprinter): Promise<SecretLookup> {
+  const read = (identity: string, path: string, token: SecretToken): { value: string; where: string } => {
+    const source = token.$secret as SecretSource | 'stored';
+    let value: string | undefined;
+    let where: string;
+    if (source === 'stored' || 'literal' in source) {
+      const at = source === 'stored' ? 'the live object' : source.literal;
+      throw new Error(`${identity}: the secret ${path} was written literally in the manifest (${at}); a saved plan never holds secrets — move it to {env: NAME} or apply from the manifests directory`);
+    }
+    if (source.file !== undefined) {
+      where = `file ${source.file}`;
+      value = src.readFile(source.file);
+    } else {
+      const name = (source.env ?? source.fromEnv)!;
+      if (ownSetting(name)) throw new Error(`${identity}: the secret ${path} names ${name}, edgeplane's own setting: never sent to the service`);
+      where = `environment variable ${name}`;
+      value = src.env[name];
+    }
+    if (!token.fingerprint) {
+      // Every secret a plan reads is fingerprinted: a token without one was not written by plan.
+      throw new Error(`${identity}: the secret ${path} (${where}) has no fingerprint: the saved plan was not made as plan makes it (edited?); plan again`);
+    }
+    if (value === undefined || value === '') {
+      const why = source.file !== undefined
+        ? `which cannot be read${value === '' ? ' (it is empty)' : ''}: a saved plan names secret files relative to the directory plan ran in; apply from there`
+        : `which is ${value === '' ? 'empty' : 'not set'}`;
+      throw new Error(`${identity}: the secret ${path} comes from ${where}, ${why}`);
+    }
+    return { value, where };
+  };
+  // The service's fingerprints of the values as read now, for the tokens that carry one of its.
+  const now = new Map<string, string>();
+  const asks: { identity: string; path: string; value: string }[] = [];
+  for (const t of tokens) {
+    if (!t.token.fingerprint?.startsWith(SERVICE_FINGERPRINT)) continue;
+    try {
+      asks.push({ identity: t.identity, path: t.path, value: read(t.identity, t.path, t.token).value });
+    } catch { /* reported when the value is asked for */ }
+  }
+  const got = asks.length && fingerprint ? await fingerprint(src.stack, asks) : undefined;
+  got?.forEach((fp, i) => now.set(`${asks[i].identity}#${asks[i].path}`, SERVICE_FINGERPRINT + fp));
   return {
     value(identity, path, token) {
-      const source = token.$secret as SecretSource | 'stored';
-      let value: string | undefined;
-      let where: string;
-      if (source === 'stored' || 'literal' in source) {
-        const at = source === 'stored' ? 'the live object' : source.literal;
-        throw new Error(`${identity}: the secret ${path} was written literally in the manifest (${at}); a saved plan never holds secrets — move it to {env: NAME} or apply from the manifests directory`);
-      }
-      if (source.file !== undefined) {
-        where = `file ${source.file}`;
-        value = src.readFile(source.file);
-      } else {
-        const name = (source.env ?? source.fromEnv)!;
-        if (ownSetting(name)) throw new Error(`${identity}: the secret ${path} names ${name}, edgeplane's own setting: never sent to the service`);
-        where = `environment variable ${name}`;
-        value = src.env[name];
-      }
-      if (!token.fingerprint) {
-        // Every secret a plan reads is fingerprinted: a token without one was not written by plan.
-        throw new Error(`${identity}: the secret ${path} (${where}) has no fingerprint: the saved plan was not made as plan makes it (edited?); plan again`);
-      }
-      if (value === undefined || value === '') {
-        const why = source.file !== undefined
-          ? `which cannot be read${value === '' ? ' (it is empty)' : ''}: a saved plan names secret files relative to the directory plan ran in; apply from there`
-          : `which is ${value === '' ? 'empty' : 'not set'}`;
-        throw new Error(`${identity}: the secret ${path} comes from ${where}, ${why}`);
-      }
-      if (fingerprintSecret(src.stack, identity, path, value) !== token.fingerprint) {
+      const { value, where } = read(identity, path, token);
+      const fp = token.fingerprint!.startsWith(SERVICE_FINGERPRINT) ? now.get(`${identity}#${path}`) : fingerprintSecret(src.stack, identity, path, value);
+      if (fp === undefined) throw new StaleSecretError(`${identity}: the secret ${path} (${where}) was fingerprinted by a service, and this target offers no fingerprints; plan again against it`);
+      if (fp !== token.fingerprint) {
         throw new StaleSecretError(`${identity}: the secret ${path} (${where}) is not the value the plan was made with`);
       }
       return value;

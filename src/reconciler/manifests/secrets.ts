@@ -20,6 +20,41 @@ export type SecretSource = SecretRef | { literal: string };
  */
 export interface ResolvedSecret { source: SecretSource; fingerprint: string; value: string; formerly?: Record<string, string> }
 
+/**
+ * The service's fingerprints of `secrets` (`ApiClient.fingerprintSecrets`), in order; undefined
+ * where the target offers none.
+ */
+export type Fingerprinter = (stack: string, secrets: { identity: string; path: string; value: string }[]) => Promise<string[] | undefined>;
+
+/** Prefix of a fingerprint the service made under its own key (docs/edges.md, "Secret fingerprints"). */
+export const SERVICE_FINGERPRINT = 'k:';
+
+/**
+ * Replaces the local fingerprints of resolved secrets (`resolveSecrets`, keyed by data readers
+ * can see) with the service's, keyed by what only the service holds: the markers and plans then
+ * hold nothing a reader can test a guess against offline. One request per 500 values. Where the
+ * target offers none the local ones stay (an empty embedded state, an older service).
+ */
+export async function keyFingerprints(secrets: Map<string, ResolvedSecret>, stack: string, fingerprint: Fingerprinter): Promise<void> {
+  const asks: { identity: string; path: string; value: string }[] = [];
+  const puts: ((fp: string) => void)[] = [];
+  for (const [key, s] of secrets) {
+    if (s.fingerprint.startsWith(SERVICE_FINGERPRINT)) continue;
+    const cut = key.lastIndexOf('#');
+    const identity = key.slice(0, cut);
+    const path = key.slice(cut + 1);
+    asks.push({ identity, path, value: s.value });
+    puts.push((fp) => { s.fingerprint = SERVICE_FINGERPRINT + fp; });
+    for (const former of Object.keys(s.formerly ?? {})) {
+      asks.push({ identity: former, path, value: s.value });
+      puts.push((fp) => { s.formerly![former] = SERVICE_FINGERPRINT + fp; });
+    }
+  }
+  if (!asks.length) return;
+  const got = await fingerprint(stack, asks);
+  if (got) got.forEach((fp, i) => puts[i](fp));
+}
+
 export interface SecretEnv {
   env: Record<string, string | undefined>;
   /** Base directory of `file:` references is the manifest's own directory; `cwd` turns displayed paths absolute. */

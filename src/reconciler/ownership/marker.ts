@@ -20,7 +20,7 @@ export interface Marker {
   stack: string;
   /** Manifest identity: `CertificateAuthority/root`, `HTTPSEdge/web/routes/api`. */
   id: string;
-  /** Salted fingerprints of secret fields, by field path (`oidc.client_secret`). */
+  /** Fingerprints of secret fields, by field path (`oidc.client_secret`): the service's (`k:…`, docs/edges.md). */
   fp?: Record<string, string>;
   /** Never deleted by prune, even once gone from the manifests. */
   protect?: boolean;
@@ -93,9 +93,11 @@ export function decodeMetadata(stored: unknown): DecodedMetadata {
 }
 
 /**
- * Salted fingerprint of a secret: HMAC-SHA256 keyed by stack, identity and field path. The salt is
- * derived, not random, so planning stays a pure function and the same secret on two objects (or two
- * stacks) never shows the same fingerprint. 128 bits, base64url.
+ * Local fingerprint of a secret: HMAC-SHA256 keyed by stack, identity and field path, all of which
+ * a reader of the marker sees, so a guess can be tested against it offline. The planner replaces it
+ * with the service's (`keyFingerprints`, keyed by what only the service holds); it stays only where
+ * the target offers none (an empty embedded state, a service from before), and in `validate`.
+ * 128 bits, base64url.
  */
 export function fingerprintSecret(stack: string, identity: string, path: string, secret: string): string {
   return createHmac('sha256', `${TOOL}\0${stack}\0${identity}\0${path}`).update(secret).digest('base64url').slice(0, 22);

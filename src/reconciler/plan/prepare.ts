@@ -3,7 +3,7 @@ import { loadManifests, manifestFiles, readManifest, type SourceDoc } from '../m
 import type { ManifestObject } from '../manifests/model.js';
 import { nestedStackProblems } from '../manifests/config.js';
 import { hasErrors, sortProblems, type Problem } from '../manifests/problems.js';
-import { resolveSecrets, type ResolvedSecret } from '../manifests/secrets.js';
+import { keyFingerprints, resolveSecrets, type ResolvedSecret } from '../manifests/secrets.js';
 import { validateManifests, ValidationMemo } from '../manifests/validate.js';
 import { DesiredBuilder } from './desired.js';
 import { diff, type DiffOptions } from './diff.js';
@@ -121,7 +121,10 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: Prep
     pageArrived();
     nextPage = new Promise<void>((r) => (pageArrived = r));
   });
-  if (how.closeAfterRead) void live.finally(() => client.close()).catch(() => {});
+  // The secrets' fingerprints are asked of the service too: the client is closed after both.
+  let fingerprinted = () => {};
+  const fingerprints = new Promise<void>((r) => (fingerprinted = r));
+  if (how.closeAfterRead) void Promise.allSettled([live, fingerprints]).then(() => client.close()).catch(() => {});
   let liveSettled = false;
   live.then(() => (liveSettled = true), () => (liveSettled = true)); // invalid manifests return before awaiting it; its failure is not theirs
   const slicer = new Slicer();
@@ -152,6 +155,11 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: Prep
   // Secrets are read even when the manifests have errors: every problem at once, as `validate`
   // reports them (a fix-and-retry loop must not find a missing secret only once the rest is fixed).
   const s = resolveSecrets(v.objects, input.stack, { env: input.env, cwd });
+  try {
+    if (!hasErrors(s.problems)) await keyFingerprints(s.secrets, input.stack, (stack, asks) => client.fingerprintSecrets(stack, asks));
+  } finally {
+    fingerprinted();
+  }
   // Destroy sends no body: a secret it cannot read (a CI job without them) is no reason to stop.
   const problems = sortProblems([...loadProblems, ...v.problems, ...(input.destroy ? [] : s.problems)]);
   if (hasErrors(problems)) return { problems, ...none };

@@ -1,7 +1,7 @@
 import { CrossChecks } from '../manifests/cross-checks.js';
 import type { ManifestObject } from '../manifests/model.js';
 import { hasErrors, sortProblems, type Problem } from '../manifests/problems.js';
-import { resolveSecrets, secretFiles, type ResolvedSecret, type SecretEnv } from '../manifests/secrets.js';
+import { keyFingerprints, resolveSecrets, secretFiles, type Fingerprinter, type ResolvedSecret, type SecretEnv } from '../manifests/secrets.js';
 import { ValidationMemo, type ValidateOptions } from '../manifests/validate.js';
 import { buildDesired, type DesiredMemo } from '../plan/desired.js';
 import { identical } from '../plan/normalize.js';
@@ -72,6 +72,22 @@ export class DesiredState {
    * objects are those of these files.
    */
   update(files: ManifestFile[]): { problems: Problem[]; changed?: string[] } {
+    const taken = this.take(files);
+    return taken.ok ? { problems: taken.problems, changed: this.build() } : { problems: taken.problems };
+  }
+
+  /**
+   * `update`, with the secrets' fingerprints asked of the service (`keyFingerprints`) before the
+   * desired objects are built: what `watch` runs.
+   */
+  async updateKeyed(files: ManifestFile[], fingerprint: Fingerprinter): Promise<{ problems: Problem[]; changed?: string[] }> {
+    const taken = this.take(files);
+    if (!taken.ok) return { problems: taken.problems };
+    await keyFingerprints(this.secrets, this.opts.stack, fingerprint);
+    return { problems: taken.problems, changed: this.build() };
+  }
+
+  private take(files: ManifestFile[]): { problems: Problem[]; ok: boolean } {
     // Files gone, and the documents gone from files changed, are taken out first: an object moved
     // from one file to another is out of the old one before it is in the new one.
     const now = new Map(files.map((f) => [f.path, f]));
@@ -111,13 +127,13 @@ export class DesiredState {
     for (const st of this.order) for (const p of st.localProblems) problems.push(p);
     for (const p of this.cross.problems()) problems.push(p);
     let sorted = sortProblems(problems);
-    if (hasErrors(sorted)) return { problems: sorted };
+    if (hasErrors(sorted)) return { problems: sorted, ok: false };
     const secretProblems = this.order.flatMap((st) => st.secretProblems);
     if (secretProblems.length) {
       sorted = sortProblems([...sorted, ...secretProblems]);
-      if (hasErrors(sorted)) return { problems: sorted };
+      if (hasErrors(sorted)) return { problems: sorted, ok: false };
     }
-    return { problems: sorted, changed: this.build() };
+    return { problems: sorted, ok: true };
   }
 
   /** A file read: its documents validated, its objects into the checks across files, its secrets read. */

@@ -85,7 +85,7 @@ export class IncrementalPlanner {
   }
 
   async prepare(opts: { full?: boolean } = {}): Promise<IncrementalPrepared> {
-    const { problems, changed } = this.desired.update(this.load(this.input.root));
+    const { problems, changed } = await this.desired.updateKeyed(this.load(this.input.root), (stack, asks) => this.client.fingerprintSecrets(stack, asks));
     // A run that was to read everything (a drift check, a retry) but stops at the manifests'
     // problems leaves that read to the next run that plans.
     if (!changed && opts.full) this.invalidate();

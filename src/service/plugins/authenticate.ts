@@ -1,12 +1,20 @@
 import fp from 'fastify-plugin';
 import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../../contract/errors.js';
+import { stackRefusalMessage } from '../../contract/stack-name.js';
 import { Authenticator, neededScope, scopeCovers, type Principal, type Scope } from '../auth.js';
 
 declare module 'fastify' {
   interface FastifyRequest { principal?: Principal }
   /** `scope`: what the route needs of the key when its method says too little (docs/api.md, "Scopes"). */
-  interface FastifyContextConfig { scope?: Scope }
+  interface FastifyContextConfig {
+    scope?: Scope;
+    /**
+     * `checked`: the route's writes check a stack-limited key themselves (objects by their
+     * ownership marker, locks and runs by their stack). Any other write refuses such a key.
+     */
+    stacks?: 'checked';
+  }
 }
 
 /**
@@ -18,8 +26,13 @@ function scopeRefusal(req: FastifyRequest, principal: Principal): ApiError | und
   const route = req.routeOptions;
   if (route.url === undefined) return undefined;
   const needs: Scope = neededScope(req.method, route.config);
-  if (scopeCovers(principal.scope, needs)) return undefined;
-  return new ApiError('ERR_FORBIDDEN_SCOPE', `this API key has scope ${principal.scope}; ${req.method} ${route.url.replace(/:(\w+)/g, '{$1}')} needs ${needs}`, { scope: principal.scope, needs });
+  const op = `${req.method} ${route.url.replace(/:(\w+)/g, '{$1}')}`;
+  if (!scopeCovers(principal.scope, needs)) return new ApiError('ERR_FORBIDDEN_SCOPE', `this API key has scope ${principal.scope}; ${op} needs ${needs}`, { scope: principal.scope, needs });
+  // A stack-limited key writes only what belongs to its stacks: a write that is no stack's is refused here.
+  if (principal.stacks && needs !== 'read' && route.config.stacks !== 'checked') {
+    return new ApiError('ERR_FORBIDDEN_SCOPE', stackRefusalMessage(principal.stacks, `${op} writes nothing of a stack`), { stacks: principal.stacks.join(','), needs: 'every stack' });
+  }
+  return undefined;
 }
 
 /**

@@ -4,6 +4,7 @@ import { parse as parseCookie, serialize as serializeCookie } from 'cookie';
 import { html } from 'ghtml';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../contract/errors.js';
+import { stackRefusalMessage } from '../../contract/stack-name.js';
 import { Authenticator, scopeCovers } from '../auth.js';
 import { Resources } from '../resources.js';
 import { notice, page, type Section } from './layout.js';
@@ -61,7 +62,7 @@ function loadStatic(): Map<string, { body: Buffer; type: string; etag: string }>
  */
 export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<void> {
   const sessions = new UiSessions(app.db, new Authenticator(app.db, opts.authCacheMs), opts.authCacheMs);
-  const resources = new Resources(app.db, { vendorPrefix: opts.vendorPrefix });
+  const resources = new Resources(app.db, { vendorPrefix: opts.vendorPrefix }, app.secrets);
   const files = loadStatic();
   // The pages show no `uri`: the record's responses are built on the public URL, or none.
   const records = stackRecords(app.db, () => opts.publicUrl ?? '');
@@ -175,6 +176,7 @@ export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<v
     checkForm(req, s);
     // The one write of the page: as POST /stacks/{stack}/sync, it needs a write key.
     if (!scopeCovers(s.scope, 'write')) throw new ApiError('ERR_FORBIDDEN_SCOPE', `this API key has scope ${s.scope}; Sync now needs write: sign in with a write key`, { scope: s.scope, needs: 'write' });
+    if (s.stacks && !s.stacks.includes(req.params.name)) throw new ApiError('ERR_FORBIDDEN_SCOPE', stackRefusalMessage(s.stacks, `Sync now of stack ${req.params.name.slice(0, 64)} needs a key of that stack`), { stacks: s.stacks.join(','), needs: `stack ${req.params.name.slice(0, 64)}` });
     await records.requestSync(s.accountId, req.params.name, `ui (key ${s.keyId})`);
     return reply.redirect(`/ui/stacks/${encodeURIComponent(req.params.name)}?requested=1`, 303);
   });

@@ -3,7 +3,7 @@ import type { Db } from '../../store/db.js';
 import { hashKey, type Authenticator, type Scope } from '../auth.js';
 
 /** Who a page is for: the account of the key the browser signed in with, and that key's scope (any scope signs in; Sync now needs write). */
-export interface UiSession { accountId: string; keyId: string; scope: Scope; csrf: string; expiresAt: Date }
+export interface UiSession { accountId: string; keyId: string; scope: Scope; stacks?: string[]; csrf: string; expiresAt: Date }
 
 /** How long a sign-in lasts. */
 export const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
@@ -31,7 +31,7 @@ export class UiSessions {
       'INSERT INTO ui_sessions (token_hash, account_id, key_id, csrf, expires_at) VALUES ($1, $2, $3, $4, $5)',
       [hashKey(token), principal.accountId, principal.keyId, csrf, expiresAt],
     );
-    return { token, session: { accountId: principal.accountId, keyId: principal.keyId, scope: principal.scope, csrf, expiresAt } };
+    return { token, session: { accountId: principal.accountId, keyId: principal.keyId, scope: principal.scope, ...(principal.stacks ? { stacks: principal.stacks } : {}), csrf, expiresAt } };
   }
 
   /** The live session of a cookie's token, or null (unknown, expired, signed out, or its key revoked). */
@@ -41,8 +41,8 @@ export class UiSessions {
     const now = Date.now();
     const hit = this.cache.get(hash);
     if (hit && hit.until > now && hit.session.expiresAt.getTime() > now) return hit.session;
-    const { rows } = await this.db.query<{ account_id: string; key_id: string; scope: Scope; csrf: string; expires_at: Date }>(
-      `SELECT s.account_id, s.key_id, k.scope, s.csrf, s.expires_at FROM ui_sessions s JOIN api_keys k ON k.id = s.key_id
+    const { rows } = await this.db.query<{ account_id: string; key_id: string; scope: Scope; stacks: string[] | null; csrf: string; expires_at: Date }>(
+      `SELECT s.account_id, s.key_id, k.scope, k.stacks, s.csrf, s.expires_at FROM ui_sessions s JOIN api_keys k ON k.id = s.key_id
         WHERE s.token_hash = $1 AND s.expires_at > now() AND k.revoked_at IS NULL`,
       [hash],
     );
@@ -51,7 +51,8 @@ export class UiSessions {
       this.cache.delete(hash);
       return null;
     }
-    const session = { accountId: row.account_id, keyId: row.key_id, scope: row.scope, csrf: row.csrf, expiresAt: new Date(row.expires_at) };
+    const session: UiSession = { accountId: row.account_id, keyId: row.key_id, scope: row.scope, csrf: row.csrf, expiresAt: new Date(row.expires_at) };
+    if (row.stacks) session.stacks = row.stacks;
     if (this.cache.size > 10_000) this.cache.clear();
     this.cache.set(hash, { session, until: now + this.ttlMs });
     return session;
