@@ -1,5 +1,5 @@
 // One HTTP exchange with undici, the body kept as text, for the HTTP transport (transport.ts).
-import { Pool, type Dispatcher } from 'undici';
+import type { Dispatcher, Pool } from 'undici';
 
 export interface Exchanged { status: number; headers: Record<string, string>; text: string }
 
@@ -8,9 +8,25 @@ export interface Exchanged { status: number; headers: Record<string, string>; te
  * headers and for each pause in its body are the request timeout too (a backstop: `exchange` cuts
  * the whole exchange at that time), and so is its connect timeout (undici's own default is 10 s).
  */
-export function connectionPool(origin: string, timeoutMs: number): Pool {
-  return new Pool(origin, { headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connect: { timeout: timeoutMs } });
+export function connectionPool(origin: string, timeoutMs: number): ConnectionPool {
+  // undici is loaded at the first request, not with the CLI: a command on the embedded service
+  // (or one that sends nothing) never needs it, and loading it costs the CLI's start about as much
+  // as the rest of its modules.
+  let pool: Promise<Pool> | undefined;
+  const lazy: ConnectionPool = {
+    made: undefined,
+    get: () => (pool ??= import('undici').then(({ Pool }) => (lazy.made = new Pool(origin, { headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connect: { timeout: timeoutMs } })))),
+    destroy: async () => { if (pool) await (await pool).destroy(); },
+  };
+  return lazy;
 }
+
+/**
+ * A keep-alive pool to one origin (`connectionPool`), made at its first use. `made`: the pool once
+ * made, used at once (a request sent without waiting a turn: the next page is asked for before
+ * the caller's thread gets busy with the page just read).
+ */
+export interface ConnectionPool { made: Pool | undefined; get(): Promise<Pool>; destroy(): Promise<void> }
 
 /**
  * The error of a request that got no (whole) answer in time: code `EP_TIMEOUT`, which the client
@@ -36,7 +52,7 @@ export function exchange(url: string, how: ExchangeOptions, payload?: string): P
   return exchangeWith(url, how, payload, (body) => body.text()).then(({ body, ...rest }) => ({ ...rest, text: body }));
 }
 
-export interface ExchangeOptions { method: string; pool: Pool; headers: Record<string, string>; timeoutMs: number }
+export interface ExchangeOptions { method: string; pool: ConnectionPool; headers: Record<string, string>; timeoutMs: number }
 
 /** `exchange`, the body read by `read` (its bytes, for a page handed to another thread). */
 export async function exchangeWith<T>(url: string, { method, pool, headers, timeoutMs }: ExchangeOptions, payload: string | undefined, read: (body: Dispatcher.ResponseData['body']) => Promise<T>): Promise<{ status: number; headers: Record<string, string>; body: T }> {
@@ -44,7 +60,7 @@ export async function exchangeWith<T>(url: string, { method, pool, headers, time
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort(timeoutError(url, timeoutMs)), timeoutMs);
   try {
-    const res = await pool.request({ method: method as 'GET', path: u.pathname + u.search, headers, body: payload, signal: deadline.signal });
+    const res = await (pool.made ?? await pool.get()).request({ method: method as 'GET', path: u.pathname + u.search, headers, body: payload, signal: deadline.signal });
     const body = await read(res.body);
     const h: Record<string, string> = {};
     for (const k in res.headers) {
