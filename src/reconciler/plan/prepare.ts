@@ -1,5 +1,6 @@
 import type { ApiClient } from '../../client/api-client.js';
-import { loadManifests, manifestFiles, readManifest, type SourceDoc } from '../manifests/load.js';
+import { manifestFiles, readManifest, type SourceDoc } from '../manifests/load.js';
+import { defaultEnvironment, Expander, type Environment, type FileDocs } from '../manifests/environments.js';
 import type { ManifestObject } from '../manifests/model.js';
 import { nestedStackProblems } from '../manifests/config.js';
 import { hasErrors, sortProblems, type Problem } from '../manifests/problems.js';
@@ -18,15 +19,38 @@ import { sameMetadata } from './phases/marker.js';
 import type { Plan } from './types.js';
 import { streamLiveState } from '../state/read-state.js';
 
-export interface ValidateInput { root: string; stack: string; strict?: boolean; cwd?: string }
+export interface ValidateInput {
+  root: string; stack: string; strict?: boolean; cwd?: string;
+  /** The environment the manifests are expanded for (`selectEnvironment`); default: the stack file's variables' defaults, no overlays. */
+  environment?: Environment;
+}
+
+/**
+ * Every manifest file under `root`, read and expanded for the environment (variables substituted,
+ * overlays applied): what validation reads. `nested` gets the settings files of directories left out.
+ */
+export function readExpanded(input: ValidateInput, nested: string[]): { docs: SourceDoc[]; problems: Problem[]; files: string[] } {
+  const cwd = input.cwd ?? process.cwd();
+  const files = manifestFiles(input.root, nested);
+  const read: FileDocs[] = files.map((path) => ({ path, ...readManifest(path, cwd) }));
+  const expanded = new Expander(input.environment ?? defaultEnvironment(input.root, cwd), cwd).expand(read);
+  const docs: SourceDoc[] = [];
+  const problems: Problem[] = [];
+  for (const f of expanded) {
+    for (let i = 0; i < f.docs.length; i++) docs.push(f.docs[i]);
+    problems.push(...f.problems);
+  }
+  return { docs, problems, files };
+}
 
 export interface ValidateResult { problems: Problem[]; objects: ManifestObject[]; files: string[] }
 
 /** Load and validate a manifest directory (`validate`, `graph`): every problem, nothing thrown for bad input. */
 export function validateDir(input: ValidateInput): ValidateResult {
-  const loaded = loadManifests(input.root, input.cwd);
+  const nestedFiles: string[] = [];
+  const loaded = readExpanded(input, nestedFiles);
   const v = validateManifests(loaded.docs, { stack: input.stack, strict: input.strict });
-  const nested = nestedStackProblems(loaded.nested, input.stack, input.cwd ?? process.cwd());
+  const nested = nestedStackProblems(nestedFiles, input.stack, input.cwd ?? process.cwd());
   return { problems: sortProblems([...nested, ...loaded.problems, ...v.problems]), objects: v.objects, files: loaded.files };
 }
 
@@ -125,12 +149,16 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: Prep
   const loadProblems: Problem[] = [];
   const cwd = input.cwd ?? process.cwd();
   loadProblems.push(...nestedStackProblems(nested, input.stack, cwd));
+  const read: FileDocs[] = [];
   for (const path of files) {
-    const parsed = readManifest(path, cwd);
-    for (let i = 0; i < parsed.docs.length; i++) docs.push(parsed.docs[i]);
-    loadProblems.push(...parsed.problems);
+    read.push({ path, ...readManifest(path, cwd) });
     await turn();
   }
+  for (const f of new Expander(input.environment ?? defaultEnvironment(input.root, cwd), cwd).expand(read)) {
+    for (let i = 0; i < f.docs.length; i++) docs.push(f.docs[i]);
+    loadProblems.push(...f.problems);
+  }
+  await turn();
   const opts = { stack: input.stack, strict: input.strict };
   const validation = new ValidationMemo();
   for (let i = 0; i < docs.length; i++) {

@@ -150,6 +150,8 @@ export interface Plan {
   partial?: PartialPlan;
   /** Present for `plan --destroy` / `destroy`: the plan deletes every object the stack owns. */
   destroy?: true;
+  /** The environment of edgeplane.yaml the manifests were expanded for (`--env`), when there is one. */
+  environment?: string;
 }
 
 /** Whether the plan changes anything, or (with --target) leaves out changes of the targets that wait for others. */
