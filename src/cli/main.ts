@@ -103,6 +103,14 @@ targetOptions(
 ).action(async (dir, flags) => (await import('./commands/plan.js')).plan(stdio, dir, flags));
 
 program
+  .command('diff-env <from> <to> <dir>')
+  .description('promotion review: how environment TO\'s desired state differs from FROM\'s, object by object and field by field (from the manifests alone)')
+  .option('--json', 'print {from, to, onlyIn, changed}')
+  .option('--markdown', 'print the differences as Markdown (a pull-request comment)')
+  .option('--detailed-exitcode', 'exit 2 when the environments differ')
+  .action(async (from, to, dir, flags) => (await import('./commands/diff-env.js')).diffEnv(stdio, from, to, dir, flags));
+
+program
   .command('graph <dir>')
   .description('print the stack\'s objects and what refers to what, from the manifests alone (Mermaid for a README, or DOT for Graphviz)')
   .addOption(new Option('--format <format>', 'output format').choices(['mermaid', 'dot']).default('mermaid'))
