@@ -132,7 +132,7 @@ class SubstitutedDoc implements SourceDoc {
  * doubled to `$${` (export writes the live state; a header value `${x}` must come back as itself).
  */
 export function escapeText<T>(v: T): T {
-  if (typeof v === 'string') return (v.includes('${') ? v.replaceAll('${', '$${') : v) as T;
+  if (typeof v === 'string') return (v.includes('${') ? v.replaceAll('${', () => '$${') : v) as T;
   if (!v || typeof v !== 'object') return v;
   if (Array.isArray(v)) return v.map(escapeText) as T;
   if (isVarRef(v)) return v; // written by export on purpose
