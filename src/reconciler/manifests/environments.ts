@@ -187,7 +187,7 @@ export function environmentOf(file: StackFile, name: string | undefined, root: s
     name,
     stack: name !== undefined ? (typeof env?.stack === 'string' ? env.stack : `${fileStack}-${name}`) : undefined,
     stackFile: file.path, shownStackFile: file.doc?.file,
-    vars: { values, declared: new Set(declared.keys()) },
+    vars: { values, declared: new Set(declared.keys()), plainText: !/[\0\ud800-\udfff]/.test(JSON.stringify([...values])) },
     overlays, allOverlays, usedInOverlays: new Set(),
     ...(typeof env?.api_url === 'string' ? { apiUrl: env.api_url } : {}),
     ...(typeof env?.target_name === 'string' ? { targetName: env.target_name } : {}),

@@ -19,6 +19,8 @@ export interface VariableValues {
   values: ReadonlyMap<string, unknown>;
   /** Declared variables (those without a value have a problem of their own in the stack file). */
   declared: ReadonlySet<string>;
+  /** No value holds U+0000 or a UTF-16 surrogate: a document of plain text stays one once substituted. */
+  plainText?: boolean;
 }
 
 /** A whole field taken from a variable: a mapping of exactly `var`. */
@@ -107,7 +109,7 @@ export function substituteDoc(doc: SourceDoc, vars: VariableValues): Substituted
   };
   const value = walk(doc.value, []);
   if (value === doc.value) return { doc, used, problems };
-  return { doc: new SubstitutedDoc(doc, value), used, problems };
+  return { doc: new SubstitutedDoc(doc, value, !!vars.plainText && !!doc.plainText), used, problems };
 }
 
 /** A document whose value had variables substituted: its positions are its source's (the same paths). */
@@ -115,11 +117,11 @@ class SubstitutedDoc implements SourceDoc {
   readonly file: string;
   readonly index: number;
   readonly plainText: boolean | undefined;
-  constructor(readonly source: SourceDoc, readonly value: unknown) {
+  constructor(readonly source: SourceDoc, readonly value: unknown, plainText: boolean) {
     this.file = source.file;
     this.index = source.index;
-    // A value may hold any text: looked at again (U+0000 in a value is refused as in a manifest).
-    this.plainText = false;
+    // Unless every value is plain text, looked at again (U+0000 in a value is refused as in a manifest).
+    this.plainText = plainText;
   }
 
   locate(path: (string | number)[], opts?: { key?: boolean }): Position {
