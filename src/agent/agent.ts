@@ -2,6 +2,7 @@ import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { listStacks, recordRun, type Commit, type RunTrigger } from '../client/sync-record.js';
 import { resolveStack } from '../reconciler/manifests/config.js';
+import { environmentNames, selectEnvironment } from '../reconciler/manifests/environments.js';
 import type { AgentConfig, StackEntry } from './config.js';
 import { GitSource } from './git-source.js';
 import type { AgentMetrics } from './metrics.js';
@@ -37,6 +38,8 @@ interface StackState {
   key: string;
   stack: string;
   dir: string;
+  /** The environment of edgeplane.yaml this stack is (each environment is synced as its own stack). */
+  environment?: string;
   source: SourceState;
   settings: StackEntry;
   /** The commit last synced (applied, found live, or reported), from which a new commit is told. */
@@ -170,21 +173,25 @@ export class SyncAgent {
         ? readdirSync(root).map((n) => join(root, n)).filter((d) => statSync(d).isDirectory() && isStackDir(d)).sort()
         : [];
       for (const dir of dirs) {
-        let stack: string;
+        // A stack folder with environments is one stack per environment (docs/manifests.md, "Environments").
+        let found: { stack: string; environment?: string }[];
         try {
-          stack = resolveStack(dir).stack;
+          const envs = environmentNames(dir);
+          found = envs.length ? envs.map((e) => ({ stack: selectEnvironment(dir, e).stack!, environment: e })) : [{ stack: resolveStack(dir).stack }];
         } catch (err) {
           this.log(`${dir}: ${(err as Error).message}`);
           continue;
         }
-        const key = `${entry.source}\0${dir}`;
-        seen.add(key);
-        const known = this.stacks.get(key);
-        if (known) {
-          known.stack = stack;
-          known.settings = entry;
-        } else {
-          this.stacks.set(key, { key, stack, dir, source: s, settings: entry, lastCheck: Date.now(), failures: 0, retryAt: 0, manual: false });
+        for (const { stack, environment } of found) {
+          const key = `${entry.source}\0${dir}${environment !== undefined ? `\0${environment}` : ''}`;
+          seen.add(key);
+          const known = this.stacks.get(key);
+          if (known) {
+            known.stack = stack;
+            known.settings = entry;
+          } else {
+            this.stacks.set(key, { key, stack, dir, ...(environment !== undefined ? { environment } : {}), source: s, settings: entry, lastCheck: Date.now(), failures: 0, retryAt: 0, manual: false });
+          }
         }
       }
     }
@@ -232,7 +239,7 @@ export class SyncAgent {
     const started = Date.now();
     let result: SyncResult;
     try {
-      result = await syncStack({ ...this.ctx, signal: this.abort.signal }, { stack: st.stack, dir: st.dir, commit, trigger, settings: st.settings, fetchedAt: st.refetched ? Infinity : st.source.fetchedAt });
+      result = await syncStack({ ...this.ctx, signal: this.abort.signal }, { stack: st.stack, dir: st.dir, ...(st.environment !== undefined ? { environment: st.environment } : {}), commit, trigger, settings: st.settings, fetchedAt: st.refetched ? Infinity : st.source.fetchedAt });
       st.refetched = false;
     } catch (err) {
       // The service could not be reached or refused: retried with backoff.

@@ -9,6 +9,7 @@ import { RunRecord } from '../reconciler/apply/run-record.js';
 import { acquireStackLock, StackLockTimeout } from '../reconciler/lock/stack-lock.js';
 import { formatProblem } from '../reconciler/manifests/problems.js';
 import { stackSafety } from '../reconciler/manifests/config.js';
+import { selectEnvironment } from '../reconciler/manifests/environments.js';
 import type { StackEntry } from './config.js';
 
 /** What the agent gives every sync. */
@@ -27,6 +28,8 @@ export interface SyncContext {
 export interface SyncRequest {
   stack: string;
   dir: string;
+  /** The environment of edgeplane.yaml to expand the manifests for, when the folder has environments. */
+  environment?: string;
   commit: Commit;
   trigger: RunTrigger;
   settings: StackEntry;
@@ -110,6 +113,7 @@ async function planAndApply(ctx: SyncContext, req: SyncRequest, record: RunRecor
   try {
     prepared = await preparePlan({
       root: req.dir, stack: req.stack, env: ctx.env, config: ctx.planConfig, cwd: req.dir,
+      ...(req.environment !== undefined ? { environment: selectEnvironment(req.dir, req.environment, { cwd: req.dir }) } : {}),
       threshold: safety.threshold, protect: safety.protect, allowProtected: req.settings.allowProtectedChanges,
     }, ctx.client);
   } catch (err) {

@@ -42,6 +42,13 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
     ],
     exits: { [EXIT.ok]: 'valid (warnings allowed)', [EXIT.error]: 'problems found (each on stderr; --json: on stdout)' },
   },
+  'diff-env': {
+    examples: [
+      ['edgeplane diff-env staging production shop', 'what production changes against staging, object by object and field by field'],
+      ['edgeplane diff-env staging production shop --markdown > promote.md', 'the same for a pull-request comment'],
+    ],
+    exits: { [EXIT.ok]: 'compared', [EXIT.error]: 'an environment is unknown, or the manifests do not validate in one', [EXIT.changes]: 'with --detailed-exitcode: the environments differ' },
+  },
   plan: {
     examples: [
       ['edgeplane plan edge', 'against the embedded database in ./state (not made when missing: planned against an empty one)'],
@@ -49,6 +56,8 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
       ['edgeplane plan edge --out plan.json', 'save it for `apply --plan plan.json`'],
       ['edgeplane plan edge --detailed-exitcode --quiet', 'drift check in a script: exit 2 when anything differs'],
       ['edgeplane plan edge --override-policy cap-edge-deletes --reason "retiring eu-west"', 'a policy\'s denial let through, the reason shown in the plan'],
+      ['edgeplane plan shop --env production', 'one environment of edgeplane.yaml: its stack, values and overlays'],
+      ['edgeplane plan shop --env all --markdown > plan.md', 'every environment in one comment, a section each (exit code: the highest)'],
     ],
     exits: {
       [EXIT.ok]: 'planned (no changes, or changes without --detailed-exitcode)',

@@ -38,6 +38,7 @@ program.hook('preAction', (_program, command) => {
 const stateOption = () => new Option('--state <dir>', 'embedded database directory (when DATABASE_URL is not set)').env('EDGEPLANE_STATE');
 // Options shared by the reconciler commands: one declaration each.
 const stackOption = () => new Option('--stack <name>', 'stack name (default: stack: in edgeplane.yaml, else "default")');
+const envOption = () => new Option('--env <name>', 'the environment of edgeplane.yaml to use (its stack name, variable values and overlays)').env('EDGEPLANE_ENV');
 const strictOption = () => new Option('--strict', 'literal secrets are errors, not warnings');
 const parallelismOption = () => new Option('--parallelism <n>', 'steps run at once').default('8');
 const targetOption = () => new Option('--target <selector>', 'only these objects (Kind/name, HTTPSEdge/edge/routes/route, or a glob such as \'HTTPSEdge/shop-*\'), plus creates of what they refer to; repeatable')
@@ -83,6 +84,7 @@ program
   .description('validate manifests (a directory, read recursively, or one file) and report every problem')
   .addOption(strictOption())
   .addOption(stackOption())
+  .addOption(envOption())
   .option('--allow-missing-secrets', 'secrets whose environment variable or file is missing are not errors (a job that has no secrets)')
   .option('--json', 'print {"valid", "problems"}')
   .action(async (dir, flags) => (await import('./commands/validate.js')).validate(stdio, dir, flags));
@@ -92,6 +94,7 @@ targetOptions(overridePolicyOptions(
     .command('plan <dir>')
     .description('show the API calls that would make the live state match the manifests (the directory of a stack)')
     .addOption(stackOption())
+    .addOption(envOption())
     .option('--out <file>', 'save the plan (JSON) for `apply --plan <file>`')
     .option('--json', 'print the plan as JSON (each update with an RFC 6902 patch and the fields before and after)')
     .option('--markdown', 'print the plan as Markdown (pull-request comments), within --markdown-limit characters')
@@ -106,12 +109,21 @@ targetOptions(overridePolicyOptions(
 ).action(async (dir, flags) => (await import('./commands/plan.js')).plan(stdio, dir, flags));
 
 program
+  .command('diff-env <from> <to> <dir>')
+  .description('promotion review: how environment TO\'s desired state differs from FROM\'s, object by object and field by field (from the manifests alone)')
+  .option('--json', 'print {from, to, onlyIn, changed}')
+  .option('--markdown', 'print the differences as Markdown (a pull-request comment)')
+  .option('--detailed-exitcode', 'exit 2 when the environments differ')
+  .action(async (from, to, dir, flags) => (await import('./commands/diff-env.js')).diffEnv(stdio, from, to, dir, flags));
+
+program
   .command('graph <dir>')
   .description('print the stack\'s objects and what refers to what, from the manifests alone (Mermaid for a README, or DOT for Graphviz)')
   .addOption(new Option('--format <format>', 'output format').choices(['mermaid', 'dot']).default('mermaid'))
   .addOption(stackOption())
   .addOption(new Option('--target <selector>', 'only these objects (Kind/name, HTTPSEdge/edge/routes/route, or a glob such as \'HTTPSEdge/shop-*\'), those under them, and what they refer to; repeatable')
     .argParser((v: string, all: string[] = []) => [...all, v]))
+  .addOption(envOption())
   .action(async (dir, flags) => (await import('./commands/graph.js')).graph(stdio, dir, flags));
 
 targetOptions(overridePolicyOptions(
@@ -120,6 +132,7 @@ targetOptions(overridePolicyOptions(
     .description('plan and apply the manifests (asks on a terminal), or apply a saved plan with --plan FILE')
     .option('--plan <file>', 'apply exactly this saved plan (from `plan --out`); refuses (exit 4) when the live state changed since')
     .addOption(stackOption())
+    .addOption(envOption())
     .option('--auto-approve', 'do not ask for confirmation (CI)')
     .addOption(parallelismOption())
     .option('--force', 'go ahead although the safety threshold is exceeded')
@@ -144,6 +157,7 @@ targetOptions(
     .command('destroy <dir>')
     .description('delete every object the stack owns (asks on a terminal); objects it does not own are never touched')
     .addOption(stackOption())
+    .addOption(envOption())
     .option('--auto-approve', 'do not ask for confirmation (CI)')
     .addOption(parallelismOption())
     .option('--json', 'one JSON event per line (plan, each step, summary)')
@@ -157,6 +171,7 @@ targetOptions(
     .command('watch <dir>')
     .description('apply the manifests on every save (creates and updates; deletions with --prune)')
     .addOption(stackOption())
+    .addOption(envOption())
     .option('--prune', 'also delete owned objects that left the manifests')
     .option('--plan-only', 'show plans, apply nothing')
     .option('--interval <seconds>', 're-plan periodically to report drift made outside the manifests')
@@ -173,6 +188,7 @@ targetOptions(
     .command('status [dir]')
     .description('show the lock of the stack of DIR (or --stack), or every live lock of the account')
     .addOption(stackOption())
+    .addOption(envOption())
     .option('--json', 'print the locks as a JSON array'),
 ).action(async (dir, flags) => (await import('./commands/lock.js')).lockStatus(stdio, dir, flags));
 targetOptions(
@@ -180,6 +196,7 @@ targetOptions(
     .command('release [dir]')
     .description('release the stack\'s lock (one left by an apply of yours that was killed; --force for anyone\'s)')
     .addOption(stackOption())
+    .addOption(envOption())
     .option('--force', 'release it whoever holds it (make sure the apply or watch holding it is no longer running)'),
 ).action(async (dir, flags) => (await import('./commands/lock.js')).lockRelease(stdio, dir, flags));
 

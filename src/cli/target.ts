@@ -33,6 +33,8 @@ export interface TargetOptions extends StateDirOptions {
   out?: Output;
   /** The manifest directory: its `edgeplane.yaml` may pin the target (`api_url`, `embedded: true`). */
   root?: string;
+  /** The environment chosen (`--env`): its own `api_url` / `embedded` win over the file's. */
+  environment?: { apiUrl?: string; embedded?: boolean };
 }
 
 /**
@@ -79,7 +81,7 @@ export async function openTarget(flags: TargetFlags, how: TargetOptions = {}): P
   if (flags.apiUrl === '' || (flags.apiUrl === undefined && process.env.EDGEPLANE_API_URL === '')) {
     throw new Error(`${flags.apiUrl === '' && process.env.EDGEPLANE_API_URL === undefined ? '--api-url is' : 'EDGEPLANE_API_URL is set but'} empty (a CI secret this job does not get?): nothing planned; unset it to use the embedded service`);
   }
-  const pinned = how.root !== undefined ? stackTarget(how.root) : undefined;
+  const pinned = how.root !== undefined ? withEnvironment(stackTarget(how.root), how.environment) : undefined;
   // --state (EDGEPLANE_STATE) asks for the embedded service on that directory, and wins over the
   // file's api_url as --api-url does: a command meant to run locally never reaches the pinned
   // deployment (the costly mistake); the note says which api_url was not used.
@@ -132,4 +134,10 @@ export function targetArgv(flags: TargetFlags): string[] {
 /** `targetArgv` as text to append to a command. */
 export function targetArgs(flags: TargetFlags): string {
   return targetArgv(flags).map((w) => ` ${w}`).join('');
+}
+
+/** The stack file's target with an environment's own `api_url` / `embedded` over it. */
+function withEnvironment<T extends { apiUrl?: string; embedded: boolean }>(t: T, env: { apiUrl?: string; embedded?: boolean } | undefined): T {
+  if (!env) return t;
+  return { ...t, ...(env.apiUrl !== undefined ? { apiUrl: env.apiUrl } : {}), ...(env.embedded !== undefined ? { embedded: env.embedded } : {}) };
 }

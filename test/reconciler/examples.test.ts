@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { formatProblem } from '../../src/reconciler/manifests/problems.js';
 import { resolveStack } from '../../src/reconciler/manifests/config.js';
 import { validateDir } from '../../src/reconciler/plan/prepare.js';
+import { environmentNames, selectEnvironment } from '../../src/reconciler/manifests/environments.js';
 import { runCli } from '../helpers/cli.js';
 import { EXAMPLES } from '../helpers/reconcile.js';
 
@@ -13,10 +14,15 @@ const manifestExamples = readdirSync(EXAMPLES).filter((d) => statSync(join(EXAMP
 describe('examples', () => {
   it.each(manifestExamples)('examples/%s validates strictly: no errors, no warnings, no literal secrets', (name) => {
     const root = join(EXAMPLES, name);
-    const { stack } = resolveStack(root);
-    const r = validateDir({ root, stack, strict: true });
-    expect(r.problems.map(formatProblem)).toEqual([]);
-    expect(r.objects.length).toBeGreaterThan(0);
+    // A stack with environments validates in each of them (examples/environments).
+    const envs = environmentNames(root);
+    for (const env of envs.length ? envs : [undefined]) {
+      const environment = selectEnvironment(root, env);
+      const stack = environment.stack ?? resolveStack(root).stack;
+      const r = validateDir({ root, stack, strict: true, environment });
+      expect(r.problems.map(formatProblem)).toEqual([]);
+      expect(r.objects.length).toBeGreaterThan(0);
+    }
   });
 
   it('examples/full uses every module of every kind at least once', () => {

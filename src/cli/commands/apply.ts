@@ -7,7 +7,8 @@ import { findKind } from '../../kinds/registry.js';
 import { readSecretFile } from '../../reconciler/manifests/secrets.js';
 import { preparePlan } from '../../reconciler/plan/prepare.js';
 import { staleReasons } from '../../reconciler/apply/stale.js';
-import { resolveStack } from '../../reconciler/manifests/config.js';
+import type { Environment } from '../../reconciler/manifests/environments.js';
+import { envArgv, stackOf } from '../environment.js';
 import { filesToPlan } from '../../reconciler/manifests/load.js';
 import { formatProblem, hasErrors } from '../../reconciler/manifests/problems.js';
 import type { Plan } from '../../reconciler/plan/types.js';
@@ -32,6 +33,7 @@ import { withOverrides } from '../../reconciler/policy/evaluate.js';
 export interface ApplyFlags extends TargetFlags, LockFlags {
   plan?: string;
   stack?: string;
+  env?: string;
   autoApprove?: boolean;
   parallelism?: string;
   force?: boolean;
@@ -72,18 +74,19 @@ export async function destroy(out: Output, dir: string, flags: Omit<ApplyFlags, 
 
 async function applyDir(out: Output, dir: string, flags: ApplyFlags, parallelism: number): Promise<void> {
   filesToPlan(dir); // a directory that is not there, or holds no manifest, fails before the service starts
-  const { stack } = resolveStack(dir, flags.stack);
+  const { stack, environment } = stackOf(dir, flags);
   const scope = { ...scopeInput(dir, flags), ...policyInput(dir, flags) };
   const commit = cleanHeadCommit(dir);
-  const client = await openTarget(flags, { out, root: dir, ...waitsForStateDir(out, flags) });
+  const client = await openTarget(flags, { out, root: dir, environment, ...waitsForStateDir(out, flags) });
+  const envArgs = envArgv(environment).map((w) => ` ${w}`).join('');
   try {
-    const record = new RunRecord(client, { stack, commit: await commit, trigger: 'cli', holder: holderName(flags.destroy ? 'destroy' : 'apply'), args: `${dir} --stack ${stack}${flags.destroy ? ' --destroy' : ''}` });
+    const record = new RunRecord(client, { stack, commit: await commit, trigger: 'cli', holder: holderName(flags.destroy ? 'destroy' : 'apply'), args: `${dir}${envArgs} --stack ${stack}${flags.destroy ? ' --destroy' : ''}` });
     // Planned from the live state read once the lock is held: an apply that waited for another
     // one sees what that one made, and creates nothing twice. The run is recorded before the lock
     // is released: an agent that takes the stack next finds it in the sync record.
     await lockedRun(out, client, stack, flags, 'apply', async (held, phase) => {
       try {
-        await planAndApply(out, client, dir, stack, flags, parallelism, scope, held, phase, record);
+        await planAndApply(out, client, dir, stack, flags, parallelism, scope, held, phase, record, environment);
         record.outcome ??= 'applied';
       } catch (err) {
         if (!record.outcome) record.finish('failed', (err instanceof Error && err.message) || `${flags.destroy ? 'destroy' : 'apply'} did not finish`);
@@ -106,13 +109,13 @@ async function writeRecord(out: Output, record: RunRecord): Promise<void> {
   }
 }
 
-async function planAndApply(out: Output, client: ApiClient, dir: string, stack: string, flags: ApplyFlags, parallelism: number, scope: ReturnType<typeof scopeInput>, held: HeldStackLock, phase: { executing: boolean }, record: RunRecord): Promise<void> {
+async function planAndApply(out: Output, client: ApiClient, dir: string, stack: string, flags: ApplyFlags, parallelism: number, scope: ReturnType<typeof scopeInput>, held: HeldStackLock, phase: { executing: boolean }, record: RunRecord, environment: Environment): Promise<void> {
   {
     let prepared;
     try {
       prepared = await preparePlan({
-        root: dir, stack, strict: flags.strict, env: process.env, adopt: flags.adopt, config: reconcilerConfig(), ...scope,
-        adoptCommand: `edgeplane apply ${dir} --stack ${stack}${targetArgs(flags)} --adopt`,
+        root: dir, stack, strict: flags.strict, env: process.env, adopt: flags.adopt, config: reconcilerConfig(), ...scope, environment,
+        adoptCommand: `edgeplane apply ${dir}${envArgv(environment).map((w) => ` ${w}`).join('')} --stack ${stack}${targetArgs(flags)} --adopt`,
       }, client).catch((err: unknown) => { throw targetError(err); });
     } catch (err) {
       // The live state could not be read (the API down, a refused key): a machine reading stdout learns why too.
@@ -127,10 +130,11 @@ async function planAndApply(out: Output, client: ApiClient, dir: string, stack: 
       throw new CliExit(EXIT.error);
     }
     const plan = prepared.plan;
+    if (environment.name !== undefined) plan.environment = environment.name;
     record.plan = plan;
     if (flags.json) {
       out.json({
-        event: 'plan', stack: plan.stack, target: plan.target, summary: plan.summary, steps: plan.steps.length, warnings: plan.warnings, conflicts: plan.conflicts, blocked: plan.blocked,
+        event: 'plan', stack: plan.stack, ...(plan.environment !== undefined ? { environment: plan.environment } : {}), target: plan.target, summary: plan.summary, steps: plan.steps.length, warnings: plan.warnings, conflicts: plan.conflicts, blocked: plan.blocked,
         ...(plan.protectedChanges ? { protectedChanges: plan.protectedChanges } : {}), ...(plan.partial ? { partial: plan.partial } : {}), ...(plan.destroy ? { destroy: true } : {}),
         ...(plan.policy ? { policy: plan.policy } : {}),
       });

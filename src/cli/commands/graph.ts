@@ -1,6 +1,6 @@
 import { existsSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { resolveStack } from '../../reconciler/manifests/config.js';
+import { stackOf } from '../environment.js';
 import { manifestFilesOrRefuse } from '../../reconciler/manifests/load.js';
 import { formatProblem, hasErrors } from '../../reconciler/manifests/problems.js';
 import { graphDot, graphMermaid, mermaidTooBig, scopeGraph, stackGraph } from '../../reconciler/graph/graph.js';
@@ -9,7 +9,7 @@ import { CliExit, EXIT } from '../exit.js';
 import type { Output } from '../output.js';
 import { UnknownSelectorError } from '../../reconciler/plan/selectors.js';
 
-export interface GraphFlags { stack?: string; format?: string; target?: string[] }
+export interface GraphFlags { stack?: string; env?: string; format?: string; target?: string[] }
 
 /** The stack's objects and references, from the manifests alone (no service is opened). */
 export async function graph(out: Output, dir: string, flags: GraphFlags): Promise<void> {
@@ -19,8 +19,8 @@ export async function graph(out: Output, dir: string, flags: GraphFlags): Promis
   // others that resolve nowhere, and not the edgeplane.yaml that names its stack.
   if (existsSync(dir) && statSync(dir).isFile()) throw new CliExit(EXIT.error, `${dir} is a file: graph draws a stack from the directory of its manifests; give the directory that holds it (${dirname(dir)})`);
   manifestFilesOrRefuse(dir);
-  const { stack } = resolveStack(dir, flags.stack);
-  const v = validateDir({ root: dir, stack });
+  const { stack, environment } = stackOf(dir, flags);
+  const v = validateDir({ root: dir, stack, environment });
   for (const p of v.problems) out.error(formatProblem(p));
   // References of manifests that do not validate may point nowhere: no picture of them.
   if (hasErrors(v.problems)) throw new CliExit(EXIT.error);

@@ -1,5 +1,6 @@
 import type { StackLock } from '../../client/api-client.js';
-import { resolveStack } from '../../reconciler/manifests/config.js';
+import { envFlag } from '../../reconciler/manifests/environments.js';
+import { stackOf } from '../environment.js';
 import { CliExit, EXIT } from '../exit.js';
 import { pidHereOf, userAtHost } from '../holder.js';
 import { processRuns } from '../../util/process.js';
@@ -7,7 +8,7 @@ import { printable } from '../../util/text.js';
 import type { Output } from '../output.js';
 import { openTarget, targetArgs, type TargetFlags } from '../target.js';
 
-export interface LockCommandFlags extends TargetFlags { stack?: string; json?: boolean; force?: boolean }
+export interface LockCommandFlags extends TargetFlags { stack?: string; env?: string; json?: boolean; force?: boolean }
 
 function line(l: StackLock): string {
   return `stack "${printable(l.stack)}": locked by ${printable(l.holder)} since ${l.created_at}, expires ${l.expires_at} unless renewed (${l.id})`;
@@ -15,8 +16,9 @@ function line(l: StackLock): string {
 
 /** `lock status [DIR] [--stack S]`: the stack's lock, or every live lock of the account when neither is given. */
 export async function lockStatus(out: Output, dir: string | undefined, flags: LockCommandFlags): Promise<void> {
-  const stack = dir !== undefined || flags.stack !== undefined ? resolveStack(dir ?? '.', flags.stack).stack : undefined;
-  const client = await openTarget(flags, { root: dir ?? '.' });
+  const chosen = dir !== undefined || flags.stack !== undefined || envFlag(flags.env) !== undefined ? stackOf(dir ?? '.', flags) : undefined;
+  const stack = chosen?.stack;
+  const client = await openTarget(flags, { root: dir ?? '.', environment: chosen?.environment });
   try {
     const locks = (await client.listLocks()).filter((l) => stack === undefined || l.stack === stack);
     if (flags.json) return out.json(locks);
@@ -34,8 +36,8 @@ export async function lockStatus(out: Output, dir: string | undefined, flags: Lo
  */
 export async function lockRelease(out: Output, dir: string | undefined, flags: LockCommandFlags): Promise<void> {
   if (dir === undefined && flags.stack === undefined) throw new CliExit(EXIT.error, 'lock release needs the stack: a manifest directory or --stack NAME');
-  const { stack } = resolveStack(dir ?? '.', flags.stack);
-  const client = await openTarget(flags, { root: dir ?? '.' });
+  const { stack, environment } = stackOf(dir ?? '.', flags);
+  const client = await openTarget(flags, { root: dir ?? '.', environment });
   try {
     const lock = (await client.listLocks()).find((l) => l.stack === stack);
     if (!lock) return out.line(`stack "${stack}": not locked`);

@@ -1,6 +1,11 @@
 import { writeFileSync } from 'node:fs';
 import { displayPath } from '../../util/display-path.js';
-import { resolveStack, stackSafety, stackTarget } from '../../reconciler/manifests/config.js';
+import { stackSafety, stackTarget } from '../../reconciler/manifests/config.js';
+import { envFlag, environmentNames } from '../../reconciler/manifests/environments.js';
+import type { Problem } from '../../reconciler/manifests/problems.js';
+import type { Plan } from '../../reconciler/plan/types.js';
+import { didYouMean } from '../../util/suggest.js';
+import { envArgv, stackOf } from '../environment.js';
 import { filesToPlan } from '../../reconciler/manifests/load.js';
 import { formatProblem, hasErrors } from '../../reconciler/manifests/problems.js';
 import { preparePlan, type PlanInput } from '../../reconciler/plan/prepare.js';
@@ -20,6 +25,8 @@ import type { PolicyOverride } from '../../reconciler/policy/types.js';
 
 export interface PlanFlags extends TargetFlags {
   stack?: string;
+  /** The environment (`--env`, EDGEPLANE_ENV); `all` or a list with commas plans each. */
+  env?: string;
   out?: string;
   json?: boolean;
   markdown?: boolean;
@@ -74,53 +81,117 @@ export function targetError(err: unknown): unknown {
   return err instanceof UnknownSelectorError ? new CliExit(EXIT.error, `error: ${err.message}`) : err;
 }
 
-export async function plan(out: Output, dir: string, flags: PlanFlags): Promise<void> {
-  if (flags.json && flags.markdown) throw new CliExit(EXIT.error, 'choose one of --json and --markdown');
-  const limit = markdownLimit(flags.markdownLimit);
-  filesToPlan(dir); // a directory that is not there, or holds no manifest, fails before the service starts
-  const { stack } = resolveStack(dir, flags.stack);
+/** One environment's plan (or its problems), and what rendering it names. */
+interface Planned { environment?: string; stack: string; problems: Problem[]; plan?: Plan; args: string; targetName?: string }
+
+async function planOne(out: Output, dir: string, flags: PlanFlags, envName: string | undefined): Promise<Planned> {
+  const { stack, environment } = stackOf(dir, { ...flags, env: envName });
   const scope = scopeInput(dir, flags);
   const policy = policyInput(dir, flags);
-  const client = await openTarget(flags, { readOnly: 'planning against an empty database', out, root: dir });
+  const client = await openTarget(flags, { readOnly: 'planning against an empty database', out, root: dir, environment });
+  const envArgs = envArgv(environment);
   let result;
   try {
     result = await preparePlan({
-      root: dir, stack, strict: flags.strict, env: process.env, adopt: flags.adopt,
+      root: dir, stack, strict: flags.strict, env: process.env, adopt: flags.adopt, environment,
       config: reconcilerConfig(), ...scope, ...policy,
-      adoptCommand: `edgeplane plan ${dir} --stack ${stack}${targetArgs(flags)} --adopt`,
+      adoptCommand: `edgeplane plan ${dir}${envArgs.map((w) => ` ${w}`).join('')} --stack ${stack}${targetArgs(flags)} --adopt`,
     }, client, { closeAfterRead: true });
   } catch (err) {
     throw targetError(err);
   } finally {
     await client.close();
   }
-  for (const p of result.problems) out.error(formatProblem(p));
-  if (hasErrors(result.problems) || !result.plan) {
-    // A machine reading stdout, or a pull-request comment, gets the problems too (stderr has them as text).
-    if (flags.json) out.json({ valid: false, problems: result.problems });
-    if (flags.markdown) out.line(problemsMarkdown(result.problems, limit));
-    if (flags.outMarkdown) writeFileSync(flags.outMarkdown, problemsMarkdown(result.problems, Infinity) + '\n');
-    throw new CliExit(EXIT.error);
-  }
-  const p = result.plan;
-  if (flags.out) writeFileSync(flags.out, renderJson(p));
+  // `target_name:` of edgeplane.yaml (or of the environment): the comment names the target by it, and shows no URL.
+  const targetName = environment.targetName ?? stackTarget(dir).targetName;
   // The command a cut comment names to see the whole plan: this plan's, flags that shape it included.
-  // `target_name:` of edgeplane.yaml: the comment names the target by it, and shows no URL.
-  const { targetName } = stackTarget(dir);
-  const args = [dir, '--stack', stack, ...(targetName ? [] : targetArgv(flags)), ...(flags.target ?? []).flatMap((t) => ['--target', t]),
+  const args = [dir, ...envArgs, '--stack', stack, ...(targetName ? [] : targetArgv(flags)), ...(flags.target ?? []).flatMap((t) => ['--target', t]),
     ...(flags.destroy ? ['--destroy'] : []), ...(flags.adopt ? ['--adopt'] : []), ...(flags.allowProtectedChanges ? ['--allow-protected-changes'] : []),
     ...policy.policyOverrides.flatMap((o) => ['--override-policy', o.policy]), ...(policy.policyOverrides.length ? ['--reason', policy.policyOverrides[0].reason] : [])].map(shellWord).join(' ');
-  const shown = targetName ? { ...p, target: targetName } : p;
-  if (flags.outMarkdown) writeFileSync(flags.outMarkdown, renderMarkdown(shown, { limit: Infinity, args }));
-  const text = flags.json ? renderJson(p) : flags.markdown ? renderMarkdown(shown, { limit, args }) : renderText(p, { color: useColor() });
+  const plan = result.plan && environment.name !== undefined ? { ...result.plan, environment: environment.name } : result.plan;
+  return { environment: environment.name, stack, problems: result.problems, ...(plan ? { plan } : {}), args, ...(targetName ? { targetName } : {}) };
+}
+
+/** The exit code of one planned environment (before it is thrown). */
+function exitOf(r: Planned, flags: PlanFlags): number {
+  const p = r.plan;
+  if (hasErrors(r.problems) || !p) return EXIT.error;
+  if (p.conflicts.length) return EXIT.error;
+  if (denyingPolicies(p.policy).length) return EXIT.blocked;
+  if (p.blocked.length) return EXIT.blocked;
+  if (p.protectedChanges?.length && !flags.allowProtectedChanges) return EXIT.blocked;
+  if (flags.detailedExitcode && hasChanges(p)) return EXIT.changes;
+  return EXIT.ok;
+}
+
+/** Exit codes by severity: an error outranks a blocked plan, which outranks changes. */
+const SEVERITY = [EXIT.ok, EXIT.changes, EXIT.blocked, EXIT.error] as number[];
+
+export async function plan(out: Output, dir: string, flags: PlanFlags): Promise<void> {
+  if (flags.json && flags.markdown) throw new CliExit(EXIT.error, 'choose one of --json and --markdown');
+  const limit = markdownLimit(flags.markdownLimit);
+  filesToPlan(dir); // a directory that is not there, or holds no manifest, fails before the service starts
+  const many = manyEnvironments(dir, envFlag(flags.env));
+  if (many) return planEnvironments(out, dir, flags, many, limit);
+  const r = await planOne(out, dir, flags, envFlag(flags.env));
+  for (const p of r.problems) out.error(formatProblem(p));
+  if (hasErrors(r.problems) || !r.plan) {
+    // A machine reading stdout, or a pull-request comment, gets the problems too (stderr has them as text).
+    if (flags.json) out.json({ valid: false, problems: r.problems });
+    if (flags.markdown) out.line(problemsMarkdown(r.problems, limit));
+    if (flags.outMarkdown) writeFileSync(flags.outMarkdown, problemsMarkdown(r.problems, Infinity) + '\n');
+    throw new CliExit(EXIT.error);
+  }
+  const p = r.plan;
+  if (flags.out) writeFileSync(flags.out, renderJson(p));
+  const shown = r.targetName ? { ...p, target: r.targetName } : p;
+  if (flags.outMarkdown) writeFileSync(flags.outMarkdown, renderMarkdown(shown, { limit: Infinity, args: r.args }));
+  const text = flags.json ? renderJson(p) : flags.markdown ? renderMarkdown(shown, { limit, args: r.args }) : renderText(p, { color: useColor() });
   out.line(text.replace(/\n$/, ''));
   if (flags.out && !flags.json) info(out, `plan saved to ${displayPath(flags.out)}`);
   if (flags.outMarkdown && !flags.json) info(out, `the whole plan as Markdown written to ${displayPath(flags.outMarkdown)}`);
-  if (p.conflicts.length) throw new CliExit(EXIT.error);
-  if (denyingPolicies(p.policy).length) throw new CliExit(EXIT.blocked);
-  if (p.blocked.length) throw new CliExit(EXIT.blocked);
-  if (p.protectedChanges?.length && !flags.allowProtectedChanges) throw new CliExit(EXIT.blocked);
-  if (flags.detailedExitcode && hasChanges(p)) throw new CliExit(EXIT.changes);
+  const code = exitOf(r, flags);
+  if (code !== EXIT.ok) throw new CliExit(code);
+}
+
+/** `--env all` (every environment) or a list (`--env staging,production`): the names; else undefined. */
+function manyEnvironments(dir: string, flag: string | undefined): string[] | undefined {
+  if (flag === undefined || (flag !== 'all' && !flag.includes(','))) return undefined;
+  const names = environmentNames(dir);
+  if (!names.length) throw new CliExit(EXIT.error, `error: --env ${flag}: edgeplane.yaml beside ${dir} declares no environments`);
+  if (flag === 'all') return names;
+  const asked = flag.split(',').map((x) => x.trim()).filter(Boolean);
+  for (const a of asked) if (!names.includes(a)) throw new CliExit(EXIT.error, `error: --env ${flag}: no environment ${JSON.stringify(a)}${didYouMean(a, names)}; the environments are ${names.join(', ')}`);
+  return [...new Set(asked)];
+}
+
+/**
+ * `plan --env all` (or a list): each environment planned in turn, as its own stack. Text: one plan
+ * after another; JSON: `{environments: [{environment, stack, plan} | {environment, valid: false,
+ * problems}]}`; Markdown: one comment with a section per environment, each within its share of
+ * the one budget. The exit code is the highest of the environments' (error > blocked > changes).
+ */
+async function planEnvironments(out: Output, dir: string, flags: PlanFlags, names: string[], limit: number): Promise<void> {
+  if (flags.out) throw new CliExit(EXIT.error, '--out saves one plan: give one environment (--env NAME) to save its plan');
+  const results: Planned[] = [];
+  for (const name of names) results.push(await planOne(out, dir, flags, name));
+  for (const r of results) for (const p of r.problems) out.error(`[${r.environment}] ${formatProblem(p)}`);
+  const shownOf = (r: Planned) => (r.plan && r.targetName ? { ...r.plan, target: r.targetName } : r.plan);
+  const section = (r: Planned, budget: number) => (r.plan && !hasErrors(r.problems)
+    ? renderMarkdown(shownOf(r)!, { limit: budget, args: r.args })
+    : `### edgeplane plan for stack \`${r.stack}\` (environment \`${r.environment}\`)\n\n${problemsMarkdown(r.problems, Math.max(500, budget - 100))}`);
+  if (flags.json) {
+    out.json({ environments: results.map((r) => (r.plan && !hasErrors(r.problems) ? { environment: r.environment, stack: r.stack, plan: JSON.parse(renderJson(r.plan)) } : { environment: r.environment, stack: r.stack, valid: false, problems: r.problems })) });
+  } else if (flags.markdown) {
+    const header = `## edgeplane plan of ${results.length} environments: ${results.map((r) => r.environment).join(', ')}\n\n`;
+    const share = Math.floor((limit - header.length) / results.length) - 10;
+    out.line((header + results.map((r) => section(r, share).replace(/\n+$/, '')).join('\n\n---\n\n')).replace(/\n$/, ''));
+  } else {
+    out.line(results.map((r) => (r.plan && !hasErrors(r.problems) ? renderText(r.plan, { color: useColor() }) : `edgeplane plan: environment ${r.environment}: the manifests do not validate (the problems are above)\n`).replace(/\n$/, '')).join('\n\n'));
+  }
+  if (flags.outMarkdown) writeFileSync(flags.outMarkdown, results.map((r) => section(r, Infinity).replace(/\n+$/, '')).join('\n\n---\n\n') + '\n');
+  const code = results.map((r) => exitOf(r, flags)).reduce((a, b) => (SEVERITY.indexOf(b) > SEVERITY.indexOf(a) ? b : a), EXIT.ok as number);
+  if (code !== EXIT.ok) throw new CliExit(code);
 }
 
 /** Below this a comment could not hold the summary and the note of what was left out. */

@@ -6,9 +6,10 @@ import { formatProblem, hasErrors, sortProblems } from '../../reconciler/manifes
 import { validateDir } from '../../reconciler/plan/prepare.js';
 import { resolveSecrets } from '../../reconciler/manifests/secrets.js';
 import { CliExit, EXIT } from '../exit.js';
+import { envFlag, EnvironmentError, selectEnvironment, type Environment } from '../../reconciler/manifests/environments.js';
 import type { Output } from '../output.js';
 
-export interface ValidateFlags { strict?: boolean; stack?: string; json?: boolean; allowMissingSecrets?: boolean }
+export interface ValidateFlags { strict?: boolean; stack?: string; env?: string; json?: boolean; allowMissingSecrets?: boolean }
 
 export async function validate(out: Output, dir: string, flags: ValidateFlags): Promise<void> {
   manifestFilesOrRefuse(dir); // no manifest file at all is a wrong path far more often than a stack meant empty: plan and apply refuse it too
@@ -16,8 +17,16 @@ export async function validate(out: Output, dir: string, flags: ValidateFlags): 
   // are still checked, under the stack it would name if it could be read.
   const file = readStackFile(dir);
   const fileStack = typeof file.settings.stack === 'string' && !file.problems.some((p) => p.path === 'stack') ? file.settings.stack : undefined;
-  const stack = flags.stack !== undefined ? checkStack(flags.stack, '--stack') : fileStack ?? DEFAULT_STACK;
-  const r = validateOne(dir, stack, flags.strict);
+  let environment: Environment;
+  try {
+    // Read as far as the stack file goes: its own problems are reported below, with the manifests'.
+    environment = selectEnvironment(dir, envFlag(flags.env), { lenient: true });
+  } catch (err) {
+    if (err instanceof EnvironmentError) throw new CliExit(EXIT.error, `error: ${err.message}`);
+    throw err;
+  }
+  const stack = flags.stack !== undefined ? checkStack(flags.stack, '--stack') : environment.stack ?? fileStack ?? DEFAULT_STACK;
+  const r = validateOne(dir, stack, flags.strict, environment);
   // Secrets are read as plan reads them: a variable that is not set is an error here too, not a
   // surprise at plan time. A job that has no secrets (a fork's pull request) says so.
   const secrets = resolveSecrets(r.objects, stack, { env: process.env, cwd: process.cwd() });
@@ -44,9 +53,9 @@ export async function validate(out: Output, dir: string, flags: ValidateFlags): 
  * around it — its references name objects of the other files, and names and unique values are
  * checked across them — and only its own problems and objects are reported.
  */
-function validateOne(root: string, stack: string, strict: boolean | undefined) {
-  if (!statSync(root).isFile()) return validateDir({ root, stack, strict, checkPolicies: true });
-  const all = validateDir({ root: dirname(root), stack, strict, checkPolicies: true });
+function validateOne(root: string, stack: string, strict: boolean | undefined, environment: Environment) {
+  if (!statSync(root).isFile()) return validateDir({ root, stack, strict, environment, checkPolicies: true });
+  const all = validateDir({ root: dirname(root), stack, strict, environment, checkPolicies: true });
   const file = resolve(root);
   const mine = (f: string) => resolve(f) === file;
   return { problems: all.problems.filter((p) => mine(p.file)), objects: all.objects.filter((o) => mine(o.doc.file)), files: [root] };

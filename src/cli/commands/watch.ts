@@ -1,7 +1,8 @@
 import type { Threshold } from '../../reconciler/plan/safety.js';
 import { denyingPolicies } from '../../reconciler/policy/evaluate.js';
 import { lineProgress, type ProgressRenderer } from '../../reconciler/apply/progress.js';
-import { resolveStack, stackSafety } from '../../reconciler/manifests/config.js';
+import { stackSafety } from '../../reconciler/manifests/config.js';
+import { stackOf } from '../environment.js';
 import { filesToPlan, manifestFiles, stackDirectory } from '../../reconciler/manifests/load.js';
 import { formatProblem } from '../../reconciler/manifests/problems.js';
 import { MARKER_CHANGE, type Step } from '../../reconciler/plan/types.js';
@@ -20,6 +21,7 @@ import { parallelismOf } from './apply.js';
 
 export interface WatchFlags extends TargetFlags, LockFlags {
   stack?: string;
+  env?: string;
   prune?: boolean;
   planOnly?: boolean;
   interval?: string;
@@ -138,17 +140,17 @@ export async function watch(out: Output, dir: string, flags: WatchFlags): Promis
   // start writing in, unless --prune would delete the stack's objects at the first run.
   stackDirectory(dir);
   (flags.prune ? filesToPlan : manifestFiles)(dir);
-  const { stack } = resolveStack(dir, flags.stack);
+  const { stack, environment } = stackOf(dir, flags);
   // While it runs, plan, apply and export in another terminal reach the same state directory through
   // it. Started while another process held the directory, it goes through that one, and when that
   // one stops, it opens the directory itself (and serves it in turn) or follows the next holder.
   const client = await openTarget(flags, {
-    out, root: dir, serveOthers: true, ...waitsForStateDir(out, flags),
+    out, root: dir, environment, serveOthers: true, ...waitsForStateDir(out, flags),
     onRetarget: (from, to) => out.line(`${from} stopped serving the state directory: now on ${to}`),
   });
   const run = (held?: HeldStackLock) => new Promise<void>((resolve) => {
     const session = startWatchSession({
-      input: { root: dir, stack, strict: flags.strict, env: process.env, config: reconcilerConfig(), ...watchSafety(dir) },
+      input: { root: dir, stack, strict: flags.strict, env: process.env, config: reconcilerConfig(), environment, ...watchSafety(dir) },
       stackGiven: flags.stack !== undefined,
       readSafety: () => watchSafety(dir),
       client, prune: flags.prune, planOnly: flags.planOnly, intervalMs, repair: flags.repair,

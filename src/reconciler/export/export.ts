@@ -10,6 +10,8 @@ import { isSecretToken } from '../plan/tokens.js';
 import type { ObservedObject } from '../plan/state.js';
 import { keptCopy, referencedIds } from '../plan/duplicates.js';
 import { uniqueName } from './names.js';
+// A `${` of a live value is written `$${`: read back, the manifests substitute variables (docs/manifests.md, "Environments").
+import { escapeText } from '../manifests/variables.js';
 
 /**
  * Live state → manifests, one file per kind (`https-edge.yaml`, routes nested in their edge),
@@ -332,7 +334,7 @@ export function exportState(lists: ObservedLists, opts: ExportOptions): ExportRe
       continue;
     }
     // The modeline is read per document (a multi-document file gets it on each).
-    const texts = docs.map((d) => (opts.header ? opts.header + '\n' : '') + stringify(d, { lineWidth: 0, blockQuote: 'literal' }));
+    const texts = docs.map((d) => (opts.header ? opts.header + '\n' : '') + stringify(escapeText(d), { lineWidth: 0, blockQuote: 'literal' }));
     files.push({ name: `${kebab(kind.manifestKind!)}.yaml`, text: texts.join('---\n'), objects: picked.reduce((n, p) => n + 1 + p.children.length, 0) });
   }
   const stacks = [...new Set(observed.flatMap((o) => (o.owner.type === 'stack' ? [o.owner.stack] : [])))].sort();

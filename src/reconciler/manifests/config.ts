@@ -13,6 +13,8 @@ import { STACK_NAME } from '../ownership/marker.js';
 import { KINDS } from '../../kinds/registry.js';
 import type { Threshold } from '../plan/safety.js';
 import { POLICIES_SETTING } from '../policy/schema.js';
+import { ENVIRONMENTS_SCHEMA, VARIABLES_SCHEMA } from './environment-schema.js';
+import type { SourceDoc } from './load.js';
 
 export const DEFAULT_STACK = 'default';
 
@@ -51,6 +53,8 @@ export const STACK_FILE_KEYS: Record<string, JSONSchema> = {
     description: 'The stack is meant for the embedded service (a state directory on this machine): in CI (`CI`, `GITHUB_ACTIONS`, `GITLAB_CI`, … set), plan, apply, destroy, watch and export otherwise refuse to run without an API URL, since an embedded run there deploys nowhere. `--state` says the same for one command. Not with `api_url` (two targets: an error).',
     examples: [true],
   },
+  variables: VARIABLES_SCHEMA,
+  environments: ENVIRONMENTS_SCHEMA,
 };
 
 STACK_FILE_KEYS.policies = POLICIES_SETTING;
@@ -71,7 +75,7 @@ export function buildStackFileSchema(): JSONSchema {
 export interface StackConfig { stack: string; source: string }
 
 /** What `edgeplane.yaml` says: its settings, its path (undefined when there is none), and its problems. */
-export interface StackFile { path?: string; settings: Record<string, unknown>; problems: Problem[] }
+export interface StackFile { path?: string; settings: Record<string, unknown>; problems: Problem[]; doc?: SourceDoc }
 
 /** The stack file of a manifest root (a directory, or a file: its directory), read strictly. */
 export function readStackFile(root: string, cwd = process.cwd()): StackFile {
@@ -86,13 +90,22 @@ export function readStackFile(root: string, cwd = process.cwd()): StackFile {
   const value = doc?.value ?? {};
   if (!value || typeof value !== 'object' || Array.isArray(value)) {
     problems.push({ ...(doc?.locate([]) ?? { file: shown, line: 1, col: 1 }), severity: 'error', path: '', rule: 'stack-file', message: `must be a mapping of settings (${Object.keys(STACK_FILE_KEYS).join(', ')})` });
-    return { path, settings: {}, problems };
+    return { path, settings: {}, problems, doc };
   }
   const validate = stackFileValidator();
   if (!validate(value)) {
     for (const e of validate.errors ?? []) {
       const field = e.instancePath.split('/').slice(1);
-      if (e.keyword === 'additionalProperties') {
+      if (e.keyword === 'additionalProperties' && field.length) {
+        // Inside a setting (environments.production.valeus): the keys of that mapping.
+        const key = String((e.params as { additionalProperty: string }).additionalProperty);
+        const known = Object.keys((e.parentSchema as { properties?: object } | undefined)?.properties ?? {});
+        problems.push({ ...doc!.locate([...field, key], { key: true }), severity: 'error', path: [...field, key].join('.'), rule: 'stack-file', message: `is not a setting here${didYouMean(key, known)}; the settings are ${known.join(', ')}` });
+      } else if (e.keyword === 'propertyNames' || e.keyword === 'if') {
+        // Said by the pattern error of the name, which follows.
+      } else if (e.keyword === 'pattern' && e.propertyName !== undefined) {
+        problems.push({ ...doc!.locate([...field, e.propertyName], { key: true }), severity: 'error', path: [...field, e.propertyName].join('.'), rule: 'stack-file', message: `${JSON.stringify(e.propertyName)} is not a valid name here: ${field[0] === 'environments' ? 'an environment\'s name is lower-case letters, digits, "_" or "-" (not "all")' : 'a variable\'s name is letters, digits and "_", not starting with a digit'}` });
+      } else if (e.keyword === 'additionalProperties') {
         const key = String((e.params as { additionalProperty: string }).additionalProperty);
         const manifest = key === 'kind' ? ' (a manifest? it goes in a file of its own: edgeplane.yaml holds the stack\'s settings)' : '';
         // As in manifests: `<<` merges a mapping in YAML 1.1 only, and this file is YAML 1.2.
@@ -110,7 +123,7 @@ export function readStackFile(root: string, cwd = process.cwd()): StackFile {
   if (typeof settings.api_url === 'string' && settings.embedded === true) {
     problems.push({ ...doc!.locate(['embedded'], { key: true }), severity: 'error', path: 'embedded', rule: 'stack-file', message: `is set with api_url (line ${doc!.locate(['api_url'], { key: true }).line}): two targets; keep api_url for a stack planned against that API, or embedded: true for a stack meant for the embedded service` });
   }
-  return { path, settings, problems };
+  return { path, settings, problems, doc };
 }
 
 let validator: ValidateFunction | undefined;

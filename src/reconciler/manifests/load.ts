@@ -6,6 +6,7 @@ import { createRequire } from 'node:module';
 import type { Document, Node } from 'yaml';
 import type { Position, Problem } from './problems.js';
 import { parseYamlFastSources, yamlFastEnabled, type DocSource } from './yaml-fast/parser.js';
+import { overlayPaths } from './environments.js';
 
 /** The stack configuration file; it sits beside the manifests and is not a manifest. */
 export const CONFIG_FILES = ['edgeplane.yaml', 'edgeplane.yml'];
@@ -64,6 +65,8 @@ export function manifestFiles(root: string, nested?: string[]): string[] {
   // A symbolic link to a directory is read like the directory (as `watch` watches it): skipped, its
   // manifests' objects would be planned for deletion. Each real directory is read once (no loops).
   const walked = new Set<string>();
+  // The environments' overlays (environments.NAME.overlays of edgeplane.yaml) are not manifests of the stack.
+  const overlays = overlayPaths(root);
   const walk = (dir: string, top: boolean) => {
     const real = realpathSync(dir);
     if (walked.has(real)) return;
@@ -80,6 +83,7 @@ export function manifestFiles(root: string, nested?: string[]): string[] {
     for (const entry of entries) {
       if (entry.name.startsWith('.') || entry.name === 'node_modules') continue;
       const p = join(dir, entry.name);
+      if (overlays.length && overlays.includes(realpathOr(p))) continue;
       if (entry.isDirectory() || (entry.isSymbolicLink() && isDirectory(p))) walk(p, false);
       else if (isManifestName(entry.name) && !(top && CONFIG_FILES.includes(entry.name))) {
         if (!entry.isFile()) readableFile(p);
@@ -105,6 +109,14 @@ function readableFile(p: string): void {
     throw Object.assign(new Error(`${p}: a symbolic link to ${readlinkSync(p)}, which is not there`), { code: 'ENOENT' });
   }
   if (!st.isFile()) throw Object.assign(new Error(`${p}: not a regular file (a FIFO, a socket or a device): a manifest must be a file`), { code: 'EFTYPE' });
+}
+
+function realpathOr(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return p;
+  }
 }
 
 /** Whether `p` leads to a directory (a dangling link does not). */

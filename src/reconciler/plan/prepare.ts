@@ -1,5 +1,6 @@
 import type { ApiClient } from '../../client/api-client.js';
-import { loadManifests, manifestFiles, readManifest, type SourceDoc } from '../manifests/load.js';
+import { manifestFiles, readManifest, type SourceDoc } from '../manifests/load.js';
+import { defaultEnvironment, Expander, type Environment, type FileDocs } from '../manifests/environments.js';
 import type { ManifestObject } from '../manifests/model.js';
 import { nestedStackProblems } from '../manifests/config.js';
 import { hasErrors, sortProblems, type Problem } from '../manifests/problems.js';
@@ -24,15 +25,36 @@ export interface ValidateInput {
   root: string; stack: string; strict?: boolean; cwd?: string;
   /** `validate`: the stack's policies too (their problems, and the rules that read only the object). */
   checkPolicies?: boolean;
+  /** The environment the manifests are expanded for (`selectEnvironment`); default: the stack file's variables' defaults, no overlays. */
+  environment?: Environment;
+}
+
+/**
+ * Every manifest file under `root`, read and expanded for the environment (variables substituted,
+ * overlays applied): what validation reads. `nested` gets the settings files of directories left out.
+ */
+export function readExpanded(input: ValidateInput, nested: string[]): { docs: SourceDoc[]; problems: Problem[]; files: string[] } {
+  const cwd = input.cwd ?? process.cwd();
+  const files = manifestFiles(input.root, nested);
+  const read: FileDocs[] = files.map((path) => ({ path, ...readManifest(path, cwd) }));
+  const expanded = new Expander(input.environment ?? defaultEnvironment(input.root, cwd), cwd).expand(read);
+  const docs: SourceDoc[] = [];
+  const problems: Problem[] = [];
+  for (const f of expanded) {
+    for (let i = 0; i < f.docs.length; i++) docs.push(f.docs[i]);
+    problems.push(...f.problems);
+  }
+  return { docs, problems, files };
 }
 
 export interface ValidateResult { problems: Problem[]; objects: ManifestObject[]; files: string[] }
 
 /** Load and validate a manifest directory (`validate`, `graph`): every problem, nothing thrown for bad input. */
 export function validateDir(input: ValidateInput): ValidateResult {
-  const loaded = loadManifests(input.root, input.cwd);
+  const nestedFiles: string[] = [];
+  const loaded = readExpanded(input, nestedFiles);
   const v = validateManifests(loaded.docs, { stack: input.stack, strict: input.strict });
-  const nested = nestedStackProblems(loaded.nested, input.stack, input.cwd ?? process.cwd());
+  const nested = nestedStackProblems(nestedFiles, input.stack, input.cwd ?? process.cwd());
   const problems = [...nested, ...loaded.problems, ...v.problems];
   if (input.checkPolicies) {
     // The stack's policies: their own problems, and what the rules that read only the object find.
@@ -135,11 +157,14 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: Prep
   const loadProblems: Problem[] = [];
   const cwd = input.cwd ?? process.cwd();
   loadProblems.push(...nestedStackProblems(nested, input.stack, cwd));
+  const read: FileDocs[] = [];
   for (const path of files) {
-    const parsed = readManifest(path, cwd);
-    for (let i = 0; i < parsed.docs.length; i++) docs.push(parsed.docs[i]);
-    loadProblems.push(...parsed.problems);
+    read.push({ path, ...readManifest(path, cwd) });
     await turn();
+  }
+  for (const f of new Expander(input.environment ?? defaultEnvironment(input.root, cwd), cwd).expand(read)) {
+    for (let i = 0; i < f.docs.length; i++) docs.push(f.docs[i]);
+    loadProblems.push(...f.problems);
   }
   const policies = input.policies ?? loadStackPolicies(input.root, cwd);
   loadProblems.push(...policies.problems, ...strayPolicies(docs, policies.set, cwd));

@@ -164,6 +164,8 @@ export interface Plan {
   destroy?: true;
   /** Present when the stack has policies: what they found (a denial not overridden: apply refuses). */
   policy?: PlanPolicy;
+  /** The environment of edgeplane.yaml the manifests were expanded for (`--env`), when there is one. */
+  environment?: string;
 }
 
 /** Whether the plan changes anything, or (with --target) leaves out changes of the targets that wait for others. */

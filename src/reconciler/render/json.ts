@@ -34,6 +34,7 @@ const PLAN_SCHEMA = {
   properties: {
     formatVersion: { const: PLAN_FORMAT_VERSION },
     stack: str,
+    environment: str,
     target: str,
     observed: { type: 'object', additionalProperties: str },
     versions: { type: 'object', additionalProperties: str },

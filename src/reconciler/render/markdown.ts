@@ -267,9 +267,14 @@ function kindTable(plan: Plan): string[] {
 const n = (x: number) => x.toLocaleString('en-US');
 const plural = (x: number, one: string, many = `${one}s`) => `${n(x)} ${x === 1 ? one : many}`;
 
+/** ` (environment `production`)`, or nothing for a plan of a stack without environments. */
+function envOf(plan: Plan): string {
+  return plan.environment !== undefined ? ` (environment ${code(plan.environment)})` : '';
+}
+
 function head(plan: Plan, maxCallouts: number): string {
   const out = [
-    `### edgeplane plan for stack ${code(plan.stack)}`, '',
+    `### edgeplane plan for stack ${code(plan.stack)}${envOf(plan)}`, '',
     `Target: ${code(plan.target)}`, '',
     ...scopeLines(plan).flatMap((l) => ['> [!IMPORTANT]', `> **${text(l)}**`, '']),
     ...policyMarkdown(plan, maxCallouts, { code, text }),
@@ -505,7 +510,7 @@ export function renderMarkdown(plan: Plan, opts: MarkdownOptions = {}): string {
     const md = out.join('').replace(/\n{3,}/g, '\n\n');
     if (md.length <= limit) return md;
   }
-  const last = `### edgeplane plan for stack ${code(plan.stack)}\n\n**${summaryLine(plan)}**\n\nThe plan does not fit in ${n(limit)} characters. ${seeAll}.\n`;
+  const last = `### edgeplane plan for stack ${code(plan.stack)}${envOf(plan)}\n\n**${summaryLine(plan)}**\n\nThe plan does not fit in ${n(limit)} characters. ${seeAll}.\n`;
   return last.length <= limit ? last : sliceChars(last, 0, limit);
 }
 

@@ -58,7 +58,7 @@ const items = (n: number) => `${n} item${n === 1 ? '' : 's'}`;
 /** The plan for a terminal: one block per step, then warnings, conflicts and the summary line. */
 export function renderText(plan: Plan, opts: TextOptions = {}): string {
   const c = createColors(!!opts.color);
-  const out: string[] = [`edgeplane plan: stack ${c.bold(plan.stack)} on ${plan.target}`, ''];
+  const out: string[] = [`edgeplane plan: stack ${c.bold(plan.stack)}${plan.environment !== undefined ? ` (environment ${c.bold(plan.environment)})` : ''} on ${plan.target}`, ''];
   const scope = scopeLines(plan);
   if (scope.length) out.push(...scope.map((l) => c.bold(c.magenta(l))), '');
   const drift = driftObjects(plan);

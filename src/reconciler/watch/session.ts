@@ -11,6 +11,7 @@ import type { Plan, Step } from '../plan/types.js';
 import { fileMtimeMs, fileState, watchManifestFiles, type FileWatch } from './files.js';
 import { IncrementalPlanner, type LiveRead } from './incremental.js';
 import { ManifestCache } from './manifest-cache.js';
+import { WatchedEnvironment } from '../manifests/environments.js';
 import { manifestFiles } from '../manifests/load.js';
 import { DEFAULT_STACK, resolveStack } from '../manifests/config.js';
 import { DEFAULT_THRESHOLD, type Threshold } from '../plan/safety.js';
@@ -90,7 +91,9 @@ export interface WatchSession {
 export function startWatchSession(opts: WatchSessionOptions): WatchSession {
   const root = opts.input.root;
   const cache = new ManifestCache();
-  const planner = new IncrementalPlanner(opts.input, opts.client, (r) => cache.loadFiles(r, opts.input.cwd, opts.input.stack));
+  // Expanded for the environment (variables, overlays) before validation, as a plan expands them.
+  const expansion = new WatchedEnvironment(root, opts.input.environment?.name, opts.input.cwd);
+  const planner = new IncrementalPlanner(opts.input, opts.client, (r) => expansion.expand(cache.loadFiles(r, opts.input.cwd, opts.input.stack)));
   /** The stack edgeplane.yaml named when the session started: a change there is not followed silently. */
   const fileStack = stackOf(root);
   /** The warnings the last run told (a valid run tells its own only when they differ). */

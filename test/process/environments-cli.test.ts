@@ -1,0 +1,36 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
+
+const EXAMPLE = 'examples/environments';
+const state = mkdtempSync(join(tmpdir(), 'ep-envs-cli-'));
+afterAll(() => rmSync(state, { recursive: true, force: true }));
+
+describe('edgeplane with environments (real processes, embedded)', () => {
+  it('applies each environment into its own stack; plan --env all finds nothing left; diff-env shows the three differences', { timeout: 120_000 }, async () => {
+    const noEnv = await runCli(['plan', EXAMPLE, '--state', state]);
+    expect(noEnv.code).toBe(1);
+    expect(noEnv.stderr).toMatch(/edgeplane\.yaml:\d+:\d+: this stack has environments \(staging, production\): choose one with --env NAME/);
+    const unknown = await runCli(['validate', EXAMPLE, '--env', 'stagin']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/no environment "stagin" .*\(did you mean "staging"\?\)/);
+    for (const env of ['staging', 'production']) {
+      const r = await runCli(['apply', EXAMPLE, '--env', env, '--state', state, '--auto-approve']);
+      expect(r.code, r.stderr).toBe(0);
+    }
+    const all = await runCli(['plan', EXAMPLE, '--env', 'all', '--state', state, '--markdown', '--detailed-exitcode']);
+    expect(all.code, all.stderr).toBe(0);
+    expect(all.stdout).toContain('### edgeplane plan for stack `shop-staging` (environment `staging`)');
+    expect(all.stdout).toContain('### edgeplane plan for stack `shop-production` (environment `production`)');
+    // EDGEPLANE_ENV chooses it too; the plan names it.
+    const one = await runCli(['plan', EXAMPLE, '--state', state], { env: { EDGEPLANE_ENV: 'production' } });
+    expect(one.stdout).toMatch(/stack shop-production \(environment production\)/);
+    const d = await runCli(['diff-env', 'staging', 'production', EXAMPLE, '--json']);
+    expect(d.code, d.stderr).toBe(0);
+    const diff = JSON.parse(d.stdout) as { changed: { identity: string; field: string }[]; onlyIn: unknown[] };
+    expect(diff.onlyIn).toEqual([]);
+    expect(diff.changed.map((c) => `${c.identity} ${c.field}`).sort()).toEqual(['FailoverBackend/app backends', 'HTTPSEdge/web hostports', 'HTTPSEdge/web/routes/admin ip_restriction']);
+  });
+});

@@ -1,0 +1,56 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { stringify } from 'yaml';
+import { describe, expect, it } from 'vitest';
+import { selectEnvironment } from '../../src/reconciler/manifests/environments.js';
+import { escapeText } from '../../src/reconciler/manifests/variables.js';
+import { formatProblem } from '../../src/reconciler/manifests/problems.js';
+import { validateDir } from '../../src/reconciler/plan/prepare.js';
+
+/**
+ * For random variable values: the manifests rendered for them, then written out as export writes
+ * them (values as they are, `${` escaped as `$${`), read back to the same desired state.
+ */
+describe('variables: rendering then writing back is the identity', () => {
+  it('random values (text with ${, $${, lists, numbers) round-trip', () => {
+    const label = fc.stringMatching(/^[a-z][a-z0-9]{0,8}$/);
+    const text = fc.string({ maxLength: 30 }).filter((s) => !/[\0\ud800-\udfff]/.test(s));
+    fc.assert(fc.property(fc.array(label, { minLength: 1, maxLength: 3 }), text, fc.double({ min: 0, max: 1, noNaN: true }), (labels, note, share) => {
+      const dir = mkdtempSync(join(tmpdir(), 'ep-envs-prop-'));
+      try {
+        const domain = labels.join('.') + '.example.com';
+        writeFileSync(join(dir, 'edgeplane.yaml'), stringify({
+          stack: 'prop',
+          variables: { domain: { type: 'string' }, note: { type: 'string' }, share: { type: 'number' } },
+          environments: { one: { values: { domain, note, share } } },
+        }));
+        writeFileSync(join(dir, 'edge.yaml'), [
+          'kind: HTTPSEdge', 'name: web', 'description: "${var.note} $${literal}"', 'hostports: ["${var.domain}:443"]',
+          'routes:', '  - name: r', '    match_type: path_prefix', '    match: /', '    circuit_breaker: { error_threshold_percentage: {var: share} }', '',
+        ].join('\n'));
+        const environment = selectEnvironment(dir, 'one', { cwd: dir });
+        const rendered = validateDir({ root: dir, stack: 'prop-one', environment, cwd: dir });
+        expect(rendered.problems.filter((p) => p.severity === 'error').map(formatProblem)).toEqual([]);
+        const edge = rendered.objects[0];
+        expect(edge.body.hostports).toEqual([`${domain}:443`]);
+        expect(edge.body.description).toBe(`${note} \${literal}`);
+        // Written back as export writes it: plain values, every ${ escaped.
+        const back = mkdtempSync(join(tmpdir(), 'ep-envs-prop-'));
+        try {
+          const doc = { kind: 'HTTPSEdge', name: 'web', ...edge.body, routes: edge.children.map((c) => ({ name: c.name, ...c.body })) };
+          writeFileSync(join(back, 'edge.yaml'), stringify(escapeText(doc)));
+          const again = validateDir({ root: back, stack: 'prop-one', cwd: back });
+          expect(again.problems.filter((p) => p.severity === 'error').map(formatProblem)).toEqual([]);
+          expect(again.objects[0].body).toEqual(edge.body);
+          expect(again.objects[0].children.map((c) => c.body)).toEqual(edge.children.map((c) => c.body));
+        } finally {
+          rmSync(back, { recursive: true, force: true });
+        }
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }), { numRuns: 60 });
+  });
+});
