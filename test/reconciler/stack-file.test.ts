@@ -13,7 +13,7 @@ describe('edgeplane.yaml is read strictly', () => {
     const dir = manifestDir({ 'edgeplane.yaml': '# the stack\nstak: shop\n', 'a.yaml': CA });
     expect(() => resolveStack(dir)).toThrow(StackFileError);
     const problems = readStackFile(dir, dir).problems.map(formatProblem);
-    expect(problems).toEqual(['edgeplane.yaml:2:1: error: stak: is not a setting of edgeplane.yaml (did you mean "stack"?); the settings are stack, api_url, target_name, embedded, variables, environments, safety [stack-file]']);
+    expect(problems).toEqual(['edgeplane.yaml:2:1: error: stak: is not a setting of edgeplane.yaml (did you mean "stack"?); the settings are stack, api_url, target_name, embedded, variables, environments, policies, safety [stack-file]']);
   });
 
   it('a wrong type or an invalid name is an error at the value; --stack does not hide a broken file', () => {
