@@ -18,16 +18,10 @@
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ApiClient } from '../src/client/api-client.js';
-import type { Transport } from '../src/client/transport.js';
-import { embeddedTransport } from '../src/embedded/embedded.js';
-import { applyPlan } from '../src/reconciler/apply/execute.js';
-import { secretsFromMap } from '../src/reconciler/apply/materialize.js';
 import { preparePlan } from '../src/reconciler/plan/prepare.js';
-import { readLiveState } from '../src/reconciler/state/read-state.js';
-import { caCertificates } from './ca-certs.js';
+import { appliedStack } from './applied-stack.js';
 import { cpuBySelf, flag, frameLabel, scaledSize, type CallFrame, type CpuProfile } from './profile.js';
-import { objectCount, writeManifests } from './reconcile-manifests.js';
+import { objectCount } from './reconcile-manifests.js';
 
 const SCALE = Number(flag('scale', '1'));
 const RUNS = Number(flag('runs', '3'));
@@ -54,39 +48,8 @@ function bySelf(root: ProfileNode): Map<string, number> {
 }
 
 async function main() {
-  const pems = caCertificates(SIZE.cas, join(CACHE, 'ca-certs.json'));
-  const manifests = join(CACHE, `alloc-manifests-${SIZE.edges}-${SIZE.cas}`);
-  writeManifests(manifests, SIZE, pems, 'alloc');
-  // The applied state is kept in bench/.cache (git-ignored) for the next run.
-  const stateDir = join(CACHE, `alloc-state-${SIZE.edges}-${SIZE.cas}`);
-  const client = new ApiClient(await embeddedTransport(stateDir));
+  const { manifests, client, replay, pages } = await appliedStack(SIZE, CACHE);
   try {
-    const first = await preparePlan({ root: manifests, stack: 'bench', env: {} }, client);
-    if (first.plan!.steps.length) {
-      console.error(`applying ${first.plan!.steps.length} steps (kept in ${stateDir} for the next run)…`);
-      await applyPlan(first.plan!, { client, secrets: secretsFromMap(first.secrets), parallelism: 8 });
-    }
-
-    const pages = new Map<string, { status: number; headers: Record<string, string>; text: string }>();
-    const recorder: Transport = {
-      target: client.transport.target,
-      async request(method, path, body) {
-        const res = await client.transport.request(method, path, body);
-        pages.set(path, { status: res.status, headers: res.headers, text: JSON.stringify(res.body) });
-        return res;
-      },
-      close: async () => {},
-    };
-    await readLiveState(new ApiClient(recorder));
-    const replay = new ApiClient({
-      target: client.transport.target,
-      async request(method, path) {
-        const page = pages.get(path);
-        if (method !== 'GET' || !page) throw new Error(`not recorded: ${method} ${path}`);
-        return { status: page.status, headers: page.headers, body: JSON.parse(page.text) };
-      },
-      close: async () => {},
-    });
     const pageBytes = [...pages.values()].reduce((s, p) => s + p.text.length, 0);
 
     if (GC) {

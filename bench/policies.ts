@@ -13,17 +13,11 @@
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ApiClient } from '../src/client/api-client.js';
-import type { Transport } from '../src/client/transport.js';
-import { embeddedTransport } from '../src/embedded/embedded.js';
-import { applyPlan } from '../src/reconciler/apply/execute.js';
-import { secretsFromMap } from '../src/reconciler/apply/materialize.js';
 import { preparePlan } from '../src/reconciler/plan/prepare.js';
 import { loadPolicyFiles, NO_POLICIES } from '../src/reconciler/policy/load.js';
-import { readLiveState } from '../src/reconciler/state/read-state.js';
-import { caCertificates } from './ca-certs.js';
+import { appliedStack } from './applied-stack.js';
 import { flag, scaledSize } from './profile.js';
-import { objectCount, writeManifests } from './reconcile-manifests.js';
+import { objectCount } from './reconcile-manifests.js';
 
 const SCALE = Number(flag('scale', '1'));
 const ROUNDS = Number(flag('rounds', '9'));
@@ -56,38 +50,9 @@ function policyFiles(): string[] {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function main() {
-  const pems = caCertificates(SIZE.cas, join(CACHE, 'ca-certs.json'));
-  const manifests = join(CACHE, `alloc-manifests-${SIZE.edges}-${SIZE.cas}`);
-  writeManifests(manifests, SIZE, pems, 'alloc');
-  const stateDir = join(CACHE, `alloc-state-${SIZE.edges}-${SIZE.cas}`);
-  const client = new ApiClient(await embeddedTransport(stateDir));
+  const { manifests, client, replay, pages } = await appliedStack(SIZE, CACHE);
   const files = policyFiles();
   try {
-    const first = await preparePlan({ root: manifests, stack: 'bench', env: {} }, client);
-    if (first.plan!.steps.length) {
-      console.error(`applying ${first.plan!.steps.length} steps (kept in ${stateDir} for the next run)…`);
-      await applyPlan(first.plan!, { client, secrets: secretsFromMap(first.secrets), parallelism: 8 });
-    }
-    const pages = new Map<string, { status: number; headers: Record<string, string>; text: string }>();
-    const recorder: Transport = {
-      target: client.transport.target,
-      async request(method, path, body) {
-        const res = await client.transport.request(method, path, body);
-        pages.set(path, { status: res.status, headers: res.headers, text: JSON.stringify(res.body) });
-        return res;
-      },
-      close: async () => {},
-    };
-    await readLiveState(new ApiClient(recorder));
-    const replay = new ApiClient({
-      target: client.transport.target,
-      async request(method, path) {
-        const page = pages.get(path);
-        if (method !== 'GET' || !page) throw new Error(`not recorded: ${method} ${path}`);
-        return { status: page.status, headers: page.headers, body: JSON.parse(page.text) };
-      },
-      close: async () => {},
-    });
     const without: number[] = [];
     const withP: number[] = [];
     const cpuWithout: number[] = [];
