@@ -12,7 +12,7 @@ import { loadavg } from 'node:os';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/service/app.js';
 import { createAccount } from '../src/service/auth.js';
-import { KeyRing } from '../src/service/sealing.js';
+import { KeyRing } from '../src/service/writes/sealing.js';
 import { migrate } from '../src/store/migrate.js';
 import { openPglite } from '../src/store/pglite.js';
 import { openPostgres } from '../src/store/postgres.js';

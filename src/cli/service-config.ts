@@ -5,7 +5,7 @@ import { resolveVendorPrefix } from '../contract/vendor.js';
 import type { RateLimitOptions } from '../service/rate-limit.js';
 import { DEFAULT_MAX_BYTES_PER_ACCOUNT, DEFAULT_MAX_KEYS_PER_ACCOUNT, DEFAULT_RATE_LIMIT, DEFAULT_REDIS_TIMEOUT_MS } from '../service/defaults.js';
 import type { WorkerOptions } from '../service/job-worker.js';
-import type { IdempotencyOptions } from '../service/idempotency.js';
+import type { IdempotencyOptions } from '../service/writes/idempotency.js';
 
 /** pino's levels: what `--log-level` / EDGEPLANE_LOG_LEVEL takes. */
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];

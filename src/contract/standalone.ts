@@ -23,7 +23,7 @@ export function standaloneModule(ajv: Ajv, what: string, refs: Record<string, st
   ].join('');
   const dts = [
     header(what),
-    `import type { Validator } from '../contract/validation.js';\n`,
+    `import type { Validator } from './validation.js';\n`,
     ...Object.keys(constants).map((k) => `export declare const ${k}: string;\n`),
     ...Object.keys(refs).map((n) => `export declare const ${n}: Validator;\n`),
   ].join('');

@@ -1,6 +1,6 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { KeyRing } from '../service/sealing.js';
+import { KeyRing } from '../service/writes/sealing.js';
 
 export const DEFAULT_STATE_DIR = './state';
 

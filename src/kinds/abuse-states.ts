@@ -1,7 +1,7 @@
 /**
  * The abuse report state machine, as data (docs/abuse-reports.md describes it for people).
  *
- * A hostname starts PENDING. The processing job (src/service/abuse-reports.ts) moves it to IGNORE
+ * A hostname starts PENDING. The processing job (src/service/routes/abuse-reports.ts) moves it to IGNORE
  * when no edge serves it, to BANNED when it is already banned, and leaves it PENDING (now awaiting
  * an operator) when an edge serves it. Operators move it along HOSTNAME_TRANSITIONS.
  */

@@ -24,7 +24,7 @@ export function providerUrlKey(given: string): string {
 
 /**
  * End users who signed in through a route's OAuth / OIDC / SAML module. The public API reads and
- * deletes them; they are written only by the operator path (src/service/application-users.ts),
+ * deletes them; they are written only by the operator path (src/service/routes/application-users.ts),
  * which goes through the generic create / update with these fields.
  */
 export const applicationUser: KindDef = {

@@ -3,7 +3,7 @@ import type { ModuleDef } from './types.js';
 
 export const TLS_VERSIONS = ['1.0', '1.1', '1.2', '1.3'];
 
-/** Edge modules: one row each. The generic mechanism (src/service/resources.ts) does the rest. */
+/** Edge modules: one row each. The generic mechanism (src/service/writes/resources.ts) does the rest. */
 export const EDGE_MODULES: ModuleDef[] = [
   {
     name: 'mutual_tls',

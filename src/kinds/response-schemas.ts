@@ -3,7 +3,7 @@ import type { JSONSchema, KindDef, ModuleDef, RefDef } from './types.js';
 
 /**
  * Response schemas, built from the kind descriptions as `toResponse` / `moduleToResponse`
- * (src/service/serialize.ts) build responses: the same fields in the same order. The service
+ * (src/service/responses/serialize.ts) build responses: the same fields in the same order. The service
  * serialises every success response with them (fast-json-stringify keeps a schema's property
  * order and drops any field the schema does not name: a secret can never leak), and the OpenAPI
  * document publishes them.

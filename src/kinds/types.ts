@@ -28,7 +28,7 @@ export interface RefDef {
 /**
  * What a check sees: where to report, and — in the service only — what is stored. Checks are the
  * rules the service enforces beyond the JSON Schema that need no database, no I/O and nothing
- * generated: the service runs them on every write (`src/service/resources.ts`) and `edgeplane
+ * generated: the service runs them on every write (`src/service/writes/resources.ts`) and `edgeplane
  * validate` on every manifest object (`src/reconciler/manifests/validate.ts`), so a pull request
  * shows what an apply would be refused for.
  */
@@ -261,7 +261,7 @@ export interface KindDef {
   };
   /**
    * What a write of this kind does beyond storing it, declared here and carried out by the
-   * service (`src/service/effects.ts`) in the write's transaction: kinds never touch the store.
+   * service (`src/service/writes/effects.ts`) in the write's transaction: kinds never touch the store.
    */
   effects?: KindEffect[];
 }

@@ -6,8 +6,8 @@ import { newId } from '../util/ids.js';
 import { BODY_LIMIT } from '../contract/limits.js';
 import { serviceValidator } from './precompiled.js';
 import type { RateLimitOptions } from './rate-limit.js';
-import type { IdempotencyOptions } from './idempotency.js';
-import type { SyncRecordOptions } from './sync-runs.js';
+import type { IdempotencyOptions } from './writes/idempotency.js';
+import type { SyncRecordOptions } from './routes/sync-runs.js';
 import { acceptedVersionHeaders, resolveVendorPrefix, type VendorOptions } from '../contract/vendor.js';
 import { abuseProcessingPlugin, type JobWorkerSettings } from './plugins/abuse-processing.js';
 import { apiPlugin } from './plugins/api.js';
@@ -19,9 +19,9 @@ import { openapiPlugin } from './plugins/openapi.js';
 import { opsRoutesPlugin } from './plugins/ops-routes.js';
 import { DegradedChecks } from './health.js';
 import { guardConnections } from './connections.js';
-import type { KeyRing } from './sealing.js';
-import { ServiceSecrets, type Secrets } from './secrets.js';
-import { KeyRingError } from './sealing.js';
+import type { KeyRing } from './writes/sealing.js';
+import { ServiceSecrets, type Secrets } from './writes/secrets.js';
+import { KeyRingError } from './writes/sealing.js';
 
 /** The service's settings; the version headers and vendor prefix are described in `vendor.ts`. */
 export interface AppOptions extends VendorOptions {

@@ -1,5 +1,5 @@
 import { PROCESS_ABUSE_REPORT } from '../kinds/abuse-states.js';
-import { processAbuseReport } from './abuse-reports.js';
+import { processAbuseReport } from './routes/abuse-reports.js';
 import type { JobHandler } from '../store/job-queue.js';
 
 /** Every background job type and what runs it. */

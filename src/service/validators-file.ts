@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { Db } from '../store/db.js';
 import { buildApp } from './app.js';
-import { USER_FIELDS_SCHEMA } from './application-users.js';
+import { USER_FIELDS_SCHEMA } from './routes/application-users.js';
 import { standaloneModule } from '../contract/standalone.js';
 import { createAjv, schemaKey } from '../contract/validation.js';
 

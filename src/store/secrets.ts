@@ -1,6 +1,6 @@
 import type { Queryable } from './db.js';
 
-/** The SQL of sealed secrets (migration 015; the mechanism is `service/sealing.ts`, `service/secrets.ts`). */
+/** The SQL of sealed secrets (migration 015; the mechanism is `service/writes/sealing.ts`, `service/writes/secrets.ts`). */
 
 export interface SecretsStateRow { all_sealed: boolean; fingerprint_key: Record<string, unknown> | null }
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { forEachRefValue } from '../../src/kinds/refs.js';
 import { KINDS, kindByName } from '../../src/kinds/registry.js';
-import { collectRefs } from '../../src/service/resources.js';
+import { collectRefs } from '../../src/service/writes/resources.js';
 import { refValues } from '../../src/reconciler/manifests/object-values.js';
 
 const seen = (kind: string, body: Record<string, unknown>) => {

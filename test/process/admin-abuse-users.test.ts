@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { abuseDecide, abuseList } from '../../src/cli/commands/admin-abuse.js';
 import { usersImport, usersRecord } from '../../src/cli/commands/admin-users.js';
 import type { Output } from '../../src/cli/output.js';
-import { listAbuseReports } from '../../src/service/abuse-reports.js';
+import { listAbuseReports } from '../../src/service/routes/abuse-reports.js';
 import { createAccount } from '../../src/service/auth.js';
 import { migrate } from '../../src/store/migrate.js';
 import { openPglite } from '../../src/store/pglite.js';

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderJson } from '../../src/reconciler/render/json.js';
 import { decodeMetadata, fingerprintSecret } from '../../src/reconciler/ownership/marker.js';
 import { readLiveState } from '../../src/reconciler/state/read-state.js';
-import { KeyRing } from '../../src/service/sealing.js';
+import { KeyRing } from '../../src/service/writes/sealing.js';
 import { applyDir, cleanupDirs, clientFor, manifestDir, prepare } from '../helpers/reconcile.js';
 import { ENGINES, startTestService, type TestService } from '../helpers/service.js';
 

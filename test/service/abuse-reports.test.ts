@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decideAbuseHostname, listAbuseReports, processAbuseReport } from '../../src/service/abuse-reports.js';
+import { decideAbuseHostname, listAbuseReports, processAbuseReport } from '../../src/service/routes/abuse-reports.js';
 import { drainJobs, startJobWorker } from '../../src/service/job-worker.js';
 import { ENGINES, startTestService, type TestClient, type TestService } from '../helpers/service.js';
 

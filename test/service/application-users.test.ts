@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApplicationUsers, checkUserRecords, UserRecordError } from '../../src/service/application-users.js';
+import { ApplicationUsers, checkUserRecords, UserRecordError } from '../../src/service/routes/application-users.js';
 import type { Db, Queryable } from '../../src/store/db.js';
 import { ENGINES, startTestService, type TestService } from '../helpers/service.js';
 

@@ -1,8 +1,8 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KINDS } from '../../src/kinds/registry.js';
-import { ApplicationUsers } from '../../src/service/application-users.js';
-import { Resources } from '../../src/service/resources.js';
+import { ApplicationUsers } from '../../src/service/routes/application-users.js';
+import { Resources } from '../../src/service/writes/resources.js';
 import { collectionPath } from '../../src/contract/paths.js';
 import { CA_PEM, fakeId, hostport, IDP_METADATA, newCa, newEdge, newRoute } from '../helpers/edges.js';
 import { SpecChecker } from '../helpers/openapi.js';

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import * as generated from '../../src/generated/service-validators.js';
 import { buildApp } from '../../src/service/app.js';
-import { checkUserRecords } from '../../src/service/application-users.js';
+import { checkUserRecords } from '../../src/service/routes/application-users.js';
 import { serviceValidator } from '../../src/service/precompiled.js';
 import { createAjv, schemaKey, sharedAjv, type Validator } from '../../src/contract/validation.js';
 import { serviceSchemas } from '../../src/service/validators-file.js';

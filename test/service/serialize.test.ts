@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { httpsEdge } from '../../src/kinds/https-edge.js';
 import type { KindDef } from '../../src/kinds/types.js';
-import { ETAG, toResponse } from '../../src/service/serialize.js';
+import { ETAG, toResponse } from '../../src/service/responses/serialize.js';
 import type { ObjectRow } from '../../src/store/objects.js';
 
 const BASE = 'https://api.example.test';

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kindByName } from '../../src/kinds/registry.js';
-import { renderView, VIEW_FORMAT } from '../../src/service/serialize.js';
+import { renderView, VIEW_FORMAT } from '../../src/service/responses/serialize.js';
 import type { ObjectRow } from '../../src/store/objects.js';
 import { created } from '../helpers/edges.js';
 import { startTestService, type TestClient, type TestService } from '../helpers/service.js';
@@ -59,7 +59,7 @@ describe('the stored views\' format', () => {
     if (process.env.EDGEPLANE_UPDATE_VIEW_FORMAT) writeFileSync(FIXTURE, JSON.stringify({ format: VIEW_FORMAT, digest }, null, 2) + '\n');
     const recorded = JSON.parse(readFileSync(FIXTURE, 'utf8')) as { format: number; digest: string };
     if (recorded.format === VIEW_FORMAT) {
-      expect(digest, 'the views of the same bodies changed: raise VIEW_FORMAT in src/service/serialize.ts, then record it (EDGEPLANE_UPDATE_VIEW_FORMAT=1)').toBe(recorded.digest);
+      expect(digest, 'the views of the same bodies changed: raise VIEW_FORMAT in src/service/responses/serialize.ts, then record it (EDGEPLANE_UPDATE_VIEW_FORMAT=1)').toBe(recorded.digest);
     } else {
       expect.fail(`VIEW_FORMAT is ${VIEW_FORMAT}, the recorded views are of format ${recorded.format}: record them (EDGEPLANE_UPDATE_VIEW_FORMAT=1)`);
     }

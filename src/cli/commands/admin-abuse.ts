@@ -1,5 +1,5 @@
 import { REPORT_STATUSES, type Decision, type ReportStatus } from '../../kinds/abuse-states.js';
-import { decideAbuseHostname, listAbuseReports } from '../../service/abuse-reports.js';
+import { decideAbuseHostname, listAbuseReports } from '../../service/routes/abuse-reports.js';
 import { CliExit, EXIT } from '../exit.js';
 import type { Output } from '../output.js';
 import { withDb } from './with-db.js';

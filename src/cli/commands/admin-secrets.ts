@@ -1,4 +1,4 @@
-import { rotateSecrets, secretsStatus } from '../../service/secrets.js';
+import { rotateSecrets, secretsStatus } from '../../service/writes/secrets.js';
 import { keyRingFor, stateDirOf } from '../../embedded/state-dir.js';
 import type { Output } from '../output.js';
 import { withDb } from './with-db.js';

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { ApplicationUsers, UserRecordError, type UserRecord } from '../../service/application-users.js';
+import { ApplicationUsers, UserRecordError, type UserRecord } from '../../service/routes/application-users.js';
 import { CliExit, EXIT } from '../exit.js';
 import type { Output } from '../output.js';
 import { serviceOptionsFromEnv } from '../service-config.js';

@@ -1,12 +1,12 @@
 import fp from 'fastify-plugin';
 import type { Db } from '../../store/db.js';
-import type { ServiceSecrets } from '../secrets.js';
+import type { ServiceSecrets } from '../writes/secrets.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** The service's database; owned by whoever built the app (it outlives `close`). */
     db: Db;
-    /** The sealer of secrets (none without a key ring) and the fingerprint key (`service/secrets.ts`). */
+    /** The sealer of secrets (none without a key ring) and the fingerprint key (`service/writes/secrets.ts`). */
     secrets: ServiceSecrets;
   }
 }

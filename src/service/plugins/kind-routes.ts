@@ -1,11 +1,11 @@
 import fp from 'fastify-plugin';
 import type { FastifyRequest } from 'fastify';
-import { registerKindRoutes } from '../kind-routes.js';
-import { Resources, type Caller } from '../resources.js';
-import { registerStackLocks } from '../stack-locks.js';
-import { registerSecretFingerprints } from '../secret-fingerprints.js';
-import { registerSyncRecord, type SyncRecordOptions } from '../sync-runs.js';
-import type { IdempotencyOptions } from '../idempotency.js';
+import { registerKindRoutes } from '../routes/kind-routes.js';
+import { Resources, type Caller } from '../writes/resources.js';
+import { registerStackLocks } from '../routes/stack-locks.js';
+import { registerSecretFingerprints } from '../routes/secret-fingerprints.js';
+import { registerSyncRecord, type SyncRecordOptions } from '../routes/sync-runs.js';
+import type { IdempotencyOptions } from '../writes/idempotency.js';
 
 /** Every operation of every kind (`src/kinds/`) the stack locks and the sync record, in the API scope: after the version and key checks. */
 export const kindRoutesPlugin = fp<{ vendorPrefix: string; idempotency?: IdempotencyOptions; syncRecord?: SyncRecordOptions }>(async (api, opts) => {

@@ -2,7 +2,7 @@ import fp from 'fastify-plugin';
 import type { FastifySchema } from 'fastify';
 import { idPattern } from '../../util/ids.js';
 import { ERROR_CATALOG } from '../../contract/errors.js';
-import type { OperationDoc } from '../kind-routes.js';
+import type { OperationDoc } from '../routes/kind-routes.js';
 import { SUPPORTED_VERSION } from './version-header.js';
 import { neededScope, type Scope } from '../auth.js';
 

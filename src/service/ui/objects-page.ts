@@ -3,7 +3,7 @@ import { html } from 'ghtml';
 import { kindByName } from '../../kinds/registry.js';
 import { idPattern } from '../../util/ids.js';
 import type { KindDef } from '../../kinds/types.js';
-import type { Resources } from '../resources.js';
+import type { Resources } from '../writes/resources.js';
 import { badge, nextLink } from './layout.js';
 
 type Body = Record<string, unknown>;

@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../contract/errors.js';
 import { stackRefusalMessage } from '../../contract/stack-name.js';
 import { Authenticator, scopeCovers } from '../auth.js';
-import { Resources } from '../resources.js';
+import { Resources } from '../writes/resources.js';
 import { notice, page, type Section } from './layout.js';
 import { OBJECT_TABS, objectsSection } from './objects-page.js';
 import { csrfMatches, SESSION_TTL_MS, UiSessions, type UiSession } from './sessions.js';

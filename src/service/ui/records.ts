@@ -1,7 +1,7 @@
 import type { Db } from '../../store/db.js';
 import { getRun, listRuns, listStacks, requestSync } from '../../store/sync-runs.js';
 import { STACK_NAME } from '../../contract/stack-name.js';
-import { RUN_ID, runResponse, stackResponse } from '../sync-runs.js';
+import { RUN_ID, runResponse, stackResponse } from '../routes/sync-runs.js';
 
 /** A stack's summary and a run, exactly as the API's sync record answers them (docs/api.md). */
 export type StackView = ReturnType<typeof stackResponse>;

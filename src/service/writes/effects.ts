@@ -1,7 +1,7 @@
-import type { Body, KindDef } from '../kinds/types.js';
-import type { Queryable } from '../store/db.js';
-import { enqueueJob } from '../store/job-queue.js';
-import { assertHostportsNotBanned } from './abuse-reports.js';
+import type { Body, KindDef } from '../../kinds/types.js';
+import type { Queryable } from '../../store/db.js';
+import { enqueueJob } from '../../store/job-queue.js';
+import { assertHostportsNotBanned } from '../routes/abuse-reports.js';
 
 /** The write an effect belongs to: what is stored, what was stored before, which object. */
 export interface EffectContext { op: 'create' | 'update'; id: string; body: Body; previous?: Body }

@@ -1,9 +1,9 @@
 import { createHmac } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest, HTTPMethods } from 'fastify';
-import { ApiError } from '../contract/errors.js';
-import { isStorableText } from '../util/text.js';
+import { ApiError } from '../../contract/errors.js';
+import { isStorableText } from '../../util/text.js';
 import { registerMethodNotAllowed, type OperationDoc } from './kind-routes.js';
-import type { Caller } from './resources.js';
+import type { Caller } from '../writes/resources.js';
 import { ownStack } from './stack-locks.js';
 
 /**

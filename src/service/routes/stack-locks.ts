@@ -1,14 +1,14 @@
 import type { FastifyInstance, FastifyRequest, HTTPMethods } from 'fastify';
-import type { Db } from '../store/db.js';
-import { getStackLock, listStackLocks, releaseStackLock, renewStackLock, sweepStackLocks, takeStackLock, type StackLockRow } from '../store/stack-locks.js';
-import { idPattern, newId } from '../util/ids.js';
-import { isPrintableText, isStorableText } from '../util/text.js';
-import { rfc3339 } from '../util/time.js';
-import { ApiError } from '../contract/errors.js';
-import { stackRefusalMessage } from '../contract/stack-name.js';
-import { runIdempotent, type IdempotencyOptions } from './idempotency.js';
+import type { Db } from '../../store/db.js';
+import { getStackLock, listStackLocks, releaseStackLock, renewStackLock, sweepStackLocks, takeStackLock, type StackLockRow } from '../../store/stack-locks.js';
+import { idPattern, newId } from '../../util/ids.js';
+import { isPrintableText, isStorableText } from '../../util/text.js';
+import { rfc3339 } from '../../util/time.js';
+import { ApiError } from '../../contract/errors.js';
+import { stackRefusalMessage } from '../../contract/stack-name.js';
+import { runIdempotent, type IdempotencyOptions } from '../writes/idempotency.js';
 import { registerMethodNotAllowed, type OperationDoc } from './kind-routes.js';
-import type { Caller } from './resources.js';
+import type { Caller } from '../writes/resources.js';
 
 export const STACK_LOCKS_PATH = '/stack_locks';
 export const STACK_LOCK_PREFIX = 'stklk';

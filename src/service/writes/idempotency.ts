@@ -1,10 +1,10 @@
 import { createHash, createHmac } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import { flatDb, isPgError, RunAgainFromStart, type Db } from '../store/db.js';
-import { claimAndRead, keepResponse, sweepKeys, trimKeys, type KeptResponse } from '../store/idempotency.js';
-import { canonicalJson } from '../util/canonical-json.js';
-import { ApiError } from '../contract/errors.js';
-import { etagOfBody, RenderedJson } from './serialize.js';
+import { flatDb, isPgError, RunAgainFromStart, type Db } from '../../store/db.js';
+import { claimAndRead, keepResponse, sweepKeys, trimKeys, type KeptResponse } from '../../store/idempotency.js';
+import { canonicalJson } from '../../util/canonical-json.js';
+import { ApiError } from '../../contract/errors.js';
+import { etagOfBody, RenderedJson } from '../responses/serialize.js';
 
 /** How long a response is kept for its key. */
 export const IDEMPOTENCY_HOURS = 24;
@@ -13,7 +13,7 @@ export const IDEMPOTENCY_HEADER = 'idempotency-key';
 const SWEEP_EVERY = 200;
 /** One new key in this many trims its account's keys to the cap, unless told otherwise (`IdempotencyOptions`). */
 const TRIM_EVERY = 100;
-import { DEFAULT_MAX_BYTES_PER_ACCOUNT, DEFAULT_MAX_KEYS_PER_ACCOUNT, DEFAULT_MAX_KEPT_RESPONSE_BYTES } from './defaults.js';
+import { DEFAULT_MAX_BYTES_PER_ACCOUNT, DEFAULT_MAX_KEYS_PER_ACCOUNT, DEFAULT_MAX_KEPT_RESPONSE_BYTES } from '../defaults.js';
 
 export { DEFAULT_MAX_BYTES_PER_ACCOUNT, DEFAULT_MAX_KEYS_PER_ACCOUNT, DEFAULT_MAX_KEPT_RESPONSE_BYTES };
 

@@ -1,14 +1,14 @@
 import { isDeepStrictEqual } from 'node:util';
-import { applicationUser, providerKey, providerUrlKey } from '../kinds/application-user.js';
-import { requestSchema } from '../kinds/schemas.js';
-import type { Body, KindRuntimeConfig } from '../kinds/types.js';
-import { savepointDb, type Db } from '../store/db.js';
-import { isStorableText } from '../util/text.js';
-import { rfc3339 } from '../util/time.js';
-import { ApiError } from '../contract/errors.js';
-import { Resources, uniqueScope, type Caller } from './resources.js';
-import { serviceValidator } from './precompiled.js';
-import { describeAjvError, findUnstorableText, problemMessage, type Validator } from '../contract/validation.js';
+import { applicationUser, providerKey, providerUrlKey } from '../../kinds/application-user.js';
+import { requestSchema } from '../../kinds/schemas.js';
+import type { Body, KindRuntimeConfig } from '../../kinds/types.js';
+import { savepointDb, type Db } from '../../store/db.js';
+import { isStorableText } from '../../util/text.js';
+import { rfc3339 } from '../../util/time.js';
+import { ApiError } from '../../contract/errors.js';
+import { Resources, uniqueScope, type Caller } from '../writes/resources.js';
+import { serviceValidator } from '../precompiled.js';
+import { describeAjvError, findUnstorableText, problemMessage, type Validator } from '../../contract/validation.js';
 
 /** One sign-in (or one imported user): who, through which provider, and when. */
 export interface UserRecord {

@@ -1,19 +1,19 @@
 import type { FastifyInstance, FastifyRequest, HTTPMethods } from 'fastify';
-import { KINDS } from '../kinds/registry.js';
-import { listResponseSchema, moduleResponseSchema, responseSchema } from '../kinds/response-schemas.js';
-import { moduleRequestSchema, requestSchema } from '../kinds/schemas.js';
-import type { JSONSchema } from '../kinds/types.js';
-import type { AccountFlag, Body, KindDef } from '../kinds/types.js';
-import { ApiError } from '../contract/errors.js';
+import { KINDS } from '../../kinds/registry.js';
+import { listResponseSchema, moduleResponseSchema, responseSchema } from '../../kinds/response-schemas.js';
+import { moduleRequestSchema, requestSchema } from '../../kinds/schemas.js';
+import type { JSONSchema } from '../../kinds/types.js';
+import type { AccountFlag, Body, KindDef } from '../../kinds/types.js';
+import { ApiError } from '../../contract/errors.js';
 import type { ErrorObject } from 'ajv';
-import { schemaError } from '../contract/validation.js';
-import type { Caller, Resources } from './resources.js';
-import { collectionPath } from '../contract/paths.js';
-import { etagOfBody, RenderedJson } from './serialize.js';
-import { runIdempotent, type IdempotencyOptions, type RouteResult } from './idempotency.js';
-import type { Db } from '../store/db.js';
-import { idPattern } from '../util/ids.js';
-import { isStorableText } from '../util/text.js';
+import { schemaError } from '../../contract/validation.js';
+import type { Caller, Resources } from '../writes/resources.js';
+import { collectionPath } from '../../contract/paths.js';
+import { etagOfBody, RenderedJson } from '../responses/serialize.js';
+import { runIdempotent, type IdempotencyOptions, type RouteResult } from '../writes/idempotency.js';
+import type { Db } from '../../store/db.js';
+import { idPattern } from '../../util/ids.js';
+import { isStorableText } from '../../util/text.js';
 
 type Params = Record<string, string>;
 

@@ -1,11 +1,11 @@
 import {
   coveringWildcards, DECISIONS, reportStatus, type Decision, type ReportHostname, type ReportStatus,
-} from '../kinds/abuse-states.js';
-import type { Db, Queryable } from '../store/db.js';
-import { updateBody, type ObjectRow } from '../store/objects.js';
-import { rfc3339 } from '../util/time.js';
-import { ApiError } from '../contract/errors.js';
-import type { Job } from '../store/job-queue.js';
+} from '../../kinds/abuse-states.js';
+import type { Db, Queryable } from '../../store/db.js';
+import { updateBody, type ObjectRow } from '../../store/objects.js';
+import { rfc3339 } from '../../util/time.js';
+import { ApiError } from '../../contract/errors.js';
+import type { Job } from '../../store/job-queue.js';
 
 /** A report's row: its own queries read `created_at` as the driver's `Date`, `updateBody` as RFC 3339 text. */
 type ReportRow = Omit<ObjectRow, 'created_at' | 'version'> & { created_at: Date | string };

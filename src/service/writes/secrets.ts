@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import type { Db } from '../store/db.js';
-import { KINDS, kindByName } from '../kinds/registry.js';
+import type { Db } from '../../store/db.js';
+import { KINDS, kindByName } from '../../kinds/registry.js';
 import {
   countSealedByOthers, objectsAfter, objectsSealedByOthers, sealedCounts, sealedKeyIds, secretsState, setAllSealed, storeFingerprintKey, writeSealedBody,
-} from '../store/secrets.js';
+} from '../../store/secrets.js';
 import { hasSecretFields, isSealed, secretSlots, KeyRingError, SealError, sealBody, sealedValues, Sealer, type KeyRing, type SealPlace } from './sealing.js';
 
 /**

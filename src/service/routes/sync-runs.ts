@@ -1,14 +1,14 @@
 import type { FastifyInstance, FastifyRequest, HTTPMethods } from 'fastify';
-import type { Db } from '../store/db.js';
-import { getRun, listRuns, listStacks, OUTCOMES, recordRun, requestSync, TRIGGERS, type RunRow, type RunObject, type StackRow, type NewRun, type RunPolicy } from '../store/sync-runs.js';
-import { idPattern, newId } from '../util/ids.js';
-import { isStorableText } from '../util/text.js';
-import { rfc3339 } from '../util/time.js';
-import { ApiError } from '../contract/errors.js';
-import { STACK_NAME } from '../contract/stack-name.js';
-import { runIdempotent, type IdempotencyOptions } from './idempotency.js';
+import type { Db } from '../../store/db.js';
+import { getRun, listRuns, listStacks, OUTCOMES, recordRun, requestSync, TRIGGERS, type RunRow, type RunObject, type StackRow, type NewRun, type RunPolicy } from '../../store/sync-runs.js';
+import { idPattern, newId } from '../../util/ids.js';
+import { isStorableText } from '../../util/text.js';
+import { rfc3339 } from '../../util/time.js';
+import { ApiError } from '../../contract/errors.js';
+import { STACK_NAME } from '../../contract/stack-name.js';
+import { runIdempotent, type IdempotencyOptions } from '../writes/idempotency.js';
 import { registerMethodNotAllowed, type OperationDoc } from './kind-routes.js';
-import type { Caller } from './resources.js';
+import type { Caller } from '../writes/resources.js';
 import { ownStack } from './stack-locks.js';
 
 export const SYNC_RUNS_PATH = '/sync_runs';

@@ -1,25 +1,25 @@
-import { findKind, kindByName } from '../kinds/registry.js';
-import { clearable } from '../kinds/fields.js';
-import { forEachRefValue } from '../kinds/refs.js';
-import type { Body, HookContext, KindDef, KindRuntimeConfig, ModuleDef, RefDef, UniqueDef } from '../kinds/types.js';
-import type { Db, Queryable } from '../store/db.js';
-import { isPgError } from '../store/db.js';
-import { foreignOverlap } from '../store/hostport-overlaps.js';
+import { findKind, kindByName } from '../../kinds/registry.js';
+import { clearable } from '../../kinds/fields.js';
+import { forEachRefValue } from '../../kinds/refs.js';
+import type { Body, HookContext, KindDef, KindRuntimeConfig, ModuleDef, RefDef, UniqueDef } from '../../kinds/types.js';
+import type { Db, Queryable } from '../../store/db.js';
+import { isPgError } from '../../store/db.js';
+import { foreignOverlap } from '../../store/hostport-overlaps.js';
 import {
   bumpVersion, childTotals, lockParentForChild, deleteObject, existingIds, getObject, getViews, getWithChildren, insertObject, listChildren, listObjects, lockObject, reaches, referrers,
   replaceRefs, replaceUniques, UniqueViolation, updateBody, type ObjectRow, type RefRow,
-} from '../store/objects.js';
+} from '../../store/objects.js';
 import { isDeepStrictEqual } from 'node:util';
-import { moduleCheckForm, throwingChecks } from '../kinds/check.js';
-import { getPath, hasPath, holderOf } from '../kinds/paths.js';
-import { newId } from '../util/ids.js';
-import { ApiError } from '../contract/errors.js';
-import { markerStack, stackRefusalMessage } from '../contract/stack-name.js';
+import { moduleCheckForm, throwingChecks } from '../../kinds/check.js';
+import { getPath, hasPath, holderOf } from '../../kinds/paths.js';
+import { newId } from '../../util/ids.js';
+import { ApiError } from '../../contract/errors.js';
+import { markerStack, stackRefusalMessage } from '../../contract/stack-name.js';
 import { runEffects } from './effects.js';
 import { sealBody, type Sealer } from './sealing.js';
 import type { ServiceSecrets } from './secrets.js';
-import { LIST_PAGE_BYTES } from '../contract/limits.js';
-import { ETAG, etagOf, keepsView, matchesIfMatch, renderView, RenderedJson, toResponse, viewFor, withChildren } from './serialize.js';
+import { LIST_PAGE_BYTES } from '../../contract/limits.js';
+import { ETAG, etagOf, keepsView, matchesIfMatch, renderView, RenderedJson, toResponse, viewFor, withChildren } from '../responses/serialize.js';
 
 const TX_ATTEMPTS = 4;
 

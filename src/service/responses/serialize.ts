@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
 import fastJson from 'fast-json-stringify';
-import { collectionPath, objectPath } from '../contract/paths.js';
-import { responseSchema } from '../kinds/response-schemas.js';
-import { withoutPaths } from '../kinds/paths.js';
-import { FOREIGN_PATHS, FOREIGN_PREFIX_PATHS, KINDS, findKind, kindByName } from '../kinds/registry.js';
-import type { Body, JSONSchema, KindDef, ModuleDef, RefDef } from '../kinds/types.js';
-import { inJsonbOrder, jsonbKeyOrder, type ObjectRow, type StoredView } from '../store/objects.js';
-import { packageVersion } from '../util/package-version.js';
+import { collectionPath, objectPath } from '../../contract/paths.js';
+import { responseSchema } from '../../kinds/response-schemas.js';
+import { withoutPaths } from '../../kinds/paths.js';
+import { FOREIGN_PATHS, FOREIGN_PREFIX_PATHS, KINDS, findKind, kindByName } from '../../kinds/registry.js';
+import type { Body, JSONSchema, KindDef, ModuleDef, RefDef } from '../../kinds/types.js';
+import { inJsonbOrder, jsonbKeyOrder, type ObjectRow, type StoredView } from '../../store/objects.js';
+import { packageVersion } from '../../util/package-version.js';
 
 /**
  * Where a response body carries its object's ETag: a property JSON leaves out, so the body sent is

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import type { Body, KindDef } from '../kinds/types.js';
-import { holderOf } from '../kinds/paths.js';
+import type { Body, KindDef } from '../../kinds/types.js';
+import { holderOf } from '../../kinds/paths.js';
 
 /**
  * Secrets at rest (docs/operations.md, "Secrets at rest"): every write-only field a kind or module
