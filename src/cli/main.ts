@@ -246,7 +246,7 @@ targetOptions(
     .option('--all', 'also export objects no stack manages (to adopt them with `plan --adopt`)')
     .option('--force', 'write into --out even if it already holds manifests (overwrites the files export writes)')
     .addOption(new Option('--env <name>', 'export the stack of this environment of edgeplane.yaml, its values written back as ${var.NAME} / {var: NAME} where the live values hold them').env('EDGEPLANE_ENV'))
-    .addOption(new Option('--as-variable <FIELD=NAME>', 'write this field as the variable NAME: [Kind[/name].]field[.field…]=NAME, e.g. hostports=domain or HTTPSEdge/web.hostports=web_hosts; repeatable')
+    .addOption(new Option('--as-variable <FIELD=NAME[=VALUE]>', 'write this field as the variable NAME: [Kind[/name].]field[.field…]=NAME[=VALUE], e.g. hostports=domain=shop.example.com (the part that is VALUE, as ${var.domain}) or HTTPSEdge/web.hostports=web_hosts (the whole field); repeatable')
       .argParser((v: string, all: string[] = []) => [...all, v])),
 ).action(async (flags) => (await import('./commands/export.js')).exportCmd(stdio, flags));
 

@@ -22,6 +22,15 @@ describe('export --as-variable / --env: values written back as variables', () =>
     expect(r.variables).toEqual([{ name: 'domain', type: 'string', value: 'shop.example.com', isNew: false, uses: 3 }]);
   });
 
+  it('FIELD=NAME=VALUE: the part of each string that is VALUE becomes the variable, with no environment', () => {
+    const r = writeBackVariables([edge('a', ['shop.example.com:443', 'api.shop.example.com:443']), edge('b', ['www.shop.example.com:443'])], { asVariables: [parseAsVariable('hostports=domain=shop.example.com')] });
+    expect(r.docs.map((d) => (d as { hostports: unknown }).hostports)).toEqual([['${var.domain}:443', 'api.${var.domain}:443'], ['www.${var.domain}:443']]);
+    expect(r.variables).toEqual([{ name: 'domain', type: 'string', value: 'shop.example.com', isNew: true, uses: 3 }]);
+    expect(() => parseAsVariable('hostports=domain=a$b')).toThrow(/at least 4 characters without \$/);
+    expect(() => writeBackVariables([edge('a', ['x.example.com:443'])], { asVariables: [parseAsVariable('hostports=domain=y.example.com')], values: new Map([['domain', 'x.example.com']]) }))
+      .toThrow(/domain is "x.example.com" in this environment, not "y.example.com"/);
+  });
+
   it('a new variable takes the field\'s value when every object agrees, and is refused when they differ', () => {
     const same = writeBackVariables([edge('a', ['x.example.com:443']), edge('b', ['x.example.com:443'])], { asVariables: [parseAsVariable('hostports=hosts')] });
     expect(same.docs.map((d) => (d as { hostports: unknown }).hostports)).toEqual([{ var: 'hosts' }, { var: 'hosts' }]);
@@ -31,12 +40,13 @@ describe('export --as-variable / --env: values written back as variables', () =>
     expect(differ).toThrow(/the objects differ \(HTTPSEdge\/a hostports is \["x.example.com:443"\], HTTPSEdge\/b hostports is \["y.example.com:443"\]\).*--as-variable HTTPSEdge\/a.hostports=hosts/);
   });
 
-  it('a field no object has is a warning, and names and kinds are never written as variables', () => {
-    const r = writeBackVariables([edge('shop-example', ['shop.example.com:443'])], {
-      asVariables: [parseAsVariable('mutual_tls.certificate_authority_ids=cas')], values: new Map([['site', 'shop-example']]), implicit: true,
+  it('a field no object has is a warning, and names, kinds and secret references are never written as variables', () => {
+    const secret = { env: 'EDGEPLANE_SECRET_SHOP_EXAMPLE' };
+    const r = writeBackVariables([{ ...edge('shop-example', ['shop.example.com:443']), routes: [{ name: 'SHOP_EXAMPLE', oidc: { client_secret: secret } }] }], {
+      asVariables: [parseAsVariable('mutual_tls.certificate_authority_ids=cas')], values: new Map([['site', 'shop-example'], ['upper', 'SHOP_EXAMPLE']]), implicit: true,
     });
     expect(r.warnings).toEqual(['--as-variable mutual_tls.certificate_authority_ids=cas: no exported object has mutual_tls.certificate_authority_ids; nothing written as cas']);
-    expect(r.docs[0]).toMatchObject({ name: 'shop-example' });
+    expect(r.docs[0]).toMatchObject({ name: 'shop-example', routes: [{ name: 'SHOP_EXAMPLE', oidc: { client_secret: secret } }] });
     expect(r.variables).toEqual([]);
   });
 });

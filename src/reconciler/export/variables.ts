@@ -23,6 +23,8 @@ export interface AsVariable {
   name?: string;
   path: string[];
   variable: string;
+  /** `FIELD=NAME=VALUE`: the variable's value, given (the part of each string at FIELD that is VALUE becomes `${var.NAME}`). */
+  value?: string;
 }
 
 /** A variable the export wrote: new (its value taken from the live objects) or the environment's. */
@@ -47,13 +49,21 @@ export class AsVariableError extends Error {
 const VAR_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const FIELD = /^[a-z_][a-z0-9_]*$/;
 
-/** Parses one `--as-variable` (`hostports=domain`, `HTTPSEdge.hostports=domain`, `HTTPSEdge/web.description=title`, `routes.match=prefix`). */
+/**
+ * Parses one `--as-variable`: `FIELD=NAME` (`hostports=domain`, `HTTPSEdge.hostports=domain`,
+ * `HTTPSEdge/web.description=title`, `routes.match=prefix`) or `FIELD=NAME=VALUE`
+ * (`hostports=domain=shop.example.com`).
+ */
 export function parseAsVariable(spec: string): AsVariable {
-  const eq = spec.lastIndexOf('=');
-  const usage = 'write FIELD=NAME: a field path ([Kind[/name].]field[.field…], e.g. hostports or HTTPSEdge/web.hostports) and a variable name';
-  if (eq <= 0 || eq === spec.length - 1) throw new AsVariableError(`--as-variable ${spec}: ${usage}`);
-  const variable = spec.slice(eq + 1);
+  const eq = spec.indexOf('=');
+  const usage = 'write FIELD=NAME or FIELD=NAME=VALUE: a field path ([Kind[/name].]field[.field…], e.g. hostports or HTTPSEdge/web.hostports), a variable name, and optionally its value (the part of the field it stands for)';
+  const rest = eq < 0 ? '' : spec.slice(eq + 1);
+  const eq2 = rest.indexOf('=');
+  const variable = eq2 < 0 ? rest : rest.slice(0, eq2);
+  const value = eq2 < 0 ? undefined : rest.slice(eq2 + 1);
+  if (eq <= 0 || !variable || value === '') throw new AsVariableError(`--as-variable ${spec}: ${usage}`);
   if (!VAR_NAME.test(variable)) throw new AsVariableError(`--as-variable ${spec}: ${JSON.stringify(variable)} is not a variable name (letters, digits and "_", not starting with a digit)`);
+  if (value !== undefined && !textValue(value)) throw new AsVariableError(`--as-variable ${spec}: a value given is text of at least 4 characters without $, { or } (the part of a string the variable stands for)`);
   const segs = spec.slice(0, eq).split('.');
   let kind: string | undefined;
   let name: string | undefined;
@@ -72,7 +82,7 @@ export function parseAsVariable(spec: string): AsVariable {
     const k = kind ? `${kind} has no field` : 'no kind has a field';
     throw new AsVariableError(`--as-variable ${spec}: ${k} ${segs[0]}${didYouMean(segs[0], [...known])}`);
   }
-  return { spec, kind, name, path: segs, variable };
+  return { spec, kind, name, path: segs, variable, ...(value !== undefined ? { value } : {}) };
 }
 
 /** The variable type of a value (`list(string)` …), or undefined for one no variable can hold. */
@@ -93,6 +103,8 @@ function textValue(v: unknown): v is string {
 
 type Json = unknown;
 const isMapping = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
+/** A secret as export writes it, `{env: NAME}`: a reference, never a place for a variable. */
+const isSecretRef = (v: unknown): boolean => isMapping(v) && Object.keys(v).length === 1 && ('env' in v || 'fromEnv' in v || 'file' in v);
 
 export interface WriteBackOptions {
   asVariables: AsVariable[];
@@ -159,7 +171,7 @@ export function writeBackVariables(docs: Json[], opts: WriteBackOptions): WriteB
         if (!(key in holder)) return;
         const v = holder[key];
         if (i === spec.path.length - 1) {
-          if (!isSecretToken(v) && !isVarRef(v)) found.push({ holder, key, doc: `${at}${key}` });
+          if (!isSecretToken(v) && !isSecretRef(v) && !isVarRef(v)) found.push({ holder, key, doc: `${at}${key}` });
           return;
         }
         if (Array.isArray(v)) v.forEach((x, j) => isMapping(x) && walk(x, i + 1, `${at}${key}[${typeof x.name === 'string' ? x.name : j}].`));
@@ -173,9 +185,17 @@ export function writeBackVariables(docs: Json[], opts: WriteBackOptions): WriteB
   for (const [spec, found] of sites) {
     if (!found.length) continue;
     const n = spec.variable;
-    if (values.has(n)) {
-      // The environment's value: the whole field where it equals it, else the part of each string that holds it.
-      const value = values.get(n);
+    if (spec.value !== undefined && values.has(n) && values.get(n) !== spec.value) {
+      throw new AsVariableError(`--as-variable ${spec.spec}: ${n} is ${JSON.stringify(values.get(n))} in this environment, not ${JSON.stringify(spec.value)}`);
+    }
+    if (spec.value !== undefined) {
+      const prior = fresh.get(n);
+      if (fresh.has(n) && prior !== spec.value) throw new AsVariableError(`--as-variable ${spec.spec}: ${n} is given ${JSON.stringify(prior)} by another --as-variable: one variable, one value`);
+      if (!values.has(n)) fresh.set(n, spec.value);
+    }
+    if (spec.value !== undefined || values.has(n)) {
+      // The value given, or the environment's: the whole field where it equals it, else the part of each string that holds it.
+      const value = spec.value ?? values.get(n);
       for (const s of found) {
         const v = s.holder[s.key];
         if (isDeepStrictEqual(v, value)) {
@@ -239,7 +259,7 @@ export function writeBackVariables(docs: Json[], opts: WriteBackOptions): WriteB
         }
         return v.map(walk);
       }
-      if (!isMapping(v) || isVarRef(v) || isSecretToken(v)) return v;
+      if (!isMapping(v) || isVarRef(v) || isSecretToken(v) || isSecretRef(v)) return v;
       const o: Record<string, unknown> = {};
       for (const [k, x] of Object.entries(v)) o[k] = k === 'name' || k === 'kind' ? x : walk(x);
       return o;
