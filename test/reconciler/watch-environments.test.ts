@@ -1,7 +1,8 @@
-import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { selectEnvironment } from '../../src/reconciler/manifests/environments.js';
+import { selectEnvironment, WatchedEnvironment } from '../../src/reconciler/manifests/environments.js';
+import { ManifestCache } from '../../src/reconciler/watch/manifest-cache.js';
 import { settingsOutside, startWatchSession, type WatchReport } from '../../src/reconciler/watch/session.js';
 import { readLiveState } from '../../src/reconciler/state/read-state.js';
 import { cleanupDirs, clientFor, tempDir } from '../helpers/reconcile.js';
@@ -73,6 +74,22 @@ describe('watch with environments: what the manifests depend on outside their di
     expect(settingsOutside(dir)).toEqual([join(top, 'policies'), join(top, 'prod-overlay')]);
     // A file watched: its stack file beside it is watched too.
     expect(settingsOutside(join(dir, 'https-edge.yaml'))).toContain(join(dir, 'edgeplane.yaml'));
+  });
+
+  it('an overlay or edgeplane.yaml saved after the manifests were expanded reads as changed (nothing applied from the older read)', () => {
+    const dir = join(tempDir('edgeplane-envwatch-'), 'shop');
+    cpSync('examples/environments', dir, { recursive: true });
+    const w = new WatchedEnvironment(dir, 'production', dir);
+    const cache = new ManifestCache();
+    expect(w.changedSinceExpand()).toBe(false);
+    w.expand(cache.loadFiles(dir, dir));
+    expect(w.changedSinceExpand()).toBe(false);
+    appendFileSync(join(dir, 'overlays', 'production', 'admin-restricted.yaml'), '# saved\n');
+    expect(w.changedSinceExpand()).toBe(true);
+    w.expand(cache.loadFiles(dir, dir));
+    expect(w.changedSinceExpand()).toBe(false);
+    appendFileSync(join(dir, 'edgeplane.yaml'), '# saved\n');
+    expect(w.changedSinceExpand()).toBe(true);
   });
 
   it('a save to an overlay outside the directory is planned and applied', { timeout: 60_000 }, async () => {

@@ -207,7 +207,7 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
     const wait = Math.max(destructive ? opts.confirmDestructiveMs ?? 500 : 0, secretStillMs(secretFiles));
     if (wait > 0) await delay(wait, ctx.signal);
     if (ctx.signal.aborted) return { status: 'ok' };
-    if (cache.changedSinceLoad(root) || [...secretFiles].some(([path, then]) => fileState(path) !== then)) {
+    if (cache.changedSinceLoad(root) || expansion.changedSinceExpand() || [...secretFiles].some(([path, then]) => fileState(path) !== then)) {
       // Saved again while planning (or read mid-write): the newer save's run plans it instead.
       opts.report({ type: 'superseded', runId: ctx.runId });
       return { status: 'ok' };
