@@ -152,8 +152,10 @@ export const COMMAND_HELP: Record<string, CommandHelp> = {
       ['edgeplane export', 'the stack\'s live objects as manifests, on stdout'],
       ['edgeplane export --stack shop --out edge', 'one file per kind in ./edge, with an edgeplane.yaml'],
       ['edgeplane export --all --out adopted', 'unmanaged objects too, to take over with `plan --adopt`'],
+      ['edgeplane export --env production', 'production\'s stack, its values written back as ${var.NAME} / {var: NAME}'],
+      ['edgeplane export --as-variable hostports=domain=shop.example.com', 'each hostport\'s shop.example.com written as ${var.domain}'],
     ],
-    exits: { [EXIT.ok]: 'exported (or nothing there to export: said on stderr)', [EXIT.error]: 'the API could not be read, or --out holds manifests already' },
+    exits: { [EXIT.ok]: 'exported (or nothing there to export: said on stderr)', [EXIT.error]: 'the API could not be read, --out holds manifests already, or an --as-variable cannot be written (objects that disagree)' },
   },
   agent: {
     examples: [

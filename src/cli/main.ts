@@ -244,7 +244,10 @@ targetOptions(
     .option('--out <dir>', 'write files into this directory (default: print to stdout)')
     .option('--stack <name>', 'stack whose objects to export (default: stack: in <dir>/edgeplane.yaml, else "default")')
     .option('--all', 'also export objects no stack manages (to adopt them with `plan --adopt`)')
-    .option('--force', 'write into --out even if it already holds manifests (overwrites the files export writes)'),
+    .option('--force', 'write into --out even if it already holds manifests (overwrites the files export writes)')
+    .addOption(new Option('--env <name>', 'export the stack of this environment of edgeplane.yaml, its values written back as ${var.NAME} / {var: NAME} where the live values hold them').env('EDGEPLANE_ENV'))
+    .addOption(new Option('--as-variable <FIELD=NAME[=VALUE]>', 'write this field as the variable NAME: [Kind[/name].]field[.field…]=NAME[=VALUE], e.g. hostports=domain=shop.example.com (the part that is VALUE, as ${var.domain}) or HTTPSEdge/web.hostports=web_hosts (the whole field); repeatable')
+      .argParser((v: string, all: string[] = []) => [...all, v])),
 ).action(async (flags) => (await import('./commands/export.js')).exportCmd(stdio, flags));
 
 const admin = program.command('admin').description('operator commands: accounts, API keys, secrets, abuse reports, application users');

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -27,6 +27,16 @@ describe('edgeplane with environments (real processes, embedded)', () => {
     // EDGEPLANE_ENV chooses it too; the plan names it.
     const one = await runCli(['plan', EXAMPLE, '--state', state], { env: { EDGEPLANE_ENV: 'production' } });
     expect(one.stdout).toMatch(/stack shop-production \(environment production\)/);
+    // Exported for production: its values written back as variables, an --as-variable making a new
+    // one; the directory written plans to no changes in that environment.
+    const out = join(state, 'exported');
+    const ex = await runCli(['export', '--env', 'production', '--state', state, '--as-variable', 'HTTPSEdge/web.description=title', '--out', out], { cwd: EXAMPLE });
+    expect(ex.code, ex.stderr).toBe(0);
+    expect(ex.stderr).toContain('written as variables of environment production: app_backends (1 place), domain (1 place)');
+    expect(readFileSync(join(out, 'https-edge.yaml'), 'utf8')).toMatch(/description: \{ var: title \}\nhostports:\n  - \$\{var\.domain\}:443\n/);
+    expect(readFileSync(join(out, 'edgeplane.yaml'), 'utf8')).toContain('environments:\n  production:\n    stack: shop-production\n    values:\n');
+    const back = await runCli(['plan', out, '--env', 'production', '--state', state, '--detailed-exitcode']);
+    expect(back.code, back.stdout + back.stderr).toBe(0);
     const d = await runCli(['diff-env', 'staging', 'production', EXAMPLE, '--json']);
     expect(d.code, d.stderr).toBe(0);
     const diff = JSON.parse(d.stdout) as { changed: { identity: string; field: string }[]; onlyIn: unknown[] };

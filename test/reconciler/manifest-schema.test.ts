@@ -53,6 +53,44 @@ describe('manifest JSON Schema', () => {
   });
 });
 
+describe('the editor\'s manifest schema (schemas/manifest.schema.json): {var: NAME} wherever a value may be a variable', () => {
+  const editor = JSON.parse(readFileSync(MANIFEST_SCHEMA_FILE, 'utf8')) as Record<string, unknown>;
+  const ajv = createAjv({ allErrors: true });
+  ajv.addSchema(editor);
+  const check = ajv.getSchema(MANIFEST_SCHEMA_ID)!;
+  const edge = (over: Record<string, unknown>) => ({ kind: 'HTTPSEdge', name: 'web', hostports: ['shop.example.com:443'], ...over });
+  const route = (over: Record<string, unknown>) => edge({ routes: [{ name: 'r', match_type: 'path_prefix', match: '/', ...over }] });
+
+  it('is the strict schema with variables allowed, compiling under the strict Ajv configuration', () => {
+    expect(editor).toEqual(buildManifestSchema({ variables: true }));
+    expect(() => createAjv().compile(editor)).not.toThrow();
+  });
+
+  it('accepts {var: NAME} as a whole field, a list item, a module, a route field and a reference, and ${var.NAME} in strings', () => {
+    for (const doc of [
+      edge({ hostports: { var: 'hosts' } }), edge({ hostports: [{ var: 'host' }, 'x.example.com:443'] }), edge({ description: { var: 'title' } }),
+      edge({ hostports: ['${var.domain}:443'] }), route({ circuit_breaker: { error_threshold_percentage: { var: 'share' } } }),
+      route({ backend: { backend_id: { var: 'app' } } }), route({ ip_restriction: { var: 'office_only' } }), edge({ name: 'web', routes: [{ var: 'extra_route' }] }),
+      { kind: 'FailoverBackend', name: 'app', backends: { var: 'app_backends' } },
+    ]) expect(check(doc), JSON.stringify(doc) + JSON.stringify(check.errors)).toBe(true);
+  });
+
+  it('still refuses what is not a variable or not a value of the field', () => {
+    for (const doc of [
+      edge({ hostports: { var: 1 } }), edge({ hostports: { var: 'a b' } }), edge({ hostports: { var: 'hosts', extra: 1 } }),
+      edge({ hostports: 5 }), edge({ hostport: ['x.example.com:443'] }), route({ circuit_breaker: { error_threshold_percentage: 'half' } }),
+      { kind: { var: 'kind' }, name: 'web' },
+    ]) expect(check(doc), JSON.stringify(doc)).toBe(false);
+  });
+
+  it('the validation of manifests stays strict: a {var: NAME} left after substitution is refused by the precompiled validators', () => {
+    const strict = (generated as unknown as Record<string, Validator>).HTTPSEdge;
+    expect(strict(edge({}))).toBe(true);
+    expect(strict(edge({ hostports: { var: 'hosts' } }))).toBe(false);
+    expect(strict(route({ circuit_breaker: { error_threshold_percentage: { var: 'share' } } }))).toBe(false);
+  });
+});
+
 describe('examples/manifests', () => {
   it('validates and plans (every example a user might copy works)', async () => {
     const { validateDir } = await import('../../src/reconciler/plan/prepare.js');

@@ -18,7 +18,7 @@ function properties(schema: unknown, path = '#'): [string, Record<string, unknow
 }
 
 describe('schema descriptions (what an editor shows beside each field)', () => {
-  for (const [name, schema] of [['manifest', buildManifestSchema()], ['stack file', buildStackFileSchema()]] as const) {
+  for (const [name, schema] of [['manifest', buildManifestSchema()], ['editor\'s manifest', buildManifestSchema({ variables: true })], ['stack file', buildStackFileSchema()]] as const) {
     it(`every property of the ${name} schema has a description`, () => {
       const all = properties(schema);
       expect(all.length).toBeGreaterThan(0);

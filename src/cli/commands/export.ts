@@ -9,21 +9,47 @@ import { info, type Output } from '../output.js';
 import { displayPath } from '../../util/display-path.js';
 import { MANIFEST_SCHEMA_FILE, schemaModeline, STACK_FILE_SCHEMA_FILE } from '../../reconciler/manifests/schema-file.js';
 import { reconcilerConfig } from '../service-config.js';
+import { stringify } from 'yaml';
+import { AsVariableError, freshStackFile, parseAsVariable, type AsVariable, type ExportedVariable } from '../../reconciler/export/variables.js';
+import type { Environment } from '../../reconciler/manifests/environments.js';
+import { readStackFile } from '../../reconciler/manifests/config.js';
+import { stackOf } from '../environment.js';
 import { openTarget, type TargetFlags } from '../target.js';
 
-export interface ExportFlags extends TargetFlags { out?: string; stack?: string; all?: boolean; force?: boolean }
+export interface ExportFlags extends TargetFlags { out?: string; stack?: string; all?: boolean; force?: boolean; env?: string; asVariable?: string[] }
 
 /** `export [--out DIR]`: one file per kind in DIR (with an edgeplane.yaml naming the stack), or all documents on stdout. */
 export async function exportCmd(out: Output, flags: ExportFlags): Promise<void> {
   // Not a directory: refused before anything is read, with --force too.
   if (flags.out && existsSync(flags.out) && !statSync(flags.out).isDirectory()) throw new CliExit(EXIT.error, `--out ${flags.out}: not a directory`);
+  let asVariables: AsVariable[];
+  try {
+    asVariables = (flags.asVariable ?? []).map(parseAsVariable);
+  } catch (err) {
+    if (err instanceof AsVariableError) throw new CliExit(EXIT.error, `error: ${err.message}`);
+    throw err;
+  }
   if (flags.out && !flags.force) refuseManifestsIn(flags.out);
-  const { stack } = resolveStack(flags.out && existsSync(flags.out) ? flags.out : '.', flags.stack);
-  if (flags.out && existsSync(flags.out)) refuseOtherStack(flags.out, stack);
-  const client = await openTarget(flags, { readOnly: 'exporting from an empty database', out, root: flags.out && existsSync(flags.out) ? flags.out : '.' });
+  const outThere = !!flags.out && existsSync(flags.out);
+  // --env: the environment of the stack file in --out, else of the current directory (its stack name and values).
+  const envRoot = outThere && CONFIG_FILES.some((c) => existsSync(join(flags.out!, c))) ? flags.out! : '.';
+  let stack: string;
+  let environment: Environment | undefined;
+  if (flags.env !== undefined && flags.env !== '') {
+    ({ stack, environment } = stackOf(envRoot, flags));
+    if (outThere && envRoot !== flags.out) refuseOtherStack(flags.out!, stack);
+  } else {
+    ({ stack } = resolveStack(outThere ? flags.out! : '.', flags.stack));
+    if (outThere) refuseOtherStack(flags.out!, stack);
+  }
+  const client = await openTarget(flags, { readOnly: 'exporting from an empty database', out, root: outThere ? flags.out! : '.', environment });
   let result;
   try {
-    result = exportState(await readLiveState(client), { stack, all: flags.all, config: reconcilerConfig(), header: schemaModeline(MANIFEST_SCHEMA_FILE) });
+    const variables = asVariables.length || environment ? { asVariables, values: environment?.vars.values, implicit: !!environment } : undefined;
+    result = exportState(await readLiveState(client), { stack, all: flags.all, config: reconcilerConfig(), header: schemaModeline(MANIFEST_SCHEMA_FILE), variables });
+  } catch (err) {
+    if (err instanceof AsVariableError) throw new CliExit(EXIT.error, `error: ${err.message}`);
+    throw err;
   } finally {
     await client.close();
   }
@@ -44,17 +70,41 @@ export async function exportCmd(out: Output, flags: ExportFlags): Promise<void> 
     const emptied = result.emptyKindFiles.filter((name) => existsSync(join(flags.out!, name)));
     for (const name of emptied) writeFileSync(join(flags.out, name), `# edgeplane export: stack "${stack}" has no objects of this kind.\n`);
     if (emptied.length) out.error(`emptied ${emptied.join(', ')}: the stack has no objects of ${emptied.length === 1 ? 'that kind' : 'those kinds'} now`);
-    if (!CONFIG_FILES.some((c) => existsSync(join(flags.out!, c)))) writeFileSync(join(flags.out, 'edgeplane.yaml'), `${schemaModeline(STACK_FILE_SCHEMA_FILE)}\n${stackLine(stack)}\n`);
+    if (!CONFIG_FILES.some((c) => existsSync(join(flags.out!, c)))) {
+      writeFileSync(join(flags.out, 'edgeplane.yaml'), `${schemaModeline(STACK_FILE_SCHEMA_FILE)}\n${freshStackFile(stack, environment && { name: environment.name!, base: baseStack(environment) }, result.variables)}`);
+      if (result.variables.length) info(out, `edgeplane.yaml declares the variables the manifests use (${result.variables.map((v) => v.name).join(', ')})${environment ? `, with environment ${environment.name}'s values` : ', with their values as defaults'}`);
+    } else printVariablesToAdd(out, environment, result.variables, flags.out);
     const n = result.files.reduce((a, f) => a + f.objects, 0);
     info(out, `exported ${n} object${n === 1 ? '' : 's'} of stack "${stack}"${flags.all ? ' and unmanaged objects' : ''} to ${displayPath(flags.out)}: ${result.files.map((f) => f.name).join(', ') || '(nothing)'}`);
   } else {
     const text = result.files.map((f) => f.text).join('---\n').replace(/\n$/, '');
     if (text) out.line(text);
+    printVariablesToAdd(out, environment, result.variables, envRoot);
   }
+  const used = result.variables.filter((v) => !v.isNew);
+  if (used.length) info(out, `written as variables of environment ${environment?.name}: ${used.map((v) => `${v.name} (${v.uses} place${v.uses === 1 ? '' : 's'})`).join(', ')}`);
   if (result.secrets.length) {
     out.error('these secrets are read from the environment (set them before plan / apply):');
     for (const s of result.secrets) out.error(`  ${s.env}  (${s.identity} ${s.path})`);
   }
+}
+
+/** The `stack:` of the stack file an environment was read from (the base of its environments' stacks). */
+function baseStack(environment: Environment): string | undefined {
+  const base = environment.stackFile ? readStackFile(environment.stackFile).settings.stack : undefined;
+  return typeof base === 'string' ? base : undefined;
+}
+
+/** The variables new to an existing stack file, as the block to add to it (on stderr: the user's file is not rewritten). */
+function printVariablesToAdd(out: Output, environment: Environment | undefined, variables: ExportedVariable[], dir: string): void {
+  const fresh = variables.filter((v) => v.isNew);
+  if (!fresh.length) return;
+  const file: Record<string, unknown> = environment?.name !== undefined
+    ? { variables: Object.fromEntries(fresh.map((v) => [v.name, { type: v.type }])), environments: { [environment.name]: { values: Object.fromEntries(fresh.map((v) => [v.name, v.value])) } } }
+    : { variables: Object.fromEntries(fresh.map((v) => [v.name, { type: v.type, default: v.value }])) };
+  const where = environment?.shownStackFile ?? displayPath(join(dir, 'edgeplane.yaml'));
+  out.error(`the manifests refer to variable${fresh.length === 1 ? '' : 's'} ${fresh.map((v) => v.name).join(', ')}: add to ${where}${environment ? ' (and a value in each other environment)' : ''}:`);
+  for (const line of stringify(file, { lineWidth: 0 }).trimEnd().split('\n')) out.error(`  ${line}`);
 }
 
 /**

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { stringify } from 'yaml';
+import { Document, isScalar, stringify, visit } from 'yaml';
 import { moduleCheckForm } from '../../kinds/check.js';
 import type { Body, KindRuntimeConfig, ModuleDef } from '../../kinds/types.js';
 import { manifestKinds, namedTarget } from '../manifests/schema.js';
@@ -12,6 +12,7 @@ import { keptCopy, referencedIds } from '../plan/duplicates.js';
 import { uniqueName } from './names.js';
 // A `${` of a live value is written `$${`: read back, the manifests substitute variables (docs/manifests.md, "Environments").
 import { escapeText } from '../manifests/variables.js';
+import { writeBackVariables, type ExportedVariable, type WriteBackOptions } from './variables.js';
 
 /**
  * Live state → manifests, one file per kind (`https-edge.yaml`, routes nested in their edge),
@@ -31,6 +32,8 @@ export interface ExportOptions {
    * manifest schema (`schemaModeline`), so an editor checks and completes the files written.
    */
   header?: string;
+  /** Values written back as variables (`--as-variable`, `--env`): see `writeBackVariables`. */
+  variables?: WriteBackOptions;
 }
 
 /** One file of manifests; `objects` counts every object in it, routes inside their edge too. */
@@ -45,6 +48,8 @@ export interface ExportResult {
   warnings: string[];
   /** What else the account holds: the stacks with objects (other than this one) and how many top-level objects no stack manages. */
   elsewhere: { stacks: string[]; unmanaged: number };
+  /** The variables the manifests refer to (with `variables`): those new to the stack file to add to it. */
+  variables: ExportedVariable[];
 }
 
 interface Picked { o: ObservedObject; name: string; identity: string; field?: string; children: Picked[] }
@@ -312,6 +317,17 @@ function unmarkedParents(observed: ObservedObject[], wanted: (o: ObservedObject)
   return out;
 }
 
+/** YAML of a document written with variables: each `{var: NAME}` on its field's line, as a person writes it. */
+function withVarRefsInline(d: Body): string {
+  const doc = new Document(d);
+  visit(doc, {
+    Map(_, node) {
+      if (node.items.length === 1 && isScalar(node.items[0].key) && node.items[0].key.value === 'var') node.flow = true;
+    },
+  });
+  return doc.toString({ lineWidth: 0, blockQuote: 'literal' });
+}
+
 export function exportState(lists: ObservedLists, opts: ExportOptions): ExportResult {
   const observed = observeLists(lists, opts.stack);
   const warnings: string[] = [];
@@ -326,6 +342,13 @@ export function exportState(lists: ObservedLists, opts: ExportOptions): ExportRe
     return { kind, picked, docs: picked.map((p) => writer.doc(p, true)) };
   });
   writer.uniqueEnvNames();
+  // Written back as variables across every kind at once (one variable, one value), escaped as below.
+  const written = opts.variables ? writeBackVariables(built.flatMap((b) => b.docs), opts.variables) : undefined;
+  if (written) {
+    let i = 0;
+    for (const b of built) b.docs = b.docs.map(() => written.docs[i++] as Body);
+    warnings.push(...written.warnings);
+  }
   const files: ExportedFile[] = [];
   const emptyKindFiles: string[] = [];
   for (const { kind, picked, docs } of built) {
@@ -334,11 +357,11 @@ export function exportState(lists: ObservedLists, opts: ExportOptions): ExportRe
       continue;
     }
     // The modeline is read per document (a multi-document file gets it on each).
-    const texts = docs.map((d) => (opts.header ? opts.header + '\n' : '') + stringify(escapeText(d), { lineWidth: 0, blockQuote: 'literal' }));
+    const texts = docs.map((d) => (opts.header ? opts.header + '\n' : '') + (written ? withVarRefsInline(d) : stringify(escapeText(d), { lineWidth: 0, blockQuote: 'literal' })));
     files.push({ name: `${kebab(kind.manifestKind!)}.yaml`, text: texts.join('---\n'), objects: picked.reduce((n, p) => n + 1 + p.children.length, 0) });
   }
   const stacks = [...new Set(observed.flatMap((o) => (o.owner.type === 'stack' ? [o.owner.stack] : [])))].sort();
   const unmanaged = observed.filter((o) => o.owner.type === 'unmanaged' && !o.parentId).length;
   const secrets = writer.secrets.map((x) => ({ env: x.ref.env, identity: x.identity, path: x.path }));
-  return { files, emptyKindFiles, secrets, warnings: [...warnings, ...writer.warnings], elsewhere: { stacks, unmanaged } };
+  return { files, emptyKindFiles, secrets, warnings: [...warnings, ...writer.warnings], elsewhere: { stacks, unmanaged }, variables: written?.variables ?? [] };
 }

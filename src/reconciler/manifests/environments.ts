@@ -406,6 +406,19 @@ export class WatchedEnvironment {
     return this.expander.expand(files);
   }
 
+  /**
+   * Whether the stack file or an overlay file reads otherwise than when the manifests were last
+   * expanded: checked right before applying, as the manifests are (a save meanwhile plans again).
+   */
+  changedSinceExpand(): boolean {
+    if (this.signature === undefined) return false;
+    try {
+      return this.read() !== this.signature;
+    } catch {
+      return true;
+    }
+  }
+
   /** The text of the stack file and of every overlay file, as one string to compare. */
   private read(): string {
     const parts: string[] = [];

@@ -8,8 +8,9 @@ import { buildPolicySchema, POLICY_SCHEMA_ID } from '../policy/schema.js';
 /** Where the generated manifest schema is committed (editors point `yaml-language-server` at it). */
 export const MANIFEST_SCHEMA_FILE = fileURLToPath(new URL('../../../schemas/manifest.schema.json', import.meta.url));
 
+/** The editor's form: any field may be `{var: NAME}` (variables are substituted before the strict validation). */
 export function renderManifestSchema(): string {
-  return JSON.stringify(buildManifestSchema(), null, 2) + '\n';
+  return JSON.stringify(buildManifestSchema({ variables: true }), null, 2) + '\n';
 }
 
 /** Where the generated stack-file (`edgeplane.yaml`) schema is committed, beside the manifest schema. */

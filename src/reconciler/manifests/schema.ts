@@ -119,18 +119,63 @@ export function childDefName(parent: KindDef, field: string): string {
   return `${parent.manifestKind}.${field}`;
 }
 
+/** A whole field taken from a variable of `edgeplane.yaml` (the editor's schema: substituted before validation). */
+export const VAR_REF: JSONSchema = {
+  type: 'object',
+  description: 'A variable of edgeplane.yaml, {var: NAME}: this field takes its value in the environment chosen with --env, as it is typed (a number stays a number, a list a list). Part of a string is written ${var.NAME}. See docs/manifests.md, "Environments".',
+  properties: {
+    var: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$', 'x-rule': 'must be a variable name', description: 'The name of a variable declared under variables: in edgeplane.yaml.' },
+  },
+  required: ['var'],
+  additionalProperties: false,
+};
+const VAR_IF: JSONSchema = { type: 'object', properties: { var: true }, required: ['var'] };
+/** Where the editor's schema defines `VAR_REF` once (each field refers to it). */
+const VAR_DEF = 'variable';
+
+/** A value position that may be `{var: NAME}`: the variable when the value is a mapping with `var`, else `s`. */
+function orVariable(s: JSONSchema): JSONSchema {
+  const inner = withVariables(s);
+  return { ...(typeof s.description === 'string' ? { description: s.description } : {}), if: VAR_IF, then: { $ref: `#/definitions/${VAR_DEF}` }, else: inner };
+}
+
+/**
+ * `s` with every value inside it (properties, list items, map values, the branches of a
+ * condition) allowed to be `{var: NAME}`; `kind` stays as it is (it chooses the schema), and so
+ * do secret references (the mapping written in place of a secret).
+ */
+function withVariables(s: JSONSchema): JSONSchema {
+  if (s === SECRET_REF) return s;
+  const out: JSONSchema = { ...s };
+  if (s.properties && typeof s.properties === 'object') {
+    out.properties = Object.fromEntries(Object.entries(s.properties as Record<string, JSONSchema>).map(([k, p]) => [k, k === 'kind' ? p : orVariable(p)]));
+  }
+  if (s.items && typeof s.items === 'object' && !Array.isArray(s.items)) out.items = orVariable(s.items as JSONSchema);
+  if (s.additionalProperties && typeof s.additionalProperties === 'object') out.additionalProperties = orVariable(s.additionalProperties as JSONSchema);
+  for (const k of ['then', 'else'] as const) if (s[k] && typeof s[k] === 'object') out[k] = withVariables(s[k] as JSONSchema);
+  for (const k of ['anyOf', 'oneOf', 'allOf'] as const) if (Array.isArray(s[k])) out[k] = (s[k] as JSONSchema[]).map(withVariables);
+  return out;
+}
+
 /**
  * The manifest JSON Schema, composed from the very schemas the API validates requests with
  * (`KindDef.fields`, `ModuleDef.request`). `npm run schemas` writes it to `schemas/`; a test
  * fails when the committed file is stale.
+ *
+ * `variables`: the schema an editor reads (`schemas/manifest.schema.json`), where any field may
+ * be `{var: NAME}`. Validation runs on documents whose variables were substituted, with the
+ * strict schema (no `variables`): a `{var: NAME}` still there (an unknown variable, or one with
+ * no value) is an error there too.
  */
-export function buildManifestSchema(): JSONSchema {
+export function buildManifestSchema(opts: { variables?: boolean } = {}): JSONSchema {
   const definitions: Record<string, JSONSchema> = {};
   const kinds = manifestKinds();
+  const form = opts.variables ? withVariables : (s: JSONSchema) => s;
   for (const k of kinds) {
-    definitions[k.manifestKind!] = objectSchema(k, true);
-    for (const [field, child] of Object.entries(k.embeds ?? {})) definitions[childDefName(k, field)] = objectSchema(kindByName(child), false);
+    definitions[k.manifestKind!] = form(objectSchema(k, true));
+    for (const [field, child] of Object.entries(k.embeds ?? {})) definitions[childDefName(k, field)] = form(objectSchema(kindByName(child), false));
   }
+  if (opts.variables) definitions[VAR_DEF] = VAR_REF;
   return {
     $schema: 'http://json-schema.org/draft-07/schema#',
     $id: MANIFEST_SCHEMA_ID,

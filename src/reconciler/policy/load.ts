@@ -48,6 +48,54 @@ export function loadStackPolicies(root: string, cwd = process.cwd()): LoadedPoli
   return { set: loaded.set, problems: [...problems, ...loaded.problems] };
 }
 
+/**
+ * The stack file of `root` and the policy files and folders its `policies:` names (absolute; there
+ * or not): what watch looks at besides the manifests.
+ */
+export function policyPaths(root: string): { stackFile?: string; paths: string[] } {
+  const dir = existsSync(root) && statSync(root).isFile() ? dirname(root) : root;
+  const stackFile = CONFIG_FILES.map((n) => resolve(dir, n)).find((p) => existsSync(p));
+  if (!stackFile) return { paths: [] };
+  let entries: unknown;
+  try {
+    entries = (parseSource(stackFile, readFileSync(stackFile, 'utf8')).docs[0]?.value as { policies?: unknown } | undefined)?.policies;
+  } catch {
+    return { stackFile, paths: [] };
+  }
+  const paths = Array.isArray(entries) ? entries.filter((e): e is string => typeof e === 'string').map((e) => resolve(dirname(stackFile), e)) : [];
+  return { stackFile, paths };
+}
+
+/**
+ * What the stack's policies are read from, as one string to compare: the stack file's text and
+ * each policy file's path and text. Watch loads the policies again, and plans every object, when
+ * it differs from the last run's (a policy saved, or `policies:` changed, with no manifest saved).
+ */
+export function policySignature(root: string): string {
+  const { stackFile, paths } = policyPaths(root);
+  if (!stackFile) return '';
+  const parts: string[] = [];
+  const read = (f: string) => {
+    try {
+      parts.push(f, readFileSync(f, 'utf8'));
+    } catch (err) {
+      parts.push(f, `(${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`);
+    }
+  };
+  read(stackFile);
+  for (const p of paths) {
+    let files: string[];
+    try {
+      files = manifestFiles(p);
+    } catch (err) {
+      parts.push(p, `(${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`);
+      continue;
+    }
+    for (const f of files) read(f);
+  }
+  return parts.join('\0');
+}
+
 /** Every `kind: Policy` document of these files, checked against the schema and compiled. */
 export function loadPolicyFiles(files: string[], cwd = process.cwd()): LoadedPolicies {
   const problems: Problem[] = [];

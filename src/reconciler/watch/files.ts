@@ -1,5 +1,5 @@
 import { realpathSync, statSync, type Stats } from 'node:fs';
-import { relative, sep } from 'node:path';
+import { basename, relative, resolve, sep } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
 import { isManifestName } from '../manifests/load.js';
 
@@ -44,6 +44,26 @@ export function watchManifestFiles(root: string, onChange: (path: string, event:
   });
   w.on('all', (event, path) => {
     if (event === 'add' || event === 'change' || event === 'unlink' || event === 'unlinkDir') onChange(path, event);
+  });
+  w.on('error', (err) => opts.onError?.(err as Error));
+  const ready = new Promise<void>((resolve) => w.once('ready', () => resolve()));
+  return { ready, close: () => w.close() };
+}
+
+/**
+ * Watches files and folders the manifests depend on outside the watched directory: overlays,
+ * policies, the stack file (`settingsOutside`). In a folder, what the loader would read (files
+ * with manifest names, no dot names); a path not there yet is watched for (chokidar waits for it).
+ */
+export function watchOtherPaths(paths: string[], onChange: (path: string, event: string) => void, opts: { stableMs?: number; onError?: (err: Error) => void } = {}): FileWatch {
+  const bases = new Set(paths.map((p) => resolve(p)));
+  const w: FSWatcher = watch(paths, {
+    ignoreInitial: true,
+    ignored: (path: string, stats?: Stats) => !bases.has(resolve(path)) && (basename(path).startsWith('.') || basename(path) === 'node_modules' || (!!stats?.isFile() && !isManifestName(path))),
+    awaitWriteFinish: { stabilityThreshold: opts.stableMs ?? 50, pollInterval: 10 },
+  });
+  w.on('all', (event, path) => {
+    if (event === 'add' || event === 'change' || event === 'unlink' || event === 'unlinkDir' || event === 'addDir') onChange(path, event);
   });
   w.on('error', (err) => opts.onError?.(err as Error));
   const ready = new Promise<void>((resolve) => w.once('ready', () => resolve()));

@@ -14,7 +14,7 @@ import { DesiredState } from './desired-state.js';
 import { LiveIndex } from './live-index.js';
 import type { ManifestFile } from './manifest-cache.js';
 import { planSubset } from './subset.js';
-import { loadStackPolicies, NO_POLICIES } from '../policy/load.js';
+import { loadStackPolicies, NO_POLICIES, policySignature, type LoadedPolicies } from '../policy/load.js';
 import { checkPlan } from '../policy/evaluate.js';
 import type { PolicySet } from '../policy/types.js';
 import { hasErrors } from '../manifests/problems.js';
@@ -62,8 +62,11 @@ export class IncrementalPlanner {
   /** Identities the last plan that looked at them did not find unchanged (steps, conflicts, warnings, new). */
   private unsettled = new Set<string>();
   private fullPlanNext = true;
-  /** The stack's policies, loaded again on each run that plans (docs/policies.md). */
+  /** The stack's policies (docs/policies.md), loaded again when a file they are read from changed. */
   private policies: PolicySet = NO_POLICIES;
+  /** What they were loaded from (`policySignature`), and what loading them gave. */
+  private policySource: string | undefined;
+  private loadedPolicies: LoadedPolicies | undefined;
   /** Top-level ids the last apply wrote: read again before the next plan. */
   private readonly dirty = new Set<string>();
 
@@ -92,8 +95,20 @@ export class IncrementalPlanner {
     if (!changed) return { problems, secrets: new Map(), identities: new Set<string>(), live: this.live, read: { full: false, requests: 0 }, changed: [], planned: 0 };
     this.live.redeclared(changed);
     // The policies, checked on each plan of the objects it covers (those a save may have changed).
-    const policies = loadStackPolicies(this.input.root, this.input.cwd);
-    if (hasErrors(policies.problems)) return { problems: [...problems, ...policies.problems], secrets: new Map(), identities: new Set<string>(), live: this.live, read: { full: false, requests: 0 }, changed, planned: 0 };
+    // Loaded again when edgeplane.yaml or a policy file changed: then every object is planned, as
+    // a policy saved alone (no manifest changed) may deny or warn of objects no save touched.
+    const source = policySignature(this.input.root);
+    if (source !== this.policySource || !this.loadedPolicies) {
+      if (this.loadedPolicies) this.fullPlanNext = true;
+      this.loadedPolicies = loadStackPolicies(this.input.root, this.input.cwd);
+      this.policySource = source;
+    }
+    const policies = this.loadedPolicies;
+    if (hasErrors(policies.problems)) {
+      // Fixed by the next save of a policy file: every object is planned then.
+      this.fullPlanNext = true;
+      return { problems: [...problems, ...policies.problems], secrets: new Map(), identities: new Set<string>(), live: this.live, read: { full: false, requests: 0 }, changed, planned: 0 };
+    }
     this.policies = policies.set;
 
     let read = await this.readLive(opts.full === true, changed);

@@ -8,15 +8,16 @@ import { formatProblem, hasErrors, type Problem } from '../manifests/problems.js
 import type { PlanInput } from '../plan/prepare.js';
 import { withoutPrunes } from '../plan/prunes.js';
 import type { Plan, Step } from '../plan/types.js';
-import { fileMtimeMs, fileState, watchManifestFiles, type FileWatch } from './files.js';
+import { fileMtimeMs, fileState, watchManifestFiles, watchOtherPaths, type FileWatch } from './files.js';
 import { IncrementalPlanner, type LiveRead } from './incremental.js';
 import { ManifestCache } from './manifest-cache.js';
-import { WatchedEnvironment } from '../manifests/environments.js';
+import { overlayPaths, WatchedEnvironment } from '../manifests/environments.js';
+import { policyPaths } from '../policy/load.js';
 import { manifestFiles } from '../manifests/load.js';
 import { DEFAULT_STACK, resolveStack } from '../manifests/config.js';
 import { DEFAULT_THRESHOLD, type Threshold } from '../plan/safety.js';
 import { statSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { isAbsolute, relative, resolve } from 'node:path';
 import { WatchLoop, type RunContext, type RunOutcome, type RunTrigger } from './loop.js';
 
 /** What a watch session tells its renderer; the CLI prints these, tests collect them. */
@@ -117,6 +118,8 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
     return true;
   };
   const run = async (ctx: RunContext): Promise<RunOutcome> => {
+    // edgeplane.yaml may name other overlays and policies now: those outside are watched from this run on.
+    await outside.sync();
     // The directory itself gone (deleted, or replaced by a new one: a tool regenerating it): the
     // files are watched again once it is back, and its saves are seen again.
     const gone = await watching.check();
@@ -204,7 +207,7 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
     const wait = Math.max(destructive ? opts.confirmDestructiveMs ?? 500 : 0, secretStillMs(secretFiles));
     if (wait > 0) await delay(wait, ctx.signal);
     if (ctx.signal.aborted) return { status: 'ok' };
-    if (cache.changedSinceLoad(root) || [...secretFiles].some(([path, then]) => fileState(path) !== then)) {
+    if (cache.changedSinceLoad(root) || expansion.changedSinceExpand() || [...secretFiles].some(([path, then]) => fileState(path) !== then)) {
       // Saved again while planning (or read mid-write): the newer save's run plans it instead.
       opts.report({ type: 'superseded', runId: ctx.runId });
       return { status: 'ok' };
@@ -232,8 +235,10 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
     onEvent: (e) => opts.report(e),
   });
   const watching = new RootWatch(root, () => watchManifestFiles(root, (path, event) => { watching.rootEvent(path, event); loop.notify(path, stableMs); }, { stableMs, onError: (err) => opts.report({ type: 'watch-error', error: err.message }) }), (path) => loop.notify(path, stableMs), () => planner.secretFiles(), filesReadOtherwise);
+  const outside = new OutsideWatch(root, (paths) => watchOtherPaths(paths, (path) => loop.notify(path, stableMs), { stableMs, onError: (err) => opts.report({ type: 'watch-error', error: err.message }) }));
   const ready = (async () => {
     await watching.start();
+    await outside.sync();
     opts.report({ type: 'ready', root, stack: opts.input.stack, target: opts.client.target });
     loop.request('start', []);
   })();
@@ -243,9 +248,54 @@ export function startWatchSession(opts: WatchSessionOptions): WatchSession {
     async stop() {
       await ready.catch(() => {});
       await watching.close();
+      await outside.close();
       await loop.stop();
     },
   };
+}
+
+/**
+ * What the desired state depends on outside the watched directory, by the stack file: every
+ * environment's overlays (`environments.NAME.overlays: [../overlays/prod]`), the policies
+ * (`policies:`), and the stack file itself (beside a watched file). A save to any of them runs as
+ * a save of a manifest does. The list is read again at the start of each run, and the watcher
+ * made again when it changed.
+ */
+export function settingsOutside(root: string): string[] {
+  const { stackFile, paths } = policyPaths(root);
+  const all = [...(stackFile ? [stackFile] : []), ...overlayPaths(root), ...paths].map((p) => resolve(p));
+  const base = resolve(root);
+  const inside = (p: string) => {
+    const rel = relative(base, p);
+    return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+  };
+  let rootIsDir = true;
+  try { rootIsDir = statSync(root).isDirectory(); } catch { /* gone: the root watch says so */ }
+  return [...new Set(all)].filter((p) => !(rootIsDir && inside(p))).sort();
+}
+
+/** The watcher of `settingsOutside(root)`, renewed when that list changes. */
+class OutsideWatch {
+  private files: FileWatch | undefined;
+  private watched = '';
+  private closed = false;
+
+  constructor(private readonly root: string, private readonly watchPaths: (paths: string[]) => FileWatch) {}
+
+  async sync(): Promise<void> {
+    const paths = settingsOutside(this.root);
+    const key = paths.join('\0');
+    if (this.closed || key === this.watched) return;
+    this.watched = key;
+    await this.files?.close();
+    this.files = paths.length ? this.watchPaths(paths) : undefined;
+    await this.files?.ready;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.files?.close();
+  }
 }
 
 /** Errors reading the manifests that are the files' problem (wait for a save), not the API's (retry). */
