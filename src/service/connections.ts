@@ -24,6 +24,15 @@ export interface ConnectionCaps {
 interface AddressUse { open: number; busy: number }
 
 /**
+ * Connections refused since start, by the cap that refused them (the metric
+ * `edgeplane_connections_refused_total{reason}`; counted here as plain numbers, read at scrape time):
+ * - `per_address`: the address already held `perAddress` connections;
+ * - `headers`: the address already held `waitingPerAddress` connections with no request in flight;
+ * - `global`: `maxConnections` reached (Node drops it), or the reserve kept for addresses holding few.
+ */
+export interface RefusedConnections { per_address: number; headers: number; global: number }
+
+/**
  * Connection hygiene of `serve` (docs/operations.md), counted per client address:
  * - at most `perAddress` connections open at once from one address;
  * - at most `waitingPerAddress` of them with no request in flight (half-sent headers, a TLS
@@ -39,20 +48,27 @@ interface AddressUse { open: number; busy: number }
  *
  * A connection over a cap is destroyed before anything is read from it (the client sees a reset).
  */
-export function guardConnections(app: FastifyInstance, caps: ConnectionCaps): void {
+export function guardConnections(app: FastifyInstance, caps: ConnectionCaps): RefusedConnections {
   const server = app.server as Server;
   const byAddress = new Map<string, AddressUse>();
+  const counts: RefusedConnections = { per_address: 0, headers: 0, global: 0 };
   let total = 0;
-  const refused = (use: AddressUse = { open: 0, busy: 0 }): boolean => {
-    if (caps.perAddress > 0 && use.open >= caps.perAddress) return true;
-    if (caps.waitingPerAddress > 0 && use.open - use.busy >= caps.waitingPerAddress) return true;
-    return caps.reserve > 0 && total >= caps.maxConnections - caps.reserve && use.open >= RESERVE_PER_ADDRESS;
+  /** The cap a new connection from an address holding `use` is over, if any. */
+  const refusal = (use: AddressUse | undefined): keyof RefusedConnections | null => {
+    if (!use) return null; // an address holding none is under every cap
+    if (caps.perAddress > 0 && use.open >= caps.perAddress) return 'per_address';
+    if (caps.waitingPerAddress > 0 && use.open - use.busy >= caps.waitingPerAddress) return 'headers';
+    return caps.reserve > 0 && use.open >= RESERVE_PER_ADDRESS && total >= caps.maxConnections - caps.reserve ? 'global' : null;
   };
+  // Past `maxConnections`, Node closes the connection itself, before any 'connection' event.
+  server.on('drop', () => { counts.global++; });
   // Before Node's own listener: a connection over a cap is closed before anything is read from it.
   server.prependListener('connection', (socket: Socket) => {
     const address = socket.remoteAddress ?? '';
     let use = byAddress.get(address);
-    if (refused(use)) {
+    const reason = refusal(use);
+    if (reason) {
+      counts[reason]++;
       socket.destroy();
       return;
     }
@@ -105,4 +121,5 @@ export function guardConnections(app: FastifyInstance, caps: ConnectionCaps): vo
     for (const [socket, entry] of sockets) if (entry.inFlight === 0) socket.destroy();
     done();
   });
+  return counts;
 }

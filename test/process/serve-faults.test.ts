@@ -224,6 +224,56 @@ describe('connection hygiene', () => {
     expect(await served.stop()).toBe(0);
   }, 60_000);
 
+  it('counts refused connections by cap in /metrics (per_address, headers, global), never by address; the metrics port and /readyz from another address still answer', async () => {
+    const { state, key } = await stateWithKey();
+    const served = await startServe(['--state', state], {
+      env: { EDGEPLANE_METRICS_PORT: '0', EDGEPLANE_MAX_CONNECTIONS: '12', EDGEPLANE_CONNECTION_RESERVE: '0', EDGEPLANE_MAX_CONNECTIONS_PER_ADDRESS: '4', EDGEPLANE_MAX_WAITING_CONNECTIONS_PER_ADDRESS: '2' },
+    });
+    stopAfter(served);
+    const metricsUrl = /"metrics":"(http:\/\/[^"]+)"/.exec(served.logs())![1];
+    const refused = async () => {
+      const text = await (await fetch(metricsUrl)).text();
+      return Object.fromEntries([...text.matchAll(/^edgeplane_connections_refused_total\{reason="([a-z_]+)"\} (\d+)$/gm)].map((m) => [m[1], Number(m[2])]));
+    };
+    expect(await refused()).toEqual({ per_address: 0, headers: 0, global: 0 });
+    const half = 'GET /certificate_authorities HTTP/1.1\r\nHost: x\r\n';
+    // 3 half-sent requests from one address: the third is over the cap on connections with no request in flight.
+    const waiting = await hold(served.url, 3, half, '127.0.0.3');
+    await expect.poll(() => waiting.closed(), { timeout: 5000 }).toBe(1);
+    // 4 requests in flight from another address (headers in, body coming): busy, so the fifth is over the per-address cap.
+    const body = JSON.stringify({ backends: [], description: 'slow body' });
+    const busy: Array<{ closed: () => number }> = [];
+    for (let i = 0; i < 4; i++) {
+      busy.push(await hold(served.url, 1, `POST /backends/failover HTTP/1.1\r\nHost: x\r\nService-Version: 2\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`, '127.0.0.4'));
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    const fifth = await hold(served.url, 1, half, '127.0.0.4');
+    await expect.poll(() => fifth.closed(), { timeout: 5000 }).toBe(1);
+    expect(busy.map((b) => b.closed())).toEqual([0, 0, 0, 0]);
+    // /readyz from an address holding none is answered while two addresses are at their caps (its
+    // connection kept open, idle: the slots counted below are certain).
+    const keepAlive = new Agent({ keepAlive: true, maxSockets: 1 });
+    cleanups.push(() => keepAlive.destroy());
+    const ready = await timed(() => new Promise<number>((resolve, reject) => {
+      const { port } = new URL(served.url);
+      httpRequest({ host: '127.0.0.1', port: Number(port), localAddress: '127.0.0.2', path: '/readyz', agent: keepAlive }, (r) => { r.resume(); r.on('end', () => resolve(r.statusCode!)); }).on('error', reject).end();
+    }));
+    expect(ready.value).toBe(200);
+    expect(ready.ms).toBeLessThan(1000);
+    // 7 connections held; 5 more fill the 12 slots; 2 past them are dropped (the global cap).
+    const fill = [];
+    for (const [address, n] of [['127.0.0.5', 2], ['127.0.0.6', 2], ['127.0.0.7', 1]] as const) fill.push(await hold(served.url, n, half, address));
+    const past = await hold(served.url, 2, half, '127.0.0.8');
+    await expect.poll(() => past.closed(), { timeout: 5000 }).toBe(2);
+    expect(fill.map((f) => f.closed())).toEqual([0, 0, 0]);
+    // The metrics port is not the API port's: it answers with every API slot taken.
+    // (A scrape is rendered at most once a second: polled.)
+    await expect.poll(refused, { timeout: 5000 }).toEqual({ per_address: 1, headers: 1, global: 2 });
+    const text = await (await fetch(metricsUrl)).text();
+    expect(text).toContain('# TYPE edgeplane_connections_refused_total counter');
+    expect(text).not.toMatch(/edgeplane_connections_refused_total\{[^}]*127\.0\.0/);
+  }, 60_000);
+
   it('the metrics port has the API port\'s header timeout (not Node\'s 90 s) and keeps at most 16 connections', async () => {
     const { state } = await stateWithKey();
     const served = await startServe(['--state', state], { env: { EDGEPLANE_METRICS_PORT: '0', EDGEPLANE_HEADERS_TIMEOUT_MS: '500' } });
