@@ -6,6 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
+import { openPostgres } from '../../src/store/postgres.js';
+import { newId } from '../../src/util/ids.js';
 import { selfSigned } from '../helpers/certs.js';
 import { runCli, startServe, type Served } from '../helpers/cli.js';
 import { TestClient } from '../helpers/service.js';
@@ -349,6 +351,47 @@ describe('metrics under load', () => {
     expect(loaded / alone).toBeGreaterThanOrEqual(0.5);
     expect(await served.stop()).toBe(0);
   }, 60_000);
+});
+
+describe.runIf(!!process.env.DATABASE_URL)('bounded Idempotency-Key storage on serve (PostgreSQL)', () => {
+  it('10 keyed PATCHes of a 1,000-route edge grow the database by < 1 MB', async () => {
+    const schema = 'ep_idem_' + Math.random().toString(36).slice(2, 10);
+    const admin = await openPostgres(process.env.DATABASE_URL!, { schema });
+    cleanups.push(async () => { await admin.query(`DROP SCHEMA ${schema} CASCADE`); await admin.close(); });
+    const url = `${process.env.DATABASE_URL}${process.env.DATABASE_URL!.includes('?') ? '&' : '?'}options=-c%20search_path%3D${schema}`;
+    const created = await runCli(['admin', 'accounts', 'create', '--name', 'idem', '--json'], { env: { DATABASE_URL: url } });
+    expect(created.code, created.stderr).toBe(0);
+    const { api_key: key, account_id: accountId } = JSON.parse(created.stdout);
+    const served = await startServe([], { env: { DATABASE_URL: url, EDGEPLANE_JOBS: 'off' } });
+    stopAfter(served);
+    const c = new TestClient(served.url, key, accountId);
+    const edge = (await c.post('/edges/https', { hostports: ['idem-faults.example.com:443'] })).body as { id: string };
+    // 1,000 routes written straight into the database, each with about 3,200 bytes of hex metadata (compresses poorly).
+    await admin.query(
+      `INSERT INTO objects (id, account_id, kind, parent_id, body)
+       SELECT id, $1, 'httpsEdgeRoute', $2, jsonb_build_object('match_type', 'path_prefix', 'match', '/bulk/' || ord,
+              'metadata', (SELECT string_agg(md5(id || g), '') FROM generate_series(1, 100) g))
+         FROM unnest($3::text[]) WITH ORDINALITY AS t(id, ord)`,
+      [accountId, edge.id, Array.from({ length: 1000 }, () => newId('edghtsrt'))],
+    );
+    const path = `/edges/https/${edge.id}`;
+    expect(((await c.get(path)).body as { routes: unknown[] }).routes).toHaveLength(1000);
+    const patch = (description: string, idem: string) => c.request('PATCH', path, { description }, { 'idempotency-key': idem });
+    await patch('warm-up', 'warm-up');
+    const kept = async () => Number((await admin.query<{ n: string }>('SELECT pg_total_relation_size(\'idempotency_keys\') AS n')).rows[0].n);
+    const before = await kept();
+    for (let i = 0; i < 10; i++) {
+      const r = await patch(`twenty bytes ${String(i).padStart(6, '0')}`, `k-${i}`);
+      expect(r.status).toBe(200);
+      expect(r.text.length).toBeGreaterThan(3_000_000);
+    }
+    expect((await kept()) - before).toBeLessThan(1_000_000);
+    // A replay still answers with the edge.
+    const again = await patch(`twenty bytes ${String(9).padStart(6, '0')}`, 'k-9');
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.text.length).toBeGreaterThan(3_000_000);
+    expect(await served.stop()).toBe(0);
+  }, 120_000);
 });
 
 describe('a request without Host', () => {
