@@ -227,7 +227,7 @@ describe('connection hygiene', () => {
     expect(await served.stop()).toBe(0);
   }, 60_000);
 
-  it('counts refused connections by cap in /metrics (per_address, headers, global), never by address; the metrics port and /readyz from another address still answer', async () => {
+  it('counts refused connections by cap in /metrics (per_address, headers, global), never by address; /readyz from another address, and the metrics port (/metrics and the probes) still answer', async () => {
     const { state, key } = await stateWithKey();
     const served = await startServe(['--state', state], {
       env: { EDGEPLANE_METRICS_PORT: '0', EDGEPLANE_MAX_CONNECTIONS: '12', EDGEPLANE_CONNECTION_RESERVE: '0', EDGEPLANE_MAX_CONNECTIONS_PER_ADDRESS: '4', EDGEPLANE_MAX_WAITING_CONNECTIONS_PER_ADDRESS: '2' },
@@ -275,6 +275,12 @@ describe('connection hygiene', () => {
     const text = await (await fetch(metricsUrl)).text();
     expect(text).toContain('# TYPE edgeplane_connections_refused_total counter');
     expect(text).not.toMatch(/edgeplane_connections_refused_total\{[^}]*127\.0\.0/);
+    // Probes pointed at the metrics port get in too, with every API slot taken.
+    const probes = metricsUrl.replace(/\/metrics$/, '');
+    expect((await fetch(`${probes}/healthz`)).status).toBe(200);
+    const readiness = await fetch(`${probes}/readyz`);
+    expect(readiness.status).toBe(200);
+    expect(await readiness.json()).toMatchObject({ status: 'ready', engine: 'pglite' });
   }, 60_000);
 
   it('the metrics port has the API port\'s header timeout (not Node\'s 90 s) and keeps at most 16 connections', async () => {
