@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Redis } from 'ioredis';
 import { createKey } from '../../src/service/auth.js';
 import { openPostgres } from '../../src/store/postgres.js';
@@ -49,6 +49,26 @@ describe.each(ENGINES)('rate limit per API key (%s)', (engine) => {
     const second = await createKey(svc.db, c.accountId);
     expect((await new TestClient(svc.url, second.api_key).get('/certificate_authorities')).status).toBe(200);
     expect((await (await svc.account()).get('/certificate_authorities')).status).toBe(200);
+  });
+
+  it('starts a new window a minute after the first request of the last one', async () => {
+    const c = await svc.account();
+    // Only the clock is faked: the server's sockets and timers run as usual.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+    try {
+      for (let i = 0; i < 5; i++) expect((await c.get('/certificate_authorities')).status).toBe(200);
+      vi.setSystemTime(Date.now() + 30_000);
+      const over = await c.get('/certificate_authorities');
+      expect(over.status).toBe(429);
+      expect(Number(over.headers.get('retry-after'))).toBe(30);
+      vi.setSystemTime(Date.now() + 30_000);
+      const next = await c.get('/certificate_authorities');
+      expect(next.status).toBe(200);
+      expect(next.headers.get('x-ratelimit-remaining')).toBe('4');
+      expect(next.headers.get('x-ratelimit-reset')).toBe('60');
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('does not count requests refused for a missing or unknown key', async () => {
