@@ -18,7 +18,7 @@ import { metricsPlugin } from './plugins/metrics.js';
 import { openapiPlugin } from './plugins/openapi.js';
 import { opsRoutesPlugin } from './plugins/ops-routes.js';
 import { DegradedChecks } from './health.js';
-import { guardConnections } from './connections.js';
+import { guardConnections, type RefusedConnections } from './connections.js';
 import type { KeyRing } from './writes/sealing.js';
 import { ServiceSecrets, type Secrets } from './writes/secrets.js';
 import { KeyRingError } from './writes/sealing.js';
@@ -148,9 +148,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
       : false,
   });
 
+  let refusedConnections: RefusedConnections | undefined;
   if (server) {
     app.server.maxConnections = server.maxConnections;
-    guardConnections(app, { perAddress: server.maxConnectionsPerAddress, waitingPerAddress: server.maxWaitingConnectionsPerAddress, maxConnections: server.maxConnections, reserve: server.connectionReserve });
+    refusedConnections = guardConnections(app, { perAddress: server.maxConnectionsPerAddress, waitingPerAddress: server.maxWaitingConnectionsPerAddress, maxConnections: server.maxConnections, reserve: server.connectionReserve });
   }
 
   // Route body schemas are precompiled (`npm run schemas`): start-up compiles none of them.
@@ -179,7 +180,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.register(errorsPlugin);
   app.register(jsonBodyPlugin);
   app.register(databasePlugin, { db: opts.db, secrets });
-  app.register(metricsPlugin, { enabled: metrics !== 'off' });
+  app.register(metricsPlugin, { enabled: metrics !== 'off', refusedConnections });
   // Before every route: it records them as they are registered.
   if (opts.openapi !== false) app.register(openapiPlugin, { versionHeader: versionHeaders[0] });
   const health = new DegradedChecks();

@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { Server, Socket } from 'node:net';
 import { Server as TlsServer } from 'node:tls';
 import type { FastifyInstance } from 'fastify';
@@ -20,8 +20,25 @@ export interface ConnectionCaps {
   reserve: number;
 }
 
-/** How many connections one address holds, and how many of them have a request in flight. */
-interface AddressUse { open: number; busy: number }
+/**
+ * The connections one address holds: how many, and its HTTP sockets (the TLS socket in HTTPS, once
+ * its handshake is done). Which of them have a request in flight is read when it matters (a new
+ * connection from an address holding many), not tracked per request: a request costs nothing here.
+ */
+interface AddressUse { open: number; sockets: Set<Socket> }
+
+/** A socket of Node's HTTP server has a request in flight while a response is assigned to it (headers received, response not ended). */
+type HttpSocket = Socket & { _httpMessage?: ServerResponse | null };
+const inFlight = (socket: Socket) => !!(socket as HttpSocket)._httpMessage;
+
+/**
+ * Connections refused since start, by the cap that refused them (the metric
+ * `edgeplane_connections_refused_total{reason}`; counted here as plain numbers, read at scrape time):
+ * - `per_address`: the address already held `perAddress` connections;
+ * - `headers`: the address already held `waitingPerAddress` connections with no request in flight;
+ * - `global`: `maxConnections` reached (Node drops it), or the reserve kept for addresses holding few.
+ */
+export interface RefusedConnections { per_address: number; headers: number; global: number }
 
 /**
  * Connection hygiene of `serve` (docs/operations.md), counted per client address:
@@ -39,24 +56,35 @@ interface AddressUse { open: number; busy: number }
  *
  * A connection over a cap is destroyed before anything is read from it (the client sees a reset).
  */
-export function guardConnections(app: FastifyInstance, caps: ConnectionCaps): void {
+export function guardConnections(app: FastifyInstance, caps: ConnectionCaps): RefusedConnections {
   const server = app.server as Server;
   const byAddress = new Map<string, AddressUse>();
+  const counts: RefusedConnections = { per_address: 0, headers: 0, global: 0 };
   let total = 0;
-  const refused = (use: AddressUse = { open: 0, busy: 0 }): boolean => {
-    if (caps.perAddress > 0 && use.open >= caps.perAddress) return true;
-    if (caps.waitingPerAddress > 0 && use.open - use.busy >= caps.waitingPerAddress) return true;
-    return caps.reserve > 0 && total >= caps.maxConnections - caps.reserve && use.open >= RESERVE_PER_ADDRESS;
+  /** The cap a new connection from an address holding `use` is over, if any. */
+  const refusal = (use: AddressUse | undefined): keyof RefusedConnections | null => {
+    if (!use) return null; // an address holding none is under every cap
+    if (caps.perAddress > 0 && use.open >= caps.perAddress) return 'per_address';
+    if (caps.waitingPerAddress > 0 && use.open >= caps.waitingPerAddress) {
+      let busy = 0;
+      for (const s of use.sockets) if (inFlight(s)) busy++;
+      if (use.open - busy >= caps.waitingPerAddress) return 'headers';
+    }
+    return caps.reserve > 0 && use.open >= RESERVE_PER_ADDRESS && total >= caps.maxConnections - caps.reserve ? 'global' : null;
   };
+  // Past `maxConnections`, Node closes the connection itself, before any 'connection' event.
+  server.on('drop', () => { counts.global++; });
   // Before Node's own listener: a connection over a cap is closed before anything is read from it.
   server.prependListener('connection', (socket: Socket) => {
     const address = socket.remoteAddress ?? '';
     let use = byAddress.get(address);
-    if (refused(use)) {
+    const reason = refusal(use);
+    if (reason) {
+      counts[reason]++;
       socket.destroy();
       return;
     }
-    if (!use) byAddress.set(address, (use = { open: 0, busy: 0 }));
+    if (!use) byAddress.set(address, (use = { open: 0, sockets: new Set() }));
     use.open++;
     total++;
     socket.once('close', () => {
@@ -66,11 +94,9 @@ export function guardConnections(app: FastifyInstance, caps: ConnectionCaps): vo
     });
   });
 
-  // Connections (the TLS socket in HTTPS) and how many requests each has in flight (headers
-  // received, response not ended). Its address counts it busy while it has one. Once the app
-  // closes, one with none is closed (idle, or still sending headers: no request of it was
-  // accepted), and one with a request is closed once its response ends.
-  const sockets = new Map<Socket, { use: AddressUse | undefined; inFlight: number }>();
+  // The HTTP sockets, by address. Once the app closes, one with no request in flight is closed
+  // (idle, or still sending headers: no request of it was accepted), and one with a request is
+  // closed once its response ends.
   let closing = false;
   const tracked = (socket: Socket) => {
     if (socket.destroyed) return; // refused above
@@ -78,31 +104,27 @@ export function guardConnections(app: FastifyInstance, caps: ConnectionCaps): vo
       socket.destroy();
       return;
     }
-    const entry = { use: byAddress.get(socket.remoteAddress ?? ''), inFlight: 0 };
-    sockets.set(socket, entry);
-    socket.once('close', () => {
-      if (entry.inFlight > 0 && entry.use) entry.use.busy--;
-      entry.inFlight = 0;
-      sockets.delete(socket);
-    });
+    const use = byAddress.get(socket.remoteAddress ?? '');
+    if (!use) return;
+    use.sockets.add(socket);
+    socket.once('close', () => use.sockets.delete(socket));
   };
   server.on(server instanceof TlsServer ? 'secureConnection' : 'connection', tracked);
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    const socket = req.socket;
-    const entry = sockets.get(socket);
-    if (!entry) return;
-    if (entry.inFlight++ === 0 && entry.use) entry.use.busy++;
-    res.once('close', () => {
-      if (!sockets.has(socket) || entry.inFlight === 0) return;
-      if (--entry.inFlight === 0) {
-        if (entry.use) entry.use.busy--;
-        if (closing) socket.destroySoon();
-      }
-    });
-  });
+  /** Closes `socket` once no response is assigned to it (the one in flight, then any pipelined after it). */
+  const closeWhenAnswered = (socket: HttpSocket) => {
+    const res = socket._httpMessage;
+    if (!res) socket.destroySoon();
+    else res.once('close', () => closeWhenAnswered(socket));
+  };
   app.addHook('preClose', (done) => {
     closing = true;
-    for (const [socket, entry] of sockets) if (entry.inFlight === 0) socket.destroy();
+    for (const use of byAddress.values()) {
+      for (const socket of use.sockets) {
+        if (inFlight(socket)) closeWhenAnswered(socket);
+        else socket.destroy();
+      }
+    }
     done();
   });
+  return counts;
 }

@@ -1,6 +1,6 @@
 /**
  * The service's defaults that the CLI reads too (`service-config.ts`), in a module that imports
- * nothing: a command that only plans does not load the rate limiter (ioredis, @fastify/rate-limit)
+ * nothing: a command that only plans does not load the rate limiter (ioredis)
  * or the idempotency layer to learn two numbers.
  */
 

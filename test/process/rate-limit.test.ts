@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Redis } from 'ioredis';
 import { createKey } from '../../src/service/auth.js';
 import { openPostgres } from '../../src/store/postgres.js';
@@ -51,6 +51,26 @@ describe.each(ENGINES)('rate limit per API key (%s)', (engine) => {
     expect((await (await svc.account()).get('/certificate_authorities')).status).toBe(200);
   });
 
+  it('starts a new window a minute after the first request of the last one', async () => {
+    const c = await svc.account();
+    // Only the clock is faked: the server's sockets and timers run as usual.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+    try {
+      for (let i = 0; i < 5; i++) expect((await c.get('/certificate_authorities')).status).toBe(200);
+      vi.setSystemTime(Date.now() + 30_000);
+      const over = await c.get('/certificate_authorities');
+      expect(over.status).toBe(429);
+      expect(Number(over.headers.get('retry-after'))).toBe(30);
+      vi.setSystemTime(Date.now() + 30_000);
+      const next = await c.get('/certificate_authorities');
+      expect(next.status).toBe(200);
+      expect(next.headers.get('x-ratelimit-remaining')).toBe('4');
+      expect(next.headers.get('x-ratelimit-reset')).toBe('60');
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('does not count requests refused for a missing or unknown key', async () => {
     const c = await svc.account();
     const stranger = new TestClient(svc.url, 'ep_' + 'x'.repeat(32));
@@ -75,13 +95,13 @@ describe('rate limit with its Redis unreachable', () => {
 });
 
 describe.runIf(!!process.env.DATABASE_URL && (HAVE_REDIS || REQUIRE_REDIS))('rate limit shared through Redis', () => {
-  it('two serve processes on one database count one key together', async () => {
+  it('two serve processes on one database count one key together: in batches far from the limit, each request near it', async () => {
     const schema = 'ep_rl_' + Math.random().toString(36).slice(2, 10);
     const admin = await openPostgres(process.env.DATABASE_URL!, { schema });
     const url = `${process.env.DATABASE_URL}${process.env.DATABASE_URL!.includes('?') ? '&' : '?'}options=-c%20search_path%3D${schema}`;
     // This test is about counting, not the deadline: on a loaded machine a Redis reply can take more
     // than the default 100 ms, and the replica then lets the request through uncounted (fail-open).
-    const env = { DATABASE_URL: url, EDGEPLANE_RATE_LIMIT: '6', EDGEPLANE_REDIS_URL: REDIS_URL, EDGEPLANE_JOBS: 'off', EDGEPLANE_REDIS_TIMEOUT_MS: '5000' };
+    const env = { DATABASE_URL: url, EDGEPLANE_RATE_LIMIT: '100', EDGEPLANE_REDIS_URL: REDIS_URL, EDGEPLANE_JOBS: 'off', EDGEPLANE_REDIS_TIMEOUT_MS: '5000' };
     const redis = new Redis(REDIS_URL);
     try {
       const created = await runCli(['admin', 'accounts', 'create', '--name', 'rl', '--json'], { env: { DATABASE_URL: url } });
@@ -100,16 +120,26 @@ describe.runIf(!!process.env.DATABASE_URL && (HAVE_REDIS || REQUIRE_REDIS))('rat
             await new Promise((r) => setTimeout(r, 50));
           }
         }
-        // 3 + 3 requests: each process alone would allow 6; together they used the key's minute.
-        for (let i = 0; i < 3; i++) {
+        // 40 + 40 requests, under half the limit: counted in each process and sent to Redis in
+        // batches (every 100 ms), so Redis has them all soon after.
+        for (let i = 0; i < 40; i++) {
           expect((await ca.get('/certificate_authorities')).status).toBe(200);
           expect((await cb.get('/certificate_authorities')).status).toBe(200);
         }
+        await expect.poll(async () => Number(await redis.get(`edgeplane:rate:${key_id}`)), { timeout: 5000 }).toBe(80);
+        // Past half the limit each request is counted in Redis before it is answered: 20 more in
+        // all, then both refuse (each process alone would allow 100).
+        let served = 0;
+        for (let i = 0; i < 10; i++) {
+          for (const c of [ca, cb]) if ((await c.get('/certificate_authorities')).status === 200) served++;
+        }
+        expect(served).toBe(20);
         const overA = await ca.get('/certificate_authorities');
         const overB = await cb.get('/certificate_authorities');
         expect([overA.status, overB.status]).toEqual([429, 429]);
         expect(overB.body.error_code).toBe('ERR_RATE_LIMITED');
         expect(Number(overB.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+        expect(overA.headers.get('x-ratelimit-remaining')).toBe('0');
 
         // Redis holds a counter named by the key's id; the key itself, and its hash, appear nowhere.
         const keys = await redis.keys('edgeplane:rate:*');
@@ -120,7 +150,7 @@ describe.runIf(!!process.env.DATABASE_URL && (HAVE_REDIS || REQUIRE_REDIS))('rat
           expect(k).not.toContain(api_key);
           expect(k).not.toContain(hash);
         }
-        expect(Number(await redis.get(`edgeplane:rate:${key_id}`))).toBe(8);
+        expect(Number(await redis.get(`edgeplane:rate:${key_id}`))).toBe(102);
       } finally {
         expect(await a.stop()).toBe(0);
         expect(await b.stop()).toBe(0);

@@ -138,10 +138,13 @@ export async function serve(flags: ServeFlags): Promise<void> {
   });
 }
 
+/** The probes the metrics port answers too (no token: as on the API port). */
+const PROBES = new Set(['/healthz', '/readyz']);
+
 /** Connections the metrics port keeps open at once. */
 const METRICS_MAX_CONNECTIONS = 16;
 
-/** `GET /metrics` on a port of its own (kept off the API's port, e.g. reachable only inside the cluster). */
+/** `GET /metrics` (and the probes `/healthz`, `/readyz`) on a port of its own (kept off the API's port, e.g. reachable only inside the cluster). */
 function serveMetrics(app: FastifyInstance, host: string, port: number, limits: { headersTimeoutMs: number; requestTimeoutMs: number; keepAliveTimeoutMs: number }, token: string | undefined): Promise<Server> {
   // The API port's timeouts (not Node's 90 s header timeout), and a few connections: a scraper needs one.
   const server = createServer({
@@ -150,8 +153,18 @@ function serveMetrics(app: FastifyInstance, host: string, port: number, limits: 
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     connectionsCheckingInterval: Math.min(2000, Math.max(100, Math.floor(limits.headersTimeoutMs / 4))),
   }, (req, res) => {
-    if ((req.url ?? '').split('?')[0] !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
-      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found: this port serves GET /metrics only\n');
+    const path = (req.url ?? '').split('?')[0];
+    const known = path === '/metrics' || PROBES.has(path);
+    if (!known || (req.method !== 'GET' && req.method !== 'HEAD')) {
+      res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('not found: this port serves GET /metrics, /healthz and /readyz only\n');
+      return;
+    }
+    if (PROBES.has(path)) {
+      // The API port's own routes: probes pointed here still get in when the API port's connection caps are full.
+      app.inject({ method: req.method as 'GET' | 'HEAD', url: path }).then(
+        (r) => res.writeHead(r.statusCode, { 'content-type': String(r.headers['content-type'] ?? 'application/json'), 'cache-control': 'no-store' }).end(req.method === 'HEAD' ? undefined : r.body),
+        () => res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8' }).end('not ready\n'),
+      );
       return;
     }
     if (!scrapeAllowed(token, req.headers.authorization)) {

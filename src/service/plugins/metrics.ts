@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import fp from 'fastify-plugin';
 import type { Counter, Registry } from 'prom-client';
 import type { FastifyInstance } from 'fastify';
+import type { RefusedConnections } from '../connections.js';
 
 /**
  * The app's metrics (prom-client). Labels hold only bounded, non-identifying values: the method,
@@ -46,7 +47,7 @@ async function processMetrics(): Promise<Registry> {
   return processRegistry;
 }
 
-export const metricsPlugin = fp<{ enabled: boolean }>(async (app, opts) => {
+export const metricsPlugin = fp<{ enabled: boolean; refusedConnections?: RefusedConnections }>(async (app, opts) => {
   if (!opts.enabled) {
     app.decorate('metrics', null);
     return;
@@ -77,6 +78,21 @@ export const metricsPlugin = fp<{ enabled: boolean }>(async (app, opts) => {
     help: "Requests let through without being counted because the rate limit's Redis did not answer in time (fail-open)",
     registers: [registry],
   });
+  const refused = opts.refusedConnections;
+  if (refused) {
+    // Counted by the connection guards as plain numbers (a flood of refused connections costs no
+    // label lookups), read at scrape time; every reason present from the start, at 0.
+    new Counter({
+      name: 'edgeplane_connections_refused_total',
+      help: 'Connections closed as they arrived, by the cap they were over: per_address (connections from one address), headers (connections from one address with no request in flight: half-sent headers, TLS handshakes, idle), global (all connections, or the reserve for addresses holding few)',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const reason of ['per_address', 'headers', 'global'] as const) this.inc({ reason }, refused[reason]);
+      },
+    });
+  }
   const db = app.db;
   // Queue figures are read from the database at scrape time: the queue is shared by every replica.
   const queueGauge = (name: string, help: string, figure: 'count' | 'oldestAge') => new Gauge({
