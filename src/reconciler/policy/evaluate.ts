@@ -4,7 +4,7 @@ import { SENSITIVE } from '../plan/changes.js';
 import type { DesiredObject, ObservedObject } from '../plan/state.js';
 import { isRefToken, isSecretToken } from '../plan/tokens.js';
 import type { Plan, Step } from '../plan/types.js';
-import { celValue } from './cel.js';
+import { celValue, type Compiled } from './cel.js';
 import { didYouMean } from '../../util/suggest.js';
 import { POLICY_KINDS } from './schema.js';
 import type { ObjectAction, PlanPolicy, Policy, PolicyOutcome, PolicyOverride, PolicyResult, PolicyRule, PolicySet } from './types.js';
@@ -45,30 +45,177 @@ export function emptyCounts(): Record<string, Record<string, bigint>> {
   return out;
 }
 
-/** One policy's verdict on one activation: the rules that failed (or could not be evaluated). */
+/**
+ * The object a rule is evaluated on, for the verdicts kept per expression (`Compiled.memo`): its
+ * top-level fields as keys (serialized once per object, whichever rules read them), and its CEL
+ * view, made only when some expression has no kept verdict for it.
+ */
+export class Subject {
+  private ids?: Record<string, number>;
+  private view?: Record<string, unknown>;
+
+  constructor(readonly kind: KindDef, readonly name: string | undefined, readonly identity: string | undefined, readonly body: Body) {}
+
+  /** The object as rules read it (`objectView`), made once. */
+  object(): Record<string, unknown> {
+    return (this.view ??= objectView(this.kind, this.name, this.identity, this.body));
+  }
+
+  /** A top-level field as the view has it, before conversion (`kind`, `name`, `identity` as the view sets them). */
+  field(field: string): unknown {
+    return field === 'kind' ? this.kind.manifestKind : field === 'name' && this.name !== undefined ? this.name : field === 'identity' && this.identity !== undefined ? this.identity : this.body[field];
+  }
+
+  /** A field's value as a number: equal numbers, equal CEL values (references and secrets as the view shows them). */
+  fieldId(field: string): number {
+    const ids = (this.ids ??= Object.create(null) as Record<string, number>);
+    let id = ids[field];
+    if (id === undefined) {
+      ids[field] = id = valueId(this.field(field));
+    }
+    return id;
+  }
+}
+
+/**
+ * Values as numbers, for the keys verdicts are kept by: a primitive by itself, an object or list
+ * by its serialization (`keyOf`). Forgotten all at once past `IDS_MAX` (with every kept verdict:
+ * `epoch`).
+ */
+let primitiveIds = new Map<unknown, number>();
+let objectIds = new Map<string, number>();
+let nextId = 0;
+let epoch = 0;
+const IDS_MAX = 200_000;
+
+export function valueId(v: unknown): number {
+  const map: Map<unknown, number> = v !== null && typeof v === 'object' ? objectIds : primitiveIds;
+  const k = map === objectIds ? keyOf(v) : v;
+  let id = map.get(k);
+  if (id === undefined) {
+    if (nextId >= IDS_MAX) {
+      primitiveIds = new Map();
+      objectIds = new Map();
+      nextId = 0;
+      epoch++;
+      return valueId(v);
+    }
+    map.set(k, (id = nextId++));
+  }
+  return id;
+}
+
+/**
+ * A JSON value as a string, one-to-one with the CEL value the view makes of it (references and
+ * secrets replaced as `celValue` replaces them; strings quoted, so never equal to a number's key).
+ */
+function keyOf(v: unknown): string {
+  switch (typeof v) {
+    case 'string':
+      return JSON.stringify(v);
+    case 'number':
+    case 'boolean':
+      return String(v);
+    case 'object': {
+      if (v === null) return 'null';
+      if (Array.isArray(v)) {
+        let s = '[';
+        for (let i = 0; i < v.length; i++) s += `${keyOf(v[i])},`;
+        return `${s}]`;
+      }
+      const o = v as Record<string, unknown>;
+      if (typeof o.$ref === 'string' || '$secret' in o) {
+        const t = token(o);
+        if (t !== undefined) return keyOf(t);
+      }
+      let s = '{';
+      for (const k in o) s += `${JSON.stringify(k)}:${keyOf(o[k])},`;
+      return `${s}}`;
+    }
+    default:
+      return '~';
+  }
+}
+
+/** The activation's parts other than the object, as value ids (`valueId`): made once per plan or per object. */
+export interface ContextKeys { action: number; changes: number; plan: number }
+
+/** A kept verdict that was an evaluation error (its summary). */
+class Thrown { constructor(readonly summary: string) {} }
+
+const MEMO_MAX = 50_000;
+
+/**
+ * What an expression gives on the activation: its value, or `Thrown`. When the expression depends
+ * on few inputs (`Compiled.inputs`) and the subject is given, the verdict is kept by those inputs'
+ * value ids and an equal input is not evaluated again (in one plan: routes alike; in a process
+ * that plans again: every object whose read fields did not change). Otherwise evaluated on `ctx`.
+ */
+function verdict(c: Compiled, ctx: Activation, subject?: Subject, keys?: ContextKeys): unknown {
+  const inputs = c.inputs;
+  let key: number | string | undefined;
+  if (inputs && subject && keys) {
+    if (c.memoEpoch !== epoch) {
+      c.memo.clear(); // keyed by ids of another generation (`memoOne` holds values, not ids)
+      c.memoEpoch = epoch;
+    }
+    const f = inputs.fields;
+    if (f.length === 1 && !inputs.action && !inputs.changes && !inputs.plan) {
+      // One field: a primitive is its own key (a string is hashed once, whichever rules read it).
+      const v = subject.field(f[0]);
+      key = v !== null && typeof v === 'object' ? subject.fieldId(f[0]) : undefined;
+      if (key === undefined) {
+        const kept = c.memoOne.get(v);
+        if (kept !== undefined || c.memoOne.has(v)) return kept;
+        const out = evaluateOn(c, ctx, subject);
+        if (c.memoOne.size >= MEMO_MAX) c.memoOne.clear();
+        c.memoOne.set(v, out);
+        return out;
+      }
+    } else {
+      key = '';
+      for (let i = 0; i < f.length; i++) key += `${subject.fieldId(f[i])},`;
+      if (inputs.action) key += `a${keys.action}`;
+      if (inputs.changes) key += `c${keys.changes}`;
+      if (inputs.plan) key += `p${keys.plan}`;
+    }
+    const kept = c.memo.get(key);
+    if (kept !== undefined || c.memo.has(key)) return kept;
+  }
+  const v = evaluateOn(c, ctx, subject);
+  if (key !== undefined) {
+    if (c.memo.size >= MEMO_MAX) c.memo.clear();
+    c.memo.set(key, v);
+  }
+  return v;
+}
+
+function evaluateOn(c: Compiled, ctx: Activation, subject?: Subject): unknown {
+  if (subject) ctx.object = subject.object();
+  try {
+    return c.run(ctx);
+  } catch (err) {
+    return new Thrown((err as { summary?: string }).summary ?? (err as Error).message.split('\n')[0]);
+  }
+}
+
+/**
+ * One policy's verdict on one activation: the rules that failed (or could not be evaluated).
+ * With `subject` (and `keys`), `ctx.object` is set from it when an expression is evaluated.
+ */
 const PASSED: { rule: PolicyRule; error?: string }[] = Object.freeze([]) as unknown as { rule: PolicyRule; error?: string }[];
 
-export function failedRules(p: Policy, ctx: Activation): { rule: PolicyRule; error?: string }[] {
+export function failedRules(p: Policy, ctx: Activation, subject?: Subject, keys?: ContextKeys): { rule: PolicyRule; error?: string }[] {
   if (p.condition) {
-    let on: unknown = true;
-    try {
-      on = p.condition.run(ctx);
-    } catch {
-      // A condition that cannot be read guards nothing: the rules are checked (fail closed).
-    }
-    if (on === false) return PASSED;
+    // A condition that cannot be read guards nothing: the rules are checked (fail closed).
+    if (verdict(p.condition, ctx, subject, keys) === false) return PASSED;
   }
   let out: { rule: PolicyRule; error?: string }[] | undefined;
   for (let i = 0; i < p.rules.length; i++) {
     const rule = p.rules[i];
-    let v: unknown;
-    try {
-      v = rule.compiled.run(ctx);
-    } catch (err) {
-      (out ??= []).push({ rule, error: (err as { summary?: string }).summary ?? (err as Error).message.split('\n')[0] });
-      continue;
-    }
-    if (v !== true) (out ??= []).push(v === false ? { rule } : { rule, error: `gave ${shortValue(v)}, not true or false` });
+    const v = verdict(rule.compiled, ctx, subject, keys);
+    if (v === true) continue;
+    (out ??= []).push(v === false ? { rule } : v instanceof Thrown ? { rule, error: v.summary } : { rule, error: `gave ${shortValue(v)}, not true or false` });
   }
   return out ?? PASSED;
 }
@@ -157,28 +304,26 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
   const record = (p: Policy, failed: { rule: PolicyRule; error?: string }[], at?: { identity: string; action: ObjectAction; step?: string }) => {
     for (let i = 0; i < failed.length; i++) results.add(p, failed[i], at);
   };
+  const keys: ContextKeys = { action: valueId('none'), changes: valueId([]), plan: valueId(JSON.stringify(counts, (_, v) => (typeof v === 'bigint' ? Number(v) : v))) };
   for (const p of whole) record(p, failedRules(p, ctx));
   for (const d of input.desired) {
     const mk = d.kind.manifestKind!;
     const policies = perKind.get(mk);
     if (!policies) continue;
-    let view: Record<string, unknown> | undefined;
+    let subject: Subject | undefined;
     const e = byIdentity.get(d.identity);
-    let liveSet = false;
     for (const p of policies) {
-      if (!selects(p, d.identity)) continue;
-      if (!view) {
-        view = objectView(d.kind, d.name, d.identity, d.body);
-        ctx.object = view;
+      if (p.selectors && !selects(p, d.identity)) continue;
+      if (!subject) {
+        subject = new Subject(d.kind, d.name, d.identity, d.body);
         ctx.action = e?.action ?? 'none';
         ctx.changes = e?.changes ?? NO_CHANGES;
+        keys.action = valueId(ctx.action);
+        keys.changes = valueId(ctx.changes);
         ctx.live = null;
+        if (readsLive) ctx.live = liveView(e?.liveId ? byId().get(e.liveId) : byMarker().get(d.identity));
       }
-      if (readsLive && !liveSet) {
-        liveSet = true;
-        ctx.live = liveView(e?.liveId ? byId().get(e.liveId) : byMarker().get(d.identity));
-      }
-      record(p, failedRules(p, ctx), { identity: d.identity, action: ctx.action, step: e?.step });
+      record(p, failedRules(p, ctx, subject, keys), { identity: d.identity, action: ctx.action, step: e?.step });
     }
   }
   for (const [identity, e] of byIdentity) {
@@ -188,9 +333,11 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
     if (!kind?.manifestKind || !o) continue;
     const policies = perKind.get(kind.manifestKind);
     if (!policies) continue;
-    const view = objectView(kind, identity.slice(identity.lastIndexOf('/') + 1), identity, o.body);
+    const subject = new Subject(kind, identity.slice(identity.lastIndexOf('/') + 1), identity, o.body);
+    const view = subject.object();
     Object.assign(ctx, { object: view, live: view, action: 'delete', changes: NO_CHANGES });
-    for (const p of policies) if (selects(p, identity)) record(p, failedRules(p, ctx), { identity, action: 'delete', step: e.step });
+    Object.assign(keys, { action: valueId('delete'), changes: valueId(NO_CHANGES) });
+    for (const p of policies) if (selects(p, identity)) record(p, failedRules(p, ctx, subject, keys), { identity, action: 'delete', step: e.step });
   }
   return results.summary(plan.steps);
 }
