@@ -21,8 +21,7 @@ import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { preparePlan } from '../src/reconciler/plan/prepare.js';
-import { clearCompiled } from '../src/reconciler/policy/cel.js';
-import { checkPlan } from '../src/reconciler/policy/evaluate.js';
+import { checkPlan, clearPolicyCaches } from '../src/reconciler/policy/evaluate.js';
 import { loadPolicyFiles, NO_POLICIES } from '../src/reconciler/policy/load.js';
 import { appliedStack } from './applied-stack.js';
 import { cpuBySelf, flag, scaledSize, type CpuProfile } from './profile.js';
@@ -71,7 +70,7 @@ async function main() {
     let results = 0;
     let checked = 0;
     const run = async (mode: Mode) => {
-      if (mode === 'cold') clearCompiled();
+      if (mode === 'cold') clearPolicyCaches();
       const c0 = process.cpuUsage();
       const t0 = performance.now();
       const p = await preparePlan({ root: manifests, stack: 'bench', env: {}, policies: mode === 'without' ? { set: NO_POLICIES, problems: [] } : loadPolicyFiles(files) }, replay);
@@ -83,7 +82,7 @@ async function main() {
       checked = p.plan!.policy!.checked.length;
       results = p.plan!.policy!.outcomes.reduce((n, o) => n + o.denied + o.warned, 0);
       // The split, outside the timed plan: the same load and check again, in the same state of the caches.
-      if (mode === 'cold') clearCompiled();
+      if (mode === 'cold') clearPolicyCaches();
       const ms = (u: NodeJS.CpuUsage) => (u.user + u.system) / 1000;
       const u1 = process.cpuUsage();
       const loaded = loadPolicyFiles(files);

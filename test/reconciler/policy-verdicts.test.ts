@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { findKind } from '../../src/kinds/registry.js';
 import type { Body } from '../../src/kinds/types.js';
@@ -41,6 +42,17 @@ describe('verdicts kept from one plan to the next (a process that plans again)',
     // A rule that reads the object as a whole is evaluated on each: same `match`, more fields.
     expect(failures(load(), [route('a', body('/ok', 'app', { description: 'x', compression: {} }))])).toEqual({ 'few-fields': 1 });
     expect(failures(load(), [route('a', body('/ok', 'app'))])).toEqual({});
+  });
+
+  it('a kept verdict is shown with the message and severity of the policy as it is now', () => {
+    const dir = manifestDir({});
+    const write = (message: string, severity: string) => writeFileSync(`${dir}/p.yaml`, `kind: Policy\nname: root-only\nmatch:\n  kinds: [HTTPSEdgeRoute]\nrules:\n  - expression: object.match == "/"\n    message: ${message}\n    severity: ${severity}\n`);
+    const run = () => checkPlan(loadPolicyFiles([`${dir}/p.yaml`]).set, { plan: NO_STEPS, desired: [route('a', { match: '/x' })], observed: [] });
+    write('first words', 'deny');
+    expect(run().results).toMatchObject([{ policy: 'root-only', message: 'first words', severity: 'deny' }]);
+    write('second words', 'warn');
+    expect(run().results).toMatchObject([{ policy: 'root-only', message: 'second words', severity: 'warn' }]);
+    expect(run().outcomes).toEqual([{ policy: 'root-only', denied: 0, warned: 1, overridable: true }]);
   });
 
   it('a rule that cannot be evaluated fails the same way when its verdict is kept', () => {

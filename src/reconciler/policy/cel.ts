@@ -91,7 +91,7 @@ export function compile(text: string, expect: 'bool'): Compiled | CompileError {
 const compiledByText = new Map<string, Compiled | CompileError>();
 const COMPILED_MAX = 2_000;
 
-/** Forgets every compiled expression and its verdicts: the next plan pays as a new process's first one does (benches). */
+/** Forgets every compiled expression and its verdicts (evaluate.ts `clearPolicyCaches` forgets the rest). */
 export function clearCompiled(): void {
   compiledByText.clear();
 }

@@ -4,7 +4,7 @@ import { SENSITIVE } from '../plan/changes.js';
 import type { DesiredObject, ObservedObject } from '../plan/state.js';
 import { isRefToken, isSecretToken } from '../plan/tokens.js';
 import type { Plan, Step } from '../plan/types.js';
-import { celValue, type Compiled } from './cel.js';
+import { celValue, clearCompiled, type Compiled } from './cel.js';
 import { didYouMean } from '../../util/suggest.js';
 import { POLICY_KINDS } from './schema.js';
 import type { ObjectAction, PlanPolicy, Policy, PolicyOutcome, PolicyOverride, PolicyResult, PolicyRule, PolicySet } from './types.js';
@@ -84,61 +84,103 @@ export class Subject {
  */
 let primitiveIds = new Map<unknown, number>();
 let objectIds = new Map<string, number>();
+const UNDEFINED_ID = -2; // never made by `idOf` (nor -1: a group with no inputs)
 let nextId = 0;
 let epoch = 0;
 const IDS_MAX = 200_000;
+let serial = 0;
 
 export function valueId(v: unknown): number {
-  const map: Map<unknown, number> = v !== null && typeof v === 'object' ? objectIds : primitiveIds;
-  const k = map === objectIds ? keyOf(v) : v;
-  let id = map.get(k);
-  if (id === undefined) {
-    if (nextId >= IDS_MAX) {
-      primitiveIds = new Map();
-      objectIds = new Map();
-      nextId = 0;
-      epoch++;
-      return valueId(v);
-    }
-    map.set(k, (id = nextId++));
-  }
-  return id;
+  return idOf(v);
+}
+
+/** At the start of a plan (never during one: its keys mix the ids it has made): forgets the ids past `IDS_MAX`. */
+function startIds(): void {
+  if (nextId < IDS_MAX) return;
+  primitiveIds = new Map();
+  objectIds = new Map();
+  nextId = 0;
+  epoch++;
 }
 
 /**
- * A JSON value as a string, one-to-one with the CEL value the view makes of it (references and
- * secrets replaced as `celValue` replaces them; strings quoted, so never equal to a number's key).
+ * A primitive by itself; a reference or a secret as the string the view shows for it (the same CEL
+ * value); a list or mapping by its items' ids (`[3,4,]`, `{8:backend_id=17,}`: short keys, each
+ * string hashed once however many objects hold it).
  */
-function keyOf(v: unknown): string {
-  switch (typeof v) {
-    case 'string':
-      return JSON.stringify(v);
-    case 'number':
-    case 'boolean':
-      return String(v);
-    case 'object': {
-      if (v === null) return 'null';
-      if (Array.isArray(v)) {
-        let s = '[';
-        for (let i = 0; i < v.length; i++) s += `${keyOf(v[i])},`;
-        return `${s}]`;
-      }
+function idOf(v: unknown): number {
+  if (v === undefined) return UNDEFINED_ID;
+  let key: unknown = v;
+  let map: Map<unknown, number> = primitiveIds;
+  if (v !== null && typeof v === 'object') {
+    map = objectIds;
+    if (Array.isArray(v)) {
+      let s = '[';
+      for (let i = 0; i < v.length; i++) s += `${idOf(v[i])},`;
+      key = s;
+    } else {
       const o = v as Record<string, unknown>;
-      if (typeof o.$ref === 'string' || '$secret' in o) {
-        const t = token(o);
-        if (t !== undefined) return keyOf(t);
-      }
+      if ('$secret' in o && isSecretToken(o)) return idOf(SENSITIVE);
+      if (typeof o.$ref === 'string' && isRefToken(o)) return idOf(o.$ref);
       let s = '{';
-      for (const k in o) s += `${JSON.stringify(k)}:${keyOf(o[k])},`;
-      return `${s}}`;
+      for (const k in o) s += `${k.length}:${k}=${idOf(o[k])},`;
+      key = s;
     }
-    default:
-      return '~';
   }
+  let id = map.get(key);
+  if (id === undefined) map.set(key, (id = nextId++));
+  return id;
 }
 
 /** The activation's parts other than the object, as value ids (`valueId`): made once per plan or per object. */
 export interface ContextKeys { action: number; changes: number; plan: number }
+
+
+/**
+ * The policies of one kind whose every expression depends on few inputs (no selectors, no `live`,
+ * `object` read by field): their verdicts on an object are kept together, by the union of those
+ * inputs, so an object is looked up once for all of them. The failures are kept by place (policy,
+ * rule), not as the rules of one load: messages and severities come from the policies of the plan.
+ */
+interface Group { fields: string[]; extra: (keyof ContextKeys)[]; memo: Trie; size: number; epoch: number }
+type Trie = Map<number, unknown>;
+type GroupVerdict = (readonly [number, readonly (readonly [number, string | undefined])[]])[];
+
+const groups = new Map<string, Group>();
+const GROUPS_MAX = 200;
+
+function groupOf(kind: string, policies: readonly Policy[]): Group | undefined {
+  const exprs = (p: Policy) => [...(p.condition ? [p.condition] : []), ...p.rules.map((r) => r.compiled)];
+  if (!policies.length || !policies.every((p) => !p.selectors && exprs(p).every((c) => c.inputs))) return undefined;
+  const signature = `${kind}:${policies.map((p) => `${p.condition ? serialOf(p.condition) : '-'}/${p.rules.map((r) => serialOf(r.compiled)).join('.')}`).join('|')}`;
+  let g = groups.get(signature);
+  if (!g || g.epoch !== epoch) {
+    if (groups.size >= GROUPS_MAX) groups.clear();
+    const all = policies.flatMap(exprs).map((c) => c.inputs!);
+    g = {
+      fields: [...new Set(all.flatMap((i) => i.fields))].sort(),
+      extra: (['action', 'changes', 'plan'] as const).filter((x) => all.some((i) => i[x])),
+      memo: new Map(), size: 0, epoch,
+    };
+    groups.set(signature, g);
+  }
+  return g;
+}
+
+const serials = new WeakMap<Compiled, number>();
+function serialOf(c: Compiled): number {
+  let n = serials.get(c);
+  if (n === undefined) serials.set(c, (n = serial++));
+  return n;
+}
+
+/** Forgets every kept verdict and compiled expression: the next plan pays as a new process's first one does (benches). */
+export function clearPolicyCaches(): void {
+  clearCompiled();
+  groups.clear();
+  nextId = IDS_MAX;
+  startIds();
+}
 
 /** A kept verdict that was an evaluation error (its summary). */
 class Thrown { constructor(readonly summary: string) {} }
@@ -277,6 +319,7 @@ const NO_CHANGES: string[] = Object.freeze([]) as unknown as string[];
  */
 export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
   const { plan } = input;
+  startIds();
   const byIdentity = entries(plan);
   const counts = emptyCounts();
   const desiredIds = new Set<string>();
@@ -306,24 +349,55 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
   };
   const keys: ContextKeys = { action: valueId('none'), changes: valueId([]), plan: valueId(JSON.stringify(counts, (_, v) => (typeof v === 'bigint' ? Number(v) : v))) };
   for (const p of whole) record(p, failedRules(p, ctx));
+  const groupByKind = new Map<string, Group | undefined>();
+  for (const [k, ps] of perKind) groupByKind.set(k, groupOf(k, ps));
   for (const d of input.desired) {
     const mk = d.kind.manifestKind!;
     const policies = perKind.get(mk);
     if (!policies) continue;
-    let subject: Subject | undefined;
     const e = byIdentity.get(d.identity);
+    const subject = new Subject(d.kind, d.name, d.identity, d.body);
+    ctx.action = e?.action ?? 'none';
+    ctx.changes = e?.changes ?? NO_CHANGES;
+    keys.action = valueId(ctx.action);
+    keys.changes = valueId(ctx.changes);
+    ctx.live = null;
+    const at = { identity: d.identity, action: ctx.action, step: e?.step };
+    const g = groupByKind.get(mk);
+    if (g) {
+      // The kept verdicts are a tree of maps by value id, a level per input: no key is built.
+      let node = g.memo;
+      const n = g.fields.length + g.extra.length;
+      for (let i = 0; i < n - 1; i++) {
+        const id = i < g.fields.length ? valueId(subject.field(g.fields[i])) : keys[g.extra[i - g.fields.length]];
+        let next = node.get(id) as Trie | undefined;
+        if (!next) node.set(id, (next = new Map()));
+        node = next;
+      }
+      const last = n === 0 ? -1 : n - 1 < g.fields.length ? valueId(subject.field(g.fields[n - 1])) : keys[g.extra[n - 1 - g.fields.length]];
+      let v = node.get(last) as GroupVerdict | undefined;
+      if (!v) {
+        v = [];
+        for (let i = 0; i < policies.length; i++) {
+          const p = policies[i];
+          const failed = failedRules(p, ctx, subject, keys);
+          if (failed.length) v.push([i, failed.map((f) => [p.rules.indexOf(f.rule), f.error] as const)]);
+        }
+        if (++g.size > MEMO_MAX) {
+          g.memo.clear(); // this object's verdict is not kept (its path is gone)
+          g.size = 0;
+        } else node.set(last, v);
+      }
+      for (const [i, failed] of v) {
+        const p = policies[i];
+        for (const [r, error] of failed) results.add(p, error === undefined ? { rule: p.rules[r] } : { rule: p.rules[r], error }, at);
+      }
+      continue;
+    }
+    if (readsLive) ctx.live = liveView(e?.liveId ? byId().get(e.liveId) : byMarker().get(d.identity));
     for (const p of policies) {
       if (p.selectors && !selects(p, d.identity)) continue;
-      if (!subject) {
-        subject = new Subject(d.kind, d.name, d.identity, d.body);
-        ctx.action = e?.action ?? 'none';
-        ctx.changes = e?.changes ?? NO_CHANGES;
-        keys.action = valueId(ctx.action);
-        keys.changes = valueId(ctx.changes);
-        ctx.live = null;
-        if (readsLive) ctx.live = liveView(e?.liveId ? byId().get(e.liveId) : byMarker().get(d.identity));
-      }
-      record(p, failedRules(p, ctx, subject, keys), { identity: d.identity, action: ctx.action, step: e?.step });
+      record(p, failedRules(p, ctx, subject, keys), at);
     }
   }
   for (const [identity, e] of byIdentity) {
