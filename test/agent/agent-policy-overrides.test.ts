@@ -6,6 +6,8 @@ import type { StackEntry } from '../../src/agent/config.js';
 import { ApiClient } from '../../src/client/api-client.js';
 import { httpTransport } from '../../src/client/transport.js';
 import { reconcilerConfig } from '../../src/cli/service-config.js';
+import { history } from '../../src/cli/commands/sync-record.js';
+import { capture } from '../helpers/capture.js';
 import { cleanupDirs, EXAMPLES, manifestDir } from '../helpers/reconcile.js';
 import { ENGINES, startTestService, type TestClient, type TestService } from '../helpers/service.js';
 
@@ -52,6 +54,15 @@ describe.each(ENGINES)('the agent\'s override_policies (%s)', (engine) => {
       policy: { denied: 1, warned: 0, overrides: [{ policy: 'admin-paths-need-auth', reason: 'the admin app checks its own sessions (SEC-88)' }] },
     });
     expect(await edges('ovr')).toHaveLength(1);
+
+    // `history` in text: the run's policy counts in its row, each override and its reason under it.
+    const out = capture();
+    await history(out, 'ovr', { apiUrl: svc.url, apiKey: c.apiKey! });
+    const lines = out.text().trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^FINISHED\s+OUTCOME\s+TRIGGER\s+COMMIT\s+CHANGES\s+POLICIES\s+BY\s+ERROR$/);
+    expect(lines[1]).toMatch(/\sapplied\s+commit\s+bbbbbbbbbb\s+\+3 ~0 ±0 -0\s+1 denied, 0 warned, 1 overridden\s+agent@test/);
+    expect(lines[2]).toBe('  overridden: policy admin-paths-need-auth (reason: the admin app checks its own sessions (SEC-88))');
+    expect(lines).toHaveLength(3);
   });
 
   it('a policy that says it cannot be overridden, or a name that is no policy, fails the sync: nothing is applied', async () => {
@@ -64,5 +75,10 @@ describe.each(ENGINES)('the agent\'s override_policies (%s)', (engine) => {
     // Without overrides the denials block it, as before.
     expect(await sync('noovr', dir, settings([]))).toMatchObject({ outcome: 'blocked', error: expect.stringContaining('tls-min-version (1 denied; it cannot be overridden') });
     expect(await edges('noovr')).toEqual([]);
+    const out = capture();
+    await history(out, 'noovr', { apiUrl: svc.url, apiKey: c.apiKey! });
+    const lines = out.text().trimEnd().split('\n');
+    expect(lines[1]).toMatch(/\sblocked\s+commit.*\s2 denied, 0 warned\s+agent@test.*apply blocked by 2 policies/);
+    expect(lines.some((l) => l.includes('overridden:'))).toBe(false);
   });
 });
