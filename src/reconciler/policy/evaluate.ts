@@ -103,6 +103,12 @@ function startIds(): void {
   epoch++;
 }
 
+function onlyKey(o: object): boolean {
+  let n = 0;
+  for (const _ in o) if (++n > 1) return false;
+  return true;
+}
+
 /**
  * A primitive by itself; a reference or a secret as the string the view shows for it (the same CEL
  * value); a list or mapping by its items' ids (`[3,4,]`, `{8:backend_id=17,}`: short keys, each
@@ -121,7 +127,7 @@ function idOf(v: unknown): number {
     } else {
       const o = v as Record<string, unknown>;
       if ('$secret' in o && isSecretToken(o)) return idOf(SENSITIVE);
-      if (typeof o.$ref === 'string' && isRefToken(o)) return idOf(o.$ref);
+      if (typeof o.$ref === 'string' && onlyKey(o)) return idOf(o.$ref); // isRefToken, without a list of keys
       let s = '{';
       for (const k in o) s += `${k.length}:${k}=${idOf(o[k])},`;
       key = s;
@@ -347,7 +353,9 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
   const record = (p: Policy, failed: { rule: PolicyRule; error?: string }[], at?: { identity: string; action: ObjectAction; step?: string }) => {
     for (let i = 0; i < failed.length; i++) results.add(p, failed[i], at);
   };
-  const keys: ContextKeys = { action: valueId('none'), changes: valueId([]), plan: valueId(JSON.stringify(counts, (_, v) => (typeof v === 'bigint' ? Number(v) : v))) };
+  const noneId = valueId('none');
+  const noChangesId = valueId(NO_CHANGES);
+  const keys: ContextKeys = { action: noneId, changes: valueId([]), plan: valueId(JSON.stringify(counts, (_, v) => (typeof v === 'bigint' ? Number(v) : v))) };
   for (const p of whole) record(p, failedRules(p, ctx));
   const groupByKind = new Map<string, Group | undefined>();
   for (const [k, ps] of perKind) groupByKind.set(k, groupOf(k, ps));
@@ -359,8 +367,8 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
     const subject = new Subject(d.kind, d.name, d.identity, d.body);
     ctx.action = e?.action ?? 'none';
     ctx.changes = e?.changes ?? NO_CHANGES;
-    keys.action = valueId(ctx.action);
-    keys.changes = valueId(ctx.changes);
+    keys.action = e ? valueId(e.action) : noneId;
+    keys.changes = e?.changes.length ? valueId(e.changes) : noChangesId;
     ctx.live = null;
     const at = { identity: d.identity, action: ctx.action, step: e?.step };
     const g = groupByKind.get(mk);
