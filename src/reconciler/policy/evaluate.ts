@@ -84,10 +84,14 @@ export class Subject {
  */
 let primitiveIds = new Map<unknown, number>();
 let objectIds = new Map<string, number>();
-const UNDEFINED_ID = -2; // never made by `idOf` (nor -1: a group with no inputs)
+const UNDEFINED_ID = -2; // never made by `idOf`
 let nextId = 0;
 let epoch = 0;
 const IDS_MAX = 200_000;
+/** Value ids below it make a tree level's key with their input's place (`place * PLACE + id`: a small integer). */
+const PLACE = 1 << 18;
+/** The key of a group's verdict in its tree. */
+const END = -3;
 let serial = 0;
 
 export function valueId(v: unknown): number {
@@ -373,17 +377,26 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
     const at = { identity: d.identity, action: ctx.action, step: e?.step };
     const g = groupByKind.get(mk);
     if (g) {
-      // The kept verdicts are a tree of maps by value id, a level per input: no key is built.
-      let node = g.memo;
-      const n = g.fields.length + g.extra.length;
-      for (let i = 0; i < n - 1; i++) {
-        const id = i < g.fields.length ? valueId(subject.field(g.fields[i])) : keys[g.extra[i - g.fields.length]];
-        let next = node.get(id) as Trie | undefined;
-        if (!next) node.set(id, (next = new Map()));
+      // The kept verdicts are a tree of maps, a level per input the object has (an absent field is
+      // no level): each level's key is the input's place and its value's id, and the verdict is
+      // at `END` of the last. No key string is built.
+      let node: Trie | undefined = g.memo;
+      const nf = g.fields.length;
+      for (let i = 0; node && i < nf + g.extra.length; i++) {
+        let id: number;
+        if (i < nf) {
+          const fv = subject.field(g.fields[i]);
+          if (fv === undefined) continue;
+          id = valueId(fv);
+        } else id = keys[g.extra[i - nf]];
+        // Ids past PLACE (a plan that made more than IDS_MAX) are not kept: evaluated below.
+        const k = id < PLACE ? i * PLACE + id : -1;
+        let next: Trie | undefined = k < 0 ? undefined : (node.get(k) as Trie | undefined);
+        if (!next && k >= 0) node.set(k, (next = new Map()));
         node = next;
       }
-      const last = n === 0 ? -1 : n - 1 < g.fields.length ? valueId(subject.field(g.fields[n - 1])) : keys[g.extra[n - 1 - g.fields.length]];
-      let v = node.get(last) as GroupVerdict | undefined;
+      const last = END;
+      let v = node?.get(last) as GroupVerdict | undefined;
       if (!v) {
         v = [];
         for (let i = 0; i < policies.length; i++) {
@@ -394,7 +407,7 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
         if (++g.size > MEMO_MAX) {
           g.memo.clear(); // this object's verdict is not kept (its path is gone)
           g.size = 0;
-        } else node.set(last, v);
+        } else node?.set(last, v);
       }
       for (const [i, failed] of v) {
         const p = policies[i];
