@@ -355,7 +355,7 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
   const results = new Results(set, input.overrides ?? []);
   const ctx: Activation = { object: {}, live: null, action: 'none', changes: NO_CHANGES, plan: counts };
   const record = (p: Policy, failed: { rule: PolicyRule; error?: string }[], at?: { identity: string; action: ObjectAction; step?: string }) => {
-    for (let i = 0; i < failed.length; i++) results.add(p, failed[i], at);
+    for (let i = 0; i < failed.length; i++) results.add(p, failed[i].rule, failed[i].error, at);
   };
   const noneId = valueId('none');
   const noChangesId = valueId(NO_CHANGES);
@@ -411,7 +411,7 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
       }
       for (const [i, failed] of v) {
         const p = policies[i];
-        for (const [r, error] of failed) results.add(p, error === undefined ? { rule: p.rules[r] } : { rule: p.rules[r], error }, at);
+        for (const [r, error] of failed) results.add(p, p.rules[r], error, at);
       }
       continue;
     }
@@ -454,10 +454,10 @@ class Results {
     this.reason = new Map(overrides.map((o) => [o.policy, o.reason]));
   }
 
-  add(p: Policy, f: { rule: PolicyRule; error?: string }, at?: { identity: string; action: ObjectAction; step?: string }): void {
+  add(p: Policy, rule: PolicyRule, error: string | undefined, at?: { identity: string; action: ObjectAction; step?: string }): void {
     let o = this.outcomes.get(p.name);
     if (!o) this.outcomes.set(p.name, (o = { policy: p.name, denied: 0, warned: 0, overridable: p.overridable }));
-    const deny = f.rule.severity === 'deny';
+    const deny = rule.severity === 'deny';
     if (deny) o.denied++;
     else o.warned++;
     const overridden = p.overridable && this.reason.has(p.name);
@@ -469,9 +469,9 @@ class Results {
       return;
     }
     const r: PolicyResult = {
-      policy: p.name, rule: f.rule.index, severity: f.rule.severity, message: f.rule.message,
+      policy: p.name, rule: rule.index, severity: rule.severity, message: rule.message,
       ...(at ? { identity: at.identity, action: at.action, ...(step ? { step } : {}) } : {}),
-      ...(f.error !== undefined ? { error: f.error } : {}),
+      ...(error !== undefined ? { error } : {}),
       ...(overridden ? { overridden: true as const } : {}),
     };
     if (step) this.ofSteps.push(r);
