@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { parseDocument } from 'yaml';
 import { collectingAjv } from '../contract/validation.js';
 import { didYouMean } from '../util/suggest.js';
+import type { PolicyOverride } from '../reconciler/policy/types.js';
 
 /** The sync agent's settings (`agent.yaml`, or the flags of `edgeplane agent`): docs/agent.md. */
 export interface AgentConfig {
@@ -31,6 +32,8 @@ export interface StackEntry {
   /** Go ahead past the safety threshold, and with protected objects (as `apply --force` / `--allow-protected-changes`). */
   force: boolean;
   allowProtectedChanges: boolean;
+  /** Policies whose denials its syncs go ahead past, each with the reason its runs record (as `--override-policy NAME --reason TEXT`). */
+  overridePolicies?: PolicyOverride[];
 }
 
 const DURATION = { type: 'string', pattern: '^\\s*\\d+(?:\\.\\d+)?\\s*(?:ms|s|m|h)?\\s*$', 'x-rule': 'must be a duration such as 30s, 5m or 1h' };
@@ -51,6 +54,16 @@ const STACK_KEYS = {
   suspend: { type: 'boolean', description: 'Leave the stack alone (default false)' },
   force: { type: 'boolean', description: 'Apply past the safety threshold (default false)' },
   allow_protected_changes: { type: 'boolean', description: 'Delete and replace protected objects (default false)' },
+  override_policies: {
+    type: 'array', maxItems: 50, description: 'Policies whose denials its syncs go ahead past, each with the reason every run records (as plan and apply\'s --override-policy NAME --reason TEXT); a policy with overridable: false cannot be named',
+    items: {
+      type: 'object', additionalProperties: false, required: ['name', 'reason'],
+      properties: {
+        name: { type: 'string', minLength: 1, maxLength: 200, description: 'The policy\'s name' },
+        reason: { type: 'string', minLength: 1, maxLength: 500, pattern: '\\S', 'x-rule': 'must say why the policy is let through', description: 'Why it is let through: shown in the plan, kept in each run\'s record' },
+      },
+    },
+  },
 };
 const TOP_KEYS = {
   sources: { type: 'array', minItems: 1, maxItems: 100, items: { type: 'object', additionalProperties: false, required: ['name', 'url'], properties: SOURCE_KEYS } },
@@ -95,7 +108,7 @@ export function durationMs(value: string): number {
 
 let validator: ReturnType<ReturnType<typeof collectingAjv>['compile']> | undefined;
 
-const KEYS_AT: Record<string, string[]> = { '': Object.keys(TOP_KEYS), sources: Object.keys(SOURCE_KEYS), stacks: Object.keys(STACK_KEYS) };
+const KEYS_AT: Record<string, string[]> = { '': Object.keys(TOP_KEYS), sources: Object.keys(SOURCE_KEYS), stacks: Object.keys(STACK_KEYS), override_policies: ['name', 'reason'] };
 
 /**
  * Reads `agent.yaml` strictly: every problem at once, each at its line and column, an unknown key
@@ -120,7 +133,7 @@ export function readAgentConfig(file: string): AgentConfig {
       const path = e.instancePath.split('/').slice(1).map((p) => (/^\d+$/.test(p) ? Number(p) : p));
       if (e.keyword === 'additionalProperties') {
         const key = String((e.params as { additionalProperty: string }).additionalProperty);
-        const section = typeof path[0] === 'string' ? path[0] : '';
+        const section = path[2] === 'override_policies' ? 'override_policies' : typeof path[0] === 'string' ? path[0] : '';
         problems.push(`${at([...path, key], true)}: ${key} is not a setting of agent.yaml${section ? ` ${section}` : ''}${didYouMean(key, KEYS_AT[section] ?? [])}; the settings are ${(KEYS_AT[section] ?? []).join(', ')}`);
       } else {
         const rule = (e.parentSchema as { 'x-rule'?: string } | undefined)?.['x-rule'];
@@ -159,6 +172,7 @@ export function stackEntry(s: Record<string, unknown>): StackEntry {
     suspend: s.suspend === true,
     force: s.force === true,
     allowProtectedChanges: s.allow_protected_changes === true,
+    overridePolicies: ((s.override_policies as { name: string; reason: string }[] | undefined) ?? []).map((o) => ({ policy: o.name, reason: o.reason.trim() })),
   };
 }
 
@@ -181,6 +195,8 @@ export function checkConfig(config: AgentConfig, where: (stackIndex: number) => 
     if (!names.has(s.source)) problems.push(`${where(i)}: source ${s.source} is not one of the sources${didYouMean(s.source, names)} (${[...names].join(', ')})`);
     if (s.driftIntervalMs < 1000) problems.push(`${where(i)}: interval must be at least 1s`);
     if (s.path.split(/[\\/]/).includes('..') || isAbsolute(s.path)) problems.push(`${where(i)}: path must be a folder inside the source, not ${JSON.stringify(s.path)}`);
+    const named = (s.overridePolicies ?? []).map((o) => o.policy);
+    for (const n of new Set(named.filter((n, j) => named.indexOf(n) !== j))) problems.push(`${where(i)}: override_policies names ${n} twice`);
   });
   if (problems.length) throw new AgentConfigError(problems);
 }

@@ -10,6 +10,8 @@ import { acquireStackLock, StackLockTimeout } from '../reconciler/lock/stack-loc
 import { formatProblem } from '../reconciler/manifests/problems.js';
 import { stackSafety } from '../reconciler/manifests/config.js';
 import { selectEnvironment } from '../reconciler/manifests/environments.js';
+import { loadStackPolicies } from '../reconciler/policy/load.js';
+import { overrideProblems } from '../reconciler/policy/evaluate.js';
 import type { StackEntry } from './config.js';
 
 /** What the agent gives every sync. */
@@ -109,9 +111,17 @@ async function planAndApply(ctx: SyncContext, req: SyncRequest, record: RunRecor
   } catch (err) {
     return done('failed', 0, `edgeplane.yaml: ${(err as Error).message}`, 'validation');
   }
+  // The policies' overrides the agent's settings give the stack: each must name a policy of it that may be overridden.
+  const overrides = req.settings.overridePolicies ?? [];
+  const policies = overrides.length ? loadStackPolicies(req.dir, req.dir) : undefined;
+  if (policies) {
+    const problems = overrideProblems(overrides.map((o) => o.policy), policies.set.policies);
+    if (problems.length) return done('failed', 0, `agent.yaml override_policies: ${problems.map((p) => p.replace(/^--override-policy /, '')).join('; ')}`, 'validation');
+  }
   let prepared;
   try {
     prepared = await preparePlan({
+      ...(policies ? { policies, policyOverrides: overrides } : {}),
       root: req.dir, stack: req.stack, env: ctx.env, config: ctx.planConfig, cwd: req.dir,
       ...(req.environment !== undefined ? { environment: selectEnvironment(req.dir, req.environment, { cwd: req.dir }) } : {}),
       threshold: safety.threshold, protect: safety.protect, allowProtected: req.settings.allowProtectedChanges,

@@ -31,7 +31,7 @@ describe('agent.yaml', () => {
     const file = configFile('sources:\n  - name: main\n    url: ../repo\n    interval: 30s\nstacks:\n  - source: main\n    path: stacks\n    drift: repair\n');
     const c = readAgentConfig(file);
     expect(c.sources).toEqual([{ name: 'main', url: join(file, '../../repo'), ref: 'HEAD', intervalMs: 30_000 }]);
-    expect(c.stacks).toEqual([{ source: 'main', path: 'stacks', mode: 'apply', driftIntervalMs: 300_000, drift: 'repair', suspend: false, force: false, allowProtectedChanges: false }]);
+    expect(c.stacks).toEqual([{ source: 'main', path: 'stacks', mode: 'apply', driftIntervalMs: 300_000, drift: 'repair', suspend: false, force: false, allowProtectedChanges: false, overridePolicies: [] }]);
     expect(c.port).toBe(8090);
     expect(readAgentConfig(configFile('sources: [{name: a, url: "https://git.example/r.git", ref: v1}]\nstacks: [{source: a}]\n')).sources[0].url).toBe('https://git.example/r.git');
   });
@@ -47,6 +47,17 @@ describe('agent.yaml', () => {
     expect(problems('sources: [{name: a, url: x, interval: soon}]\nstacks: [{source: a}]\n')[0]).toMatch(/must be a duration such as 30s/);
     expect(problems('sources: [{name: a, url: x}]\nstacks: [{source: a, path: ../elsewhere}]\n')[0]).toMatch(/path must be a folder inside the source/);
     expect(problems('sources: [\n')[0]).toMatch(/agent\.yaml:\d+:\d+: /);
+  });
+
+  it('override_policies: each a policy\'s name and the reason its runs record', () => {
+    const c = readAgentConfig(configFile('sources: [{name: a, url: x}]\nstacks:\n  - source: a\n    override_policies:\n      - name: cap-edge-deletes\n        reason: " the migration of 2026-12 (CHG-1142) "\n'));
+    expect(c.stacks[0].overridePolicies).toEqual([{ policy: 'cap-edge-deletes', reason: 'the migration of 2026-12 (CHG-1142)' }]);
+    const found = problems('sources: [{name: a, url: x}]\nstacks:\n  - source: a\n    override_policies:\n      - name: p\n        reasn: because\n      - {name: q, reason: "  "}\n');
+    expect(found).toEqual(expect.arrayContaining([
+      expect.stringMatching(/agent\.yaml:6:9: reasn is not a setting of agent\.yaml override_policies \(did you mean "reason"\?\); the settings are name, reason/),
+      expect.stringMatching(/agent\.yaml:7:\d+: stacks\.0\.override_policies\.1\.reason must say why the policy is let through/),
+    ]));
+    expect(problems('sources: [{name: a, url: x}]\nstacks: [{source: a, override_policies: [{name: p, reason: r}, {name: p, reason: s}]}]\n')).toEqual([expect.stringMatching(/agent\.yaml:2:\d+: override_policies names p twice$/)]);
   });
 });
 

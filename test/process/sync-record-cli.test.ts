@@ -59,7 +59,7 @@ describe('the sync record from the command line', { timeout: 240_000 }, () => {
     const table = await runCli(['status'], { env });
     expect(table.stdout).toMatch(/^STACK\s+STATUS\s+LIVE COMMIT\s+LAST RUN\s+DRIFT\s+LOCK\nweb\s+failed\s+-\s+failed \(cli\)/);
     const hist = await runCli(['history', 'web'], { env });
-    expect(hist.stdout.split('\n')[0]).toMatch(/^FINISHED\s+OUTCOME\s+TRIGGER\s+COMMIT\s+CHANGES\s+BY\s+ERROR$/);
+    expect(hist.stdout.split('\n')[0]).toMatch(/^FINISHED\s+OUTCOME\s+TRIGGER\s+COMMIT\s+CHANGES\s+POLICIES\s+BY\s+ERROR$/);
     expect(hist.stdout).toContain(`${sha.slice(0, 10)} first pool`);
 
     const asked = await runCli(['sync', 'web'], { env });

@@ -54,20 +54,21 @@ export async function status(out: Output, stack: string | undefined, flags: Reco
 
 function historyRows(runs: SyncRun[]): string[][] {
   return [
-    ['FINISHED', 'OUTCOME', 'TRIGGER', 'COMMIT', 'CHANGES', 'BY', 'ERROR'],
+    ['FINISHED', 'OUTCOME', 'TRIGGER', 'COMMIT', 'CHANGES', 'POLICIES', 'BY', 'ERROR'],
     ...runs.map((r) => [
       r.finished_at,
       r.outcome,
       r.trigger,
       r.commit ? `${short(r.commit.sha)} ${(r.commit.subject ?? '').slice(0, 30)}`.trim() : '-',
       `+${r.counts.create} ~${r.counts.update} ±${r.counts.replace} -${r.counts.delete}`,
+      r.policy ? `${r.policy.denied} denied, ${r.policy.warned} warned${r.policy.overrides.length ? `, ${r.policy.overrides.length} overridden` : ''}` : '-',
       r.holder.slice(0, 40),
       r.error ? r.error.replace(/\s+/g, ' ').slice(0, 80) : '',
     ]),
   ];
 }
 
-/** `history STACK`: the stack's runs, newest first. */
+/** `history STACK`: the stack's runs, newest first; under a run, the policies it overrode and why. */
 export async function history(out: Output, stack: string, flags: RecordFlags): Promise<void> {
   const name = stackArg(stack);
   const limit = flags.limit === undefined ? 20 : Number(flags.limit);
@@ -77,7 +78,13 @@ export async function history(out: Output, stack: string, flags: RecordFlags): P
     const runs = await listRuns(client, name, limit);
     if (flags.json) return out.json(runs);
     if (!runs.length) return out.line(`stack "${name}": no run yet`);
-    for (const l of table(historyRows(runs))) out.line(l);
+    const lines = table(historyRows(runs));
+    out.line(lines[0]);
+    runs.forEach((r, i) => {
+      out.line(lines[i + 1]);
+      // The overrides a run went ahead with, each with its reason: under the run, in full.
+      for (const o of r.policy?.overrides ?? []) out.line(`  overridden: policy ${o.policy} (reason: ${o.reason.replace(/\s+/g, ' ')})`);
+    });
   } finally {
     await client.close();
   }

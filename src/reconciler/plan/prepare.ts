@@ -82,6 +82,8 @@ export interface Prepared {
   identities: Identities;
   /** The live objects the plan was made from. */
   observed: ObservedObject[];
+  /** The desired objects it was made from (absent when the manifests have errors). */
+  desired?: DesiredObject[];
 }
 
 /**
@@ -209,5 +211,5 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: Prep
   const observed = manifestKinds().flatMap((k) => observedByKind.get(k) ?? []);
   const plan = diff(desired, observed, { ...input, target: client.target, paired: hints?.paired }, hints?.memo ?? new NormMemo('plan'));
   if (policies.set.policies.length) plan.policy = checkPlan(policies.set, { plan, desired, observed, overrides: input.policyOverrides });
-  return { problems, plan, secrets: s.secrets, identities, observed };
+  return { problems, plan, secrets: s.secrets, identities, observed, desired };
 }

@@ -55,13 +55,48 @@ export interface Compiled {
   planOnly: boolean;
   /** Reads `live`: the live object is looked up for it. */
   readsLive: boolean;
+  /**
+   * What its value depends on, when that is few inputs: the object's top-level fields it reads
+   * (every `object` in it is `object.FIELD`), and whether it reads `action`, `changes`, `plan`.
+   * Undefined when it reads `live` or `object` as a whole: it is then evaluated every time.
+   */
+  inputs?: Inputs;
+  /** Its verdicts by what they depend on (`inputs`): see evaluate.ts `verdict`. Kept while the process runs. */
+  memo: Map<number | string, unknown>;
+  /** The same for an expression that reads one field of `object` and nothing else, when that field is a primitive: by the value itself. */
+  memoOne: Map<unknown, unknown>;
+  /** The generation of value ids its memo was made in (evaluate.ts `valueId`). */
+  memoEpoch?: number;
 }
+
+export interface Inputs { fields: string[]; action: boolean; changes: boolean; plan: boolean }
 
 /** A compile error: what is wrong and where, as an offset in the expression. */
 export interface CompileError { message: string; offset: number }
 
 /** Compiles and type-checks `text`; `expect` is the type it must have (`bool` for rules and conditions). */
 export function compile(text: string, expect: 'bool'): Compiled | CompileError {
+  let c = compiledByText.get(text);
+  if (!c) {
+    if (compiledByText.size >= COMPILED_MAX) compiledByText.clear();
+    compiledByText.set(text, (c = compileNew(text, expect)));
+  }
+  return c;
+}
+
+/**
+ * Expressions compiled in this process, by their text: a process that plans again (watch, the
+ * agent) compiles a policy file's expressions once, and keeps their verdicts (`memo`).
+ */
+const compiledByText = new Map<string, Compiled | CompileError>();
+const COMPILED_MAX = 2_000;
+
+/** Forgets every compiled expression and its verdicts (evaluate.ts `clearPolicyCaches` forgets the rest). */
+export function clearCompiled(): void {
+  compiledByText.clear();
+}
+
+function compileNew(text: string, expect: 'bool'): Compiled | CompileError {
   const env = environment(ALL);
   let run: ParseResult;
   try {
@@ -76,7 +111,42 @@ export function compile(text: string, expect: 'bool'): Compiled | CompileError {
   // of them counts as reading it: the rule is then checked where more is known, never less).
   const used = identifiers(run.ast);
   const only = (vars: readonly PolicyVariable[]) => ALL.every((v) => vars.includes(v) || !used.has(v));
-  return { run, objectOnly: only(['object']), planOnly: only(['plan']), readsLive: used.has('live') };
+  const inputs = used.has('live') ? undefined : inputsOf(run.ast);
+  return { run, objectOnly: only(['object']), planOnly: only(['plan']), readsLive: used.has('live'), ...(inputs ? { inputs } : {}), memo: new Map(), memoOne: new Map() };
+}
+
+/**
+ * The inputs an expression's value depends on, from its syntax tree, or undefined when `object`
+ * is read other than as `object.FIELD` / `object.?FIELD` (`size(object)`, `object[k]`, a
+ * comprehension variable named `object`).
+ */
+function inputsOf(ast: unknown): Inputs | undefined {
+  const fields = new Set<string>();
+  const out: Inputs = { fields: [], action: false, changes: false, plan: false };
+  let whole = false;
+  const walk = (node: unknown, parent?: { op: string; args: unknown }, place?: number): void => {
+    if (whole) return;
+    if (Array.isArray(node)) {
+      node.forEach((x, i) => walk(x, parent, i));
+      return;
+    }
+    if (!node || typeof node !== 'object' || !('op' in node)) return;
+    const n = node as { op: string; args: unknown };
+    if (n.op === 'id') {
+      if (n.args === 'object') {
+        const field = parent && (parent.op === '.' || parent.op === '.?') && place === 0 && Array.isArray(parent.args) ? parent.args[1] : undefined;
+        if (typeof field === 'string') fields.add(field);
+        else whole = true;
+      } else if (n.args === 'action' || n.args === 'changes' || n.args === 'plan') out[n.args] = true;
+      return;
+    }
+    if (Array.isArray(n.args)) n.args.forEach((x, i) => walk(x, n, i));
+    else walk(n.args, n, 0);
+  };
+  walk(ast);
+  if (whole) return undefined;
+  out.fields = [...fields].sort();
+  return out;
 }
 
 /** The identifiers of a parsed expression (`id` nodes; the AST of index.d.ts). */

@@ -4,7 +4,7 @@ import { SENSITIVE } from '../plan/changes.js';
 import type { DesiredObject, ObservedObject } from '../plan/state.js';
 import { isRefToken, isSecretToken } from '../plan/tokens.js';
 import type { Plan, Step } from '../plan/types.js';
-import { celValue } from './cel.js';
+import { celValue, clearCompiled, type Compiled } from './cel.js';
 import { didYouMean } from '../../util/suggest.js';
 import { POLICY_KINDS } from './schema.js';
 import type { ObjectAction, PlanPolicy, Policy, PolicyOutcome, PolicyOverride, PolicyResult, PolicyRule, PolicySet } from './types.js';
@@ -45,30 +45,229 @@ export function emptyCounts(): Record<string, Record<string, bigint>> {
   return out;
 }
 
-/** One policy's verdict on one activation: the rules that failed (or could not be evaluated). */
+/**
+ * The object a rule is evaluated on, for the verdicts kept per expression (`Compiled.memo`): its
+ * top-level fields as keys (serialized once per object, whichever rules read them), and its CEL
+ * view, made only when some expression has no kept verdict for it.
+ */
+export class Subject {
+  private ids?: Record<string, number>;
+  private view?: Record<string, unknown>;
+
+  constructor(readonly kind: KindDef, readonly name: string | undefined, readonly identity: string | undefined, readonly body: Body) {}
+
+  /** The object as rules read it (`objectView`), made once. */
+  object(): Record<string, unknown> {
+    return (this.view ??= objectView(this.kind, this.name, this.identity, this.body));
+  }
+
+  /** A top-level field as the view has it, before conversion (`kind`, `name`, `identity` as the view sets them). */
+  field(field: string): unknown {
+    return field === 'kind' ? this.kind.manifestKind : field === 'name' && this.name !== undefined ? this.name : field === 'identity' && this.identity !== undefined ? this.identity : this.body[field];
+  }
+
+  /** A field's value as a number: equal numbers, equal CEL values (references and secrets as the view shows them). */
+  fieldId(field: string): number {
+    const ids = (this.ids ??= Object.create(null) as Record<string, number>);
+    let id = ids[field];
+    if (id === undefined) {
+      ids[field] = id = valueId(this.field(field));
+    }
+    return id;
+  }
+}
+
+/**
+ * Values as numbers, for the keys verdicts are kept by: a primitive by itself, an object or list
+ * by its serialization (`keyOf`). Forgotten all at once past `IDS_MAX` (with every kept verdict:
+ * `epoch`).
+ */
+let primitiveIds = new Map<unknown, number>();
+let objectIds = new Map<string, number>();
+const UNDEFINED_ID = -2; // never made by `idOf`
+let nextId = 0;
+let epoch = 0;
+const IDS_MAX = 200_000;
+/** Value ids below it make a tree level's key with their input's place (`place * PLACE + id`: a small integer). */
+const PLACE = 1 << 18;
+/** The key of a group's verdict in its tree. */
+const END = -3;
+let serial = 0;
+
+export function valueId(v: unknown): number {
+  return idOf(v);
+}
+
+/** At the start of a plan (never during one: its keys mix the ids it has made): forgets the ids past `IDS_MAX`. */
+function startIds(): void {
+  if (nextId < IDS_MAX) return;
+  primitiveIds = new Map();
+  objectIds = new Map();
+  nextId = 0;
+  epoch++;
+}
+
+function onlyKey(o: object): boolean {
+  let n = 0;
+  for (const _ in o) if (++n > 1) return false;
+  return true;
+}
+
+/**
+ * A primitive by itself; a reference or a secret as the string the view shows for it (the same CEL
+ * value); a list or mapping by its items' ids (`[3,4,]`, `{8:backend_id=17,}`: short keys, each
+ * string hashed once however many objects hold it).
+ */
+function idOf(v: unknown): number {
+  if (v === undefined) return UNDEFINED_ID;
+  let key: unknown = v;
+  let map: Map<unknown, number> = primitiveIds;
+  if (v !== null && typeof v === 'object') {
+    map = objectIds;
+    if (Array.isArray(v)) {
+      let s = '[';
+      for (let i = 0; i < v.length; i++) s += `${idOf(v[i])},`;
+      key = s;
+    } else {
+      const o = v as Record<string, unknown>;
+      if ('$secret' in o && isSecretToken(o)) return idOf(SENSITIVE);
+      if (typeof o.$ref === 'string' && onlyKey(o)) return idOf(o.$ref); // isRefToken, without a list of keys
+      let s = '{';
+      for (const k in o) s += `${k.length}:${k}=${idOf(o[k])},`;
+      key = s;
+    }
+  }
+  let id = map.get(key);
+  if (id === undefined) map.set(key, (id = nextId++));
+  return id;
+}
+
+/** The activation's parts other than the object, as value ids (`valueId`): made once per plan or per object. */
+export interface ContextKeys { action: number; changes: number; plan: number }
+
+
+/**
+ * The policies of one kind whose every expression depends on few inputs (no selectors, no `live`,
+ * `object` read by field): their verdicts on an object are kept together, by the union of those
+ * inputs, so an object is looked up once for all of them. The failures are kept by place (policy,
+ * rule), not as the rules of one load: messages and severities come from the policies of the plan.
+ */
+interface Group { fields: string[]; extra: (keyof ContextKeys)[]; memo: Trie; size: number; epoch: number }
+type Trie = Map<number, unknown>;
+type GroupVerdict = (readonly [number, readonly (readonly [number, string | undefined])[]])[];
+
+const groups = new Map<string, Group>();
+const GROUPS_MAX = 200;
+
+function groupOf(kind: string, policies: readonly Policy[]): Group | undefined {
+  const exprs = (p: Policy) => [...(p.condition ? [p.condition] : []), ...p.rules.map((r) => r.compiled)];
+  if (!policies.length || !policies.every((p) => !p.selectors && exprs(p).every((c) => c.inputs))) return undefined;
+  const signature = `${kind}:${policies.map((p) => `${p.condition ? serialOf(p.condition) : '-'}/${p.rules.map((r) => serialOf(r.compiled)).join('.')}`).join('|')}`;
+  let g = groups.get(signature);
+  if (!g || g.epoch !== epoch) {
+    if (groups.size >= GROUPS_MAX) groups.clear();
+    const all = policies.flatMap(exprs).map((c) => c.inputs!);
+    g = {
+      fields: [...new Set(all.flatMap((i) => i.fields))].sort(),
+      extra: (['action', 'changes', 'plan'] as const).filter((x) => all.some((i) => i[x])),
+      memo: new Map(), size: 0, epoch,
+    };
+    groups.set(signature, g);
+  }
+  return g;
+}
+
+const serials = new WeakMap<Compiled, number>();
+function serialOf(c: Compiled): number {
+  let n = serials.get(c);
+  if (n === undefined) serials.set(c, (n = serial++));
+  return n;
+}
+
+/** Forgets every kept verdict and compiled expression: the next plan pays as a new process's first one does (benches). */
+export function clearPolicyCaches(): void {
+  clearCompiled();
+  groups.clear();
+  nextId = IDS_MAX;
+  startIds();
+}
+
+/** A kept verdict that was an evaluation error (its summary). */
+class Thrown { constructor(readonly summary: string) {} }
+
+const MEMO_MAX = 50_000;
+
+/**
+ * What an expression gives on the activation: its value, or `Thrown`. When the expression depends
+ * on few inputs (`Compiled.inputs`) and the subject is given, the verdict is kept by those inputs'
+ * value ids and an equal input is not evaluated again (in one plan: routes alike; in a process
+ * that plans again: every object whose read fields did not change). Otherwise evaluated on `ctx`.
+ */
+function verdict(c: Compiled, ctx: Activation, subject?: Subject, keys?: ContextKeys): unknown {
+  const inputs = c.inputs;
+  let key: number | string | undefined;
+  if (inputs && subject && keys) {
+    if (c.memoEpoch !== epoch) {
+      c.memo.clear(); // keyed by ids of another generation (`memoOne` holds values, not ids)
+      c.memoEpoch = epoch;
+    }
+    const f = inputs.fields;
+    if (f.length === 1 && !inputs.action && !inputs.changes && !inputs.plan) {
+      // One field: a primitive is its own key (a string is hashed once, whichever rules read it).
+      const v = subject.field(f[0]);
+      key = v !== null && typeof v === 'object' ? subject.fieldId(f[0]) : undefined;
+      if (key === undefined) {
+        const kept = c.memoOne.get(v);
+        if (kept !== undefined || c.memoOne.has(v)) return kept;
+        const out = evaluateOn(c, ctx, subject);
+        if (c.memoOne.size >= MEMO_MAX) c.memoOne.clear();
+        c.memoOne.set(v, out);
+        return out;
+      }
+    } else {
+      key = '';
+      for (let i = 0; i < f.length; i++) key += `${subject.fieldId(f[i])},`;
+      if (inputs.action) key += `a${keys.action}`;
+      if (inputs.changes) key += `c${keys.changes}`;
+      if (inputs.plan) key += `p${keys.plan}`;
+    }
+    const kept = c.memo.get(key);
+    if (kept !== undefined || c.memo.has(key)) return kept;
+  }
+  const v = evaluateOn(c, ctx, subject);
+  if (key !== undefined) {
+    if (c.memo.size >= MEMO_MAX) c.memo.clear();
+    c.memo.set(key, v);
+  }
+  return v;
+}
+
+function evaluateOn(c: Compiled, ctx: Activation, subject?: Subject): unknown {
+  if (subject) ctx.object = subject.object();
+  try {
+    return c.run(ctx);
+  } catch (err) {
+    return new Thrown((err as { summary?: string }).summary ?? (err as Error).message.split('\n')[0]);
+  }
+}
+
+/**
+ * One policy's verdict on one activation: the rules that failed (or could not be evaluated).
+ * With `subject` (and `keys`), `ctx.object` is set from it when an expression is evaluated.
+ */
 const PASSED: { rule: PolicyRule; error?: string }[] = Object.freeze([]) as unknown as { rule: PolicyRule; error?: string }[];
 
-export function failedRules(p: Policy, ctx: Activation): { rule: PolicyRule; error?: string }[] {
+export function failedRules(p: Policy, ctx: Activation, subject?: Subject, keys?: ContextKeys): { rule: PolicyRule; error?: string }[] {
   if (p.condition) {
-    let on: unknown = true;
-    try {
-      on = p.condition.run(ctx);
-    } catch {
-      // A condition that cannot be read guards nothing: the rules are checked (fail closed).
-    }
-    if (on === false) return PASSED;
+    // A condition that cannot be read guards nothing: the rules are checked (fail closed).
+    if (verdict(p.condition, ctx, subject, keys) === false) return PASSED;
   }
   let out: { rule: PolicyRule; error?: string }[] | undefined;
   for (let i = 0; i < p.rules.length; i++) {
     const rule = p.rules[i];
-    let v: unknown;
-    try {
-      v = rule.compiled.run(ctx);
-    } catch (err) {
-      (out ??= []).push({ rule, error: (err as { summary?: string }).summary ?? (err as Error).message.split('\n')[0] });
-      continue;
-    }
-    if (v !== true) (out ??= []).push(v === false ? { rule } : { rule, error: `gave ${shortValue(v)}, not true or false` });
+    const v = verdict(rule.compiled, ctx, subject, keys);
+    if (v === true) continue;
+    (out ??= []).push(v === false ? { rule } : v instanceof Thrown ? { rule, error: v.summary } : { rule, error: `gave ${shortValue(v)}, not true or false` });
   }
   return out ?? PASSED;
 }
@@ -130,6 +329,7 @@ const NO_CHANGES: string[] = Object.freeze([]) as unknown as string[];
  */
 export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
   const { plan } = input;
+  startIds();
   const byIdentity = entries(plan);
   const counts = emptyCounts();
   const desiredIds = new Set<string>();
@@ -155,30 +355,70 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
   const results = new Results(set, input.overrides ?? []);
   const ctx: Activation = { object: {}, live: null, action: 'none', changes: NO_CHANGES, plan: counts };
   const record = (p: Policy, failed: { rule: PolicyRule; error?: string }[], at?: { identity: string; action: ObjectAction; step?: string }) => {
-    for (let i = 0; i < failed.length; i++) results.add(p, failed[i], at);
+    for (let i = 0; i < failed.length; i++) results.add(p, failed[i].rule, failed[i].error, at);
   };
+  const noneId = valueId('none');
+  const noChangesId = valueId(NO_CHANGES);
+  const keys: ContextKeys = { action: noneId, changes: valueId([]), plan: valueId(JSON.stringify(counts, (_, v) => (typeof v === 'bigint' ? Number(v) : v))) };
   for (const p of whole) record(p, failedRules(p, ctx));
+  const groupByKind = new Map<string, Group | undefined>();
+  for (const [k, ps] of perKind) groupByKind.set(k, groupOf(k, ps));
   for (const d of input.desired) {
     const mk = d.kind.manifestKind!;
     const policies = perKind.get(mk);
     if (!policies) continue;
-    let view: Record<string, unknown> | undefined;
     const e = byIdentity.get(d.identity);
-    let liveSet = false;
+    const subject = new Subject(d.kind, d.name, d.identity, d.body);
+    ctx.action = e?.action ?? 'none';
+    ctx.changes = e?.changes ?? NO_CHANGES;
+    keys.action = e ? valueId(e.action) : noneId;
+    keys.changes = e?.changes.length ? valueId(e.changes) : noChangesId;
+    ctx.live = null;
+    const at = { identity: d.identity, action: ctx.action, step: e?.step };
+    const g = groupByKind.get(mk);
+    if (g) {
+      // The kept verdicts are a tree of maps, a level per input the object has (an absent field is
+      // no level): each level's key is the input's place and its value's id, and the verdict is
+      // at `END` of the last. No key string is built.
+      let node: Trie | undefined = g.memo;
+      const nf = g.fields.length;
+      for (let i = 0; node && i < nf + g.extra.length; i++) {
+        let id: number;
+        if (i < nf) {
+          const fv = subject.field(g.fields[i]);
+          if (fv === undefined) continue;
+          id = valueId(fv);
+        } else id = keys[g.extra[i - nf]];
+        // Ids past PLACE (a plan that made more than IDS_MAX) are not kept: evaluated below.
+        const k = id < PLACE ? i * PLACE + id : -1;
+        let next: Trie | undefined = k < 0 ? undefined : (node.get(k) as Trie | undefined);
+        if (!next && k >= 0) node.set(k, (next = new Map()));
+        node = next;
+      }
+      const last = END;
+      let v = node?.get(last) as GroupVerdict | undefined;
+      if (!v) {
+        v = [];
+        for (let i = 0; i < policies.length; i++) {
+          const p = policies[i];
+          const failed = failedRules(p, ctx, subject, keys);
+          if (failed.length) v.push([i, failed.map((f) => [p.rules.indexOf(f.rule), f.error] as const)]);
+        }
+        if (++g.size > MEMO_MAX) {
+          g.memo.clear(); // this object's verdict is not kept (its path is gone)
+          g.size = 0;
+        } else node?.set(last, v);
+      }
+      for (const [i, failed] of v) {
+        const p = policies[i];
+        for (const [r, error] of failed) results.add(p, p.rules[r], error, at);
+      }
+      continue;
+    }
+    if (readsLive) ctx.live = liveView(e?.liveId ? byId().get(e.liveId) : byMarker().get(d.identity));
     for (const p of policies) {
-      if (!selects(p, d.identity)) continue;
-      if (!view) {
-        view = objectView(d.kind, d.name, d.identity, d.body);
-        ctx.object = view;
-        ctx.action = e?.action ?? 'none';
-        ctx.changes = e?.changes ?? NO_CHANGES;
-        ctx.live = null;
-      }
-      if (readsLive && !liveSet) {
-        liveSet = true;
-        ctx.live = liveView(e?.liveId ? byId().get(e.liveId) : byMarker().get(d.identity));
-      }
-      record(p, failedRules(p, ctx), { identity: d.identity, action: ctx.action, step: e?.step });
+      if (p.selectors && !selects(p, d.identity)) continue;
+      record(p, failedRules(p, ctx, subject, keys), at);
     }
   }
   for (const [identity, e] of byIdentity) {
@@ -188,9 +428,11 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
     if (!kind?.manifestKind || !o) continue;
     const policies = perKind.get(kind.manifestKind);
     if (!policies) continue;
-    const view = objectView(kind, identity.slice(identity.lastIndexOf('/') + 1), identity, o.body);
+    const subject = new Subject(kind, identity.slice(identity.lastIndexOf('/') + 1), identity, o.body);
+    const view = subject.object();
     Object.assign(ctx, { object: view, live: view, action: 'delete', changes: NO_CHANGES });
-    for (const p of policies) if (selects(p, identity)) record(p, failedRules(p, ctx), { identity, action: 'delete', step: e.step });
+    Object.assign(keys, { action: valueId('delete'), changes: valueId(NO_CHANGES) });
+    for (const p of policies) if (selects(p, identity)) record(p, failedRules(p, ctx, subject, keys), { identity, action: 'delete', step: e.step });
   }
   return results.summary(plan.steps);
 }
@@ -212,10 +454,10 @@ class Results {
     this.reason = new Map(overrides.map((o) => [o.policy, o.reason]));
   }
 
-  add(p: Policy, f: { rule: PolicyRule; error?: string }, at?: { identity: string; action: ObjectAction; step?: string }): void {
+  add(p: Policy, rule: PolicyRule, error: string | undefined, at?: { identity: string; action: ObjectAction; step?: string }): void {
     let o = this.outcomes.get(p.name);
     if (!o) this.outcomes.set(p.name, (o = { policy: p.name, denied: 0, warned: 0, overridable: p.overridable }));
-    const deny = f.rule.severity === 'deny';
+    const deny = rule.severity === 'deny';
     if (deny) o.denied++;
     else o.warned++;
     const overridden = p.overridable && this.reason.has(p.name);
@@ -227,9 +469,9 @@ class Results {
       return;
     }
     const r: PolicyResult = {
-      policy: p.name, rule: f.rule.index, severity: f.rule.severity, message: f.rule.message,
+      policy: p.name, rule: rule.index, severity: rule.severity, message: rule.message,
       ...(at ? { identity: at.identity, action: at.action, ...(step ? { step } : {}) } : {}),
-      ...(f.error !== undefined ? { error: f.error } : {}),
+      ...(error !== undefined ? { error } : {}),
       ...(overridden ? { overridden: true as const } : {}),
     };
     if (step) this.ofSteps.push(r);
