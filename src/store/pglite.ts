@@ -14,10 +14,11 @@ export interface PgliteDb extends Db { readonly lock: DirLock | null }
 /**
  * PostgreSQL settings for the embedded engine, given on every start. PGlite makes its whole buffer
  * pool resident when it starts, so PostgreSQL's default pool would be resident in every CLI run,
- * however small the state. A small pool holds the tables and indexes of the benchmark's stack;
- * beyond that, pages come from the operating system's file cache.
+ * however small the state. 8 MB holds what a small stack's commands read; a large stack's tables
+ * outgrow 16 MB as well (6,200 objects: some 30 MB), and their pages come from the operating
+ * system's file cache either way. Each MB here is about one more MB of every run's peak memory.
  */
-export const PGLITE_SETTINGS: Record<string, string> = { shared_buffers: '16MB' };
+export const PGLITE_SETTINGS: Record<string, string> = { shared_buffers: '8MB' };
 
 /**
  * The embedded engine: PGlite with its files in `<stateDir>/pgdata`, behind the directory lock.

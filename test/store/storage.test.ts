@@ -122,19 +122,19 @@ describe('PGlite directory lock', () => {
 });
 
 describe('PGlite settings', () => {
-  it('starts with a 16 MB buffer pool, not PostgreSQL\'s 128 MB: PGlite makes the whole pool resident at start', async () => {
+  it('starts with an 8 MB buffer pool, not PostgreSQL\'s 128 MB: PGlite makes the whole pool resident at start', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ep-settings-'));
     for (let run = 0; run < 2; run++) { // created, then reopened: the setting is given on every start
       const db = await openPglite(dir);
       try {
         const { rows } = await db.query<{ shared_buffers: string }>('SHOW shared_buffers');
-        expect(rows).toEqual([{ shared_buffers: '16MB' }]);
+        expect(rows).toEqual([{ shared_buffers: '8MB' }]);
       } finally {
         await db.close();
       }
     }
     // initdb made the database with the same setting (it would probe its own 128 MB default).
-    expect(readFileSync(join(dir, 'pgdata', 'postgresql.conf'), 'utf8')).toMatch(/^shared_buffers = 16MB\b/m);
+    expect(readFileSync(join(dir, 'pgdata', 'postgresql.conf'), 'utf8')).toMatch(/^shared_buffers = 8MB\b/m);
   });
 });
 
