@@ -23,7 +23,7 @@ export function prestart(command: string, flags: { apiUrl?: string; state?: stri
   const database = process.env.DATABASE_URL;
   if (database === '') return; // refused by the command
   if (READS.has(command) && database === undefined && !hasEmbeddedState(stateDirOf({ stateDir: flags.state }))) return;
-  startSpare();
+  startSpare({ readOnly: READS.has(command) });
 }
 
 /** The stack file mentions an `api_url` (its own or an environment's). */

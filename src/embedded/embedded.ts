@@ -6,7 +6,7 @@ import type { Transport } from '../client/transport.js';
 import { databaseUrl, redactDatabaseUrl } from '../util/database-url.js';
 import { WorkerChannel } from '../client/worker-channel.js';
 import { siblingModule, startWorker } from '../util/worker.js';
-import { ONE_SHOT_LIMITS, takeSpare } from './spare.js';
+import { takeSpare } from './spare.js';
 
 export { credentialsPath, readCredentials, type EmbeddedCredentials } from './embedded-credentials.js';
 
@@ -36,9 +36,9 @@ export async function embeddedTransport(stateDir: string, appOptions: Partial<Ap
     // find its URL in the lock, as they find `serve`'s, and talk to it with the directory's key.
     const data: EmbeddedServiceInput = { stateDir: dir, locked: lock !== null, appOptions, listen: !!how.serveOthers && lock !== null };
     // A command that runs once (the long-running holders, watch and agent, serve others) takes the
-    // thread the CLI started ahead (spare.ts), or starts one with the same limits.
+    // thread the CLI started ahead, if it did (spare.ts).
     const spare = how.serveOthers ? undefined : takeSpare();
-    const worker = spare ?? startWorker(siblingModule(import.meta.url, 'embedded-service'), { workerData: { data }, ...(how.serveOthers ? {} : { resourceLimits: ONE_SHOT_LIMITS }) });
+    const worker = spare ?? startWorker(siblingModule(import.meta.url, 'embedded-service'), { workerData: { data } });
     spare?.postMessage({ data });
     worker.once('exit', () => lock?.release());
     channel = new WorkerChannel(worker, 'the embedded service', (url) => lock?.setUrl(url));

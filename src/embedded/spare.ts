@@ -2,11 +2,12 @@ import type { Worker } from 'node:worker_threads';
 import { siblingModule, startWorker } from '../util/worker.js';
 
 /**
- * The embedded service thread's limits in a command that runs once: a small young generation.
- * V8 grows it to 16 MB while the service's modules load and the engine starts, and it stays
- * resident for the rest of the run. The long-running holders (watch, agent) keep V8's default.
+ * The embedded service thread's limits in a command that only reads (plan): a small young
+ * generation. V8 grows it to 16 MB while the service's modules load and the engine starts, and it
+ * stays resident for the rest of the run. Commands that write keep V8's default: their thread
+ * answers every write and the lock's renewals, and does more of it.
  */
-export const ONE_SHOT_LIMITS = { maxYoungGenerationSizeMb: 4 };
+export const READ_ONLY_LIMITS = { maxYoungGenerationSizeMb: 4 };
 
 let spare: Worker | undefined;
 
@@ -18,9 +19,9 @@ let spare: Worker | undefined;
  * holds nothing (the directory's lock is taken when it is handed its directory) and keeps the
  * process up for nothing: a command that ends without it just exits.
  */
-export function startSpare(): void {
+export function startSpare(how: { readOnly: boolean }): void {
   if (spare) return;
-  const worker = startWorker(siblingModule(import.meta.url, 'embedded-service'), { workerData: { spare: true }, resourceLimits: ONE_SHOT_LIMITS });
+  const worker = startWorker(siblingModule(import.meta.url, 'embedded-service'), { workerData: { spare: true }, ...(how.readOnly ? { resourceLimits: READ_ONLY_LIMITS } : {}) });
   worker.unref();
   const gone = () => {
     if (spare === worker) spare = undefined;
