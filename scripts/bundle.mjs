@@ -74,10 +74,15 @@ export async function bundle(dist, opts = {}) {
       legalComments: 'none',
       logLevel: 'warning',
     });
-    // A CommonJS package loaded with `import()` and bundled: its named exports would be undefined.
     for (const f of walk(out)) {
-      if (/^export default require_\w+\(\);\s*$/m.test(readFileSync(join(out, f), 'utf8'))) {
+      const code = readFileSync(join(out, f), 'utf8');
+      // A CommonJS package loaded with `import()` and bundled: its named exports would be undefined.
+      if (/^export default require_\w+\(\);\s*$/m.test(code)) {
         throw new Error(`bundle: ${f} is a CommonJS package loaded with import(): add it to EXTERNAL in scripts/bundle.mjs`);
+      }
+      // A bundled dependency that finds its files by `__dirname`: undefined in an ES module (comments aside).
+      if (code.split('\n').some((line) => !/^\s*(\*|\/\/|\/\*)/.test(line) && /\b__(dirname|filename)\b/.test(line))) {
+        throw new Error(`bundle: ${f} uses __dirname or __filename (a dependency reading files beside itself): add it to EXTERNAL in scripts/bundle.mjs`);
       }
     }
     // The compiled modules now inside the bundle (the generated validators and static files stay).
