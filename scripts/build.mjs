@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm run build`: compiles src/ to dist/ with tsc (tsconfig.build.json), then copies the files the
 // compiled code reads at run time from beside itself: SQL migrations, the status page's static
-// files, and the generated validators and PGlite template. Plain JavaScript, so building needs no TypeScript loader. Run by `prepare`
+// files, and the generated validators and PGlite template; last, bundles the compiled modules and
+// their dependencies into a few files (scripts/bundle.mjs). Plain JavaScript, so building needs no TypeScript loader. Run by `prepare`
 // (after `npm ci` in a clone) and `prepack`; a dist/ newer than every source is left as it is
 // unless `--force` is given.
 import { execFileSync } from 'node:child_process';
@@ -9,6 +10,7 @@ import { cpSync, existsSync, readdirSync, rmSync, statSync, writeFileSync } from
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { bundle } from './bundle.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const dist = join(root, 'dist');
@@ -18,7 +20,7 @@ const newest = (p) => {
   const st = statSync(p);
   return st.isDirectory() ? Math.max(st.mtimeMs, ...readdirSync(p).map((f) => newest(join(p, f)))) : st.mtimeMs;
 };
-const inputs = ['src', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'scripts/build.mjs'].map((p) => join(root, p));
+const inputs = ['src', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'scripts/build.mjs', 'scripts/bundle.mjs'].map((p) => join(root, p));
 if (!process.argv.includes('--force') && existsSync(stamp) && statSync(stamp).mtimeMs >= Math.max(...inputs.map(newest))) {
   process.exit(0);
 }
@@ -32,4 +34,5 @@ cpSync(join(root, 'src/service/ui/static'), join(dist, 'service/ui/static'), { r
 for (const f of readdirSync(join(root, 'src/generated'))) {
   if (!f.endsWith('.d.ts')) cpSync(join(root, 'src/generated', f), join(dist, 'generated', f));
 }
+await bundle(dist);
 writeFileSync(stamp, '');

@@ -1,5 +1,5 @@
 // `npm run pglite-template`: makes the embedded engine's new-database template with initdb (see
-// src/store/pglite-template.ts). Run it after upgrading PGlite or changing PGLITE_SETTINGS; a test
+// src/store/pglite-template.ts). Run it after upgrading PGlite, changing PGLITE_SETTINGS or the migrations; a test
 // fails until then (new databases still work meanwhile: initdb makes them).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, relative } from 'node:path';

@@ -7,6 +7,7 @@ import { packageVersion } from '../util/package-version.js';
 import { completionScript, SHELLS, type Shell } from './completion.js';
 import { addHelpEpilogues } from './help.js';
 import { cliSettings, stdio } from './output.js';
+import { prestart } from './prestart.js';
 
 /**
  * The one command table. Each action loads its module when it runs, so `edgeplane validate` does
@@ -30,6 +31,9 @@ export const program = new Command('edgeplane')
 const LONG_RUNNING = new Set(['serve', 'watch', 'agent']);
 program.hook('preAction', (_program, command) => {
   if (!LONG_RUNNING.has(command.name())) setFlagsFromString('--liftoff-only');
+  // The embedded service's thread starts now, beside the command's own loading, when the command
+  // will most likely use it (prestart.ts).
+  prestart(command.name(), command.opts(), command.args[0]);
   const globals = program.opts<{ quiet?: boolean; color?: boolean }>();
   cliSettings.quiet = !!globals.quiet;
   if (globals.color === false) cliSettings.color = false;

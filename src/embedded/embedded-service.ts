@@ -7,6 +7,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { openEngine } from './engine.js';
+import { compilePgliteWasm } from '../store/pglite.js';
 import type { AppOptions } from '../service/app.js';
 import { ensureCredentials } from './embedded-credentials.js';
 import { keyRingFor } from './state-dir.js';
@@ -24,14 +25,35 @@ export interface EmbeddedServiceInput {
 
 const port = parentPort!;
 const post = (m: unknown) => port.postMessage(m);
-const { stateDir, locked, appOptions, listen } = (workerData as { data: EmbeddedServiceInput }).data;
+
+type Message = { data?: EmbeddedServiceInput; close?: true; id: number; req?: { method: string; path: string; body?: unknown; headers?: Record<string, string> }; url?: string; cancel?: number };
+
+// What does not depend on the directory starts at once, in a spare thread too (spare.ts): the
+// engine's WebAssembly compiles on V8's background threads while the service's modules load.
+const wasm$ = process.env.DATABASE_URL ? undefined : compilePgliteWasm();
+wasm$?.catch(() => {}); // PGlite compiles it itself then
+const app$ = import('../service/app.js');
+app$.catch(() => {}); // awaited below; a failed open is reported first
+
+// Requests may come before the service is up (and a spare thread's directory comes as a message):
+// they wait here, in order.
+const early: Message[] = [];
+let handle: ((m: Message) => void) | undefined;
+let told: ((data: EmbeddedServiceInput) => void) | undefined;
+const given = (workerData as { data?: EmbeddedServiceInput }).data;
+const input$ = given ? Promise.resolve(given) : new Promise<EmbeddedServiceInput>((r) => (told = r));
+const onMessage = (m: Message) => {
+  if (told && m.data) {
+    told(m.data);
+    told = undefined;
+  } else if (handle) handle(m);
+  else early.push(m);
+};
+port.on('message', onMessage);
+const { stateDir, locked, appOptions, listen } = await input$;
 
 async function start() {
-  // The service's modules load while the engine starts: its WebAssembly compiles on V8's
-  // background threads meanwhile.
-  const app$ = import('../service/app.js');
-  app$.catch(() => {}); // awaited below; a failed open is reported first
-  const db = await openEngine(stateDir === null ? { memory: true } : { stateDir, locked });
+  const db = await openEngine(stateDir === null ? { memory: true } : { stateDir, locked }, { pgliteWasm: await wasm$?.catch(() => undefined) });
   try {
     const { buildApp } = await app$;
     const secrets = keyRingFor(db.engine, stateDir);
@@ -50,6 +72,9 @@ try {
   service = await start();
 } catch (err) {
   post({ startError: { message: err instanceof Error ? err.message : String(err) } });
+  // Nothing more is answered: the thread ends (the main thread fails what waits).
+  port.off('message', onMessage);
+  port.unref();
 }
 
 if (service && listen) {
@@ -65,7 +90,7 @@ if (service && listen) {
 if (service) {
   const { db, app, inject } = service;
   const lists = pageLoop((url) => inject('GET', url), post);
-  port.on('message', async (m: { close?: true; id: number; req?: { method: string; path: string; body?: unknown; headers?: Record<string, string> }; url?: string; cancel?: number }) => {
+  handle = async (m: Message) => {
     if (m.close) {
       await app.close();
       await db.close();
@@ -77,5 +102,6 @@ if (service) {
         post({ id: m.id, error: err instanceof Error ? err.message : String(err) });
       }
     } else lists(m as { id: number; url: string });
-  });
+  };
+  for (const m of early.splice(0)) void handle(m);
 }

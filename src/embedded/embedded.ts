@@ -6,6 +6,7 @@ import type { Transport } from '../client/transport.js';
 import { databaseUrl, redactDatabaseUrl } from '../util/database-url.js';
 import { WorkerChannel } from '../client/worker-channel.js';
 import { siblingModule, startWorker } from '../util/worker.js';
+import { takeSpare } from './spare.js';
 
 export { credentialsPath, readCredentials, type EmbeddedCredentials } from './embedded-credentials.js';
 
@@ -34,7 +35,11 @@ export async function embeddedTransport(stateDir: string, appOptions: Partial<Ap
     // A long-lived holder (watch) also serves the directory to other commands, on loopback: they
     // find its URL in the lock, as they find `serve`'s, and talk to it with the directory's key.
     const data: EmbeddedServiceInput = { stateDir: dir, locked: lock !== null, appOptions, listen: !!how.serveOthers && lock !== null };
-    const worker = startWorker(siblingModule(import.meta.url, 'embedded-service'), { workerData: { data } });
+    // A command that runs once (the long-running holders, watch and agent, serve others) takes the
+    // thread the CLI started ahead, if it did (spare.ts).
+    const spare = how.serveOthers ? undefined : takeSpare();
+    const worker = spare ?? startWorker(siblingModule(import.meta.url, 'embedded-service'), { workerData: { data } });
+    spare?.postMessage({ data });
     worker.once('exit', () => lock?.release());
     channel = new WorkerChannel(worker, 'the embedded service', (url) => lock?.setUrl(url));
   } catch (err) {

@@ -13,10 +13,13 @@ export interface EngineChoice {
   memory?: boolean;
 }
 
-/** PostgreSQL when DATABASE_URL is set, else PGlite in the state directory; migrated either way. */
-export async function openEngine(opts: EngineChoice): Promise<Db & { lock?: PgliteDb['lock'] }> {
+/**
+ * PostgreSQL when DATABASE_URL is set, else PGlite in the state directory; migrated either way.
+ * `pgliteWasm`: PGlite's WebAssembly compiled ahead (`compilePgliteWasm`).
+ */
+export async function openEngine(opts: EngineChoice, ahead: { pgliteWasm?: WebAssembly.Module } = {}): Promise<Db & { lock?: PgliteDb['lock'] }> {
   const url = databaseUrl();
-  const db = url ? await openPostgres(url) : await openPglite(opts.memory ? null : stateDirOf(opts), { locked: opts.locked });
+  const db = url ? await openPostgres(url) : await openPglite(opts.memory ? null : stateDirOf(opts), { locked: opts.locked, wasm: ahead.pgliteWasm });
   try {
     await migrate(db);
   } catch (err) {

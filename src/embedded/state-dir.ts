@@ -1,18 +1,8 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { KeyRing } from '../service/writes/sealing.js';
 
-export const DEFAULT_STATE_DIR = './state';
-
-/** The embedded state directory: `--state`, else EDGEPLANE_STATE, else ./state. */
-export function stateDirOf(opts: { stateDir?: string }): string {
-  return resolve(opts.stateDir ?? process.env.EDGEPLANE_STATE ?? DEFAULT_STATE_DIR);
-}
-
-/** Whether the directory holds an embedded database (a directory without one would get one made on open). */
-export function hasEmbeddedState(dir: string): boolean {
-  return existsSync(join(dir, 'pgdata'));
-}
+export { DEFAULT_STATE_DIR, hasEmbeddedState, stateDirOf } from './state-dir-path.js';
 
 /**
  * The state directory of a command that writes (apply, watch, serve, admin), made if it is not

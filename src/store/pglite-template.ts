@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -5,10 +6,14 @@ import { dirname, join, normalize, sep } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
+import { createPgConfig } from '@electric-sql/pglite/node-postgres';
+import pg from 'pg';
+import { loadMigrations, migrate, type Migration } from './migrate.js';
+import { PoolDb } from './pool-db.js';
 
 /**
  * A new embedded database starts from a template: a data directory made once by PGlite's initdb
- * (with the engine's settings), committed as a gzip tarball and loaded with `loadDataDir`. Without
+ * (with the engine's settings) and migrated, committed as a gzip tarball and loaded with `loadDataDir`. Without
  * it, the first command on a new state directory runs initdb, which PGlite does in a second
  * WebAssembly instance, far slower and with about twice the peak memory of loading the template
  * (bench/README.md). Tests open many in-memory databases and gain the same.
@@ -21,7 +26,10 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 export const TEMPLATE_TARBALL = join(HERE, '..', 'generated', 'pglite-template.tgz');
 export const TEMPLATE_META = join(HERE, '..', 'generated', 'pglite-template.json');
 
-export interface TemplateMeta { pglite: string; settings: Record<string, string> }
+/** `migrations`: those applied in the template, each with its SQL's SHA-256. */
+export interface TemplateMeta { pglite: string; settings: Record<string, string>; migrations?: { name: string; sha256: string }[] }
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** The installed PGlite's version (its package.json is not exported: found next to its entry). */
 export function pgliteVersion(): string {
@@ -36,9 +44,15 @@ export function pgliteVersion(): string {
   throw new Error('cannot find the version of @electric-sql/pglite');
 }
 
-/** Whether the committed template fits this installation and these settings. */
-export function templateFits(meta: TemplateMeta | undefined, settings: Record<string, string>): boolean {
-  return !!meta && meta.pglite === pgliteVersion() && JSON.stringify(meta.settings) === JSON.stringify(settings);
+/**
+ * Whether the committed template fits this installation and these settings, and the migrations it
+ * holds are this version's, unchanged (migrations added since are applied on top, as on any
+ * database; `npm run pglite-template` puts them in).
+ */
+export function templateFits(meta: TemplateMeta | undefined, settings: Record<string, string>, migrations: Migration[] = loadMigrations()): boolean {
+  if (!meta || meta.pglite !== pgliteVersion() || JSON.stringify(meta.settings) !== JSON.stringify(settings)) return false;
+  const current = new Map(migrations.map((m) => [m.name, sha256(m.sql)]));
+  return (meta.migrations ?? []).every((m) => current.get(m.name) === m.sha256);
 }
 
 export function readTemplateMeta(): TemplateMeta | undefined {
@@ -118,15 +132,27 @@ export function settingsParams(settings: Record<string, string>): string[] {
   return Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`]);
 }
 
-/** Makes a template with initdb: a gzip tarball of a new data directory, and what it was made with. */
+/**
+ * Makes a template with initdb, then migrates it (`migrate`, as every start does): a gzip tarball
+ * of a new data directory, and what it was made with. A new state directory then starts with its
+ * schema made: no DDL on a first command. The migrations make no data of their own that must
+ * differ between databases (the secrets' fingerprint key is made by the service at its start).
+ */
 export async function makeTemplate(settings: Record<string, string>): Promise<{ tarball: Uint8Array; meta: TemplateMeta }> {
   const params = settingsParams(settings);
   const pglite = new PGlite('memory://', { startParams: [...PGlite.defaultStartParams, ...params], initDbStartParams: params });
   try {
     await pglite.waitReady;
+    const db = new PoolDb(new pg.Pool({ ...createPgConfig(pglite), max: 1 } as pg.PoolConfig), 'pglite', 'template', async () => {});
+    const migrations = loadMigrations();
+    await migrate(db);
+    await db.close();
     await pglite.query('CHECKPOINT');
     const dump = await pglite.dumpDataDir('gzip');
-    return { tarball: new Uint8Array(await dump.arrayBuffer()), meta: { pglite: pgliteVersion(), settings } };
+    return {
+      tarball: new Uint8Array(await dump.arrayBuffer()),
+      meta: { pglite: pgliteVersion(), settings, migrations: migrations.map((m) => ({ name: m.name, sha256: sha256(m.sql) })) },
+    };
   } finally {
     await pglite.close();
   }

@@ -1,5 +1,6 @@
-import { chmodSync, existsSync, mkdirSync, readdirSync, rmdirSync, statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
 import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
 import { createPgConfig } from '@electric-sql/pglite/node-postgres';
@@ -13,17 +14,18 @@ export interface PgliteDb extends Db { readonly lock: DirLock | null }
 /**
  * PostgreSQL settings for the embedded engine, given on every start. PGlite makes its whole buffer
  * pool resident when it starts, so PostgreSQL's default pool would be resident in every CLI run,
- * however small the state. A small pool holds the tables and indexes of the benchmark's stack;
- * beyond that, pages come from the operating system's file cache.
+ * however small the state. 8 MB holds what a small stack's commands read; a large stack's tables
+ * outgrow 16 MB as well (6,200 objects: some 30 MB), and their pages come from the operating
+ * system's file cache either way. Each MB here is about one more MB of every run's peak memory.
  */
-export const PGLITE_SETTINGS: Record<string, string> = { shared_buffers: '16MB' };
+export const PGLITE_SETTINGS: Record<string, string> = { shared_buffers: '8MB' };
 
 /**
  * The embedded engine: PGlite with its files in `<stateDir>/pgdata`, behind the directory lock.
  * `stateDir` null gives an in-memory database (tests only). It is used through PGlite's `pg`
  * adapter (a pool of one: PGlite is a single session), so both engines share one data layer.
  */
-export async function openPglite(stateDir: string | null, opts: { locked?: boolean } = {}): Promise<PgliteDb> {
+export async function openPglite(stateDir: string | null, opts: { locked?: boolean; wasm?: WebAssembly.Module } = {}): Promise<PgliteDb> {
   const dir = stateDir ? resolve(stateDir) : null;
   // `locked`: the caller holds the directory's lock for this process (the CLI takes it on the main
   // thread and runs the engine on the embedded service's thread).
@@ -45,7 +47,7 @@ export async function openPglite(stateDir: string | null, opts: { locked?: boole
     const template = isNew ? templateFor(PGLITE_SETTINGS) : undefined;
     const pglite = new PGlite(data ?? 'memory://', {
       startParams: [...PGlite.defaultStartParams, ...settings], initDbStartParams: settings,
-      ...(template ? { loadDataDir: template } : {}),
+      ...(template ? { loadDataDir: template } : {}), ...(opts.wasm ? { pgliteWasmModule: opts.wasm } : {}),
     });
     await pglite.waitReady.catch((err: Error) => {
       // Which directory (PGlite's own message names none): a damaged state directory is the usual cause.
@@ -62,6 +64,21 @@ export async function openPglite(stateDir: string | null, opts: { locked?: boole
   } catch (err) {
     lock?.release();
     throw err;
+  }
+}
+
+/**
+ * PGlite's WebAssembly (9 MB), compiled: a thread that will open the engine starts this first, so
+ * the compile runs on V8's background threads while the thread loads everything else (PGlite
+ * itself compiles it only once it is opened). Read at once, not streamed: the compile starts
+ * before any module of the service is evaluated.
+ */
+export function compilePgliteWasm(): Promise<WebAssembly.Module> {
+  try {
+    const dir = dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite'));
+    return WebAssembly.compile(readFileSync(join(dir, 'pglite.wasm')));
+  } catch (err) {
+    return Promise.reject(err);
   }
 }
 

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { DirLock, LockHeldError } from '../../src/store/dir-lock.js';
 import pg from 'pg';
 import type { Db } from '../../src/store/db.js';
-import { loadMigrations, migrate, MIGRATION_LOCK } from '../../src/store/migrate.js';
+import { loadMigrations, migrate, MIGRATION_LOCK, pendingMigrations } from '../../src/store/migrate.js';
 import { openPglite, PGLITE_SETTINGS } from '../../src/store/pglite.js';
 import { pgliteVersion, readTemplateMeta, templateFits } from '../../src/store/pglite-template.js';
 import { openPostgres } from '../../src/store/postgres.js';
@@ -122,31 +122,37 @@ describe('PGlite directory lock', () => {
 });
 
 describe('PGlite settings', () => {
-  it('starts with a 16 MB buffer pool, not PostgreSQL\'s 128 MB: PGlite makes the whole pool resident at start', async () => {
+  it('starts with an 8 MB buffer pool, not PostgreSQL\'s 128 MB: PGlite makes the whole pool resident at start', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ep-settings-'));
     for (let run = 0; run < 2; run++) { // created, then reopened: the setting is given on every start
       const db = await openPglite(dir);
       try {
         const { rows } = await db.query<{ shared_buffers: string }>('SHOW shared_buffers');
-        expect(rows).toEqual([{ shared_buffers: '16MB' }]);
+        expect(rows).toEqual([{ shared_buffers: '8MB' }]);
       } finally {
         await db.close();
       }
     }
     // initdb made the database with the same setting (it would probe its own 128 MB default).
-    expect(readFileSync(join(dir, 'pgdata', 'postgresql.conf'), 'utf8')).toMatch(/^shared_buffers = 16MB\b/m);
+    expect(readFileSync(join(dir, 'pgdata', 'postgresql.conf'), 'utf8')).toMatch(/^shared_buffers = 8MB\b/m);
   });
 });
 
 describe('new embedded databases', () => {
-  it('the committed template fits the installed PGlite and the engine\'s settings (else: npm run pglite-template)', () => {
+  it('the committed template fits the installed PGlite, the engine\'s settings and the migrations (else: npm run pglite-template)', () => {
     const meta = readTemplateMeta();
-    expect(meta, 'src/generated/pglite-template.json').toEqual({ pglite: pgliteVersion(), settings: PGLITE_SETTINGS });
+    expect(meta, 'src/generated/pglite-template.json').toMatchObject({ pglite: pgliteVersion(), settings: PGLITE_SETTINGS });
+    // Every migration is in it: a new database needs no DDL.
+    expect(meta!.migrations!.map((m) => m.name)).toEqual(loadMigrations().map((m) => m.name));
     expect(templateFits(meta, PGLITE_SETTINGS)).toBe(true);
     // Another PGlite or other settings: not used (initdb makes the database instead).
     expect(templateFits({ ...meta!, pglite: '0.0.1' }, PGLITE_SETTINGS)).toBe(false);
     expect(templateFits(meta, { ...PGLITE_SETTINGS, shared_buffers: '32MB' })).toBe(false);
     expect(templateFits(undefined, PGLITE_SETTINGS)).toBe(false);
+    // A migration changed since the template was made: not used; one added since: used (migrate applies it).
+    const migrations = loadMigrations();
+    expect(templateFits(meta, PGLITE_SETTINGS, migrations.map((m, i) => (i === 0 ? { ...m, sql: m.sql + '\n-- changed' } : m)))).toBe(false);
+    expect(templateFits(meta, PGLITE_SETTINGS, [...migrations, { version: 999, name: '999_later.sql', sql: 'SELECT 1' }])).toBe(true);
   });
 
   it('start from the template, not initdb: two new state directories share its system identifier', async () => {
@@ -188,7 +194,9 @@ describe.each(ENGINES)('migrations on %s', (engine) => {
   it('applies each migration once, however often and however concurrently it runs', async () => {
     const { db, drop } = await openTestDb(engine);
     try {
-      const all = loadMigrations().map((m) => m.name);
+      // All of them on PostgreSQL; none on a new PGlite database, whose template holds them.
+      const all = await pendingMigrations(db);
+      expect(all.length).toBe(engine === 'postgres' ? loadMigrations().length : 0);
       const runs = await Promise.all([migrate(db), migrate(db), migrate(db)]);
       expect(runs.flat().sort()).toEqual(all.sort());
       expect(await migrate(db)).toEqual([]);
