@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -37,6 +37,23 @@ describe('edgeplane with environments (real processes, embedded)', () => {
     expect(readFileSync(join(out, 'edgeplane.yaml'), 'utf8')).toContain('environments:\n  production:\n    stack: shop-production\n    values:\n');
     const back = await runCli(['plan', out, '--env', 'production', '--state', state, '--detailed-exitcode']);
     expect(back.code, back.stdout + back.stderr).toBe(0);
+    // Into a directory whose edgeplane.yaml declares the variable already: its default is the value
+    // (another one is refused, not declared a second time and planned as a change of hostports).
+    const declared = join(state, 'declared');
+    mkdirSync(declared);
+    const stackFile = (d: string) => writeFileSync(join(declared, 'edgeplane.yaml'), `stack: shop-production\nvariables:\n  domain: {type: string, default: ${d}}\n`);
+    stackFile('elsewhere.example.com');
+    const other = await runCli(['export', '--state', state, '--as-variable', 'hostports=domain=shop.example.com', '--out', declared]);
+    expect(other.code).toBe(1);
+    expect(other.stderr).toContain('domain is "elsewhere.example.com" in this environment, not "shop.example.com"');
+    expect(existsSync(join(declared, 'https-edge.yaml'))).toBe(false);
+    stackFile('shop.example.com');
+    const same = await runCli(['export', '--state', state, '--as-variable', 'hostports=domain', '--out', declared]);
+    expect(same.code, same.stderr).toBe(0);
+    expect(same.stderr).not.toContain('add to');
+    expect(readFileSync(join(declared, 'https-edge.yaml'), 'utf8')).toContain('hostports:\n  - ${var.domain}:443\n');
+    const declaredBack = await runCli(['plan', declared, '--state', state, '--detailed-exitcode']);
+    expect(declaredBack.code, declaredBack.stdout + declaredBack.stderr).toBe(0);
     const d = await runCli(['diff-env', 'staging', 'production', EXAMPLE, '--json']);
     expect(d.code, d.stderr).toBe(0);
     const diff = JSON.parse(d.stdout) as { changed: { identity: string; field: string }[]; onlyIn: unknown[] };

@@ -49,4 +49,17 @@ describe('export --as-variable / --env: values written back as variables', () =>
     expect(r.docs[0]).toMatchObject({ name: 'shop-example', routes: [{ name: 'SHOP_EXAMPLE', oidc: { client_secret: secret } }] });
     expect(r.variables).toEqual([]);
   });
+
+  it('a reference to an object by name is never written with a variable: names are the same in every environment', () => {
+    const docs = () => [
+      { ...edge('shop-example-web', ['shop-example.com:443']), routes: [{ name: 'site', match: '/', backend: { backend_id: 'shop-example-app' } }] },
+      { kind: 'FailoverBackend', name: 'shop-example-app', description: 'for shop-example', backends: ['shop-example-app'] },
+    ];
+    const r = writeBackVariables(docs(), { asVariables: [], values: new Map([['site', 'shop-example']]), implicit: true });
+    expect(r.docs[0]).toMatchObject({ name: 'shop-example-web', hostports: ['${var.site}.com:443'], routes: [{ backend: { backend_id: 'shop-example-app' } }] });
+    expect(r.docs[1]).toMatchObject({ description: 'for ${var.site}', backends: ['shop-example-app'] });
+    const given = writeBackVariables(docs(), { asVariables: [parseAsVariable('routes.backend.backend_id=app=shop-example-app')] });
+    expect(given.docs[0]).toMatchObject({ routes: [{ backend: { backend_id: 'shop-example-app' } }] });
+    expect(given.warnings).toEqual(['--as-variable routes.backend.backend_id=app=shop-example-app: HTTPSEdge/shop-example-web routes[site].backend.backend_id refers to "shop-example-app" by name, and names are the same in every environment; written as it is']);
+  });
 });

@@ -11,7 +11,7 @@ import { MANIFEST_SCHEMA_FILE, schemaModeline, STACK_FILE_SCHEMA_FILE } from '..
 import { reconcilerConfig } from '../service-config.js';
 import { stringify } from 'yaml';
 import { AsVariableError, freshStackFile, parseAsVariable, type AsVariable, type ExportedVariable } from '../../reconciler/export/variables.js';
-import type { Environment } from '../../reconciler/manifests/environments.js';
+import { defaultEnvironment, type Environment } from '../../reconciler/manifests/environments.js';
 import { readStackFile } from '../../reconciler/manifests/config.js';
 import { stackOf } from '../environment.js';
 import { openTarget, type TargetFlags } from '../target.js';
@@ -45,7 +45,11 @@ export async function exportCmd(out: Output, flags: ExportFlags): Promise<void> 
   const client = await openTarget(flags, { readOnly: 'exporting from an empty database', out, root: outThere ? flags.out! : '.', environment });
   let result;
   try {
-    const variables = asVariables.length || environment ? { asVariables, values: environment?.vars.values, implicit: !!environment } : undefined;
+    // No --env: the variables the stack file the manifests will be planned with declares already,
+    // with their defaults (a variable declared there is used with its value, not declared again).
+    const declaredIn = !environment && asVariables.length ? (flags.out ? (envRoot === flags.out ? envRoot : undefined) : envRoot) : undefined;
+    const values = environment?.vars.values ?? (declaredIn !== undefined ? defaultEnvironment(declaredIn).vars.values : undefined);
+    const variables = asVariables.length || environment ? { asVariables, values, implicit: !!environment } : undefined;
     result = exportState(await readLiveState(client), { stack, all: flags.all, config: reconcilerConfig(), header: schemaModeline(MANIFEST_SCHEMA_FILE), variables });
   } catch (err) {
     if (err instanceof AsVariableError) throw new CliExit(EXIT.error, `error: ${err.message}`);

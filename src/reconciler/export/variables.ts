@@ -158,6 +158,15 @@ export function writeBackVariables(docs: Json[], opts: WriteBackOptions): WriteB
     return hit ? text + escapeText(s.slice(last)) : undefined;
   };
 
+  // Names are identities, the same in every environment, and so is a reference to one (export
+  // writes references by name): a string that is an exported object's name stays as it is.
+  const names = new Set<string>();
+  const collectNames = (v: unknown): void => {
+    if (Array.isArray(v)) v.forEach(collectNames);
+    else if (isMapping(v)) for (const [k, x] of Object.entries(v)) k === 'name' && typeof x === 'string' ? names.add(x) : collectNames(x);
+  };
+  out.forEach(collectNames);
+
   // 1. The --as-variable fields: where each sits, in every document of its kind (and name).
   const sites = new Map<AsVariable, Site[]>();
   for (const spec of opts.asVariables) {
@@ -198,6 +207,10 @@ export function writeBackVariables(docs: Json[], opts: WriteBackOptions): WriteB
       const value = spec.value ?? values.get(n);
       for (const s of found) {
         const v = s.holder[s.key];
+        if (typeof v === 'string' && names.has(v)) {
+          warnings.push(`--as-variable ${spec.spec}: ${s.doc} refers to ${JSON.stringify(v)} by name, and names are the same in every environment; written as it is`);
+          continue;
+        }
         if (isDeepStrictEqual(v, value)) {
           s.holder[s.key] = { var: n };
           use(n);
@@ -210,7 +223,7 @@ export function writeBackVariables(docs: Json[], opts: WriteBackOptions): WriteB
           if (t !== undefined) { s.holder[s.key] = token(t); hit = true; }
         } else if (Array.isArray(v)) {
           v.forEach((x, j) => {
-            const t = typeof x === 'string' ? substitute(x, parts) : undefined;
+            const t = typeof x === 'string' && !names.has(x) ? substitute(x, parts) : undefined;
             if (t !== undefined) { v[j] = token(t); hit = true; }
           });
         }
@@ -247,7 +260,7 @@ export function writeBackVariables(docs: Json[], opts: WriteBackOptions): WriteB
     const lists = [...values].filter(([, v]) => Array.isArray(v) && v.length > 0);
     const walk = (v: unknown): unknown => {
       if (typeof v === 'string') {
-        if (templated.has(v)) return v;
+        if (templated.has(v) || names.has(v)) return v;
         const t = substitute(v, pairs);
         return t === undefined ? v : token(t);
       }
