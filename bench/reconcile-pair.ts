@@ -83,7 +83,7 @@ function prepareBase(root: string, ref: string, dir: string): void {
 /** One run of the driver in `tree` (a child process); its rows. */
 async function runDriver(tree: string, args: string[]): Promise<Row[]> {
   const out = join(mkdtempSync(join(tmpdir(), 'ep-bench-pair-')), 'rows.json');
-  const child = spawn(process.execPath, ['--import', tsxModuleUrl('.'), join(tree, 'bench', 'reconcile.ts'), ...args, '--out', out], { cwd: tree, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', tsxModuleUrl('.'), join(tree, 'bench', 'reconcile.ts'), ...args, '--out', out], { cwd: tree, stdio: ['ignore', process.stderr, 'inherit'] }); // its own table too, as it goes
   const code = await new Promise<number | null>((r) => child.on('close', r));
   if (code !== 0) throw new Error(`the bench driver in ${tree} exited ${code}`);
   const rows = (JSON.parse(readFileSync(out, 'utf8')) as { rows: Row[] }).rows;
