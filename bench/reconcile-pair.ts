@@ -91,7 +91,12 @@ async function runDriver(tree: string, args: string[]): Promise<Row[]> {
   return rows;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+/** The middle value; of an even count, the mean of the middle two (of two rounds: their mean, not the larger). */
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : +((s[m - 1] + s[m]) / 2).toFixed(2);
+}
 
 function pairTable(base: Row[][], here: Row[][], commit: string): string {
   const lines: string[][] = [['engine', 'row', commit, 'this tree', 'this ÷ base', 'per round']];
