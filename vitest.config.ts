@@ -11,12 +11,16 @@ const report = process.env.EDGEPLANE_TEST_REPORT;
  * Test files share their worker process (isolate: false): the modules each imports (fastify, the
  * validators, PGlite's WebAssembly) are loaded and compiled once per worker, not once per file.
  * A file that changes what other files would import or run with gets a process of its own: one
- * that mocks a module, spies on or fakes something global, or adds a process handler.
+ * that mocks a module, stubs the environment or a global, or adds a process handler; or one that
+ * spies on something or fakes the timers without undoing it in the file (`vi.restoreAllMocks()` or
+ * `mockRestore()`; `vi.useRealTimers()`, in a `finally` or an `afterEach`).
  */
-const NEEDS_OWN_PROCESS = /\bvi\.(mock|doMock|spyOn|stubEnv|stubGlobal|useFakeTimers)\(|\bprocess\.on\(/;
+const NEEDS_OWN_PROCESS = /\bvi\.(mock|doMock|stubEnv|stubGlobal)\(|\bprocess\.on\(/;
+const UNDONE: [RegExp, RegExp][] = [[/\bvi\.spyOn\(/, /\bvi\.restoreAllMocks\(|\.mockRestore\(/], [/\bvi\.useFakeTimers\(/, /\bvi\.useRealTimers\(/]];
+const needsOwnProcess = (src: string) => NEEDS_OWN_PROCESS.test(src) || UNDONE.some(([patch, undo]) => patch.test(src) && !undo.test(src));
 const TEST_DIR = fileURLToPath(new URL('./test/', import.meta.url));
 const ownProcess = (readdirSync(TEST_DIR, { recursive: true }) as string[])
-  .filter((f) => f.endsWith('.test.ts') && NEEDS_OWN_PROCESS.test(readFileSync(TEST_DIR + f, 'utf8')))
+  .filter((f) => f.endsWith('.test.ts') && needsOwnProcess(readFileSync(TEST_DIR + f, 'utf8')))
   .map((f) => `test/${f}`);
 
 /**

@@ -15,7 +15,9 @@
  *                           description, median of 9 each
  *
  * Flags: --engines pglite,postgres  --scale N (default 1: N × every count; 10 is about 62,000 objects)
- *        --only noop (the apply and the no-op plan rows alone)
+ *        --only noop (the apply and the no-op plan rows alone; noop,watch adds the watch row)
+ *        --base REF [--rounds N] (this tree against commit REF in one run: bench/reconcile-pair.ts)
+ *        --out FILE (the JSON results there)
  *        --edges N (default 1000 × scale)  --watch-runs N (default 20)
  * Env: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test; a database of the bench's
  * own is created on that server for an `edgeplane serve` process, and dropped). Results: a table on stdout, JSON in bench/results/reconcile-<time>.json.
@@ -52,6 +54,10 @@ import { mainThreadTimes, processesCpuMs } from './cpu-share.js';
 import { FULL, objectCount, writeManifests, type BenchSize } from './reconcile-manifests.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
+if (process.argv.includes('--base')) {
+  await (await import('./reconcile-pair.js')).runPair(ROOT, process.argv.slice(2));
+  process.exit(0);
+}
 // The `serve` and `plan` processes measured are the package's compiled CLI (bin/edgeplane.js):
 // dist/ is built first if a source is newer.
 execFileSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs')], { stdio: 'inherit' });
@@ -79,8 +85,10 @@ const WATCH_RUNS = Number(flag('watch-runs', '20'));
  * `--scale 10` that is the apply and a few minutes, instead of about an hour.
  */
 const ONLY = flag('only', '');
-if (ONLY && ONLY !== 'noop') throw new Error(`--only takes noop, not ${ONLY}`);
-const NOOP_ONLY = ONLY === 'noop';
+if (ONLY && ONLY !== 'noop' && ONLY !== 'noop,watch') throw new Error(`--only takes noop or noop,watch, not ${ONLY}`);
+const NOOP_ONLY = ONLY !== '';
+/** The watch row: in a whole run, and with `--only noop,watch`. */
+const WATCH = !NOOP_ONLY || ONLY === 'noop,watch';
 const NOOP_RUNS = 9;
 /** Plan + fetch rounds run first and not counted: the process has just applied 6,200 objects, and
  *  the first plans still compile the planner's code (the steady state is what is compared). */
@@ -543,14 +551,17 @@ async function benchEngine(name: string, manifests: string, rawManifests: string
       noop_plan_after_last_page_ms: Math.round(median(afterLastPage)),
     };
     const replayed = await replayedPlans(client, manifests, NOOP_RUNS);
-    if (NOOP_ONLY) return { engine: eng.name, objects: objectCount(SIZE), steps, apply_ms: Math.round(applyMs), ...noop, noop_plan_replayed_ms: Math.round(median(replayed)), noop_plan_replayed_runs_ms: replayed.map(Math.round), skipped: 'raw creates, Markdown, per-object refresh, CLI process, watch (--only noop)' };
+    let watchMs: number[] = [];
+    if (WATCH) {
+      log(`watch latency (${WATCH_RUNS} edits)…`);
+      const watchDir = mkdtempSync(join(tmpdir(), 'ep-bench-watch-'));
+      cpSync(manifests, watchDir, { recursive: true });
+      watchMs = await watchLatency(client, watchDir, WATCH_RUNS);
+      rmSync(watchDir, { recursive: true, force: true });
+    }
+    const watch = WATCH ? { watch_median_ms: Math.round(median(watchMs)), watch_min_ms: Math.round(Math.min(...watchMs)), watch_max_ms: Math.round(Math.max(...watchMs)) } : {};
+    if (NOOP_ONLY) return { engine: eng.name, objects: objectCount(SIZE), steps, apply_ms: Math.round(applyMs), ...noop, noop_plan_replayed_ms: Math.round(median(replayed)), noop_plan_replayed_runs_ms: replayed.map(Math.round), ...watch, skipped: `raw creates, Markdown, per-object refresh, CLI process${WATCH ? '' : ', watch'} (--only ${ONLY})` };
     const refresh = await perObjectRefresh(client);
-
-    log(`watch latency (${WATCH_RUNS} edits)…`);
-    const watchDir = mkdtempSync(join(tmpdir(), 'ep-bench-watch-'));
-    cpSync(manifests, watchDir, { recursive: true });
-    const watchMs = await watchLatency(client, watchDir, WATCH_RUNS);
-    rmSync(watchDir, { recursive: true, force: true });
     // Put edge-0 back as the manifests say, for the CLI plan below.
     await preparePlan({ root: manifests, stack: 'bench', env: {} }, client).then((p) => applyPlan(p.plan!, { client, secrets: secretsFromMap(p.secrets) }));
 
@@ -576,9 +587,7 @@ async function benchEngine(name: string, manifests: string, rawManifests: string
       cli_plan_exit: cli.code,
       markdown_creates: markdownCreates,
       markdown_updates: markdownUpdates,
-      watch_median_ms: Math.round(median(watchMs)),
-      watch_min_ms: Math.round(Math.min(...watchMs)),
-      watch_max_ms: Math.round(Math.max(...watchMs)),
+      ...watch,
     };
   } finally {
     await eng.close();
@@ -619,7 +628,7 @@ function table(rows: Row[]): string {
     [`watch save → applied, median of ${WATCH_RUNS} (target ≤ 300 ms)`, (r: Row) => `${r.watch_median_ms} ms (min ${r.watch_min_ms}, max ${r.watch_max_ms})`],
   ];
   // `--only noop`: the rows it measured (the others' fields are absent).
-  if (NOOP_ONLY) cells = cells.filter(([label], i) => i < 3 || /no-op plan|list pages|plan \/ page fetch|server's CPU/.test(label));
+  if (NOOP_ONLY) cells = cells.filter(([label], i) => i < 3 || /no-op plan|list pages|plan \/ page fetch|server's CPU/.test(label) || (WATCH && /^watch/.test(label)));
   const lines = cells.map(([label, cell]) => [label, ...rows.map(cell)]);
   const widths = lines[0].map((_, i) => Math.max(...lines.map((l) => l[i].length)));
   const fmt = (l: string[]) => `| ${l.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
@@ -641,7 +650,7 @@ async function main() {
   const out = table(rows);
   process.stdout.write(`\nedgeplane reconciler benchmark — ${started.toISOString()}, load average at start ${load}\n\n${out}\n`);
   mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
-  const file = join(ROOT, 'bench', 'results', `reconcile-${started.toISOString().replace(/[:.]/g, '-')}.json`);
+  const file = flag('out', '') || join(ROOT, 'bench', 'results', `reconcile-${started.toISOString().replace(/[:.]/g, '-')}.json`);
   writeFileSync(file, JSON.stringify({ started, load_average: load, size: SIZE, parallelism: PARALLELISM, rows }, null, 2) + '\n');
   log(`\nresults: ${file}`);
 }

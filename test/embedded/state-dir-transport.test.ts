@@ -1,8 +1,8 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ApiClient } from '../../src/client/api-client.js';
 import { embeddedTransport } from '../../src/embedded/embedded.js';
 import type { Transport } from '../../src/client/transport.js';
@@ -37,6 +37,28 @@ async function holder(state: string): Promise<{ transport: Transport; url: strin
     await sleep(50);
   }
   throw new Error('the holder never recorded its URL');
+}
+
+/**
+ * A state directory that has been opened once and closed (its database, account and key made),
+ * as a command left it: made once for the file, each test gets a copy of its own.
+ */
+let opened: string;
+beforeAll(async () => {
+  const saved = process.env.DATABASE_URL;
+  delete process.env.DATABASE_URL;
+  try {
+    opened = mkdtempSync(join(tmpdir(), 'edgeplane-opened-'));
+    await (await openTarget({ state: opened })).close();
+  } finally {
+    if (saved !== undefined) process.env.DATABASE_URL = saved;
+  }
+}, 120_000);
+afterAll(() => rmSync(opened, { recursive: true, force: true }));
+function openedBefore(): string {
+  const state = mkdtempSync(join(tmpdir(), 'edgeplane-holder-'));
+  cpSync(opened, state, { recursive: true });
+  return state;
 }
 
 /** A loopback port nobody listens on. */
@@ -95,14 +117,14 @@ describe('a command that went through the holder of its state directory, when th
     const first = await holder(state);
     const client = await openTarget({ state });
     try {
-      for (let i = 0; i < 250; i++) await client.create(backends, { backends: [] });
-      const list = `${collectionPath(backends, null)}?limit=100`;
+      for (let i = 0; i < 25; i++) await client.create(backends, { backends: [] });
+      const list = `${collectionPath(backends, null)}?limit=10`;
       const page1 = (await client.send('GET', list)) as { next_page_uri: string; backends: unknown[] };
       expect(page1.next_page_uri.startsWith(`${first.url}/`)).toBe(true);
       await first.transport.close();
       const page2 = (await client.send('GET', page1.next_page_uri)) as { backends: unknown[] };
       expect(client.target).toBe(`embedded:${state}`);
-      expect(page2.backends).toHaveLength(100);
+      expect(page2.backends).toHaveLength(10);
       // The same link, read ahead by the transport (as a list goes on from a page it had).
       const pages: number[] = [];
       const back = await client.transport.readPages!(page1.next_page_uri, (res) => {
@@ -110,15 +132,14 @@ describe('a command that went through the holder of its state directory, when th
         return true;
       });
       expect(back).toBeNull();
-      expect(pages).toEqual([100, 50]);
+      expect(pages).toEqual([10, 5]);
     } finally {
       await client.close();
     }
   });
 
   it('while the lock still names the same holder (it is stopping, or hangs), the refusal is the answer; once released, the directory is reopened', async () => {
-    const state = mkdtempSync(join(tmpdir(), 'edgeplane-holder-'));
-    await (await openTarget({ state })).close(); // the directory's account and key
+    const state = openedBefore(); // the directory's account and key made
     const url = `http://127.0.0.1:${await closedPort()}`;
     const lock = join(state, 'lock');
     writeFileSync(lock, JSON.stringify({ pid: process.ppid, host: hostname(), started_at: 'earlier', url }));
@@ -137,8 +158,7 @@ describe('a command that went through the holder of its state directory, when th
   });
 
   it('a directory taken meanwhile by a process that serves nothing: the request fails saying so, and a later one gets through', async () => {
-    const state = mkdtempSync(join(tmpdir(), 'edgeplane-holder-'));
-    await (await openTarget({ state })).close();
+    const state = openedBefore();
     const lock = join(state, 'lock');
     const url = `http://127.0.0.1:${await closedPort()}`;
     writeFileSync(lock, JSON.stringify({ pid: process.ppid, host: hostname(), started_at: 'earlier', url }));
@@ -159,8 +179,7 @@ describe('a command that went through the holder of its state directory, when th
 
 describe('a command that goes through the holder of its state directory', { timeout: 60_000 }, () => {
   it('gives up at its own --timeout, not the default, when the holder accepts and never answers', async () => {
-    const state = mkdtempSync(join(tmpdir(), 'edgeplane-holder-'));
-    await (await openTarget({ state })).close(); // the directory's account and key
+    const state = openedBefore(); // the directory's account and key made
     const silent = createServer(() => {}); // accepts, never answers (a holder stopped with SIGSTOP)
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(silent.address() as { port: number }).port}`;

@@ -60,7 +60,34 @@ export function disagreements(pre: Check, fresh: Check, inputs: unknown[], outco
   for (const input of inputs) {
     const ok = fresh(input);
     outcomes[ok ? 'valid' : 'invalid']++;
-    if (pre(input) !== ok || !isDeepStrictEqual(pre.errors ?? null, fresh.errors ?? null)) differ.push({ input, pre: pre.errors, fresh: fresh.errors });
+    if (pre(input) !== ok || !sameErrors(pre.errors ?? null, fresh.errors ?? null)) differ.push({ input, pre: pre.errors, fresh: fresh.errors });
   }
   return differ;
+}
+
+/**
+ * isDeepStrictEqual of two error lists. Verbose errors carry the schema and its parent (the whole
+ * schema of a body, for an error at its top): the same objects error after error, so each pair of
+ * them is compared once, not once per input.
+ */
+function sameErrors(x: unknown, y: unknown): boolean {
+  if (!Array.isArray(x) || !Array.isArray(y)) return isDeepStrictEqual(x, y);
+  return x.length === y.length && x.every((e: Record<string, unknown>, i) => {
+    const f = y[i] as Record<string, unknown>;
+    const { schema: s, parentSchema: p, ...rest } = e;
+    const { schema: fs, parentSchema: fp, ...frest } = f;
+    return 'schema' in e === 'schema' in f && 'parentSchema' in e === 'parentSchema' in f
+      && isDeepStrictEqual(rest, frest) && sameSchema(s, fs) && sameSchema(p, fp);
+  });
+}
+
+const compared = new WeakMap<object, WeakMap<object, boolean>>();
+function sameSchema(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (!a || !b || typeof a !== 'object' || typeof b !== 'object') return isDeepStrictEqual(a, b);
+  let byB = compared.get(a);
+  if (!byB) compared.set(a, (byB = new WeakMap()));
+  let same = byB.get(b);
+  if (same === undefined) byB.set(b, (same = isDeepStrictEqual(a, b)));
+  return same;
 }

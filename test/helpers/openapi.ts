@@ -56,12 +56,20 @@ export class SpecChecker {
 }
 
 const checkers = new Map<string, Promise<SpecChecker | null>>();
+/** By the document's text: services publishing the same document (a test file starts many) share one checker and its compiled schemas. */
+const byDocument = new Map<string, SpecChecker>();
 
 /** The checker of the service at `baseUrl` (its document read once); null when it publishes none. */
 export function specChecker(baseUrl: string): Promise<SpecChecker | null> {
   let c = checkers.get(baseUrl);
   if (!c) {
-    c = fetch(baseUrl + '/openapi.json').then(async (res) => (res.status === 200 ? new SpecChecker(await res.json() as Doc) : null), () => null);
+    c = fetch(baseUrl + '/openapi.json').then(async (res) => {
+      if (res.status !== 200) return null;
+      const text = await res.text();
+      let checker = byDocument.get(text);
+      if (!checker) byDocument.set(text, (checker = new SpecChecker(JSON.parse(text) as Doc)));
+      return checker;
+    }, () => null);
     checkers.set(baseUrl, c);
   }
   return c;

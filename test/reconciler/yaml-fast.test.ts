@@ -22,7 +22,10 @@ import { cleanupDirs, EXAMPLE_ENV, EXAMPLES, tempDir } from '../helpers/reconcil
 const parses = vi.spyOn(yamlLibrary(), 'parseAllDocuments');
 const libraryParses = () => parses.mock.calls.length;
 beforeEach(() => parses.mockClear());
-afterAll(cleanupDirs);
+afterAll(() => {
+  parses.mockRestore(); // the files after this one in the worker parse with the library itself
+  cleanupDirs();
+});
 
 /** What the loader got from the library before the fast path: each document's `toJS()`, or 'error'. */
 function library(text: string): unknown[] | 'error' {

@@ -67,7 +67,7 @@ describe.each(ENGINES)('service core on %s', (engine) => {
   });
 
   it('stops accepting a revoked key once the auth cache lapses', async () => {
-    const short = await startTestService(engine, { authCacheMs: 50 });
+    const short = await startTestService(engine, { authCacheMs: 50 }, svc);
     try {
       const k = await short.account();
       expect((await k.get('/backends/failover')).status).toBe(200);
@@ -223,7 +223,7 @@ describe.each(ENGINES)('service core on %s', (engine) => {
 
   it('builds uris from the configured public URL, an ASCII one as written (uris clients and identity providers hold do not change)', async () => {
     for (const [publicUrl, base] of [['https://api.example.com/', 'https://api.example.com'], ['https://API.Example.com:443/Edge/', 'https://API.Example.com:443/Edge']]) {
-      const pub = await startTestService(engine, { publicUrl });
+      const pub = await startTestService(engine, { publicUrl }, svc);
       try {
         const k = await pub.account();
         const made = await k.post('/backends/failover', { backends: [] });
@@ -237,7 +237,7 @@ describe.each(ENGINES)('service core on %s', (engine) => {
   });
 
   it('a public URL with an international host or path is used in its ASCII form, in bodies and in headers (Location, Link)', async () => {
-    const pub = await startTestService(engine, { publicUrl: 'https://api.例え.jp/édge' });
+    const pub = await startTestService(engine, { publicUrl: 'https://api.例え.jp/édge' }, svc);
     try {
       const k = await pub.account();
       const base = 'https://api.xn--r8jz45g.jp/%C3%A9dge/backends/failover';
