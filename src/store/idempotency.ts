@@ -27,7 +27,8 @@ export async function claimKey(q: Queryable, accountId: string, key: string): Pr
  * another transaction holds the key; `kept` the response, unless there is none or it expired.
  */
 export async function claimAndRead(q: Queryable, accountId: string, key: string): Promise<{ claimed: boolean; kept?: KeptResponse }> {
-  const { rows } = await q.query<{ claimed: boolean } & KeptResponse>('SELECT * FROM ep_claim_idempotency_key($1, $2, true)', [accountId, key]);
+  // Prepared (as the keep below): parsed and planned once per connection, not on every keyed write.
+  const { rows } = await q.query<{ claimed: boolean } & KeptResponse>('SELECT * FROM ep_claim_idempotency_key($1, $2, true)', [accountId, key], { prepared: true });
   const r = rows[0];
   if (!r?.claimed) return { claimed: false };
   return r.request_hash === null
@@ -58,6 +59,7 @@ export async function keepResponse(q: Queryable, accountId: string, key: string,
      ON CONFLICT (account_id, key) DO UPDATE SET request_hash = $3, status = $4, headers = $5, body = $6,
        object_id = $7, bytes = $8, created_at = now(), expires_at = now() + make_interval(hours => $9)`,
     [accountId, key, kept.request_hash, kept.status, headers, bodyJson, kept.object_id ?? null, bytes, hours],
+    { prepared: true },
   );
   return bytes;
 }
