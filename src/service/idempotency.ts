@@ -1,7 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { flatDb, isPgError, RunAgainFromStart, type Db } from '../store/db.js';
-import { claimAndRead, keepResponse, sweepKeys, trimKeys, type KeptResponse } from '../store/idempotency.js';
+import { claimAndRead, keepResponse, KeyKeptMeanwhile, sweepKeys, trimKeys, type KeptResponse } from '../store/idempotency.js';
 import { canonicalJson } from '../util/canonical-json.js';
 import { ApiError } from '../contract/errors.js';
 import { etagOfBody, RenderedJson } from './serialize.js';
@@ -167,11 +167,13 @@ async function replayByReference(db: Db, kept: KeptResponse, objectId: string, r
   return { status: kept.status, body: now.body, headers, objectId };
 }
 
-/** Runs of a keyed request's transaction at most, when the database fails it as a deadlock victim or a serialization failure. */
+/** Runs of a keyed request's transaction at most, when the database fails it as a deadlock victim or a serialization failure, or its claim missed a response kept just before (`KeyKeptMeanwhile`). */
 const RUNS = 3;
 
 function transient(err: unknown): boolean {
   const cause = err instanceof RunAgainFromStart ? err.cause : err;
+  // The claim missed a response committed just before it (`claimAndRead`): run again, it replays.
+  if (cause instanceof KeyKeptMeanwhile) return true;
   return isPgError(cause, '40P01') || isPgError(cause, '40001');
 }
 
