@@ -157,6 +157,14 @@ describe.each(ENGINES)('bounded Idempotency-Key storage (%s)', (engine) => {
     expect(await old('old-replica-small')).toEqual([{ claimed: true, status: 201 }]);
   });
 
+  it('deleting an account deletes its kept responses (migration 018: a trigger, not a foreign key)', async () => {
+    const [gone, kept] = [await svc.account(), await svc.account()];
+    for (const c of [gone, kept]) expect((await c.request('POST', '/backends/failover', { backends: [newId('bkdhr')] }, { 'idempotency-key': 'mine' })).status).toBe(201);
+    await svc.db.query('DELETE FROM accounts WHERE id = $1', [gone.accountId]);
+    const { rows } = await svc.db.query<{ account_id: string }>('SELECT account_id FROM idempotency_keys WHERE account_id = ANY($1)', [[gone.accountId, kept.accountId]]);
+    expect(rows).toEqual([{ account_id: kept.accountId }]);
+  });
+
   it('a live kept response is never written over; an expired one is', async () => {
     const c = await svc.account();
     const keep = (hash: string) => svc.db.tx((q) => keepResponse(q, c.accountId, 'kept', { request_hash: hash, status: 201, headers: {} }, '{"n": 1}', 24));
