@@ -5,8 +5,11 @@
  * the process's CPU time is read around each batch. Keyed and unkeyed batches alternate, so both
  * see the same machine; the ratio of the medians is the figure. Failover backends with no
  * references: the write path itself (version, marker, idempotency record), not the checks of a kind.
+ * On PostgreSQL the database's own CPU is also shown when its server runs on this machine (the
+ * bench's connections, by application name, read in /proc): what the keyed statements cost there.
  */
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { buildApp } from '../src/service/app.js';
 import { createAccount } from '../src/service/auth.js';
@@ -25,6 +28,8 @@ async function engineDb(engine: string): Promise<{ db: Db; close: () => Promise<
     return { db, close: () => db.close() };
   }
   const schema = `bench_keyed_${randomBytes(4).toString('hex')}`;
+  // The connections' name (node-postgres reads PGAPPNAME), so their server processes can be found.
+  process.env.PGAPPNAME = schema;
   const db = await openPostgres(process.env.DATABASE_URL!, { schema, max: 4 });
   return { db, close: async () => { await db.query(`DROP SCHEMA ${schema} CASCADE`); await db.close(); } };
 }
@@ -38,7 +43,19 @@ async function run(engine: string): Promise<void> {
     const { api_key: key } = await createAccount(db, { name: 'bench' });
     const headers = { authorization: `Bearer ${key}`, 'service-version': '2', 'content-type': 'application/json' };
     let n = 0;
+    // The CPU time of the bench's PostgreSQL server processes, in ms (undefined: not on this machine).
+    const serverCpu = async (): Promise<number | undefined> => {
+      if (engine === 'pglite') return undefined;
+      const { rows } = await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [process.env.PGAPPNAME]);
+      try {
+        return rows.reduce((sum, r) => sum + Number(readFileSync(`/proc/${r.pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6, 0);
+      } catch {
+        return undefined;
+      }
+    };
+    const dbMs: { plain: number[]; keyed: number[] } = { plain: [], keyed: [] };
     const batch = async (keyed: boolean): Promise<number> => {
+      const s0 = await serverCpu();
       const c0 = process.cpuUsage();
       for (let i = 0; i < BATCH; i++, n++) {
         const res = await app.inject({
@@ -49,6 +66,8 @@ async function run(engine: string): Promise<void> {
         if (res.statusCode !== 201) throw new Error(`${res.statusCode} ${res.body}`);
       }
       const c = process.cpuUsage(c0);
+      const s1 = await serverCpu();
+      if (s0 !== undefined && s1 !== undefined) dbMs[keyed ? 'keyed' : 'plain'].push((s1 - s0) / BATCH);
       return (c.user + c.system) / 1000 / BATCH;
     };
     await batch(false); await batch(true); // warm
@@ -60,7 +79,11 @@ async function run(engine: string): Promise<void> {
     }
     const p = median(plain);
     const k = median(keyed);
-    console.log(`| ${engine} | ${p.toFixed(3)} | ${k.toFixed(3)} | **${(k / p).toFixed(2)}** |`);
+    // The server processes' CPU: from the warm batches' counts, of the measured rounds only.
+    const dp = dbMs.plain.length > ROUNDS ? median(dbMs.plain.slice(-ROUNDS)) : undefined;
+    const dk = dbMs.keyed.length > ROUNDS ? median(dbMs.keyed.slice(-ROUNDS)) : undefined;
+    const db2 = dp !== undefined && dk !== undefined ? `${dp.toFixed(3)} / ${dk.toFixed(3)} | ${((k + dk) / (p + dp)).toFixed(2)}` : '— | —';
+    console.log(`| ${engine} | ${p.toFixed(3)} | ${k.toFixed(3)} | **${(k / p).toFixed(2)}** | ${db2} |`);
     await app.close();
   } finally {
     await close();
@@ -68,6 +91,6 @@ async function run(engine: string): Promise<void> {
 }
 
 console.log(`\nbench:keyed-create — ${ROUNDS} rounds of ${BATCH} creates each way, median CPU ms per create of this process; load average ${loadavg()[0].toFixed(2)}\n`);
-console.log('| engine | unkeyed create, CPU ms | keyed create, CPU ms | keyed / unkeyed (target ≤ 1.3) |');
-console.log('|---|---:|---:|---:|');
+console.log('| engine | unkeyed create, CPU ms | keyed create, CPU ms | keyed / unkeyed (target ≤ 1.3) | PostgreSQL server CPU ms, unkeyed / keyed | keyed / unkeyed, service + database |');
+console.log('|---|---:|---:|---:|---:|---:|');
 for (const engine of ['pglite', ...(process.env.DATABASE_URL ? ['postgresql'] : [])]) await run(engine);

@@ -22,17 +22,38 @@ export async function claimKey(q: Queryable, accountId: string, key: string): Pr
 }
 
 /**
- * Claims the key for this transaction and reads the response kept for it, in one round trip (the
- * function of migrations 010 and 016: the lock is taken before the read): `claimed` false when
- * another transaction holds the key; `kept` the response, unless there is none or it expired.
+ * Claims the key for this transaction and reads the response kept for it, in one round trip:
+ * `claimed` false when another transaction holds the key; `kept` the response, unless there is
+ * none or it expired. One plain statement (prepared: parsed and planned once per connection), so
+ * its snapshot is taken before the lock: a response committed by the request that held the key
+ * until just now may be missed. `keepResponse` then finds that live row and refuses to write over
+ * it (`KeyKeptMeanwhile`), and the caller runs its transaction again, whose claim sees it.
+ * (Migration 016's function, which took the lock before its read, stays for older replicas.)
  */
 export async function claimAndRead(q: Queryable, accountId: string, key: string): Promise<{ claimed: boolean; kept?: KeptResponse }> {
-  const { rows } = await q.query<{ claimed: boolean } & KeptResponse>('SELECT * FROM ep_claim_idempotency_key($1, $2, true)', [accountId, key]);
+  const { rows } = await q.query<{ claimed: boolean } & KeptResponse>(
+    `SELECT l.claimed, k.request_hash, k.status, k.headers, k.body, k.object_id
+     FROM (SELECT pg_try_advisory_xact_lock(hashtextextended('idem ' || $1::text || ' ' || $2::text, 18)) AS claimed) l
+     LEFT JOIN idempotency_keys k ON l.claimed AND k.account_id = $1 AND k.key = $2 AND k.expires_at > now()`,
+    [accountId, key],
+    { prepared: true },
+  );
   const r = rows[0];
   if (!r?.claimed) return { claimed: false };
   return r.request_hash === null
     ? { claimed: true }
     : { claimed: true, kept: { request_hash: r.request_hash, status: r.status, headers: r.headers, body: r.body, object_id: r.object_id } };
+}
+
+/**
+ * A live response was kept for the key after this transaction's claim read none (see
+ * `claimAndRead`): nothing may be written over it; the transaction is run again.
+ */
+export class KeyKeptMeanwhile extends Error {
+  constructor() {
+    super('a response was kept for this Idempotency-Key after the claim read none');
+    this.name = 'KeyKeptMeanwhile';
+  }
 }
 
 /** The response kept for the key, unless it expired. */
@@ -45,20 +66,24 @@ export async function keptResponse(q: Queryable, accountId: string, key: string)
 }
 
 /**
- * Keeps a response for `hours`, over an expired one of the same key. `bodyJson` is the body as
+ * Keeps a response for `hours`, over an expired one of the same key; over a live one never
+ * (`KeyKeptMeanwhile` is thrown: the transaction must not commit). `bodyJson` is the body as
  * JSON text (null: none, or kept by reference in `kept.object_id`); `bytes` is what the row counts
  * against its account's cap.
  */
 export async function keepResponse(q: Queryable, accountId: string, key: string, kept: Omit<KeptResponse, 'body'>, bodyJson: string | null, hours: number): Promise<number> {
   const headers = JSON.stringify(kept.headers);
   const bytes = keptBytes(key, headers, bodyJson);
-  await q.query(
+  const { rowCount } = await q.query(
     `INSERT INTO idempotency_keys (account_id, key, request_hash, status, headers, body, object_id, bytes, expires_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(hours => $9))
      ON CONFLICT (account_id, key) DO UPDATE SET request_hash = $3, status = $4, headers = $5, body = $6,
-       object_id = $7, bytes = $8, created_at = now(), expires_at = now() + make_interval(hours => $9)`,
+       object_id = $7, bytes = $8, created_at = now(), expires_at = now() + make_interval(hours => $9)
+     WHERE idempotency_keys.expires_at <= now()`,
     [accountId, key, kept.request_hash, kept.status, headers, bodyJson, kept.object_id ?? null, bytes, hours],
+    { prepared: true },
   );
+  if (rowCount !== 1) throw new KeyKeptMeanwhile();
   return bytes;
 }
 

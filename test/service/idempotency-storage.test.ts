@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/util/ids.js';
+import { keepResponse, KeyKeptMeanwhile } from '../../src/store/idempotency.js';
 import { newEdge, newRoute } from '../helpers/edges.js';
 import { ENGINES, startTestService, type TestClient, type TestService } from '../helpers/service.js';
 
@@ -154,5 +155,65 @@ describe.each(ENGINES)('bounded Idempotency-Key storage (%s)', (engine) => {
     const old = (key: string) => svc.db.tx(async (q) => (await q.query<{ claimed: boolean; status: number | null }>('SELECT claimed, status FROM ep_claim_idempotency_key($1, $2)', [c.accountId, key])).rows);
     expect(await old('old-replica')).toEqual([{ claimed: false, status: 200 }]);
     expect(await old('old-replica-small')).toEqual([{ claimed: true, status: 201 }]);
+  });
+
+  it('deleting an account deletes its kept responses (migration 018: a trigger, not a foreign key)', async () => {
+    const [gone, kept] = [await svc.account(), await svc.account()];
+    for (const c of [gone, kept]) expect((await c.request('POST', '/backends/failover', { backends: [newId('bkdhr')] }, { 'idempotency-key': 'mine' })).status).toBe(201);
+    await svc.db.query('DELETE FROM accounts WHERE id = $1', [gone.accountId]);
+    const { rows } = await svc.db.query<{ account_id: string }>('SELECT account_id FROM idempotency_keys WHERE account_id = ANY($1)', [[gone.accountId, kept.accountId]]);
+    expect(rows).toEqual([{ account_id: kept.accountId }]);
+  });
+
+  it('a live kept response is never written over; an expired one is', async () => {
+    const c = await svc.account();
+    const keep = (hash: string) => svc.db.tx((q) => keepResponse(q, c.accountId, 'kept', { request_hash: hash, status: 201, headers: {} }, '{"n": 1}', 24));
+    await keep('first');
+    await expect(keep('second')).rejects.toBeInstanceOf(KeyKeptMeanwhile);
+    const hashes = async () => (await svc.db.query<{ request_hash: string }>('SELECT request_hash FROM idempotency_keys WHERE account_id = $1', [c.accountId])).rows.map((r) => r.request_hash);
+    expect(await hashes()).toEqual(['first']);
+    await svc.db.query("UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE account_id = $1", [c.accountId]);
+    await keep('third');
+    expect(await hashes()).toEqual(['third']);
+  });
+
+  // The claim reads in a snapshot taken before its lock: a response committed by the request that
+  // held the key until just then can be missed. Staged here: the request is held after its claim (its
+  // object's insert waits for the account row, locked by the test), a response is kept for its key
+  // meanwhile, then the request goes on. Its write is undone and run again, and the run sees the key.
+  it.runIf(engine === 'postgres')('a response kept after the claim read none: the write is undone and run again, which finds the key', async () => {
+    const c = await svc.account();
+    let locked!: () => void;
+    let release!: () => void;
+    const isLocked = new Promise<void>((r) => { locked = r; });
+    const gate = new Promise<void>((r) => { release = r; });
+    let lockerPid = 0;
+    const locker = svc.db.tx(async (q) => {
+      lockerPid = (await q.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+      await q.query('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [c.accountId]);
+      locked();
+      await gate;
+    });
+    await isLocked;
+    const pending = c.request('POST', '/backends/failover', { backends: [newId('bkdhr')] }, { 'idempotency-key': 'meanwhile' });
+    try {
+      for (let i = 0; ; i++) {
+        const { rows } = await svc.db.query<{ n: string }>('SELECT count(*) AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [lockerPid]);
+        if (Number(rows[0].n) > 0) break;
+        if (i > 500) throw new Error('the request never waited for the account row');
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      // Another request's response (another body: its hash differs), committed while this one is held.
+      await svc.db.tx((q) => keepResponse(q, c.accountId, 'meanwhile', { request_hash: 'another request', status: 201, headers: {} }, '{"kept": true}', 24));
+    } finally {
+      release();
+      await locker;
+    }
+    const res = await pending;
+    expect(res.status, res.text).toBe(422);
+    expect(res.body.error_code).toBe('ERR_IDEMPOTENCY_KEY_REUSED');
+    expect((await c.get('/backends/failover')).body.backends).toHaveLength(0);
+    const { rows } = await svc.db.query<{ body: unknown }>('SELECT body FROM idempotency_keys WHERE account_id = $1', [c.accountId]);
+    expect(rows).toEqual([{ body: { kept: true } }]);
   });
 });

@@ -1,7 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { flatDb, isPgError, RunAgainFromStart, type Db } from '../../store/db.js';
-import { claimAndRead, keepResponse, sweepKeys, trimKeys, type KeptResponse } from '../../store/idempotency.js';
+import { claimAndRead, keepResponse, KeyKeptMeanwhile, sweepKeys, trimKeys, type KeptResponse } from '../../store/idempotency.js';
 import { canonicalJson } from '../../util/canonical-json.js';
 import { ApiError } from '../../contract/errors.js';
 import { etagOfBody, RenderedJson } from '../responses/serialize.js';
@@ -99,21 +99,32 @@ export async function runIdempotent(db: Db, req: FastifyRequest, accountId: stri
   const hash = requestHash(req, (await req.server.secrets?.start())?.fingerprintKey);
   if (Math.random() * SWEEP_EVERY < 1) void sweepKeys(db).catch((err: unknown) => req.log.warn({ err }, 'expired idempotency keys not swept'));
   let stored = false;
+  // The embedded engine (PGlite) is one session of one process (the state directory's lock): its
+  // transactions never overlap, so no other request can hold the key or keep a response for it
+  // while this one runs. There the write runs first and the key is not read: the keep below finds
+  // a live response kept for the key (`KeyKeptMeanwhile`), and any failure, a refusal included,
+  // undoes the write and runs it again claim first, which replays, refuses a reuse (422), or fails
+  // as before. A statement fewer for every new key; a replay costs one undone write. On
+  // PostgreSQL (replicas, a pool of sessions) the key is always claimed first: a concurrent
+  // request with it is 409 at once, before any work.
+  let claimFirst = db.engine !== 'pglite';
   // The write runs in the key's transaction as it is (`flatDb`: no savepoints, two round trips
   // fewer). A deadlock or serialization failure in it, which the write would otherwise retry on
   // its own, aborts that transaction: the whole is run again, claim and read of the key included.
-  const result = await forTransientFailures(() => db.tx(async (q) => {
+  const attempt = () => db.tx(async (q) => {
     stored = false;
-    const { claimed, kept } = await claimAndRead(q, accountId, key);
-    if (!claimed) {
-      throw new ApiError('ERR_IDEMPOTENCY_IN_PROGRESS', 'a request with this Idempotency-Key is still in progress; retry it once that one is answered', {}, { 'retry-after': '1' });
-    }
-    if (kept) {
-      if (kept.request_hash !== hash) {
-        throw new ApiError('ERR_IDEMPOTENCY_KEY_REUSED', `Idempotency-Key ${JSON.stringify(key.slice(0, 80))} was used within ${IDEMPOTENCY_HOURS} hours for another request (method, path or body differ); use a new key for a new request`);
+    if (claimFirst) {
+      const { claimed, kept } = await claimAndRead(q, accountId, key);
+      if (!claimed) {
+        throw new ApiError('ERR_IDEMPOTENCY_IN_PROGRESS', 'a request with this Idempotency-Key is still in progress; retry it once that one is answered', {}, { 'retry-after': '1' });
       }
-      if (kept.object_id) return replayByReference(flatDb(q, db), kept, kept.object_id, reread);
-      return { status: kept.status, body: kept.body ?? undefined, headers: { ...kept.headers, 'idempotent-replayed': 'true' } };
+      if (kept) {
+        if (kept.request_hash !== hash) {
+          throw new ApiError('ERR_IDEMPOTENCY_KEY_REUSED', `Idempotency-Key ${JSON.stringify(key.slice(0, 80))} was used within ${IDEMPOTENCY_HOURS} hours for another request (method, path or body differ); use a new key for a new request`);
+        }
+        if (kept.object_id) return replayByReference(flatDb(q, db), kept, kept.object_id, reread);
+        return { status: kept.status, body: kept.body ?? undefined, headers: { ...kept.headers, 'idempotent-replayed': 'true' } };
+      }
     }
     const result = await run(flatDb(q, db));
     if (result.status >= 200 && result.status < 300) {
@@ -128,7 +139,16 @@ export async function runIdempotent(db: Db, req: FastifyRequest, accountId: stri
       stored = true;
     }
     return result;
-  }));
+  });
+  const result = await forTransientFailures(async () => {
+    if (claimFirst) return attempt();
+    try {
+      return await attempt();
+    } catch {
+      claimFirst = true;
+      return attempt();
+    }
+  });
   // The write is done and answered whatever happens here: a failed trim is tried by a later key.
   if (stored && Math.random() * (opts.trimEvery ?? TRIM_EVERY) < 1) {
     await trimKeys(db, accountId, opts.maxKeysPerAccount ?? DEFAULT_MAX_KEYS_PER_ACCOUNT, opts.maxBytesPerAccount ?? DEFAULT_MAX_BYTES_PER_ACCOUNT)
@@ -167,11 +187,13 @@ async function replayByReference(db: Db, kept: KeptResponse, objectId: string, r
   return { status: kept.status, body: now.body, headers, objectId };
 }
 
-/** Runs of a keyed request's transaction at most, when the database fails it as a deadlock victim or a serialization failure. */
+/** Runs of a keyed request's transaction at most, when the database fails it as a deadlock victim or a serialization failure, or its claim missed a response kept just before (`KeyKeptMeanwhile`). */
 const RUNS = 3;
 
 function transient(err: unknown): boolean {
   const cause = err instanceof RunAgainFromStart ? err.cause : err;
+  // The claim missed a response committed just before it (`claimAndRead`): run again, it replays.
+  if (cause instanceof KeyKeptMeanwhile) return true;
   return isPgError(cause, '40P01') || isPgError(cause, '40001');
 }
 
