@@ -25,7 +25,7 @@ export const PGLITE_SETTINGS: Record<string, string> = { shared_buffers: '8MB' }
  * `stateDir` null gives an in-memory database (tests only). It is used through PGlite's `pg`
  * adapter (a pool of one: PGlite is a single session), so both engines share one data layer.
  */
-export async function openPglite(stateDir: string | null, opts: { locked?: boolean; wasm?: WebAssembly.Module } = {}): Promise<PgliteDb> {
+export async function openPglite(stateDir: string | null, opts: { locked?: boolean; wasm?: WebAssembly.Module; /** false: initdb, never the template (a database with no migrations) */ template?: boolean } = {}): Promise<PgliteDb> {
   const dir = stateDir ? resolve(stateDir) : null;
   // `locked`: the caller holds the directory's lock for this process (the CLI takes it on the main
   // thread and runs the engine on the embedded service's thread).
@@ -38,13 +38,13 @@ export async function openPglite(stateDir: string | null, opts: { locked?: boole
     // with the same settings (it would probe its own defaults while it runs, and write those to
     // postgresql.conf).
     let isNew = !data || !existsSync(join(data, 'PG_VERSION'));
-    if (data && isNew && isEmptyOrMissing(data)) {
+    if (data && isNew && opts.template !== false && isEmptyOrMissing(data)) {
       if (existsSync(data)) rmdirSync(data);
       if (await extractTemplate(PGLITE_SETTINGS, data)) isNew = false;
     }
     if (data) ownerOnly(data);
     const settings = settingsParams(PGLITE_SETTINGS);
-    const template = isNew ? templateFor(PGLITE_SETTINGS) : undefined;
+    const template = isNew && opts.template !== false ? templateFor(PGLITE_SETTINGS) : undefined;
     const pglite = new PGlite(data ?? 'memory://', {
       startParams: [...PGlite.defaultStartParams, ...settings], initDbStartParams: settings,
       ...(template ? { loadDataDir: template } : {}), ...(opts.wasm ? { pgliteWasmModule: opts.wasm } : {}),

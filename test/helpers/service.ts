@@ -20,9 +20,10 @@ if (REQUIRE_PG && !process.env.DATABASE_URL) {
 export const ENGINES: Engine[] = ['pglite', ...(process.env.DATABASE_URL ? (['postgres'] as const) : [])];
 
 /** A fresh database: PGlite in memory, or a private schema on the PostgreSQL of DATABASE_URL. */
-export async function openTestDb(engine: Engine): Promise<{ db: Db; drop: () => Promise<void> }> {
+export async function openTestDb(engine: Engine, opts: { blank?: boolean } = {}): Promise<{ db: Db; drop: () => Promise<void> }> {
   if (engine === 'pglite') {
-    const db = await openPglite(null);
+    // blank: made by initdb, not from the template (which has the migrations applied).
+    const db = await openPglite(null, opts.blank ? { template: false } : {});
     return { db, drop: () => db.close() };
   }
   const schema = 'ep_test_' + randomBytes(6).toString('hex');

@@ -51,7 +51,7 @@ describe.each(ENGINES)('ops routes on %s', (engine) => {
   });
 
   it('answers /readyz 503 with the reason when the migrations are not applied', async () => {
-    const { db, drop } = await openTestDb(engine);
+    const { db, drop } = await openTestDb(engine, { blank: true });
     const app = await buildApp({ db });
     try {
       const res = await app.inject({ method: 'GET', url: '/readyz' });
