@@ -58,10 +58,15 @@ export async function runPair(root: string, argv: string[]): Promise<void> {
   }
 }
 
-/** REF's files in `dir`, with this tree's node_modules, bench driver and cached CA certificates. */
+/**
+ * REF's files in `dir`, with this tree's node_modules (or REF's own, installed, when its lockfile
+ * differs: a dependency added or removed since), bench driver and cached CA certificates.
+ */
 function prepareBase(root: string, ref: string, dir: string): void {
   execFileSync('sh', ['-c', `git archive --format=tar ${JSON.stringify(ref)} | tar -x -C ${JSON.stringify(dir)}`], { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
-  symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'), 'dir');
+  const lock = (d: string) => readFileSync(join(d, 'package-lock.json'), 'utf8');
+  if (lock(root) === lock(dir)) symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'), 'dir');
+  else execFileSync('npm', ['ci', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
   for (const f of readdirSync(join(root, 'bench')).filter((f) => f.endsWith('.ts'))) copyFileSync(join(root, 'bench', f), join(dir, 'bench', f));
   const certs = join(root, 'bench', '.cache', 'ca-certs.json');
   if (existsSync(certs)) {
