@@ -155,10 +155,7 @@ export class Resources {
   async update(kind: KindDef, caller: Caller, id: string, input: Body, parentId?: string, ifMatch?: string): Promise<Body> {
     const sealer = await this.sealer();
     const row = await this.tx(async (q) => {
-      await this.lockParent(q, kind, caller, parentId);
-      const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
-      if (!current) throw notFound(kind, id);
-      checkStacks(kind, caller, current.body.metadata, `${kind.title} ${id}`);
+      const current = await this.lockedForWrite(q, kind, caller, id, parentId);
       if ('metadata' in input) checkStacks(kind, caller, input.metadata, `the new metadata of ${kind.title} ${id}`);
       // After the look-up: an object that is not there is a 404, whatever the body asks.
       for (const f of kind.immutable ?? []) {
@@ -204,10 +201,7 @@ export class Resources {
   async putModule(kind: KindDef, mod: ModuleDef, caller: Caller, id: string, input: Body, parentId?: string, ifMatch?: string): Promise<Body> {
     const sealer = await this.sealer();
     const row = await this.tx(async (q) => {
-      await this.lockParent(q, kind, caller, parentId);
-      const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
-      if (!current) throw notFound(kind, id);
-      checkStacks(kind, caller, current.body.metadata, `${kind.title} ${id}`);
+      const current = await this.lockedForWrite(q, kind, caller, id, parentId);
       checkIfMatch(kind, current, ifMatch);
       const body: Body = structuredClone(current.body);
       const ctx = this.hookContext('update', caller, id, body, { [mod.name]: input }, current.body, parentId);
@@ -337,6 +331,15 @@ export class Resources {
    * A kind with a per-parent limit: its writes lock the parent first (as a create does), so two
    * writes to one parent's children cannot both pass the limit, and locks are taken parent first.
    */
+  /** The object a PATCH or a module's PUT changes, locked (its parent first), within the caller's stacks. */
+  private async lockedForWrite(q: Queryable, kind: KindDef, caller: Caller, id: string, parentId: string | undefined) {
+    await this.lockParent(q, kind, caller, parentId);
+    const current = await getObject(q, caller.accountId, kind.name, id, { parentId, forUpdate: true });
+    if (!current) throw notFound(kind, id);
+    checkStacks(kind, caller, current.body.metadata, `${kind.title} ${id}`);
+    return current;
+  }
+
   private async lockParent(q: Queryable, kind: KindDef, caller: Caller, parentId: string | undefined): Promise<void> {
     if (kind.perParent && parentId !== undefined) await lockObject(q, caller.accountId, parentId);
   }
