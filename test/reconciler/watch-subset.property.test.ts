@@ -12,7 +12,7 @@ import { decodeMetadata } from '../../src/reconciler/ownership/marker.js';
 import { preparePlan } from '../../src/reconciler/plan/prepare.js';
 import { hasErrors } from '../../src/reconciler/manifests/problems.js';
 import type { Plan } from '../../src/reconciler/plan/types.js';
-import { IncrementalPlanner } from '../../src/reconciler/watch/incremental.js';
+import { watchPlanner } from '../../src/reconciler/watch/session.js';
 import { LiveIndex } from '../../src/reconciler/watch/live-index.js';
 import { ManifestCache } from '../../src/reconciler/watch/manifest-cache.js';
 import { readLiveState } from '../../src/reconciler/state/read-state.js';
@@ -202,7 +202,7 @@ describe('watch: a save planned over what it may have changed', () => {
         await applyDir(client, dir, 'subset'); // the live state as the base tree says (what an earlier run applied is undone)
         const input = { root: dir, stack: 'subset', env: {} };
         const cache = new ManifestCache();
-        const planner = new IncrementalPlanner(input, client, (r) => cache.loadFiles(r));
+        const planner = watchPlanner(input, client, cache).planner;
         const first = await planner.prepare();
         expect(first.plan!.steps).toEqual([]);
         const tree = baseTree();
@@ -236,7 +236,7 @@ describe('watch: a save planned over what it may have changed', () => {
       await applyDir(client, dir, 'subset');
       const input = { root: dir, stack: 'subset', env: {} };
       const cache = new ManifestCache();
-      const planner = new IncrementalPlanner(input, client, (r) => cache.loadFiles(r));
+      const planner = watchPlanner(input, client, cache).planner;
       await planner.prepare();
       const tree = baseTree();
       for (const { edit, outside = 'none' } of steps) {
@@ -276,7 +276,7 @@ describe('watch: a save planned over what it may have changed', () => {
     await applyDir(client, dir, 'subset');
     const input = { root: dir, stack: 'subset', env: {} };
     const cache = new ManifestCache();
-    const planner = new IncrementalPlanner(input, client, (r) => cache.loadFiles(r));
+    const planner = watchPlanner(input, client, cache).planner;
     const first = await planner.prepare();
     expect(first.planned).toBe('all');
     const tree = baseTree();

@@ -89,12 +89,21 @@ export interface WatchSession {
  * and retry with backoff. The client stays open for the whole session (the embedded database is
  * opened once), and every run reads the manifests and the live state again.
  */
+/**
+ * The planner a watch session runs: manifests read through the cache, then expanded for the
+ * environment (variables, overlays) before validation, as a plan expands them.
+ */
+export function watchPlanner(input: PlanInput, client: ApiClient, cache: ManifestCache): { expansion: WatchedEnvironment; planner: IncrementalPlanner } {
+  const expansion = new WatchedEnvironment(input.root, input.environment?.name, input.cwd);
+  const planner = new IncrementalPlanner(input, client, (r) => expansion.expand(cache.loadFiles(r, input.cwd, input.stack)));
+  return { expansion, planner };
+}
+
 export function startWatchSession(opts: WatchSessionOptions): WatchSession {
   const root = opts.input.root;
   const cache = new ManifestCache();
   // Expanded for the environment (variables, overlays) before validation, as a plan expands them.
-  const expansion = new WatchedEnvironment(root, opts.input.environment?.name, opts.input.cwd);
-  const planner = new IncrementalPlanner(opts.input, opts.client, (r) => expansion.expand(cache.loadFiles(r, opts.input.cwd, opts.input.stack)));
+  const { expansion, planner } = watchPlanner(opts.input, opts.client, cache);
   /** The stack edgeplane.yaml named when the session started: a change there is not followed silently. */
   const fileStack = stackOf(root);
   /** The warnings the last run told (a valid run tells its own only when they differ). */
