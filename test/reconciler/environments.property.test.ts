@@ -14,19 +14,26 @@ import { validateDir } from '../../src/reconciler/plan/prepare.js';
  * For random variable values: the manifests rendered for them, then written out as export writes
  * them (values as they are, `${` escaped as `$${`), read back to the same desired state.
  */
+/** A label of a hostname, and text of any kind (no NUL, no lone surrogate: YAML cannot hold them). */
+const label = fc.stringMatching(/^[a-z][a-z0-9]{0,8}$/);
+const text = fc.string({ maxLength: 30 }).filter((s) => !/[\0\ud800-\udfff]/.test(s));
+
+/** The stack file both properties plan with: three typed variables, one environment setting them. */
+function writeStackFile(dir: string, values: { domain: string; note: string; share: number }): void {
+  writeFileSync(join(dir, 'edgeplane.yaml'), stringify({
+    stack: 'prop',
+    variables: { domain: { type: 'string' }, note: { type: 'string' }, share: { type: 'number' } },
+    environments: { one: { values } },
+  }));
+}
+
 describe('variables: rendering then writing back is the identity', () => {
   it('random values (text with ${, $${, lists, numbers) round-trip', () => {
-    const label = fc.stringMatching(/^[a-z][a-z0-9]{0,8}$/);
-    const text = fc.string({ maxLength: 30 }).filter((s) => !/[\0\ud800-\udfff]/.test(s));
     fc.assert(fc.property(fc.array(label, { minLength: 1, maxLength: 3 }), text, fc.double({ min: 0, max: 1, noNaN: true }), (labels, note, share) => {
       const dir = mkdtempSync(join(tmpdir(), 'ep-envs-prop-'));
       try {
         const domain = labels.join('.') + '.example.com';
-        writeFileSync(join(dir, 'edgeplane.yaml'), stringify({
-          stack: 'prop',
-          variables: { domain: { type: 'string' }, note: { type: 'string' }, share: { type: 'number' } },
-          environments: { one: { values: { domain, note, share } } },
-        }));
+        writeStackFile(dir, { domain, note, share });
         writeFileSync(join(dir, 'edge.yaml'), [
           'kind: HTTPSEdge', 'name: web', 'description: "${var.note} $${literal}"', 'hostports: ["${var.domain}:443"]',
           'routes:', '  - name: r', '    match_type: path_prefix', '    match: /', '    circuit_breaker: { error_threshold_percentage: {var: share} }', '',
@@ -62,19 +69,13 @@ describe('variables: rendering then writing back is the identity', () => {
    * from the defaults.
    */
   it('random values written back as variables (--env, --as-variable) read back to the same desired state', () => {
-    const label = fc.stringMatching(/^[a-z][a-z0-9]{0,8}$/);
-    const text = fc.string({ maxLength: 30 }).filter((s) => !/[\0\ud800-\udfff]/.test(s));
     fc.assert(fc.property(fc.array(label, { minLength: 1, maxLength: 3 }), text, fc.stringMatching(/^[\x20-\x7e]{0,30}$/), fc.double({ min: 0, max: 1, noNaN: true }), fc.constantFrom('env', 'whole', 'value'), (labels, note, title, share, mode) => {
       const withEnv = mode === 'env';
       const dir = mkdtempSync(join(tmpdir(), 'ep-envs-prop-'));
       const back = mkdtempSync(join(tmpdir(), 'ep-envs-prop-'));
       try {
         const domain = labels.join('.') + '.example.com';
-        writeFileSync(join(dir, 'edgeplane.yaml'), stringify({
-          stack: 'prop',
-          variables: { domain: { type: 'string' }, note: { type: 'string' }, share: { type: 'number' } },
-          environments: { one: { values: { domain, note, share } } },
-        }));
+        writeStackFile(dir, { domain, note, share });
         writeFileSync(join(dir, 'edge.yaml'), [
           'kind: HTTPSEdge', 'name: web', 'description: "${var.note} $${literal} ${var.note}$${var.note}"', 'hostports: ["${var.domain}:443", "api.${var.domain}:443"]',
           'routes:', '  - name: r', '    match_type: path_prefix', '    match: /', '    circuit_breaker: { error_threshold_percentage: {var: share} }',
