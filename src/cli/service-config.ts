@@ -3,7 +3,8 @@ import type { KindRuntimeConfig } from '../kinds/types.js';
 import type { AppOptions, ServerOptions } from '../service/app.js';
 import { resolveVendorPrefix } from '../contract/vendor.js';
 import type { RateLimitOptions } from '../service/rate-limit.js';
-import { DEFAULT_MAX_BYTES_PER_ACCOUNT, DEFAULT_MAX_KEYS_PER_ACCOUNT, DEFAULT_RATE_LIMIT, DEFAULT_REDIS_TIMEOUT_MS } from '../service/defaults.js';
+import { isIP } from 'node:net';
+import { DEFAULT_AUTH_FAILURE_LIMIT, DEFAULT_MAX_BYTES_PER_ACCOUNT, DEFAULT_MAX_KEYS_PER_ACCOUNT, DEFAULT_RATE_LIMIT, DEFAULT_REDIS_TIMEOUT_MS } from '../service/defaults.js';
 import type { WorkerOptions } from '../service/job-worker.js';
 import type { IdempotencyOptions } from '../service/writes/idempotency.js';
 
@@ -116,6 +117,39 @@ function wholeNumber(env: NodeJS.ProcessEnv, name: string, dflt: number, unit: s
   return n;
 }
 
+/** Unknown or revoked API keys per minute per client address (docs/operations.md, Rate limits): EDGEPLANE_AUTH_FAILURE_LIMIT, 0 for none. */
+export function authFailureLimitFromEnv(env = process.env): number {
+  return wholeNumber(env, 'EDGEPLANE_AUTH_FAILURE_LIMIT', DEFAULT_AUTH_FAILURE_LIMIT, 'failures per minute (0: no limit)', 0);
+}
+
+/** proxy-addr's names for ranges, as fastify's `trustProxy` takes them. */
+const PROXY_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/**
+ * EDGEPLANE_TRUST_PROXY: the proxies whose `X-Forwarded-For` names the client, as fastify's
+ * `trustProxy` takes them: how many hops (a whole number), or addresses and CIDR ranges separated
+ * by commas. `true` (trust any) is refused: a client could then name any address it likes.
+ */
+export function trustProxyFromEnv(env = process.env): string | number | undefined {
+  const raw = env.EDGEPLANE_TRUST_PROXY?.trim();
+  if (raw === undefined || raw === '') return undefined;
+  if (/^\d+$/.test(raw)) {
+    const hops = Number(raw);
+    if (hops < 1 || hops > 100) throw new Error(`EDGEPLANE_TRUST_PROXY: a number of proxies must be from 1 to 100, got ${raw}`);
+    return hops;
+  }
+  const items = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const item of items) {
+    const [address, prefix, ...rest] = item.split('/');
+    const family = isIP(address);
+    const ok = PROXY_RANGES.has(item) || (family !== 0 && rest.length === 0 && (prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128))));
+    if (!ok) {
+      throw new Error(`EDGEPLANE_TRUST_PROXY: ${JSON.stringify(item.slice(0, 60))} is not an address, a CIDR range (10.0.0.0/8) or one of ${[...PROXY_RANGES].join(', ')}; give the proxies' addresses separated by commas, or how many proxies are in front (1)`);
+    }
+  }
+  return items.join(',');
+}
+
 /**
  * How many `Idempotency-Key` responses each account keeps at most (docs/api.md):
  * EDGEPLANE_IDEMPOTENCY_KEYS keys and EDGEPLANE_IDEMPOTENCY_MIB mebibytes, beyond which the oldest go first.
@@ -139,6 +173,7 @@ export function serverOptionsFromEnv(env = process.env): Omit<ServerOptions, 'tl
     connectionReserve: 0,
     tlsHandshakeTimeoutMs: wholeNumber(env, 'EDGEPLANE_TLS_HANDSHAKE_TIMEOUT_MS', 5_000, 'milliseconds'),
     shutdownTimeoutMs: wholeNumber(env, 'EDGEPLANE_SHUTDOWN_TIMEOUT_MS', 25_000, 'milliseconds'),
+    trustProxy: trustProxyFromEnv(env),
   };
   // The last eighth of the slots, unless set: room for clients holding few connections.
   opts.connectionReserve = wholeNumber(env, 'EDGEPLANE_CONNECTION_RESERVE', Math.floor(opts.maxConnections / 8), 'connections (0: no reserve)', 0);

@@ -35,6 +35,7 @@ export const ERROR_CATALOG = {
   ERR_PAYLOAD_TOO_LARGE: { status: 413, summary: 'the body is over 1 MiB' },
   ERR_UNSUPPORTED_MEDIA_TYPE: { status: 415, summary: 'a body must be application/json' },
   ERR_RATE_LIMITED: { status: 429, summary: 'the API key sent more requests this minute than the service allows; retry after Retry-After seconds' },
+  ERR_AUTH_FAILURES: { status: 429, summary: 'the client address sent more unknown or revoked API keys this minute than the service allows; retry after Retry-After seconds' },
   ERR_HEADERS_TOO_LARGE: { status: 431, summary: 'the request line and headers are over 16 KiB' },
   ERR_INTERNAL: { status: 500, summary: 'a fault in the service; the operation id finds it in the log' },
   ERR_UNAVAILABLE: { status: 503, summary: 'the database could not be reached or dropped the connection; retry after Retry-After seconds' },

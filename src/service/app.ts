@@ -19,6 +19,7 @@ import { openapiPlugin } from './plugins/openapi.js';
 import { opsRoutesPlugin } from './plugins/ops-routes.js';
 import { DegradedChecks } from './health.js';
 import { guardConnections, type RefusedConnections } from './connections.js';
+import { AuthFailureLimit } from './auth-failures.js';
 import type { KeyRing } from './writes/sealing.js';
 import { ServiceSecrets, type Secrets } from './writes/secrets.js';
 import { KeyRingError } from './writes/sealing.js';
@@ -34,6 +35,8 @@ export interface AppOptions extends VendorOptions {
   logStream?: DestinationStream;
   /** How long a resolved API key is trusted before it is looked up again. */
   authCacheMs?: number;
+  /** Unknown or revoked API keys per minute per client address (`auth-failures.ts`); no limit without it (tests, the embedded CLI). */
+  authFailureLimit?: number;
   /** Requests per minute per API key (`rate-limit.ts`); none without it (tests, the embedded CLI). */
   rateLimit?: RateLimitOptions;
   /** How many `Idempotency-Key` responses an account keeps (`idempotency.ts`); 10,000 without it. */
@@ -84,6 +87,8 @@ export interface ServerOptions {
   connectionReserve: number;
   /** Time for a TLS client to finish its handshake (HTTPS only). */
   tlsHandshakeTimeoutMs: number;
+  /** Proxies trusted to name the client (`X-Forwarded-For`) and the scheme (`X-Forwarded-Proto`): fastify's `trustProxy` (addresses/CIDRs, or a hop count); none without it. */
+  trustProxy?: string | number;
   /** PEM certificate chain and key: the service speaks HTTPS only. */
   tls?: { cert: string; key: string };
 }
@@ -130,6 +135,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     ...(server ? { keepAliveTimeout: server.keepAliveTimeoutMs, requestTimeout: server.requestTimeoutMs } : {}),
     ...(server?.tls ? { https: { ...timeouts, handshakeTimeout: server.tlsHandshakeTimeoutMs, cert: server.tls.cert, key: server.tls.key } } : timeouts ? { http: timeouts } : {}),
     bodyLimit: BODY_LIMIT,
+    // A hop count as fastify's own number form does it (its types take only the function).
+    ...(server?.trustProxy !== undefined ? { trustProxy: typeof server.trustProxy === 'number' ? hopsTrusted(server.trustProxy) : server.trustProxy } : {}),
     // While shutting down, a request that still arrives on an open keep-alive connection is served
     // (with Connection: close) rather than answered by fastify's own 503 body, outside the API's
     // error shape: the database closes only after every request in flight is done.
@@ -180,7 +187,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.register(errorsPlugin);
   app.register(jsonBodyPlugin);
   app.register(databasePlugin, { db: opts.db, secrets });
-  app.register(metricsPlugin, { enabled: metrics !== 'off', refusedConnections });
+  // One count for the API's keys and the status page's sign-ins and sessions.
+  const authFailures = opts.authFailureLimit ? new AuthFailureLimit(opts.authFailureLimit) : undefined;
+  if (authFailures) app.addHook('onClose', (_app, done) => { authFailures.close(); done(); });
+  app.register(metricsPlugin, { enabled: metrics !== 'off', refusedConnections, authFailures });
   // Before every route: it records them as they are registered.
   if (opts.openapi !== false) app.register(openapiPlugin, { versionHeader: versionHeaders[0] });
   const health = new DegradedChecks();
@@ -191,6 +201,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     vendorPrefix: resolveVendorPrefix(opts),
     publicUrl: opts.publicUrl,
     authCacheMs: opts.authCacheMs,
+    authFailures,
     rateLimit: opts.rateLimit && { ...opts.rateLimit, health },
     idempotency: opts.idempotency,
     syncRecord: opts.syncRecord,
@@ -198,7 +209,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   if (opts.ui) {
     // Its own encapsulated scope: its form parser, error pages and headers stay off the API.
     const { uiPlugin } = await import('./ui/plugin.js');
-    app.register(uiPlugin, { vendorPrefix: resolveVendorPrefix(opts), publicUrl: opts.publicUrl, authCacheMs: opts.authCacheMs, tls: !!server?.tls, prefix: '/ui' });
+    app.register(uiPlugin, { vendorPrefix: resolveVendorPrefix(opts), publicUrl: opts.publicUrl, authCacheMs: opts.authCacheMs, authFailures, tls: !!server?.tls, prefix: '/ui' });
   }
   return app;
+}
+
+/** fastify's `trustProxy` for the nearest `hops` proxies: an address `hop` steps from the socket is a proxy while `hop < hops`. */
+function hopsTrusted(hops: number): (address: string, hop: number) => boolean {
+  return (_address, hop) => hop < hops;
 }

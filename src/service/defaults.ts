@@ -7,6 +7,13 @@
 /** Requests per minute per API key when `EDGEPLANE_RATE_LIMIT` is not set (docs/api.md says why this many). */
 export const DEFAULT_RATE_LIMIT = 10_000;
 
+/**
+ * Unknown or revoked API keys (and status page sessions) per minute per client address when
+ * `EDGEPLANE_AUTH_FAILURE_LIMIT` is not set: far above a person retyping a key or a misconfigured
+ * job retrying, far below what costs a replica's database anything (docs/operations.md).
+ */
+export const DEFAULT_AUTH_FAILURE_LIMIT = 60;
+
 /** Keys kept per account at most when not configured (`EDGEPLANE_IDEMPOTENCY_KEYS`; docs/api.md says why this many). */
 export const DEFAULT_MAX_KEYS_PER_ACCOUNT = 10_000;
 

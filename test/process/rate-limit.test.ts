@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Redis } from 'ioredis';
 import { createKey } from '../../src/service/auth.js';
@@ -77,6 +80,35 @@ describe.each(ENGINES)('rate limit per API key (%s)', (engine) => {
     for (let i = 0; i < 8; i++) expect((await stranger.get('/certificate_authorities')).status).toBe(401);
     expect((await c.get('/certificate_authorities')).status).toBe(200);
   });
+});
+
+describe('unknown API keys on serve (EDGEPLANE_AUTH_FAILURE_LIMIT, EDGEPLANE_TRUST_PROXY)', () => {
+  it('refuses an address past its unknown keys with 429 ERR_AUTH_FAILURES, serves a key it used, counts both in /metrics; a bad proxy setting stops serve by name', async () => {
+    const state = mkdtempSync(join(tmpdir(), 'ep-authfail-'));
+    const created = await runCli(['admin', 'accounts', 'create', '--name', 'af', '--json', '--state', state]);
+    expect(created.code, created.stderr).toBe(0);
+    const { api_key } = JSON.parse(created.stdout) as { api_key: string };
+    const served = await startServe(['--state', state], { env: { EDGEPLANE_AUTH_FAILURE_LIMIT: '2', EDGEPLANE_TRUST_PROXY: '10.0.0.0/8' } });
+    try {
+      const user = new TestClient(served.url, api_key);
+      expect((await user.get('/certificate_authorities')).status).toBe(200);
+      const stranger = (n: number) => new TestClient(served.url, `ep_guess_${n}`).get('/certificate_authorities');
+      expect((await stranger(1)).status).toBe(401);
+      expect((await stranger(2)).status).toBe(401);
+      const refused = await stranger(3);
+      expect(refused.status).toBe(429);
+      expect(refused.body).toMatchObject({ error_code: 'ERR_AUTH_FAILURES' });
+      expect((await user.get('/certificate_authorities')).status).toBe(200);
+      const scrape = await (await fetch(`${served.url}/metrics`)).text();
+      expect(scrape).toMatch(/^edgeplane_auth_failures_total 2$/m);
+      expect(scrape).toMatch(/^edgeplane_auth_failures_refused_total 1$/m);
+    } finally {
+      expect(await served.stop()).toBe(0);
+    }
+    const bad = await runCli(['serve', '--port', '0', '--state', state], { env: { EDGEPLANE_TRUST_PROXY: 'true' } });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/EDGEPLANE_TRUST_PROXY: "true" is not an address/);
+  }, 60_000);
 });
 
 describe('rate limit with its Redis unreachable', () => {

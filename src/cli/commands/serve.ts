@@ -11,7 +11,7 @@ import { openEngine } from '../../embedded/engine.js';
 import { databaseUrl } from '../../util/database-url.js';
 import { keyRingFor, stateDirOf } from '../../embedded/state-dir.js';
 import { stateDirFor, stdio } from '../output.js';
-import { idempotencyFromEnv, logLevelOf, rateLimitFromEnv, serverOptionsFromEnv, serviceOptionsFromEnv, workerOptionsFromEnv } from '../service-config.js';
+import { authFailureLimitFromEnv, idempotencyFromEnv, logLevelOf, rateLimitFromEnv, serverOptionsFromEnv, serviceOptionsFromEnv, workerOptionsFromEnv } from '../service-config.js';
 
 export interface ServeFlags { port: string; host: string; state?: string; logLevel?: string; tlsCert?: string; tlsKey?: string; metrics?: string; metricsPort?: string; ui?: string }
 
@@ -60,6 +60,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
   const { enabled: runJobs, ...workerOptions } = workerOptionsFromEnv();
   const { shutdownTimeoutMs, ...limits } = serverOptionsFromEnv();
   const rateLimit = rateLimitFromEnv();
+  const authFailureLimit = authFailureLimitFromEnv();
   const idempotency = idempotencyFromEnv();
   const tls = readTls(flags);
   const port = portNumber('--port', flags.port);
@@ -80,7 +81,7 @@ export async function serve(flags: ServeFlags): Promise<void> {
     if (db.engine === 'pglite') await ensureCredentials(db, stateDirOf({ stateDir: flags.state }));
     const secrets = keyRingFor(db.engine, stateDirOf({ stateDir: flags.state }));
     app = await buildApp({
-      db, ...service, secrets, rateLimit, idempotency, server: { ...limits, tls },
+      db, ...service, secrets, rateLimit, authFailureLimit, idempotency, server: { ...limits, tls },
       logLevel,
       // Every process runs a worker: the queue is in the database, so N replicas share the work.
       jobWorker: runJobs ? workerOptions : false,

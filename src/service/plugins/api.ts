@@ -5,6 +5,7 @@ import type { RateLimitOptions } from '../rate-limit.js';
 import type { IdempotencyOptions } from '../writes/idempotency.js';
 import type { SyncRecordOptions } from '../routes/sync-runs.js';
 import type { DegradedChecks } from '../health.js';
+import type { AuthFailureLimit } from '../auth-failures.js';
 import { authPlugin } from './authenticate.js';
 import { kindRoutesPlugin } from './kind-routes.js';
 import { syncHook } from './sync-hook.js';
@@ -22,6 +23,7 @@ export interface ApiScopeOptions {
   /** Base of every `uri`; default: scheme and Host of the request. */
   publicUrl?: string;
   authCacheMs?: number;
+  authFailures?: AuthFailureLimit;
   /** Requests per minute per API key (`rate-limit.ts`); none without it (tests, the embedded CLI). */
   rateLimit?: RateLimitOptions & { health?: DegradedChecks };
   idempotency?: IdempotencyOptions;
@@ -41,7 +43,7 @@ export const apiPlugin = fp<ApiScopeOptions>(async (api, opts) => {
     req.baseUrl = publicUrl ?? requestBase(req);
   }));
   await api.register(versionHeaderPlugin, { versionHeaders: opts.versionHeaders });
-  await api.register(authPlugin, { authCacheMs: opts.authCacheMs });
+  await api.register(authPlugin, { authCacheMs: opts.authCacheMs, failures: opts.authFailures });
   // Needs the caller (it counts per key), before the routes (its hooks attach to those after it).
   // Loaded only when configured: the embedded CLI has none, and need not load ioredis.
   if (opts.rateLimit) await api.register((await import('../rate-limit.js')).default, opts.rateLimit);

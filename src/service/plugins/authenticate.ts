@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { ApiError } from '../../contract/errors.js';
 import { stackRefusalMessage } from '../../contract/stack-name.js';
 import { Authenticator, neededScope, scopeCovers, type Principal, type Scope } from '../auth.js';
+import type { AuthFailureLimit } from '../auth-failures.js';
 
 declare module 'fastify' {
   interface FastifyRequest { principal?: Principal }
@@ -38,9 +39,11 @@ function scopeRefusal(req: FastifyRequest, principal: Principal): ApiError | und
 /**
  * Every request of the scope it is registered in carries `Authorization: Bearer <api key>` of an
  * active key; `req.principal` is its account. A key whose scope does not cover the route's is
- * refused with 403 ERR_FORBIDDEN_SCOPE (`scopeRefusal`). Registered in the API scope only.
+ * refused with 403 ERR_FORBIDDEN_SCOPE (`scopeRefusal`). Registered in the API scope only. With
+ * `failures`, an unknown or revoked key counts against the client's address, and an address past
+ * its limit is refused (429) before its next look-up (`auth-failures.ts`).
  */
-export const authPlugin = fp<{ authCacheMs?: number }>(async (app, opts) => {
+export const authPlugin = fp<{ authCacheMs?: number; failures?: AuthFailureLimit }>(async (app, opts) => {
   const auth = new Authenticator(app.db, opts.authCacheMs);
   app.decorateRequest('principal', undefined);
   // Callback style, not async: a key seen in the last seconds is answered from the cache without
@@ -54,8 +57,14 @@ export const authPlugin = fp<{ authCacheMs?: number }>(async (app, opts) => {
       req.principal = hit;
       return done(scopeRefusal(req, hit));
     }
+    const failures = opts.failures;
+    const refused = failures?.refusal(req.ip);
+    if (refused) return done(refused);
     auth.resolve(match[1]).then((principal) => {
-      if (!principal) return done(unauthorized('unknown or revoked API key', 'invalid_token'));
+      if (!principal) {
+        failures?.failed(req.ip);
+        return done(unauthorized('unknown or revoked API key', 'invalid_token'));
+      }
       req.principal = principal;
       done(scopeRefusal(req, principal));
     }, done);

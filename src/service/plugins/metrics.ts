@@ -3,6 +3,7 @@ import fp from 'fastify-plugin';
 import type { Counter, Registry } from 'prom-client';
 import type { FastifyInstance } from 'fastify';
 import type { RefusedConnections } from '../connections.js';
+import type { AuthFailureLimit } from '../auth-failures.js';
 
 /**
  * The app's metrics (prom-client). Labels hold only bounded, non-identifying values: the method,
@@ -47,7 +48,7 @@ async function processMetrics(): Promise<Registry> {
   return processRegistry;
 }
 
-export const metricsPlugin = fp<{ enabled: boolean; refusedConnections?: RefusedConnections }>(async (app, opts) => {
+export const metricsPlugin = fp<{ enabled: boolean; refusedConnections?: RefusedConnections; authFailures?: AuthFailureLimit }>(async (app, opts) => {
   if (!opts.enabled) {
     app.decorate('metrics', null);
     return;
@@ -91,6 +92,18 @@ export const metricsPlugin = fp<{ enabled: boolean; refusedConnections?: Refused
         this.reset();
         for (const reason of ['per_address', 'headers', 'global'] as const) this.inc({ reason }, refused[reason]);
       },
+    });
+  }
+  const authFailures = opts.authFailures;
+  if (authFailures) {
+    // Plain counts kept by the limit (`auth-failures.ts`), read at scrape time.
+    new Counter({
+      name: 'edgeplane_auth_failures_total', help: 'Requests whose API key or status page session was unknown or revoked (each cost a database look-up)', registers: [registry],
+      collect() { this.reset(); this.inc(authFailures.failures); },
+    });
+    new Counter({
+      name: 'edgeplane_auth_failures_refused_total', help: 'Requests refused with 429 ERR_AUTH_FAILURES, before any look-up: their address was past EDGEPLANE_AUTH_FAILURE_LIMIT', registers: [registry],
+      collect() { this.reset(); this.inc(authFailures.refused); },
     });
   }
   const db = app.db;

@@ -6,6 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../contract/errors.js';
 import { stackRefusalMessage } from '../../contract/stack-name.js';
 import { Authenticator, scopeCovers } from '../auth.js';
+import type { AuthFailureLimit } from '../auth-failures.js';
 import { Resources } from '../writes/resources.js';
 import { notice, page, type Section } from './layout.js';
 import { OBJECT_TABS, objectsSection } from './objects-page.js';
@@ -19,6 +20,8 @@ export interface UiOptions {
   /** Base of `uri`s in the objects' bodies; default: the request's. */
   publicUrl?: string;
   authCacheMs?: number;
+  /** Unknown keys and sessions counted per client address (`auth-failures.ts`), with the API's. */
+  authFailures?: AuthFailureLimit;
   /** Whether the service speaks HTTPS itself: the session cookie is then `Secure`. */
   tls: boolean;
 }
@@ -87,6 +90,7 @@ export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<v
   app.setErrorHandler((err: Error & { statusCode?: number }, req, reply) => {
     const status = err instanceof ApiError ? err.status : err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
     if (status >= 500) req.log.error({ err }, 'status page error');
+    if (err instanceof ApiError) reply.headers(err.headers);
     const msg = status >= 500 ? `Something went wrong (operation ${req.id}).` : err.message;
     void reply.code(status).type('text/html; charset=utf-8').send(
       isFragment(req) ? html`<p class="notice notice-error">${msg}</p>` : page({ title: 'Error', section: 'none', session: req.uiSession ?? undefined, body: html`<h1>Error ${status}</h1>!${notice(msg, 'error')}` }),
@@ -97,6 +101,23 @@ export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<v
   });
 
   const cookieOf = (req: FastifyRequest) => parseCookie(req.headers.cookie ?? '')[COOKIE];
+  const failures = opts.authFailures;
+  /**
+   * The live session of the request's cookie, or null. A cookie naming none counts against the
+   * client's address, as an unknown API key does; an address past its limit is refused (429)
+   * before the look-up, unless the session was looked up in the last seconds.
+   */
+  const sessionOf = async (req: FastifyRequest): Promise<UiSession | null> => {
+    const token = cookieOf(req);
+    if (!token) return null;
+    if (failures && !sessions.cached(token)) {
+      const refused = failures.refusal(req.ip);
+      if (refused) throw refused;
+    }
+    const session = await sessions.resolve(token);
+    if (!session) failures?.failed(req.ip);
+    return session;
+  };
   const setCookie = (reply: FastifyReply, value: string, maxAgeS: number) =>
     reply.header('set-cookie', serializeCookie(COOKIE, value, { httpOnly: true, secure: opts.tls, sameSite: 'strict', path: '/ui', maxAge: maxAgeS }));
 
@@ -109,7 +130,7 @@ export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<v
 
   /** The signed-in session, or the way to sign in: a redirect for a page, 401 for a part the script fetches. */
   const signedIn = async (req: FastifyRequest, reply: FastifyReply): Promise<UiSession | null> => {
-    const session = await sessions.resolve(cookieOf(req));
+    const session = await sessionOf(req);
     req.uiSession = session;
     if (session) return session;
     if (isFragment(req) || req.method !== 'GET') void reply.code(401).type('text/html; charset=utf-8').send(html`<p class="notice notice-error">Signed out.</p>`);
@@ -131,21 +152,26 @@ export async function uiPlugin(app: FastifyInstance, opts: UiOptions): Promise<v
   });
 
   app.get<{ Querystring: { next?: string } }>('/login', async (req, reply) => {
-    if (await sessions.resolve(cookieOf(req))) return reply.redirect(safeNext(one(req.query.next)), 303);
+    if (await sessionOf(req)) return reply.redirect(safeNext(one(req.query.next)), 303);
     return reply.type('text/html; charset=utf-8').send(loginPage(safeNext(one(req.query.next))));
   });
 
   app.post<{ Body: { api_key?: string; next?: string } }>('/login', async (req, reply) => {
     checkForm(req, null);
     const key = typeof req.body?.api_key === 'string' ? req.body.api_key.trim() : '';
+    if (key && failures) {
+      const refused = failures.refusal(req.ip);
+      if (refused) throw refused;
+    }
     const opened = key ? await sessions.open(key) : null;
+    if (key && !opened) failures?.failed(req.ip);
     if (!opened) return reply.code(401).type('text/html; charset=utf-8').send(loginPage(safeNext(req.body?.next), 'That API key is not valid (unknown or revoked).'));
     setCookie(reply, opened.token, Math.floor(SESSION_TTL_MS / 1000));
     return reply.redirect(safeNext(req.body?.next), 303);
   });
 
   app.post<{ Body: { csrf?: string } }>('/logout', async (req, reply) => {
-    const session = await sessions.resolve(cookieOf(req));
+    const session = await sessionOf(req);
     checkForm(req, session);
     await sessions.close(cookieOf(req));
     setCookie(reply, '', 0);

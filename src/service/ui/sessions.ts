@@ -34,6 +34,13 @@ export class UiSessions {
     return { token, session: { accountId: principal.accountId, keyId: principal.keyId, scope: principal.scope, ...(principal.stacks ? { stacks: principal.stacks } : {}), csrf, expiresAt } };
   }
 
+  /** The token's session when it was looked up in the last seconds (no query). */
+  cached(token: string): UiSession | undefined {
+    const hit = this.cache.get(hashKey(token));
+    const now = Date.now();
+    return hit && hit.until > now && hit.session.expiresAt.getTime() > now ? hit.session : undefined;
+  }
+
   /** The live session of a cookie's token, or null (unknown, expired, signed out, or its key revoked). */
   async resolve(token: string | undefined): Promise<UiSession | null> {
     if (!token || token.length > 100) return null;
