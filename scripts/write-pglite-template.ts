@@ -4,7 +4,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, relative } from 'node:path';
 import { PGLITE_SETTINGS } from '../src/store/pglite.js';
-import { makeTemplate, TEMPLATE_META, TEMPLATE_FILE } from '../src/store/pglite-template.js';
+import { TEMPLATE_META, TEMPLATE_FILE } from '../src/store/pglite-template.js';
+import { makeTemplate } from '../src/store/pglite-template-make.js';
 
 const { template, meta } = await makeTemplate(PGLITE_SETTINGS);
 mkdirSync(dirname(TEMPLATE_FILE), { recursive: true });

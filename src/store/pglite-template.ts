@@ -1,15 +1,10 @@
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, writeSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, normalize, sep } from 'node:path';
 import { brotliCompressSync, brotliDecompressSync, constants as zlib } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
-import { PGlite } from '@electric-sql/pglite';
-import { createPgConfig } from '@electric-sql/pglite/node-postgres';
-import pg from 'pg';
-import { loadMigrations, migrate, type Migration } from './migrate.js';
-import { PoolDb } from './pool-db.js';
+import { loadMigrations, type Migration } from './migrate.js';
 
 /**
  * A new embedded database starts from a template: a data directory made once by PGlite's initdb
@@ -20,7 +15,9 @@ import { PoolDb } from './pool-db.js';
  *
  * The template is used only when it was made by the PGlite version installed and with the same
  * settings (`pglite-template.json`); otherwise initdb runs as before, and a test fails until
- * `npm run pglite-template` writes a new one.
+ * `npm run pglite-template` writes a new one (`pglite-template-make.ts`). This module loads
+ * nothing of PGlite: the CLI's main thread writes a new state directory's database out
+ * (`writeTemplateInto`) while the embedded service's thread boots.
  */
 const HERE = dirname(fileURLToPath(import.meta.url));
 export const TEMPLATE_FILE = join(HERE, '..', 'generated', 'pglite-template.br');
@@ -29,7 +26,16 @@ export const TEMPLATE_META = join(HERE, '..', 'generated', 'pglite-template.json
 /** `migrations`: those applied in the template, each with its SQL's SHA-256. */
 export interface TemplateMeta { pglite: string; settings: Record<string, string>; migrations?: { name: string; sha256: string }[] }
 
-const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+/**
+ * PostgreSQL settings for the embedded engine, given on every start. PGlite makes its whole buffer
+ * pool resident when it starts, so PostgreSQL's default pool would be resident in every CLI run,
+ * however small the state. 8 MB holds what a small stack's commands read; a large stack's tables
+ * outgrow 16 MB as well (6,200 objects: some 30 MB), and their pages come from the operating
+ * system's file cache either way. Each MB here is about one more MB of every run's peak memory.
+ */
+export const PGLITE_SETTINGS: Record<string, string> = { shared_buffers: '8MB' };
+
+export const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** The installed PGlite's version (its package.json is not exported: found next to its entry). */
 export function pgliteVersion(): string {
@@ -70,7 +76,7 @@ export function readTemplateMeta(): TemplateMeta | undefined {
  * file is a hole, which reads as zeros (an empty page to PostgreSQL, the unwritten rest of a WAL
  * segment). The template's WAL is one segment holding its shutdown checkpoint, the rest zeros.
  */
-interface TemplateIndex {
+export interface TemplateIndex {
   dirs: string[];
   /** Path, size, then [offset, length] pairs: the extents whose bytes the data holds. */
   files: [path: string, size: number, extents: number[]][];
@@ -200,48 +206,29 @@ export async function extractTemplate(settings: Record<string, string>, data: st
   }
 }
 
+/**
+ * The data directory `data` made from the template when it is missing or empty (a first start, or
+ * one killed before it wrote anything): true if it was. False: it holds files already (a database,
+ * or something that is not one, left for PGlite to refuse), or no template fits.
+ */
+export async function writeTemplateInto(data: string, settings: Record<string, string> = PGLITE_SETTINGS): Promise<boolean> {
+  if (!isEmptyOrMissing(data)) return false;
+  if (existsSync(data)) rmdirSync(data);
+  return extractTemplate(settings, data);
+}
+
+function isEmptyOrMissing(dir: string): boolean {
+  try {
+    return readdirSync(dir).length === 0;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return true;
+    throw err;
+  }
+}
+
 /** PostgreSQL settings as the `-c name=value` arguments PGlite passes to postgres and initdb. */
 export function settingsParams(settings: Record<string, string>): string[] {
   return Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`]);
-}
-
-/**
- * Makes a template with initdb in a scratch directory, then migrates it (`migrate`, as every start
- * does) and packs the directory PGlite leaves at a clean shutdown (`packTemplate`), with what it
- * was made with. A new state directory then starts with its schema made: no DDL on a first
- * command, and no recovery on its first start. The migrations make no data of their own that must
- * differ between databases (the secrets' fingerprint key is made by the service at its start).
- *
- * Only the `postgres` database is kept (PGlite connects to it): `template0` and `template1` are
- * dropped, as edgeplane never creates a database on the embedded engine. And the WAL is switched
- * to a new segment before the last checkpoint, with old segments removed, not recycled: what
- * remains is that checkpoint, not the WAL of initdb and the migrations.
- */
-export async function makeTemplate(settings: Record<string, string>): Promise<{ template: Uint8Array; meta: TemplateMeta }> {
-  const params = settingsParams(settings);
-  const scratch = mkdtempSync(join(tmpdir(), 'edgeplane-pglite-template-'));
-  const data = join(scratch, 'pgdata');
-  const pglite = new PGlite(data, { startParams: [...PGlite.defaultStartParams, ...params, '-c', 'wal_recycle=off'], initDbStartParams: params });
-  try {
-    await pglite.waitReady;
-    const db = new PoolDb(new pg.Pool({ ...createPgConfig(pglite), max: 1 } as pg.PoolConfig), 'pglite', 'template', async () => {});
-    const migrations = loadMigrations();
-    await migrate(db);
-    await db.close();
-    await pglite.exec("UPDATE pg_database SET datistemplate = false WHERE datname IN ('template0', 'template1')");
-    for (const name of ['template0', 'template1']) await pglite.exec(`DROP DATABASE ${name}`);
-    await pglite.query('SELECT pg_switch_wal()');
-    await pglite.query('CHECKPOINT');
-    await pglite.close();
-    if (existsSync(join(data, 'postmaster.pid'))) throw new Error('PGlite did not shut the template down cleanly');
-    return {
-      template: packTemplate(data),
-      meta: { pglite: pgliteVersion(), settings, migrations: migrations.map((m) => ({ name: m.name, sha256: sha256(m.sql) })) },
-    };
-  } finally {
-    if (!pglite.closed) await pglite.close();
-    rmSync(scratch, { recursive: true, force: true });
-  }
 }
 
 /** The data directory `data` in the template's form (`TemplateIndex`), compressed. */
