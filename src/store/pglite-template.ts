@@ -85,10 +85,21 @@ interface Template { index: TemplateIndex; data: Buffer }
 
 const PAGE = 8192;
 
+/** The template, read whole; it throws if its data is not what its index says (a damaged file). */
 function readTemplate(): Template {
   const raw = brotliDecompressSync(readFileSync(TEMPLATE_FILE));
   const length = raw.readUInt32LE(0);
-  return { index: JSON.parse(raw.subarray(4, 4 + length).toString('utf8')) as TemplateIndex, data: raw.subarray(4 + length) };
+  const index = JSON.parse(raw.subarray(4, 4 + length).toString('utf8')) as TemplateIndex;
+  const data = raw.subarray(4 + length);
+  let total = 0;
+  for (const [, size, pairs] of index.files) {
+    for (let i = 0; i < pairs.length; i += 2) {
+      if (pairs[i] % PAGE !== 0 || pairs[i] + pairs[i + 1] > size) throw new Error('the template\'s index is damaged');
+      total += pairs[i + 1];
+    }
+  }
+  if (total !== data.length) throw new Error('the template\'s data does not match its index');
+  return { index, data };
 }
 
 /** `rel` under `root`, refused if it would lead out of it. */
@@ -109,7 +120,6 @@ function eachFile(template: Template, write: (path: string, size: number, extent
     }
     write(path, size, extents);
   }
-  if (at !== template.data.length) throw new Error('the template\'s data does not match its index');
 }
 
 let cached: { settings: string; blob: Blob | undefined } | undefined;
