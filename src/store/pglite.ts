@@ -38,6 +38,11 @@ export async function openPglite(stateDir: string | null, opts: { locked?: boole
       startParams: [...PGlite.defaultStartParams, ...settings], initDbStartParams: settings,
       ...(template ? { loadDataDir: template } : {}), ...(opts.wasm ? { pgliteWasmModule: opts.wasm } : {}),
     });
+    // PGlite ends its start reading the catalog's array types (a join over pg_type), for its own
+    // `query` API's parsing of arrays; edgeplane queries through the `pg` adapter alone (raw
+    // protocol, pg's own type parsers): that read is skipped, some 30 ms of every start. Set before
+    // the start reaches it (it awaits the engine's files and WebAssembly first).
+    pglite._initArrayTypes = async () => {};
     await pglite.waitReady.catch((err: Error) => {
       // Which directory (PGlite's own message names none): a damaged state directory is the usual cause.
       throw new Error(`cannot open the embedded database in ${data ?? 'memory'}: ${err.message}`, { cause: err });
