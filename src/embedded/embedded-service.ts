@@ -37,7 +37,9 @@ const wasm$ = process.env.DATABASE_URL ? undefined : from.wasmPosted ? new Promi
 wasm$?.catch(() => {}); // PGlite compiles it itself then
 const engine$ = import('./engine.js');
 engine$.catch(() => {}); // awaited below
-const app$ = import('../service/app.js');
+// The app's modules (several times the engine's) load once the engine's have: the engine starts
+// first, and they load while it waits on its files.
+const app$ = engine$.then(() => import('../service/app.js'), () => import('../service/app.js'));
 app$.catch(() => {}); // awaited below; a failed open is reported first
 
 // Requests may come before the service is up (and a spare thread's directory comes as a message):
