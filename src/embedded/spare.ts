@@ -28,7 +28,14 @@ export function startSpare(how: { readOnly: boolean }): void {
   if (spare) return;
   const wasm$ = process.env.DATABASE_URL ? undefined : compilePgliteWasm();
   const worker = startWorker(siblingModule(import.meta.url, 'embedded-service'), { workerData: { spare: true, wasmPosted: !!wasm$ }, ...(how.readOnly ? { resourceLimits: READ_ONLY_LIMITS } : {}) });
-  wasm$?.then((wasm) => worker.postMessage({ wasm }), () => worker.postMessage({ wasm: null }));
+  const post = (wasm: WebAssembly.Module | null) => {
+    try {
+      worker.postMessage({ wasm });
+    } catch {
+      worker.postMessage({ wasm: null }); // not transferable here: the thread's PGlite compiles it
+    }
+  };
+  wasm$?.then(post, () => post(null));
   worker.unref();
   const gone = () => {
     if (spare === worker) spare = undefined;
