@@ -72,6 +72,10 @@ export async function bundle(dist, opts = {}) {
       // CommonJS dependencies require Node's modules (and the externals above) by name.
       banner: { js: "import { createRequire as __edgeplaneRequire } from 'node:module'; const require = __edgeplaneRequire(import.meta.url);" },
       legalComments: 'none',
+      // Whitespace and syntax only (names kept, for stack traces): each thread reads, decodes and
+      // parses about 40% less text (the service's modules: 6.1 MB of chunks before).
+      minifyWhitespace: true,
+      minifySyntax: true,
       logLevel: 'warning',
     });
     for (const f of walk(out)) {

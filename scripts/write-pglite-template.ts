@@ -4,10 +4,11 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, relative } from 'node:path';
 import { PGLITE_SETTINGS } from '../src/store/pglite.js';
-import { makeTemplate, TEMPLATE_META, TEMPLATE_TARBALL } from '../src/store/pglite-template.js';
+import { TEMPLATE_META, TEMPLATE_FILE } from '../src/store/pglite-template.js';
+import { makeTemplate } from '../src/store/pglite-template-make.js';
 
-const { tarball, meta } = await makeTemplate(PGLITE_SETTINGS);
-mkdirSync(dirname(TEMPLATE_TARBALL), { recursive: true });
-writeFileSync(TEMPLATE_TARBALL, tarball);
+const { template, meta } = await makeTemplate(PGLITE_SETTINGS);
+mkdirSync(dirname(TEMPLATE_FILE), { recursive: true });
+writeFileSync(TEMPLATE_FILE, template);
 writeFileSync(TEMPLATE_META, JSON.stringify(meta, null, 2) + '\n');
-process.stdout.write(`wrote ${relative(process.cwd(), TEMPLATE_TARBALL)} (${(tarball.length / 1e6).toFixed(1)} MB) and ${relative(process.cwd(), TEMPLATE_META)}\n`);
+process.stdout.write(`wrote ${relative(process.cwd(), TEMPLATE_FILE)} (${(template.length / 1e6).toFixed(1)} MB) and ${relative(process.cwd(), TEMPLATE_META)}\n`);

@@ -6,8 +6,7 @@
  * service's work on its pages each get a core.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { openEngine } from './engine.js';
-import { compilePgliteWasm } from '../store/pglite.js';
+import { compilePgliteWasm } from '../store/pglite-wasm.js';
 import type { AppOptions } from '../service/app.js';
 import { ensureCredentials } from './embedded-credentials.js';
 import { keyRingFor } from './state-dir.js';
@@ -26,13 +25,21 @@ export interface EmbeddedServiceInput {
 const port = parentPort!;
 const post = (m: unknown) => port.postMessage(m);
 
-type Message = { data?: EmbeddedServiceInput; close?: true; id: number; req?: { method: string; path: string; body?: unknown; headers?: Record<string, string> }; url?: string; cancel?: number };
+type Message = { data?: EmbeddedServiceInput; wasm?: WebAssembly.Module | null; close?: true; id: number; req?: { method: string; path: string; body?: unknown; headers?: Record<string, string> }; url?: string; cancel?: number };
+const from = workerData as { data?: EmbeddedServiceInput; wasmPosted?: boolean };
 
 // What does not depend on the directory starts at once, in a spare thread too (spare.ts): the
-// engine's WebAssembly compiles on V8's background threads while the service's modules load.
-const wasm$ = process.env.DATABASE_URL ? undefined : compilePgliteWasm();
+// engine's WebAssembly compiles on V8's background threads while the service's modules load (a
+// spare thread is posted it, compiled from the main thread before this one booted). The engine's
+// and the app's modules are imported here, not statically: the compile starts before they load.
+let wasmTold: ((wasm: WebAssembly.Module | undefined) => void) | undefined;
+const wasm$ = process.env.DATABASE_URL ? undefined : from.wasmPosted ? new Promise<WebAssembly.Module | undefined>((r) => (wasmTold = r)) : compilePgliteWasm();
 wasm$?.catch(() => {}); // PGlite compiles it itself then
-const app$ = import('../service/app.js');
+const engine$ = import('./engine.js');
+engine$.catch(() => {}); // awaited below
+// The app's modules (several times the engine's) load once the engine's have: the engine starts
+// first, and they load while it waits on its files.
+const app$ = engine$.then(() => import('../service/app.js'), () => import('../service/app.js'));
 app$.catch(() => {}); // awaited below; a failed open is reported first
 
 // Requests may come before the service is up (and a spare thread's directory comes as a message):
@@ -40,10 +47,13 @@ app$.catch(() => {}); // awaited below; a failed open is reported first
 const early: Message[] = [];
 let handle: ((m: Message) => void) | undefined;
 let told: ((data: EmbeddedServiceInput) => void) | undefined;
-const given = (workerData as { data?: EmbeddedServiceInput }).data;
+const given = from.data;
 const input$ = given ? Promise.resolve(given) : new Promise<EmbeddedServiceInput>((r) => (told = r));
 const onMessage = (m: Message) => {
-  if (told && m.data) {
+  if (m.wasm !== undefined) {
+    wasmTold?.(m.wasm ?? undefined);
+    wasmTold = undefined;
+  } else if (told && m.data) {
     told(m.data);
     told = undefined;
   } else if (handle) handle(m);
@@ -53,6 +63,7 @@ port.on('message', onMessage);
 const { stateDir, locked, appOptions, listen } = await input$;
 
 async function start() {
+  const { openEngine } = await engine$;
   const db = await openEngine(stateDir === null ? { memory: true } : { stateDir, locked }, { pgliteWasm: await wasm$?.catch(() => undefined) });
   try {
     const { buildApp } = await app$;

@@ -1,6 +1,7 @@
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { AppOptions } from '../service/app.js';
 import { DirLock } from '../store/dir-lock.js';
+import { writeTemplateInto } from '../store/pglite-template.js';
 import type { EmbeddedServiceInput } from './embedded-service.js';
 import type { Transport } from '../client/transport.js';
 import { databaseUrl, redactDatabaseUrl } from '../util/database-url.js';
@@ -38,6 +39,17 @@ export async function embeddedTransport(stateDir: string, appOptions: Partial<Ap
     // A command that runs once (the long-running holders, watch and agent, serve others) takes the
     // thread the CLI started ahead, if it did (spare.ts).
     const spare = how.serveOthers ? undefined : takeSpare();
+    // A new directory's database is written out from the template here, while the spare thread
+    // still boots and loads the engine (it would write it itself, after those), before it is told
+    // the directory: one thread writes it.
+    if (lock && spare) {
+      try {
+        await writeTemplateInto(join(dir, 'pgdata'));
+      } catch (err) {
+        void spare.terminate();
+        throw err;
+      }
+    }
     const worker = spare ?? startWorker(siblingModule(import.meta.url, 'embedded-service'), { workerData: { data } });
     spare?.postMessage({ data });
     worker.once('exit', () => lock?.release());

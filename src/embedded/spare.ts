@@ -1,5 +1,6 @@
 import type { Worker } from 'node:worker_threads';
 import { siblingModule, startWorker } from '../util/worker.js';
+import { compilePgliteWasm } from '../store/pglite-wasm.js';
 
 /**
  * The embedded service thread's limits in a command that only reads (plan): a small young
@@ -18,10 +19,23 @@ let spare: Worker | undefined;
  * own and reads its manifests, and waits to be told which directory to open (`takeSpare`). It
  * holds nothing (the directory's lock is taken when it is handed its directory) and keeps the
  * process up for nothing: a command that ends without it just exits.
+ *
+ * The engine's WebAssembly is compiled from here, on V8's background threads, while the thread
+ * boots and loads its modules, and is posted to it (`{ wasm }`, null if the compile failed: PGlite
+ * compiles it then): the thread would start the compile only once its own modules are loaded.
  */
 export function startSpare(how: { readOnly: boolean }): void {
   if (spare) return;
-  const worker = startWorker(siblingModule(import.meta.url, 'embedded-service'), { workerData: { spare: true }, ...(how.readOnly ? { resourceLimits: READ_ONLY_LIMITS } : {}) });
+  const wasm$ = process.env.DATABASE_URL ? undefined : compilePgliteWasm();
+  const worker = startWorker(siblingModule(import.meta.url, 'embedded-service'), { workerData: { spare: true, wasmPosted: !!wasm$ }, ...(how.readOnly ? { resourceLimits: READ_ONLY_LIMITS } : {}) });
+  const post = (wasm: WebAssembly.Module | null) => {
+    try {
+      worker.postMessage({ wasm });
+    } catch {
+      worker.postMessage({ wasm: null }); // not transferable here: the thread's PGlite compiles it
+    }
+  };
+  wasm$?.then(post, () => post(null));
   worker.unref();
   const gone = () => {
     if (spare === worker) spare = undefined;

@@ -1,6 +1,5 @@
 import { createHash, X509Certificate } from 'node:crypto';
-import type forge from 'node-forge';
-import { forgeLib } from '../util/forge.js';
+import { childrenOf, oidOf, readTlv, type Tlv } from '../util/der.js';
 import { rfc3339 } from '../util/time.js';
 
 const KEY_USAGE_BITS = [
@@ -103,11 +102,10 @@ function fieldsOf(cert: X509Certificate): ParsedCa {
   };
 }
 
-// BIT STRING contents must stay bytes: forge otherwise tries to read them as nested ASN.1.
-function fromDer(binary: string): forge.asn1.Asn1 {
-  const lib = forgeLib();
-  const fromDerRaw = lib.asn1.fromDer as unknown as (b: forge.util.ByteBuffer, o: object) => forge.asn1.Asn1;
-  return fromDerRaw(lib.util.createBuffer(binary), { decodeBitStrings: false });
+/** The TBSCertificate's universal-class fields: serialNumber, signature, issuer, validity, subject, subjectPublicKeyInfo. */
+function tbsOf(der: Buffer): { fields: Tlv[]; all: Tlv[] } {
+  const all = childrenOf(childrenOf(readTlv(der).contents)[0].contents);
+  return { fields: all.filter((n) => (n.tag & 0xc0) === 0), all };
 }
 
 /**
@@ -116,23 +114,20 @@ function fromDer(binary: string): forge.asn1.Asn1 {
  * (`Acme\\, Inc.`), and the CA's name is that value, not its escaped form.
  */
 function commonName(der: Buffer): string {
-  const lib = forgeLib();
-  const tbs = ((fromDer(der.toString('binary')).value as forge.asn1.Asn1[])[0].value as forge.asn1.Asn1[])
-    .filter((n) => n.tagClass === lib.asn1.Class.UNIVERSAL); // without the [0] version and the [1]–[3] tails
-  const subject = tbs[4]; // serialNumber, signature, issuer, validity, subject
-  for (const rdn of (subject?.value as forge.asn1.Asn1[] | undefined) ?? []) {
-    for (const atv of rdn.value as forge.asn1.Asn1[]) {
-      const [oid, value] = atv.value as forge.asn1.Asn1[];
-      if (lib.asn1.derToOid(oid.value as string) === '2.5.4.3') return directoryString(value);
+  const subject = tbsOf(der).fields[4];
+  for (const rdn of subject ? childrenOf(subject.contents) : []) {
+    for (const atv of childrenOf(rdn.contents)) {
+      const [oid, value] = childrenOf(atv.contents);
+      if (oid && value && oidOf(oid.contents) === '2.5.4.3') return directoryString(value);
     }
   }
   return '';
 }
 
 /** A DirectoryString's text by its ASN.1 type: UTF8String, BMPString (UTF-16BE), UniversalString (UTF-32BE), or an 8-bit one. */
-function directoryString(v: forge.asn1.Asn1): string {
-  const bytes = Buffer.from(v.value as string, 'binary');
-  switch (v.type as number) {
+function directoryString(v: Tlv): string {
+  const bytes = v.contents;
+  switch (v.tag & 0x1f) {
     case 12: return bytes.toString('utf8');
     case 30: return Buffer.from(bytes).swap16().toString('utf16le');
     case 28: {
@@ -146,19 +141,12 @@ function directoryString(v: forge.asn1.Asn1): string {
 
 /** The keyUsage bits, read from the DER (node:crypto does not expose them). */
 function keyUsages(der: Buffer): string[] {
-  const cert = fromDer(der.toString('binary'));
-  const tbs = (cert.value as forge.asn1.Asn1[])[0];
-  const extsWrapper = (tbs.value as forge.asn1.Asn1[]).find(
-    (n) => n.tagClass === forgeLib().asn1.Class.CONTEXT_SPECIFIC && n.type === 3,
-  );
+  const extsWrapper = tbsOf(der).all.find((n) => n.tag === 0xa3); // [3] EXPLICIT extensions
   if (!extsWrapper) return [];
-  const exts = (extsWrapper.value as forge.asn1.Asn1[])[0].value as forge.asn1.Asn1[];
-  for (const ext of exts) {
-    const parts = ext.value as forge.asn1.Asn1[];
-    if (forgeLib().asn1.derToOid(parts[0].value as string) !== '2.5.29.15') continue;
-    const octets = parts[parts.length - 1].value as string;
-    const bitString = fromDer(octets);
-    const bytes = Buffer.from(bitString.value as string, 'binary');
+  for (const ext of childrenOf(childrenOf(extsWrapper.contents)[0].contents)) {
+    const parts = childrenOf(ext.contents); // extnID, critical (optional), extnValue
+    if (oidOf(parts[0].contents) !== '2.5.29.15') continue;
+    const bytes = readTlv(parts[parts.length - 1].contents).contents; // the BIT STRING's contents
     // bytes[0] is the count of unused bits; the flags follow, most significant bit first.
     return KEY_USAGE_BITS.filter((_, i) => {
       const byte = bytes[1 + (i >> 3)];

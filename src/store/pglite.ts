@@ -1,24 +1,16 @@
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join, resolve } from 'node:path';
+import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
 import { createPgConfig } from '@electric-sql/pglite/node-postgres';
 import { DirLock } from './dir-lock.js';
-import { extractTemplate, settingsParams, templateFor } from './pglite-template.js';
+import { PGLITE_SETTINGS, settingsParams, templateFor, writeTemplateInto } from './pglite-template.js';
 import { PoolDb } from './pool-db.js';
 import type { Db } from './db.js';
 
 export interface PgliteDb extends Db { readonly lock: DirLock | null }
 
-/**
- * PostgreSQL settings for the embedded engine, given on every start. PGlite makes its whole buffer
- * pool resident when it starts, so PostgreSQL's default pool would be resident in every CLI run,
- * however small the state. 8 MB holds what a small stack's commands read; a large stack's tables
- * outgrow 16 MB as well (6,200 objects: some 30 MB), and their pages come from the operating
- * system's file cache either way. Each MB here is about one more MB of every run's peak memory.
- */
-export const PGLITE_SETTINGS: Record<string, string> = { shared_buffers: '8MB' };
+export { PGLITE_SETTINGS } from './pglite-template.js';
 
 /**
  * The embedded engine: PGlite with its files in `<stateDir>/pgdata`, behind the directory lock.
@@ -38,10 +30,7 @@ export async function openPglite(stateDir: string | null, opts: { locked?: boole
     // with the same settings (it would probe its own defaults while it runs, and write those to
     // postgresql.conf).
     let isNew = !data || !existsSync(join(data, 'PG_VERSION'));
-    if (data && isNew && opts.template !== false && isEmptyOrMissing(data)) {
-      if (existsSync(data)) rmdirSync(data);
-      if (await extractTemplate(PGLITE_SETTINGS, data)) isNew = false;
-    }
+    if (data && isNew && opts.template !== false && await writeTemplateInto(data, PGLITE_SETTINGS)) isNew = false;
     if (data) ownerOnly(data);
     const settings = settingsParams(PGLITE_SETTINGS);
     const template = isNew && opts.template !== false ? templateFor(PGLITE_SETTINGS) : undefined;
@@ -49,6 +38,11 @@ export async function openPglite(stateDir: string | null, opts: { locked?: boole
       startParams: [...PGlite.defaultStartParams, ...settings], initDbStartParams: settings,
       ...(template ? { loadDataDir: template } : {}), ...(opts.wasm ? { pgliteWasmModule: opts.wasm } : {}),
     });
+    // PGlite ends its start reading the catalog's array types (a join over pg_type), for its own
+    // `query` API's parsing of arrays; edgeplane queries through the `pg` adapter alone (raw
+    // protocol, pg's own type parsers): that read is skipped, some 30 ms of every start. Set before
+    // the start reaches it (it awaits the engine's files and WebAssembly first).
+    pglite._initArrayTypes = async () => {};
     await pglite.waitReady.catch((err: Error) => {
       // Which directory (PGlite's own message names none): a damaged state directory is the usual cause.
       throw new Error(`cannot open the embedded database in ${data ?? 'memory'}: ${err.message}`, { cause: err });
@@ -67,29 +61,7 @@ export async function openPglite(stateDir: string | null, opts: { locked?: boole
   }
 }
 
-/**
- * PGlite's WebAssembly (9 MB), compiled: a thread that will open the engine starts this first, so
- * the compile runs on V8's background threads while the thread loads everything else (PGlite
- * itself compiles it only once it is opened). Read at once, not streamed: the compile starts
- * before any module of the service is evaluated.
- */
-export function compilePgliteWasm(): Promise<WebAssembly.Module> {
-  try {
-    const dir = dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite'));
-    return WebAssembly.compile(readFileSync(join(dir, 'pglite.wasm')));
-  } catch (err) {
-    return Promise.reject(err);
-  }
-}
-
-function isEmptyOrMissing(dir: string): boolean {
-  try {
-    return readdirSync(dir).length === 0;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return true;
-    throw err;
-  }
-}
+export { compilePgliteWasm } from './pglite-wasm.js';
 
 /**
  * The database directory, made (or kept) readable by its owner only: PGlite writes its files

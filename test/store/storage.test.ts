@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -10,6 +10,19 @@ import { openPglite, PGLITE_SETTINGS } from '../../src/store/pglite.js';
 import { pgliteVersion, readTemplateMeta, templateFits } from '../../src/store/pglite-template.js';
 import { openPostgres } from '../../src/store/postgres.js';
 import { ENGINES, openTestDb } from '../helpers/service.js';
+
+/** Bytes a directory's files hold (their sizes) and take on disk (their blocks). */
+function diskUse(dir: string): { size: number; allocated: number } {
+  let size = 0;
+  let allocated = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile()) continue;
+    const st = statSync(join(entry.parentPath, entry.name));
+    size += st.size;
+    allocated += st.blocks * 512;
+  }
+  return { size, allocated };
+}
 
 describe('PGlite directory lock', () => {
   it("keeps the database files its owner's alone: pgdata/ is 0700, made so or tightened", async () => {
@@ -119,12 +132,18 @@ describe('new embedded databases', () => {
     try {
       await migrate(db);
       expect((await db.query<{ n: number }>('SELECT 1 AS n')).rows[0].n).toBe(1);
+      // The template holds the one database PGlite connects to (not template0/template1): less to write on a first start.
+      expect((await db.query<{ datname: string }>('SELECT datname FROM pg_database')).rows.map((r) => r.datname)).toEqual(['postgres']);
     } finally {
       await db.close();
     }
     expect(existsSync(join(dir, 'pgdata.new'))).toBe(false);
     expect(statSync(join(dir, 'pgdata')).mode & 0o777).toBe(0o700);
     expect(statSync(join(dir, 'pgdata', 'PG_VERSION')).mode & 0o077).toBe(0);
+    // Zero pages were not written (holes): the directory takes on disk what its database holds,
+    // far less than its files' sizes (a 16 MB WAL segment, mostly empty, and empty pages).
+    const { size, allocated } = diskUse(join(dir, 'pgdata'));
+    expect(allocated).toBeLessThan(size / 2);
   });
 });
 
