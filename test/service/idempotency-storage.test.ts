@@ -115,6 +115,23 @@ describe.each(ENGINES)('bounded Idempotency-Key storage (%s)', (engine) => {
     expect((await c.get(`/edges/https/${edge.id}`)).body.routes).toHaveLength(1);
   });
 
+  it('a key with quotes and backslashes is claimed, kept and replayed as any other', async () => {
+    const c = await svc.account();
+    const key = `it's a \\ "key"; SELECT 1 --`;
+    const body = { backends: [newId('bkdhr')], description: 'quoted' };
+    const first = await c.request('POST', '/backends/failover', body, { 'idempotency-key': key });
+    expect(first.status, first.text).toBe(201);
+    const again = await c.request('POST', '/backends/failover', body, { 'idempotency-key': key });
+    expect(again.status, again.text).toBe(201);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.text).toBe(first.text);
+    const other = await c.request('POST', '/backends/failover', { ...body, description: 'another' }, { 'idempotency-key': key });
+    expect(other.body.error_code).toBe('ERR_IDEMPOTENCY_KEY_REUSED');
+    const { rows } = await svc.db.query<{ key: string }>('SELECT key FROM idempotency_keys WHERE account_id = $1', [c.accountId]);
+    expect(rows).toEqual([{ key }]);
+    expect((await c.get('/backends/failover')).body.backends).toHaveLength(1);
+  });
+
   it('a create whose response passes the size kept whole is kept by reference: its replay is the object, its ETag and Location', async () => {
     const small = await startTestService(engine, { idempotency: { maxKeptResponseBytes: 100 } });
     try {
