@@ -25,6 +25,19 @@ export interface Db extends Queryable {
   poolStats?(): PoolStats;
 }
 
+/**
+ * A statement to send within another one, as a data-modifying CTE: `sql(first)` is its text with
+ * placeholders numbered from `$first`, `params` their values. The statement that carries it
+ * answers how many rows it wrote (`objects.ts`, `insertObjectAlong`).
+ */
+export interface Along {
+  sql(first: number): string;
+  params: unknown[];
+  /** Rows it must write: fewer is `onShort()`'s error, and the transaction must not commit. */
+  rows: number;
+  onShort(): Error;
+}
+
 export interface PoolStats { total: number; idle: number; waiting: number; max: number }
 
 export function isPgError(err: unknown, code: string): err is Error & { code: string; constraint?: string; detail?: string } {

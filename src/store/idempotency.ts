@@ -1,4 +1,4 @@
-import type { Db, Queryable } from './db.js';
+import type { Along, Db, Queryable } from './db.js';
 
 /**
  * A response kept for an `Idempotency-Key`, with the hash of the request it answered: the body as
@@ -66,26 +66,42 @@ export async function keptResponse(q: Queryable, accountId: string, key: string)
 }
 
 /**
+ * The statement that keeps a response (`keepResponse`), its placeholders numbered from `$first`:
+ * alone, or as a data-modifying CTE of a write's own statement (`keepAlong`). It writes one row, or
+ * none when a live response is kept for the key (the caller must then not commit).
+ */
+function keepSql(first: number): string {
+  const [account, key, hash, status, headers, body, objectId, bytes, hours] = Array.from({ length: 9 }, (_, i) => `$${first + i}`);
+  return `INSERT INTO idempotency_keys (account_id, key, request_hash, status, headers, body, object_id, bytes, expires_at)
+     VALUES (${account}, ${key}, ${hash}, ${status}, ${headers}, ${body}, ${objectId}, ${bytes}, now() + make_interval(hours => ${hours}))
+     ON CONFLICT (account_id, key) DO UPDATE SET request_hash = ${hash}, status = ${status}, headers = ${headers}, body = ${body},
+       object_id = ${objectId}, bytes = ${bytes}, created_at = now(), expires_at = now() + make_interval(hours => ${hours})
+     WHERE idempotency_keys.expires_at <= now()`;
+}
+
+/**
+ * `keepResponse` as a statement that rides on the write's own (an object's insert): the keep
+ * costs no round trip of its own. The carrier throws `KeyKeptMeanwhile` when it kept nothing.
+ */
+export function keepAlong(accountId: string, key: string, kept: Omit<KeptResponse, 'body'>, bodyJson: string | null, hours: number): Along {
+  const headers = JSON.stringify(kept.headers);
+  const params = [accountId, key, kept.request_hash, kept.status, headers, bodyJson, kept.object_id ?? null, keptBytes(key, headers, bodyJson), hours];
+  return { sql: keepSql, params, rows: 1, onShort: () => new KeyKeptMeanwhile() };
+}
+
+/**
  * Keeps a response for `hours`, over an expired one of the same key; over a live one never
  * (`KeyKeptMeanwhile` is thrown: the transaction must not commit). `bodyJson` is the body as
  * JSON text (null: none, or kept by reference in `kept.object_id`); `bytes` is what the row counts
  * against its account's cap.
  */
 export async function keepResponse(q: Queryable, accountId: string, key: string, kept: Omit<KeptResponse, 'body'>, bodyJson: string | null, hours: number): Promise<number> {
-  const headers = JSON.stringify(kept.headers);
-  const bytes = keptBytes(key, headers, bodyJson);
-  const { rowCount } = await q.query(
-    `INSERT INTO idempotency_keys (account_id, key, request_hash, status, headers, body, object_id, bytes, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(hours => $9))
-     ON CONFLICT (account_id, key) DO UPDATE SET request_hash = $3, status = $4, headers = $5, body = $6,
-       object_id = $7, bytes = $8, created_at = now(), expires_at = now() + make_interval(hours => $9)
-     WHERE idempotency_keys.expires_at <= now()`,
-    [accountId, key, kept.request_hash, kept.status, headers, bodyJson, kept.object_id ?? null, bytes, hours],
-    { prepared: true },
-  );
-  if (rowCount !== 1) throw new KeyKeptMeanwhile();
-  return bytes;
+  const along = keepAlong(accountId, key, kept, bodyJson, hours);
+  const { rowCount } = await q.query(KEEP_SQL, along.params, { prepared: true });
+  if (rowCount !== 1) throw along.onShort();
+  return along.params[7] as number;
 }
+const KEEP_SQL = keepSql(1);
 
 /** A row's size beside its texts: the request hash, timestamps, status and the tuple's header, about. */
 const ROW_BYTES = 100;

@@ -1,4 +1,4 @@
-import type { Queryable } from './db.js';
+import type { Along, Queryable } from './db.js';
 import { isStorableText } from '../util/text.js';
 
 /** One stored object of any kind. `body` is its stored form (see src/kinds). */
@@ -46,16 +46,33 @@ export function jsonbKeyOrder(a: string, b: string): number {
   return x.length - y.length || Buffer.compare(x, y);
 }
 
+const INSERT_OBJECT = `INSERT INTO objects (id, account_id, kind, parent_id, body, created_at, view, view_for)
+     VALUES ($1, $2, $3, $4, $5, COALESCE($6::timestamptz, now()), $7, $8)`;
+
+type NewObject = Omit<ObjectRow, 'created_at' | 'version'> & { created_at?: string };
+const insertParams = (row: NewObject, view?: StoredView) => [row.id, row.account_id, row.kind, row.parent_id, row.body, row.created_at ?? null, view?.view ?? null, view?.viewFor ?? null];
+
 /** A new object; `created_at` (RFC 3339) where the caller picked it (its view holds it), else the database's clock. */
-export async function insertObject(
-  q: Queryable, row: Omit<ObjectRow, 'created_at' | 'version'> & { created_at?: string }, view?: StoredView,
-): Promise<ObjectRow> {
-  const { rows } = await q.query<ObjectRow>(
-    `INSERT INTO objects (id, account_id, kind, parent_id, body, created_at, view, view_for)
-     VALUES ($1, $2, $3, $4, $5, COALESCE($6::timestamptz, now()), $7, $8) RETURNING ${COLS}`,
-    [row.id, row.account_id, row.kind, row.parent_id, row.body, row.created_at ?? null, view?.view ?? null, view?.viewFor ?? null],
-  );
+export async function insertObject(q: Queryable, row: NewObject, view?: StoredView): Promise<ObjectRow> {
+  const { rows } = await q.query<ObjectRow>(`${INSERT_OBJECT} RETURNING ${COLS}`, insertParams(row, view), { prepared: true });
   return rows[0];
+}
+
+/** The text of `insertObjectAlong`'s statement, by the text of what rides along. */
+const alongSql = new Map<Along['sql'], string>();
+
+/**
+ * `insertObject` with another statement in the same one, as a data-modifying CTE (a keyed
+ * create's kept response, `store/idempotency.ts`): one round trip for both. When it writes fewer
+ * rows than `along.rows`, `along.onShort()` is thrown (the transaction must not commit).
+ */
+export async function insertObjectAlong(q: Queryable, row: NewObject, view: StoredView | undefined, along: Along): Promise<ObjectRow> {
+  let sql = alongSql.get(along.sql);
+  if (!sql) alongSql.set(along.sql, (sql = `WITH along AS (${along.sql(9)} RETURNING 1) ${INSERT_OBJECT} RETURNING ${COLS}, (SELECT count(*) FROM along)::int AS along_rows`));
+  const { rows } = await q.query<ObjectRow & { along_rows: number }>(sql, [...insertParams(row, view), ...along.params], { prepared: true });
+  const { along_rows: written, ...inserted } = rows[0];
+  if (written !== along.rows) throw along.onShort();
+  return inserted;
 }
 
 export async function getObject(

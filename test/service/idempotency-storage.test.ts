@@ -95,6 +95,43 @@ describe.each(ENGINES)('bounded Idempotency-Key storage (%s)', (engine) => {
     expect(kept.rows).toEqual([{ object_id: null, has_body: true }]);
   });
 
+  it('a keyed create\'s replay is its first response byte for byte (kept in the insert\'s statement), and a GET answers the same object', async () => {
+    const c = await svc.account();
+    const edge = await newEdge(c);
+    // A header map's keys out of the order jsonb keeps them in: the response and its replay must still agree.
+    const body = { match_type: 'exact_path', match: '/bytes', description: 'bytes', request_headers: { add: { 'x-zebra-long-name': 'z', 'x-a': 'a', 'x-mid': 'm' } } };
+    const path = `/edges/https/${edge.id}/routes`;
+    const first = await c.request('POST', path, body, { 'idempotency-key': 'bytes-1' });
+    expect(first.status, first.text).toBe(201);
+    const again = await c.request('POST', path, body, { 'idempotency-key': 'bytes-1' });
+    expect(again.status).toBe(201);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.text).toBe(first.text);
+    for (const h of ['etag', 'location', 'content-type']) expect(again.headers.get(h), h).toBe(first.headers.get(h));
+    expect(first.headers.get('location')).toBe(first.body.uri);
+    const read = await c.get(`${path}/${first.body.id}`);
+    expect(read.body).toEqual(first.body);
+    expect(read.headers.get('etag')).toBe(first.headers.get('etag'));
+    expect((await c.get(`/edges/https/${edge.id}`)).body.routes).toHaveLength(1);
+  });
+
+  it('a key with quotes and backslashes is claimed, kept and replayed as any other', async () => {
+    const c = await svc.account();
+    const key = `it's a \\ "key"; SELECT 1 --`;
+    const body = { backends: [newId('bkdhr')], description: 'quoted' };
+    const first = await c.request('POST', '/backends/failover', body, { 'idempotency-key': key });
+    expect(first.status, first.text).toBe(201);
+    const again = await c.request('POST', '/backends/failover', body, { 'idempotency-key': key });
+    expect(again.status, again.text).toBe(201);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.text).toBe(first.text);
+    const other = await c.request('POST', '/backends/failover', { ...body, description: 'another' }, { 'idempotency-key': key });
+    expect(other.body.error_code).toBe('ERR_IDEMPOTENCY_KEY_REUSED');
+    const { rows } = await svc.db.query<{ key: string }>('SELECT key FROM idempotency_keys WHERE account_id = $1', [c.accountId]);
+    expect(rows).toEqual([{ key }]);
+    expect((await c.get('/backends/failover')).body.backends).toHaveLength(1);
+  });
+
   it('a create whose response passes the size kept whole is kept by reference: its replay is the object, its ETag and Location', async () => {
     const small = await startTestService(engine, { idempotency: { maxKeptResponseBytes: 100 } });
     try {
@@ -178,12 +215,14 @@ describe.each(ENGINES)('bounded Idempotency-Key storage (%s)', (engine) => {
   });
 
   // The claim reads in a snapshot taken before its lock: a response committed by the request that
-  // held the key until just then can be missed. Staged here: the request is held after its claim (its
-  // object's insert waits for the account row, locked by the test), a response is kept for its key
-  // meanwhile, then the request goes on. Its write is undone and run again, and the run sees the key.
-  // PostgreSQL only: PGlite has one session, so no transaction overlaps another.
+  // held the key until just then can be missed. Staged here: the request is held after its claim (a
+  // route's create locks its edge first, and the test holds the edge's row), a response is kept for
+  // its key meanwhile, then the request goes on. Its insert, which keeps its response in the same
+  // statement, finds the live one and keeps nothing: the write is undone and run again, and the run
+  // sees the key. PostgreSQL only: PGlite has one session, so no transaction overlaps another.
   if (engine === 'postgres') it('a response kept after the claim read none: the write is undone and run again, which finds the key', async () => {
     const c = await svc.account();
+    const edge = await newEdge(c);
     let locked!: () => void;
     let release!: () => void;
     const isLocked = new Promise<void>((r) => { locked = r; });
@@ -191,17 +230,17 @@ describe.each(ENGINES)('bounded Idempotency-Key storage (%s)', (engine) => {
     let lockerPid = 0;
     const locker = svc.db.tx(async (q) => {
       lockerPid = (await q.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
-      await q.query('SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE', [c.accountId]);
+      await q.query('SELECT 1 FROM objects WHERE id = $1 FOR UPDATE', [edge.id]);
       locked();
       await gate;
     });
     await isLocked;
-    const pending = c.request('POST', '/backends/failover', { backends: [newId('bkdhr')] }, { 'idempotency-key': 'meanwhile' });
+    const pending = c.request('POST', `/edges/https/${edge.id}/routes`, { match_type: 'exact_path', match: '/meanwhile' }, { 'idempotency-key': 'meanwhile' });
     try {
       for (let i = 0; ; i++) {
         const { rows } = await svc.db.query<{ n: string }>('SELECT count(*) AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))', [lockerPid]);
         if (Number(rows[0].n) > 0) break;
-        if (i > 500) throw new Error('the request never waited for the account row');
+        if (i > 500) throw new Error('the request never waited for the edge row');
         await new Promise((r) => setTimeout(r, 10));
       }
       // Another request's response (another body: its hash differs), committed while this one is held.
@@ -213,7 +252,7 @@ describe.each(ENGINES)('bounded Idempotency-Key storage (%s)', (engine) => {
     const res = await pending;
     expect(res.status, res.text).toBe(422);
     expect(res.body.error_code).toBe('ERR_IDEMPOTENCY_KEY_REUSED');
-    expect((await c.get('/backends/failover')).body.backends).toHaveLength(0);
+    expect((await c.get(`/edges/https/${edge.id}`)).body.routes).toHaveLength(0);
     const { rows } = await svc.db.query<{ body: unknown }>('SELECT body FROM idempotency_keys WHERE account_id = $1', [c.accountId]);
     expect(rows).toEqual([{ body: { kept: true } }]);
   });

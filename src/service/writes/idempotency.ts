@@ -1,7 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import { flatDb, isPgError, RunAgainFromStart, type Db } from '../../store/db.js';
-import { claimAndRead, keepResponse, KeyKeptMeanwhile, sweepKeys, trimKeys, type KeptResponse } from '../../store/idempotency.js';
+import { flatDb, isPgError, RunAgainFromStart, type Along, type Db } from '../../store/db.js';
+import { claimAndRead, keepAlong, keepResponse, KeyKeptMeanwhile, sweepKeys, trimKeys, type KeptResponse } from '../../store/idempotency.js';
 import { canonicalJson } from '../../util/canonical-json.js';
 import { ApiError } from '../../contract/errors.js';
 import { etagOfBody, RenderedJson } from '../responses/serialize.js';
@@ -57,6 +57,14 @@ export interface RouteResult {
 export type Reread = (db: Db, objectId: string) => Promise<RouteResult>;
 
 /**
+ * The keep of a keyed write's response as a statement for the write to send with its own (a
+ * create's insert: `Resources.create`), a round trip fewer: `along(result)` with the result the
+ * route will answer. A write that uses it must answer that same result (its replay is what is
+ * kept); one that does not is kept after it, as any other.
+ */
+export type KeepAlong = (result: RouteResult) => Along;
+
+/**
  * The request's `Idempotency-Key`, or undefined. A key is 1 to 255 visible ASCII characters (a
  * UUID, a hash): anything else is refused, not silently ignored (the client counts on it).
  */
@@ -93,7 +101,7 @@ function requestHash(req: FastifyRequest, key: Buffer | undefined): string {
  * as it is now, with its current ETag, and `Idempotent-Original-ETag` naming the version the first
  * request produced when the object changed since (docs/api.md says why).
  */
-export async function runIdempotent(db: Db, req: FastifyRequest, accountId: string, run: (db: Db) => Promise<RouteResult>, opts: IdempotencyOptions = {}, reread?: Reread): Promise<RouteResult> {
+export async function runIdempotent(db: Db, req: FastifyRequest, accountId: string, run: (db: Db, keep?: KeepAlong) => Promise<RouteResult>, opts: IdempotencyOptions = {}, reread?: Reread): Promise<RouteResult> {
   const key = idempotencyKey(req);
   if (key === undefined) return run(db);
   const hash = requestHash(req, (await req.server.secrets?.start())?.fingerprintKey);
@@ -126,20 +134,30 @@ export async function runIdempotent(db: Db, req: FastifyRequest, accountId: stri
         return { status: kept.status, body: kept.body ?? undefined, headers: { ...kept.headers, 'idempotent-replayed': 'true' } };
       }
     }
-    const result = await run(flatDb(q, db));
+    // A create keeps its response in its insert's statement (`KeepAlong`); other writes after it.
+    let keptAlong = false;
+    const result = await run(flatDb(q, db), (r) => {
+      keptAlong = true;
+      return toKeep(r).along;
+    });
     if (result.status >= 200 && result.status < 300) {
-      const headers: Record<string, string> = { ...result.headers };
-      if (result.location) headers.location = result.location;
-      const etag = etagOfBody(result.body);
-      if (etag) headers.etag = etag;
-      const json = jsonOf(result.body);
-      const byReference = json !== null && reread !== undefined && result.objectId !== undefined
-        && Buffer.byteLength(json) > (opts.maxKeptResponseBytes ?? DEFAULT_MAX_KEPT_RESPONSE_BYTES);
-      await keepResponse(q, accountId, key, { request_hash: hash, status: result.status, headers, object_id: byReference ? result.objectId : null }, byReference ? null : json, IDEMPOTENCY_HOURS);
+      if (!keptAlong) await keepResponse(q, ...toKeep(result).args);
       stored = true;
     }
     return result;
   });
+  /** What is kept of a successful result (status, headers, the body as sent or by reference). */
+  const toKeep = (result: RouteResult) => {
+    const headers: Record<string, string> = { ...result.headers };
+    if (result.location) headers.location = result.location;
+    const etag = etagOfBody(result.body);
+    if (etag) headers.etag = etag;
+    const json = jsonOf(result.body);
+    const byReference = json !== null && reread !== undefined && result.objectId !== undefined
+      && Buffer.byteLength(json) > (opts.maxKeptResponseBytes ?? DEFAULT_MAX_KEPT_RESPONSE_BYTES);
+    const args = [accountId, key, { request_hash: hash, status: result.status, headers, object_id: byReference ? result.objectId! : null }, byReference ? null : json, IDEMPOTENCY_HOURS] as const;
+    return { args, get along() { return keepAlong(...args); } };
+  };
   const result = await forTransientFailures(async () => {
     if (claimFirst) return attempt();
     try {

@@ -2,11 +2,11 @@ import { findKind, kindByName } from '../../kinds/registry.js';
 import { clearable } from '../../kinds/fields.js';
 import { forEachRefValue } from '../../kinds/refs.js';
 import type { Body, HookContext, KindDef, KindRuntimeConfig, ModuleDef, RefDef, UniqueDef } from '../../kinds/types.js';
-import type { Db, Queryable } from '../../store/db.js';
+import type { Along, Db, Queryable } from '../../store/db.js';
 import { isPgError } from '../../store/db.js';
 import { foreignOverlap } from '../../store/hostport-overlaps.js';
 import {
-  bumpVersion, childTotals, lockParentForChild, deleteObject, existingIds, getObject, getViews, getWithChildren, insertObject, listChildren, listObjects, lockObject, reaches, referrers,
+  bumpVersion, childTotals, lockParentForChild, deleteObject, existingIds, getObject, getViews, getWithChildren, insertObject, insertObjectAlong, listChildren, listObjects, lockObject, reaches, referrers,
   replaceRefs, replaceUniques, UniqueViolation, updateBody, type ObjectRow, type RefRow,
 } from '../../store/objects.js';
 import { isDeepStrictEqual } from 'node:util';
@@ -77,7 +77,11 @@ export class Resources {
     return new Resources(db, this.config, this.secrets);
   }
 
-  async create(kind: KindDef, caller: Caller, input: Body, parentId?: string): Promise<Body> {
+  /**
+   * `keep`: the statement that keeps a keyed create's response (`runIdempotent`), given the
+   * response; it rides on the object's insert (`insertObjectAlong`), a round trip fewer.
+   */
+  async create(kind: KindDef, caller: Caller, input: Body, parentId?: string, keep?: (response: Body) => Along): Promise<Body> {
     checkStacks(kind, caller, input.metadata, `the new ${kind.title}`);
     const id = newId(kind.idPrefix);
     const body: Body = {};
@@ -105,7 +109,12 @@ export class Resources {
       }
       await runEffects(q, kind, 'before', ctx);
       const row = { id, account_id: caller.accountId, kind: kind.name, parent_id: parentId ?? null, body, created_at: createdAt() };
-      const inserted = await insertObject(q, row, renderView(kind, { ...row, version: '1' }, caller.baseUrl));
+      const view = renderView(kind, { ...row, version: '1' }, caller.baseUrl);
+      // The response kept for a key is made from the row about to be written: what the response
+      // made from the row read back is (the kept JSON is read back through jsonb alike).
+      const inserted = keep
+        ? await insertObjectAlong(q, row, view, keep(toResponse(kind, { ...row, version: '1' }, caller.baseUrl, kind.embeds ? new Map() : undefined)))
+        : await insertObject(q, row, view);
       await this.checkPerParent(q, kind, parentId);
       await this.writeLinks(q, kind, caller, inserted);
       await runEffects(q, kind, 'after', ctx);
