@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { hasEmbeddedState, stateDirOf } from '../embedded/state-dir-path.js';
 import { startSpare } from '../embedded/spare.js';
+import { preloadTemplate } from '../store/pglite-template.js';
 import { ciVariable } from './ci.js';
 
 const WRITES = new Set(['apply', 'destroy']);
@@ -22,8 +23,11 @@ export function prestart(command: string, flags: { apiUrl?: string; state?: stri
   if (dir !== undefined && pinsAnApi(dir)) return;
   const database = process.env.DATABASE_URL;
   if (database === '') return; // refused by the command
-  if (READS.has(command) && database === undefined && !hasEmbeddedState(stateDirOf({ stateDir: flags.state }))) return;
+  const fresh = database === undefined && !hasEmbeddedState(stateDirOf({ stateDir: flags.state }));
+  if (READS.has(command) && fresh) return;
   startSpare({ readOnly: READS.has(command) });
+  // A write on a directory with no database: its database is written from the template soon.
+  if (fresh) preloadTemplate();
 }
 
 /** The stack file mentions an `api_url` (its own or an environment's). */

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, writeSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, isAbsolute, join, normalize, sep } from 'node:path';
-import { brotliCompressSync, brotliDecompressSync, constants as zlib } from 'node:zlib';
+import { brotliCompressSync, brotliDecompress, brotliDecompressSync, constants as zlib } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import { loadMigrations, type Migration } from './migrate.js';
 
@@ -87,7 +88,29 @@ const PAGE = 8192;
 
 /** The template, read whole; it throws if its data is not what its index says (a damaged file). */
 function readTemplate(): Template {
-  const raw = brotliDecompressSync(readFileSync(TEMPLATE_FILE));
+  return parseTemplate(brotliDecompressSync(readFileSync(TEMPLATE_FILE)));
+}
+
+let preloaded: Promise<Buffer> | undefined;
+
+/**
+ * Starts reading and decompressing the template on the thread pool, for a new directory's database
+ * written soon (`writeTemplateInto`): the CLI calls it as a command that writes starts on a state
+ * directory with no database (`cli/prestart.ts`), so that the write, which the service thread waits
+ * for, is left with the files alone.
+ */
+export function preloadTemplate(): void {
+  preloaded ??= readFile(TEMPLATE_FILE).then((packed) => new Promise<Buffer>((ok, fail) => brotliDecompress(packed, (err, raw) => (err ? fail(err) : ok(raw)))));
+  preloaded.catch(() => {}); // read again, and refused, by the write
+}
+
+async function loadTemplate(): Promise<Template> {
+  const raw = preloaded ? await preloaded.catch(() => undefined) : undefined;
+  preloaded = undefined; // used once: a later write reads it afresh
+  return raw ? parseTemplate(raw) : readTemplate();
+}
+
+function parseTemplate(raw: Buffer): Template {
   const length = raw.readUInt32LE(0);
   const index = JSON.parse(raw.subarray(4, 4 + length).toString('utf8')) as TemplateIndex;
   const data = raw.subarray(4 + length);
@@ -182,10 +205,13 @@ function tarOf(template: Template): Buffer {
  * half database behind (only the sibling, removed by the next try). False: no template fits.
  */
 export async function extractTemplate(settings: Record<string, string>, data: string): Promise<boolean> {
-  if (!templateFits(readTemplateMeta(), settings)) return false;
+  if (!templateFits(readTemplateMeta(), settings)) {
+    preloaded = undefined;
+    return false;
+  }
   let template: Template;
   try {
-    template = readTemplate();
+    template = await loadTemplate();
   } catch {
     return false; // unreadable: initdb it is
   }
@@ -222,7 +248,10 @@ export async function extractTemplate(settings: Record<string, string>, data: st
  * or something that is not one, left for PGlite to refuse), or no template fits.
  */
 export async function writeTemplateInto(data: string, settings: Record<string, string> = PGLITE_SETTINGS): Promise<boolean> {
-  if (!isEmptyOrMissing(data)) return false;
+  if (!isEmptyOrMissing(data)) {
+    preloaded = undefined;
+    return false;
+  }
   if (existsSync(data)) rmdirSync(data);
   return extractTemplate(settings, data);
 }
