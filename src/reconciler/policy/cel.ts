@@ -62,7 +62,7 @@ export interface Compiled {
    */
   inputs?: Inputs;
   /** Its verdicts by what they depend on (`inputs`): see evaluate.ts `verdict`. Kept while the process runs. */
-  memo: Map<number | string, unknown>;
+  memo: Map<number, unknown>;
   /** The same for an expression that reads one field of `object` and nothing else, when that field is a primitive: by the value itself. */
   memoOne: Map<unknown, unknown>;
   /** The generation of value ids its memo was made in (evaluate.ts `valueId`). */
