@@ -427,7 +427,9 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
   const groupByKind = new Map<string, Group | undefined>();
   for (const [k, ps] of perKind) groupByKind.set(k, groupOf(k, ps));
   const subject = new Subject(undefined as unknown as KindDef, undefined, undefined, {});
-  for (const d of input.desired) {
+  const desired = input.desired;
+  for (let di = 0; di < desired.length; di++) {
+    const d = desired[di];
     const mk = d.kind.manifestKind!;
     const policies = perKind.get(mk);
     if (!policies) continue;
@@ -539,12 +541,15 @@ class Results {
       this.omitted++;
       return;
     }
-    const r: PolicyResult = {
-      policy: p.name, rule: rule.index, severity: rule.severity, message: rule.message,
-      ...(identity !== undefined ? { identity, action: action!, ...(step ? { step } : {}) } : {}),
-      ...(error !== undefined ? { error } : {}),
-      ...(overridden ? { overridden: true as const } : {}),
-    };
+    // Made in the order its fields are shown (JSON), without an object per optional part.
+    const r: PolicyResult = { policy: p.name, rule: rule.index, severity: rule.severity, message: rule.message };
+    if (identity !== undefined) {
+      r.identity = identity;
+      r.action = action;
+      if (step) r.step = step;
+    }
+    if (error !== undefined) r.error = error;
+    if (overridden) r.overridden = true;
     if (step) this.ofSteps.push(r);
     if (list.length < RESULTS_MAX) list.push(r);
     else this.omitted++;
