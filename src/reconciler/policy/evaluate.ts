@@ -56,6 +56,9 @@ export class Subject {
   name: string | undefined;
   identity: string | undefined;
   body!: Body;
+  /** In a group (`checkPlan`): the ids of its fields (by place), and each expression's fields' places among them. */
+  ids: number[] = [];
+  places?: Map<Compiled, number[]>;
 
   constructor(kind: KindDef, name: string | undefined, identity: string | undefined, body: Body) {
     this.reset(kind, name, identity, body);
@@ -67,6 +70,7 @@ export class Subject {
     this.identity = identity;
     this.body = body;
     this.view = undefined;
+    this.places = undefined;
     return this;
   }
 
@@ -211,6 +215,8 @@ interface Group {
   /** Ids below it are packed with their place (`id * fields.length + place`: an int32). */
   packMax: number;
   extra: (keyof ContextKeys)[];
+  /** Each expression's fields' places in `fields`. */
+  places: Map<Compiled, number[]>;
   memo: Map<number, GroupVerdict>;
   epoch: number;
 }
@@ -235,6 +241,7 @@ function groupOf(kind: string, policies: readonly Policy[]): Group | undefined {
       plain: !fields.some((f) => f === 'kind' || f === 'name' || f === 'identity'),
       packMax: Math.floor(0x7fffffff / Math.max(1, fields.length)) - 1,
       extra: (['action', 'changes', 'plan'] as const).filter((x) => all.some((i) => i[x])),
+      places: new Map(policies.flatMap(exprs).map((c) => [c, c.inputs!.fields.map((f) => fields.indexOf(f))])),
       memo: new Map(), epoch,
     };
     groups.set(signature, g);
@@ -274,33 +281,27 @@ function verdict(c: Compiled, ctx: Activation, subject?: Subject, keys?: Context
   let key = -1;
   if (inputs && subject && keys) {
     if (c.memoEpoch !== epoch) {
-      c.memo.clear(); // keyed by ids of another generation (`memoOne` holds values, not ids)
+      c.memo.clear(); // keyed by ids of another generation
       c.memoEpoch = epoch;
     }
+    // The id of its one input, or the id of its inputs' ids in turn (an expression's inputs are
+    // always the same ones). The ids of the fields its group read already are not made again.
     const f = inputs.fields;
-    if (f.length === 1 && !inputs.action && !inputs.changes && !inputs.plan) {
-      // One field: a primitive is its own key (a string is hashed once, whichever rules read it).
-      const v = subject.field(f[0]);
-      if (v === null || typeof v !== 'object') {
-        const kept = c.memoOne.get(v);
-        if (kept !== undefined || c.memoOne.has(v)) return kept;
-        const out = evaluateOn(c, ctx, subject);
-        if (c.memoOne.size >= MEMO_MAX) c.memoOne.clear();
-        c.memoOne.set(v, out);
-        return out;
-      }
+    const places = subject.places?.get(c);
+    const ids = subject.ids;
+    if (f.length === 1 && !inputs.action && !inputs.changes && !inputs.plan) key = places ? ids[places[0]] : idOf(subject.field(f[0]));
+    else {
+      key = UNDEFINED_ID;
+      for (let i = 0; i < f.length; i++) key = pairId(key, places ? ids[places[i]] : idOf(subject.field(f[i])));
+      if (inputs.action) key = pairId(key, keys.action);
+      if (inputs.changes) key = pairId(key, keys.changes);
+      if (inputs.plan) key = pairId(key, keys.plan);
     }
-    // The ids of its inputs in turn (an expression's inputs are always the same ones).
-    key = UNDEFINED_ID;
-    for (let i = 0; i < f.length; i++) key = pairId(key, idOf(subject.field(f[i])));
-    if (inputs.action) key = pairId(key, keys.action);
-    if (inputs.changes) key = pairId(key, keys.changes);
-    if (inputs.plan) key = pairId(key, keys.plan);
     const kept = c.memo.get(key);
     if (kept !== undefined || c.memo.has(key)) return kept;
   }
   const v = evaluateOn(c, ctx, subject);
-  if (key !== -1) {
+  if (inputs && subject && keys) {
     if (c.memo.size >= MEMO_MAX) c.memo.clear();
     c.memo.set(key, v);
   }
@@ -449,15 +450,20 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
       let key = GROUP_KEY;
       const fields = g.fields;
       const nf = fields.length;
+      const ids = subject.ids;
       for (let i = 0; i < nf; i++) {
         const fv = g.plain ? d.body[fields[i]] : subject.field(fields[i]);
-        if (fv === undefined) continue;
-        const id = idOf(fv);
+        if (fv === undefined) {
+          ids[i] = UNDEFINED_ID;
+          continue;
+        }
+        const id = (ids[i] = idOf(fv));
         key = id < g.packMax ? pairId(key, id * nf + i) : pairId(pairId(pairId(key, UNPACKED), i), id);
       }
       for (let i = 0; i < g.extra.length; i++) key = pairId(key, keys[g.extra[i]]);
       let v = g.memo.get(key);
       if (v === undefined) {
+        subject.places = g.places;
         for (let i = 0; i < policies.length; i++) {
           const p = policies[i];
           const failed = failedRules(p, ctx, subject, keys);
