@@ -220,9 +220,10 @@ interface Group {
   memo: Map<number, GroupVerdict>;
   epoch: number;
 }
-/** Per failing policy (its place in the kind's list): its place, then each failed rule's place and error. */
-type GroupVerdict = (number | string | undefined)[][];
+/** Per failing policy: its place in the kind's list and how many of its rules failed, then each one's place and error. */
+type GroupVerdict = (number | string | undefined)[];
 const GROUP_PASSED: GroupVerdict = Object.freeze([]) as unknown as GroupVerdict;
+const GROUP_FOUND: GroupVerdict = [];
 
 const groups = new Map<string, Group>();
 const GROUPS_MAX = 200;
@@ -324,18 +325,35 @@ function evaluateOn(c: Compiled, ctx: Activation, subject?: Subject): unknown {
 const PASSED: { rule: PolicyRule; error?: string }[] = Object.freeze([]) as unknown as { rule: PolicyRule; error?: string }[];
 
 export function failedRules(p: Policy, ctx: Activation, subject?: Subject, keys?: ContextKeys): { rule: PolicyRule; error?: string }[] {
-  if (p.condition) {
-    // A condition that cannot be read guards nothing: the rules are checked (fail closed).
-    if (verdict(p.condition, ctx, subject, keys) === false) return PASSED;
+  const found = FOUND;
+  const end = ruleFailures(p, ctx, subject, keys, found, 0);
+  if (!end) return PASSED;
+  const out: { rule: PolicyRule; error?: string }[] = [];
+  for (let j = 0; j < end; j += 2) {
+    const rule = p.rules[found[j] as number];
+    const error = found[j + 1] as string | undefined;
+    out.push(error === undefined ? { rule } : { rule, error });
   }
-  let out: { rule: PolicyRule; error?: string }[] | undefined;
+  return out;
+}
+
+/** Scratch lists (written by place, never shortened: an array set shorter gives up its store). */
+const FOUND: (number | string | undefined)[] = [];
+
+/**
+ * `failedRules` written into `out` from `at`: each failed rule's place in `rules`, then its error
+ * (undefined when it gave false). Returns where the next entry goes.
+ */
+function ruleFailures(p: Policy, ctx: Activation, subject: Subject | undefined, keys: ContextKeys | undefined, out: (number | string | undefined)[], at: number): number {
+  // A condition that cannot be read guards nothing: the rules are checked (fail closed).
+  if (p.condition && verdict(p.condition, ctx, subject, keys) === false) return at;
   for (let i = 0; i < p.rules.length; i++) {
-    const rule = p.rules[i];
-    const v = verdict(rule.compiled, ctx, subject, keys);
+    const v = verdict(p.rules[i].compiled, ctx, subject, keys);
     if (v === true) continue;
-    (out ??= []).push(v === false ? { rule } : v instanceof Thrown ? { rule, error: v.summary } : { rule, error: `gave ${shortValue(v)}, not true or false` });
+    out[at++] = i;
+    out[at++] = v === false ? undefined : v instanceof Thrown ? v.summary : `gave ${shortValue(v)}, not true or false`;
   }
-  return out ?? PASSED;
+  return at;
 }
 
 /** A value a rule gave instead of true or false, as its message shows it (bounded). */
@@ -464,22 +482,24 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
       let v = g.memo.get(key);
       if (v === undefined) {
         subject.places = g.places;
+        const found = GROUP_FOUND;
+        let end = 0;
         for (let i = 0; i < policies.length; i++) {
-          const p = policies[i];
-          const failed = failedRules(p, ctx, subject, keys);
-          if (!failed.length) continue;
-          const one: (number | string | undefined)[] = [i];
-          for (let j = 0; j < failed.length; j++) one.push(p.rules.indexOf(failed[j].rule), failed[j].error);
-          (v ??= []).push(one);
+          const next = ruleFailures(policies[i], ctx, subject, keys, found, end + 2);
+          if (next === end + 2) continue;
+          found[end] = i;
+          found[end + 1] = (next - end - 2) / 2;
+          end = next;
         }
-        v ??= GROUP_PASSED;
+        v = end ? found.slice(0, end) : GROUP_PASSED;
         if (g.memo.size >= MEMO_MAX) g.memo.clear();
         g.memo.set(key, v);
       }
-      for (let i = 0; i < v.length; i++) {
-        const one = v[i];
-        const p = policies[one[0] as number];
-        for (let j = 1; j < one.length; j += 2) results.add(p, p.rules[one[j] as number], one[j + 1] as string | undefined, d.identity, action, step);
+      for (let i = 0; i < v.length; ) {
+        const p = policies[v[i] as number];
+        const end = i + 2 + 2 * (v[i + 1] as number);
+        for (let j = i + 2; j < end; j += 2) results.add(p, p.rules[v[j] as number], v[j + 1] as string | undefined, d.identity, action, step);
+        i = end;
       }
       continue;
     }
