@@ -108,7 +108,8 @@ const UNPACKED = -6;
  * The pairs (a, b) → id: an open-addressing table in typed arrays (a lookup allocates nothing;
  * slot `i` holds a and b at 2i, 2i+1, and id + 1 at i, 0 when free), at most half full.
  */
-let pairSlots = 1 << 16;
+const PAIR_SLOTS = 1 << 16;
+let pairSlots = PAIR_SLOTS;
 let pairKeys = new Int32Array(pairSlots * 2);
 let pairVals = new Int32Array(pairSlots);
 let pairCount = 0;
@@ -159,9 +160,12 @@ export function valueId(v: unknown): number {
 function startIds(): void {
   if (nextId < IDS_MAX) return;
   primitiveIds = new Map();
-  pairSlots = 1 << 16;
-  pairKeys = new Int32Array(pairSlots * 2);
-  pairVals = new Int32Array(pairSlots);
+  if (pairSlots === PAIR_SLOTS) pairVals.fill(0); // emptied in place: no new stores to allocate
+  else {
+    pairSlots = PAIR_SLOTS;
+    pairKeys = new Int32Array(pairSlots * 2);
+    pairVals = new Int32Array(pairSlots);
+  }
   pairCount = 0;
   nextId = 0;
   epoch++;
@@ -212,6 +216,8 @@ interface Group {
   fields: string[];
   /** No field is one the view sets itself (`kind`, `name`, `identity`): each is read from the body. */
   plain: boolean;
+  /** Each field's place in `fields`. */
+  placeOf: Map<string, number>;
   /** Ids below it are packed with their place (`id * fields.length + place`: an int32). */
   packMax: number;
   extra: (keyof ContextKeys)[];
@@ -240,6 +246,7 @@ function groupOf(kind: string, policies: readonly Policy[]): Group | undefined {
     g = {
       fields,
       plain: !fields.some((f) => f === 'kind' || f === 'name' || f === 'identity'),
+      placeOf: new Map(fields.map((f, i) => [f, i])),
       packMax: Math.floor(0x7fffffff / Math.max(1, fields.length)) - 1,
       extra: (['action', 'changes', 'plan'] as const).filter((x) => all.some((i) => i[x])),
       places: new Map(policies.flatMap(exprs).map((c) => [c, c.inputs!.fields.map((f) => fields.indexOf(f))])),
@@ -447,10 +454,17 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
   for (const [k, ps] of perKind) groupByKind.set(k, groupOf(k, ps));
   const subject = new Subject(undefined as unknown as KindDef, undefined, undefined, {});
   const desired = input.desired;
+  let lastKind: KindDef | undefined;
+  let policies: Policy[] | undefined;
+  let g: Group | undefined;
   for (let di = 0; di < desired.length; di++) {
     const d = desired[di];
-    const mk = d.kind.manifestKind!;
-    const policies = perKind.get(mk);
+    if (d.kind !== lastKind) {
+      // Objects come kind by kind: looked up when the kind changes.
+      lastKind = d.kind;
+      policies = perKind.get(d.kind.manifestKind!);
+      g = policies && groupByKind.get(d.kind.manifestKind!);
+    }
     if (!policies) continue;
     const e = byIdentity.size ? byIdentity.get(d.identity) : undefined;
     subject.reset(d.kind, d.name, d.identity, d.body);
@@ -461,7 +475,6 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
     keys.action = e ? valueId(e.action) : noneId;
     keys.changes = e?.changes.length ? valueId(e.changes) : noChangesId;
     ctx.live = null;
-    const g = groupByKind.get(mk);
     if (g) {
       // The kept verdict's key: the group's inputs in turn, each a field's id and place packed in
       // one number (an absent field is left out), then `action`, `changes`, `plan` as it reads them.
@@ -469,14 +482,30 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
       const fields = g.fields;
       const nf = fields.length;
       const ids = subject.ids;
-      for (let i = 0; i < nf; i++) {
-        const fv = g.plain ? d.body[fields[i]] : subject.field(fields[i]);
-        if (fv === undefined) {
-          ids[i] = UNDEFINED_ID;
-          continue;
+      if (g.plain) {
+        // The body's own fields in its order, each looked up among the group's (cheaper than
+        // reading every field the group reads by name: most are absent). An object with its
+        // fields in another order has another key: a verdict made again, never a wrong one.
+        for (let i = 0; i < nf; i++) ids[i] = UNDEFINED_ID;
+        const body = d.body;
+        for (const f in body) {
+          const i = g.placeOf.get(f);
+          if (i === undefined) continue;
+          const fv = body[f];
+          if (fv === undefined) continue;
+          const id = (ids[i] = idOf(fv));
+          key = id < g.packMax ? pairId(key, id * nf + i) : pairId(pairId(pairId(key, UNPACKED), i), id);
         }
-        const id = (ids[i] = idOf(fv));
-        key = id < g.packMax ? pairId(key, id * nf + i) : pairId(pairId(pairId(key, UNPACKED), i), id);
+      } else {
+        for (let i = 0; i < nf; i++) {
+          const fv = subject.field(fields[i]);
+          if (fv === undefined) {
+            ids[i] = UNDEFINED_ID;
+            continue;
+          }
+          const id = (ids[i] = idOf(fv));
+          key = id < g.packMax ? pairId(key, id * nf + i) : pairId(pairId(pairId(key, UNPACKED), i), id);
+        }
       }
       for (let i = 0; i < g.extra.length; i++) key = pairId(key, keys[g.extra[i]]);
       let v = g.memo.get(key);
