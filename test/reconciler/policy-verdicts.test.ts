@@ -44,6 +44,29 @@ describe('verdicts kept from one plan to the next (a process that plans again)',
     expect(failures(load(), [route('a', body('/ok', 'app'))])).toEqual({});
   });
 
+  it('objects are told apart by where their values are and by their shape, not by the values alone', () => {
+    const load = policies([
+      ['description-not-a', '!has(object.description) || object.description != "/a"'],
+      ['match-set', 'has(object.match)'],
+      ['two-tags', '!has(object.tags) || size(object.tags) == 2'],
+    ]);
+    for (let i = 0; i < 2; i++) {
+      // The same value in another field; a list of two, a list of one list, a mapping, a list of three: each its own verdict.
+      const p = checkPlan(load(), {
+        plan: NO_STEPS,
+        desired: [
+          route('a', { match: '/a', tags: ['x', 'y'] }), route('b', { description: '/a', tags: ['x', 'y'] }), route('f', { match: '/a', tags: [['x', 'y']] }),
+          route('c', { match: '/a', tags: { x: 'y' } }), route('d', { match: '/a', tags: ['x', 'y', 'z'] }), route('e', { match: '/a', tags: ['x', 'y'] }),
+        ],
+        observed: [],
+      });
+      expect(p.results.map((r) => `${r.policy} ${r.identity}`).sort()).toEqual([
+        'description-not-a HTTPSEdge/shop/routes/b', 'match-set HTTPSEdge/shop/routes/b',
+        'two-tags HTTPSEdge/shop/routes/c', 'two-tags HTTPSEdge/shop/routes/d', 'two-tags HTTPSEdge/shop/routes/f',
+      ]);
+    }
+  });
+
   it('a kept verdict is shown with the message and severity of the policy as it is now', () => {
     const dir = manifestDir({});
     const write = (message: string, severity: string) => writeFileSync(`${dir}/p.yaml`, `kind: Policy\nname: root-only\nmatch:\n  kinds: [HTTPSEdgeRoute]\nrules:\n  - expression: object.match == "/"\n    message: ${message}\n    severity: ${severity}\n`);

@@ -62,9 +62,7 @@ export interface Compiled {
    */
   inputs?: Inputs;
   /** Its verdicts by what they depend on (`inputs`): see evaluate.ts `verdict`. Kept while the process runs. */
-  memo: Map<number | string, unknown>;
-  /** The same for an expression that reads one field of `object` and nothing else, when that field is a primitive: by the value itself. */
-  memoOne: Map<unknown, unknown>;
+  memo: Map<number, unknown>;
   /** The generation of value ids its memo was made in (evaluate.ts `valueId`). */
   memoEpoch?: number;
 }
@@ -112,7 +110,7 @@ function compileNew(text: string, expect: 'bool'): Compiled | CompileError {
   const used = identifiers(run.ast);
   const only = (vars: readonly PolicyVariable[]) => ALL.every((v) => vars.includes(v) || !used.has(v));
   const inputs = used.has('live') ? undefined : inputsOf(run.ast);
-  return { run, objectOnly: only(['object']), planOnly: only(['plan']), readsLive: used.has('live'), ...(inputs ? { inputs } : {}), memo: new Map(), memoOne: new Map() };
+  return { run, objectOnly: only(['object']), planOnly: only(['plan']), readsLive: used.has('live'), ...(inputs ? { inputs } : {}), memo: new Map() };
 }
 
 /**

@@ -46,15 +46,33 @@ export function emptyCounts(): Record<string, Record<string, bigint>> {
 }
 
 /**
- * The object a rule is evaluated on, for the verdicts kept per expression (`Compiled.memo`): its
- * top-level fields as keys (serialized once per object, whichever rules read them), and its CEL
- * view, made only when some expression has no kept verdict for it.
+ * The object a rule is evaluated on, for the verdicts kept per expression (`Compiled.memo`) and per
+ * kind (`Group`): its top-level fields as rules read them, and its CEL view, made only when some
+ * expression has no kept verdict for it. One is set again for each object (`reset`).
  */
 export class Subject {
-  private ids?: Record<string, number>;
   private view?: Record<string, unknown>;
+  kind!: KindDef;
+  name: string | undefined;
+  identity: string | undefined;
+  body!: Body;
+  /** In a group (`checkPlan`): the ids of its fields (by place), and each expression's fields' places among them. */
+  ids: number[] = [];
+  places?: Map<Compiled, number[]>;
 
-  constructor(readonly kind: KindDef, readonly name: string | undefined, readonly identity: string | undefined, readonly body: Body) {}
+  constructor(kind: KindDef, name: string | undefined, identity: string | undefined, body: Body) {
+    this.reset(kind, name, identity, body);
+  }
+
+  reset(kind: KindDef, name: string | undefined, identity: string | undefined, body: Body): this {
+    this.kind = kind;
+    this.name = name;
+    this.identity = identity;
+    this.body = body;
+    this.view = undefined;
+    this.places = undefined;
+    return this;
+  }
 
   /** The object as rules read it (`objectView`), made once. */
   object(): Record<string, unknown> {
@@ -65,34 +83,74 @@ export class Subject {
   field(field: string): unknown {
     return field === 'kind' ? this.kind.manifestKind : field === 'name' && this.name !== undefined ? this.name : field === 'identity' && this.identity !== undefined ? this.identity : this.body[field];
   }
-
-  /** A field's value as a number: equal numbers, equal CEL values (references and secrets as the view shows them). */
-  fieldId(field: string): number {
-    const ids = (this.ids ??= Object.create(null) as Record<string, number>);
-    let id = ids[field];
-    if (id === undefined) {
-      ids[field] = id = valueId(this.field(field));
-    }
-    return id;
-  }
 }
 
 /**
- * Values as numbers, for the keys verdicts are kept by: a primitive by itself, an object or list
- * by its serialization (`keyOf`). Forgotten all at once past `IDS_MAX` (with every kept verdict:
- * `epoch`).
+ * Values as numbers (`valueId`: equal CEL values, equal numbers), for the keys verdicts are kept
+ * by. A primitive has an id of its own; a list or mapping is the id of a sequence of pairs
+ * (`pairId`: the list so far, then an item; the mapping so far, then a key, then its value), so no
+ * key string is built and an equal value made anew (the next plan's) finds the same id. Forgotten
+ * all at once past `IDS_MAX` (with every kept verdict: `epoch`).
  */
 let primitiveIds = new Map<unknown, number>();
-let objectIds = new Map<string, number>();
-const UNDEFINED_ID = -2; // never made by `idOf`
 let nextId = 0;
 let epoch = 0;
-const IDS_MAX = 200_000;
-/** Value ids below it make a tree level's key with their input's place (`place * PLACE + id`: a small integer). */
-const PLACE = 1 << 18;
-/** The key of a group's verdict in its tree. */
-const END = -3;
-let serial = 0;
+const IDS_MAX = 500_000;
+/** Ids that are never made (`nextId` starts at 0): an absent value, and the starts of sequences. */
+const UNDEFINED_ID = -2;
+const LIST = -3;
+const MAPPING = -4;
+const GROUP_KEY = -5;
+/** A group's input past the ids `place` packs (a negative start, then its place, then its id): see `checkPlan`. */
+const UNPACKED = -6;
+
+/**
+ * The pairs (a, b) → id: an open-addressing table in typed arrays (a lookup allocates nothing;
+ * slot `i` holds a and b at 2i, 2i+1, and id + 1 at i, 0 when free), at most half full.
+ */
+const PAIR_SLOTS = 1 << 16;
+let pairSlots = PAIR_SLOTS;
+let pairKeys = new Int32Array(pairSlots * 2);
+let pairVals = new Int32Array(pairSlots);
+let pairCount = 0;
+
+function pairSlot(a: number, b: number, keys: Int32Array, vals: Int32Array, mask: number): number {
+  let h = Math.imul(a ^ Math.imul(b, 0x27d4eb2d), 0x9e3779b1);
+  h ^= h >>> 15;
+  let i = h & mask;
+  while (vals[i] !== 0 && (keys[2 * i] !== a || keys[2 * i + 1] !== b)) i = (i + 1) & mask;
+  return i;
+}
+
+export function pairId(a: number, b: number): number {
+  const i = pairSlot(a, b, pairKeys, pairVals, pairSlots - 1);
+  const v = pairVals[i];
+  if (v !== 0) return v - 1;
+  const id = nextId++;
+  pairKeys[2 * i] = a;
+  pairKeys[2 * i + 1] = b;
+  pairVals[i] = id + 1;
+  if (++pairCount * 2 > pairSlots) growPairs();
+  return id;
+}
+
+function growPairs(): void {
+  const slots = pairSlots * 2;
+  const keys = new Int32Array(slots * 2);
+  const vals = new Int32Array(slots);
+  for (let i = 0; i < pairSlots; i++) {
+    if (pairVals[i] === 0) continue;
+    const a = pairKeys[2 * i];
+    const b = pairKeys[2 * i + 1];
+    const j = pairSlot(a, b, keys, vals, slots - 1);
+    keys[2 * j] = a;
+    keys[2 * j + 1] = b;
+    vals[j] = pairVals[i];
+  }
+  pairSlots = slots;
+  pairKeys = keys;
+  pairVals = vals;
+}
 
 export function valueId(v: unknown): number {
   return idOf(v);
@@ -102,7 +160,13 @@ export function valueId(v: unknown): number {
 function startIds(): void {
   if (nextId < IDS_MAX) return;
   primitiveIds = new Map();
-  objectIds = new Map();
+  if (pairSlots === PAIR_SLOTS) pairVals.fill(0); // emptied in place: no new stores to allocate
+  else {
+    pairSlots = PAIR_SLOTS;
+    pairKeys = new Int32Array(pairSlots * 2);
+    pairVals = new Int32Array(pairSlots);
+  }
+  pairCount = 0;
   nextId = 0;
   epoch++;
 }
@@ -115,30 +179,25 @@ function onlyKey(o: object): boolean {
 
 /**
  * A primitive by itself; a reference or a secret as the string the view shows for it (the same CEL
- * value); a list or mapping by its items' ids (`[3,4,]`, `{8:backend_id=17,}`: short keys, each
- * string hashed once however many objects hold it).
+ * value); a list by its items' ids in turn, a mapping by its keys' and values' ids in turn.
  */
 function idOf(v: unknown): number {
   if (v === undefined) return UNDEFINED_ID;
-  let key: unknown = v;
-  let map: Map<unknown, number> = primitiveIds;
-  if (v !== null && typeof v === 'object') {
-    map = objectIds;
-    if (Array.isArray(v)) {
-      let s = '[';
-      for (let i = 0; i < v.length; i++) s += `${idOf(v[i])},`;
-      key = s;
-    } else {
-      const o = v as Record<string, unknown>;
-      if ('$secret' in o && isSecretToken(o)) return idOf(SENSITIVE);
-      if (typeof o.$ref === 'string' && onlyKey(o)) return idOf(o.$ref); // isRefToken, without a list of keys
-      let s = '{';
-      for (const k in o) s += `${k.length}:${k}=${idOf(o[k])},`;
-      key = s;
-    }
+  if (v === null || typeof v !== 'object') {
+    let id = primitiveIds.get(v);
+    if (id === undefined) primitiveIds.set(v, (id = nextId++));
+    return id;
   }
-  let id = map.get(key);
-  if (id === undefined) map.set(key, (id = nextId++));
+  if (Array.isArray(v)) {
+    let id = LIST;
+    for (let i = 0; i < v.length; i++) id = pairId(id, idOf(v[i]));
+    return id;
+  }
+  const o = v as Record<string, unknown>;
+  if ('$secret' in o && isSecretToken(o)) return idOf(SENSITIVE);
+  if (typeof o.$ref === 'string' && onlyKey(o)) return idOf(o.$ref); // isRefToken, without a list of keys
+  let id = MAPPING;
+  for (const k in o) id = pairId(pairId(id, idOf(k)), idOf(o[k]));
   return id;
 }
 
@@ -149,12 +208,28 @@ export interface ContextKeys { action: number; changes: number; plan: number }
 /**
  * The policies of one kind whose every expression depends on few inputs (no selectors, no `live`,
  * `object` read by field): their verdicts on an object are kept together, by the union of those
- * inputs, so an object is looked up once for all of them. The failures are kept by place (policy,
- * rule), not as the rules of one load: messages and severities come from the policies of the plan.
+ * inputs (`memo`, by the id of their ids in turn), so an object is looked up once for all of them.
+ * The failures are kept by place (policy, rule), not as the rules of one load: messages and
+ * severities come from the policies of the plan.
  */
-interface Group { fields: string[]; extra: (keyof ContextKeys)[]; memo: Trie; size: number; epoch: number }
-type Trie = Map<number, unknown>;
-type GroupVerdict = (readonly [number, readonly (readonly [number, string | undefined])[]])[];
+interface Group {
+  fields: string[];
+  /** No field is one the view sets itself (`kind`, `name`, `identity`): each is read from the body. */
+  plain: boolean;
+  /** Each field's place in `fields`. */
+  placeOf: Map<string, number>;
+  /** Ids below it are packed with their place (`id * fields.length + place`: an int32). */
+  packMax: number;
+  extra: (keyof ContextKeys)[];
+  /** Each expression's fields' places in `fields`. */
+  places: Map<Compiled, number[]>;
+  memo: Map<number, GroupVerdict>;
+  epoch: number;
+}
+/** Per failing policy: its place in the kind's list and how many of its rules failed, then each one's place and error. */
+type GroupVerdict = (number | string | undefined)[];
+const GROUP_PASSED: GroupVerdict = Object.freeze([]) as unknown as GroupVerdict;
+const GROUP_FOUND: GroupVerdict = [];
 
 const groups = new Map<string, Group>();
 const GROUPS_MAX = 200;
@@ -167,16 +242,22 @@ function groupOf(kind: string, policies: readonly Policy[]): Group | undefined {
   if (!g || g.epoch !== epoch) {
     if (groups.size >= GROUPS_MAX) groups.clear();
     const all = policies.flatMap(exprs).map((c) => c.inputs!);
+    const fields = [...new Set(all.flatMap((i) => i.fields))].sort();
     g = {
-      fields: [...new Set(all.flatMap((i) => i.fields))].sort(),
+      fields,
+      plain: !fields.some((f) => f === 'kind' || f === 'name' || f === 'identity'),
+      placeOf: new Map(fields.map((f, i) => [f, i])),
+      packMax: Math.floor(0x7fffffff / Math.max(1, fields.length)) - 1,
       extra: (['action', 'changes', 'plan'] as const).filter((x) => all.some((i) => i[x])),
-      memo: new Map(), size: 0, epoch,
+      places: new Map(policies.flatMap(exprs).map((c) => [c, c.inputs!.fields.map((f) => fields.indexOf(f))])),
+      memo: new Map(), epoch,
     };
     groups.set(signature, g);
   }
   return g;
 }
 
+let serial = 0;
 const serials = new WeakMap<Compiled, number>();
 function serialOf(c: Compiled): number {
   let n = serials.get(c);
@@ -205,37 +286,30 @@ const MEMO_MAX = 50_000;
  */
 function verdict(c: Compiled, ctx: Activation, subject?: Subject, keys?: ContextKeys): unknown {
   const inputs = c.inputs;
-  let key: number | string | undefined;
+  let key = -1;
   if (inputs && subject && keys) {
     if (c.memoEpoch !== epoch) {
-      c.memo.clear(); // keyed by ids of another generation (`memoOne` holds values, not ids)
+      c.memo.clear(); // keyed by ids of another generation
       c.memoEpoch = epoch;
     }
+    // The id of its one input, or the id of its inputs' ids in turn (an expression's inputs are
+    // always the same ones). The ids of the fields its group read already are not made again.
     const f = inputs.fields;
-    if (f.length === 1 && !inputs.action && !inputs.changes && !inputs.plan) {
-      // One field: a primitive is its own key (a string is hashed once, whichever rules read it).
-      const v = subject.field(f[0]);
-      key = v !== null && typeof v === 'object' ? subject.fieldId(f[0]) : undefined;
-      if (key === undefined) {
-        const kept = c.memoOne.get(v);
-        if (kept !== undefined || c.memoOne.has(v)) return kept;
-        const out = evaluateOn(c, ctx, subject);
-        if (c.memoOne.size >= MEMO_MAX) c.memoOne.clear();
-        c.memoOne.set(v, out);
-        return out;
-      }
-    } else {
-      key = '';
-      for (let i = 0; i < f.length; i++) key += `${subject.fieldId(f[i])},`;
-      if (inputs.action) key += `a${keys.action}`;
-      if (inputs.changes) key += `c${keys.changes}`;
-      if (inputs.plan) key += `p${keys.plan}`;
+    const places = subject.places?.get(c);
+    const ids = subject.ids;
+    if (f.length === 1 && !inputs.action && !inputs.changes && !inputs.plan) key = places ? ids[places[0]] : idOf(subject.field(f[0]));
+    else {
+      key = UNDEFINED_ID;
+      for (let i = 0; i < f.length; i++) key = pairId(key, places ? ids[places[i]] : idOf(subject.field(f[i])));
+      if (inputs.action) key = pairId(key, keys.action);
+      if (inputs.changes) key = pairId(key, keys.changes);
+      if (inputs.plan) key = pairId(key, keys.plan);
     }
     const kept = c.memo.get(key);
     if (kept !== undefined || c.memo.has(key)) return kept;
   }
   const v = evaluateOn(c, ctx, subject);
-  if (key !== undefined) {
+  if (inputs && subject && keys) {
     if (c.memo.size >= MEMO_MAX) c.memo.clear();
     c.memo.set(key, v);
   }
@@ -258,18 +332,35 @@ function evaluateOn(c: Compiled, ctx: Activation, subject?: Subject): unknown {
 const PASSED: { rule: PolicyRule; error?: string }[] = Object.freeze([]) as unknown as { rule: PolicyRule; error?: string }[];
 
 export function failedRules(p: Policy, ctx: Activation, subject?: Subject, keys?: ContextKeys): { rule: PolicyRule; error?: string }[] {
-  if (p.condition) {
-    // A condition that cannot be read guards nothing: the rules are checked (fail closed).
-    if (verdict(p.condition, ctx, subject, keys) === false) return PASSED;
+  const found = FOUND;
+  const end = ruleFailures(p, ctx, subject, keys, found, 0);
+  if (!end) return PASSED;
+  const out: { rule: PolicyRule; error?: string }[] = [];
+  for (let j = 0; j < end; j += 2) {
+    const rule = p.rules[found[j] as number];
+    const error = found[j + 1] as string | undefined;
+    out.push(error === undefined ? { rule } : { rule, error });
   }
-  let out: { rule: PolicyRule; error?: string }[] | undefined;
+  return out;
+}
+
+/** Scratch lists (written by place, never shortened: an array set shorter gives up its store). */
+const FOUND: (number | string | undefined)[] = [];
+
+/**
+ * `failedRules` written into `out` from `at`: each failed rule's place in `rules`, then its error
+ * (undefined when it gave false). Returns where the next entry goes.
+ */
+function ruleFailures(p: Policy, ctx: Activation, subject: Subject | undefined, keys: ContextKeys | undefined, out: (number | string | undefined)[], at: number): number {
+  // A condition that cannot be read guards nothing: the rules are checked (fail closed).
+  if (p.condition && verdict(p.condition, ctx, subject, keys) === false) return at;
   for (let i = 0; i < p.rules.length; i++) {
-    const rule = p.rules[i];
-    const v = verdict(rule.compiled, ctx, subject, keys);
+    const v = verdict(p.rules[i].compiled, ctx, subject, keys);
     if (v === true) continue;
-    (out ??= []).push(v === false ? { rule } : v instanceof Thrown ? { rule, error: v.summary } : { rule, error: `gave ${shortValue(v)}, not true or false` });
+    out[at++] = i;
+    out[at++] = v === false ? undefined : v instanceof Thrown ? v.summary : `gave ${shortValue(v)}, not true or false`;
   }
-  return out ?? PASSED;
+  return at;
 }
 
 /** A value a rule gave instead of true or false, as its message shows it (bounded). */
@@ -332,8 +423,6 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
   startIds();
   const byIdentity = entries(plan);
   const counts = emptyCounts();
-  const desiredIds = new Set<string>();
-  for (const d of input.desired) desiredIds.add(d.identity);
   // Per object the plan changes (a destroy's deletes of objects still in the manifests too).
   for (const e of byIdentity.values()) {
     const k = findKind(e.kind)?.manifestKind;
@@ -354,85 +443,119 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
 
   const results = new Results(set, input.overrides ?? []);
   const ctx: Activation = { object: {}, live: null, action: 'none', changes: NO_CHANGES, plan: counts };
-  const record = (p: Policy, failed: { rule: PolicyRule; error?: string }[], at?: { identity: string; action: ObjectAction; step?: string }) => {
-    for (let i = 0; i < failed.length; i++) results.add(p, failed[i].rule, failed[i].error, at);
+  const record = (p: Policy, failed: { rule: PolicyRule; error?: string }[], identity?: string, action?: ObjectAction, step?: string) => {
+    for (let i = 0; i < failed.length; i++) results.add(p, failed[i].rule, failed[i].error, identity, action, step);
   };
   const noneId = valueId('none');
   const noChangesId = valueId(NO_CHANGES);
-  const keys: ContextKeys = { action: noneId, changes: valueId([]), plan: valueId(JSON.stringify(counts, (_, v) => (typeof v === 'bigint' ? Number(v) : v))) };
+  const keys: ContextKeys = { action: noneId, changes: noChangesId, plan: valueId(JSON.stringify(counts, (_, v) => (typeof v === 'bigint' ? Number(v) : v))) };
   for (const p of whole) record(p, failedRules(p, ctx));
   const groupByKind = new Map<string, Group | undefined>();
   for (const [k, ps] of perKind) groupByKind.set(k, groupOf(k, ps));
-  for (const d of input.desired) {
-    const mk = d.kind.manifestKind!;
-    const policies = perKind.get(mk);
+  const subject = new Subject(undefined as unknown as KindDef, undefined, undefined, {});
+  const desired = input.desired;
+  let lastKind: KindDef | undefined;
+  let policies: Policy[] | undefined;
+  let g: Group | undefined;
+  for (let di = 0; di < desired.length; di++) {
+    const d = desired[di];
+    if (d.kind !== lastKind) {
+      // Objects come kind by kind: looked up when the kind changes.
+      lastKind = d.kind;
+      policies = perKind.get(d.kind.manifestKind!);
+      g = policies && groupByKind.get(d.kind.manifestKind!);
+    }
     if (!policies) continue;
-    const e = byIdentity.get(d.identity);
-    const subject = new Subject(d.kind, d.name, d.identity, d.body);
-    ctx.action = e?.action ?? 'none';
+    const e = byIdentity.size ? byIdentity.get(d.identity) : undefined;
+    subject.reset(d.kind, d.name, d.identity, d.body);
+    const action = e?.action ?? 'none';
+    const step = e?.step;
+    ctx.action = action;
     ctx.changes = e?.changes ?? NO_CHANGES;
     keys.action = e ? valueId(e.action) : noneId;
     keys.changes = e?.changes.length ? valueId(e.changes) : noChangesId;
     ctx.live = null;
-    const at = { identity: d.identity, action: ctx.action, step: e?.step };
-    const g = groupByKind.get(mk);
     if (g) {
-      // The kept verdicts are a tree of maps, a level per input the object has (an absent field is
-      // no level): each level's key is the input's place and its value's id, and the verdict is
-      // at `END` of the last. No key string is built.
-      let node: Trie | undefined = g.memo;
-      const nf = g.fields.length;
-      for (let i = 0; node && i < nf + g.extra.length; i++) {
-        let id: number;
-        if (i < nf) {
-          const fv = subject.field(g.fields[i]);
+      // The kept verdict's key: the group's inputs in turn, each a field's id and place packed in
+      // one number (an absent field is left out), then `action`, `changes`, `plan` as it reads them.
+      let key = GROUP_KEY;
+      const fields = g.fields;
+      const nf = fields.length;
+      const ids = subject.ids;
+      if (g.plain) {
+        // The body's own fields in its order, each looked up among the group's (cheaper than
+        // reading every field the group reads by name: most are absent). An object with its
+        // fields in another order has another key: a verdict made again, never a wrong one.
+        for (let i = 0; i < nf; i++) ids[i] = UNDEFINED_ID;
+        const body = d.body;
+        for (const f in body) {
+          const i = g.placeOf.get(f);
+          if (i === undefined) continue;
+          const fv = body[f];
           if (fv === undefined) continue;
-          id = valueId(fv);
-        } else id = keys[g.extra[i - nf]];
-        // Ids past PLACE (a plan that made more than IDS_MAX) are not kept: evaluated below.
-        const k = id < PLACE ? i * PLACE + id : -1;
-        let next: Trie | undefined = k < 0 ? undefined : (node.get(k) as Trie | undefined);
-        if (!next && k >= 0) node.set(k, (next = new Map()));
-        node = next;
-      }
-      const last = END;
-      let v = node?.get(last) as GroupVerdict | undefined;
-      if (!v) {
-        v = [];
-        for (let i = 0; i < policies.length; i++) {
-          const p = policies[i];
-          const failed = failedRules(p, ctx, subject, keys);
-          if (failed.length) v.push([i, failed.map((f) => [p.rules.indexOf(f.rule), f.error] as const)]);
+          const id = (ids[i] = idOf(fv));
+          key = id < g.packMax ? pairId(key, id * nf + i) : pairId(pairId(pairId(key, UNPACKED), i), id);
         }
-        if (++g.size > MEMO_MAX) {
-          g.memo.clear(); // this object's verdict is not kept (its path is gone)
-          g.size = 0;
-        } else node?.set(last, v);
+      } else {
+        for (let i = 0; i < nf; i++) {
+          const fv = subject.field(fields[i]);
+          if (fv === undefined) {
+            ids[i] = UNDEFINED_ID;
+            continue;
+          }
+          const id = (ids[i] = idOf(fv));
+          key = id < g.packMax ? pairId(key, id * nf + i) : pairId(pairId(pairId(key, UNPACKED), i), id);
+        }
       }
-      for (const [i, failed] of v) {
-        const p = policies[i];
-        for (const [r, error] of failed) results.add(p, p.rules[r], error, at);
+      for (let i = 0; i < g.extra.length; i++) key = pairId(key, keys[g.extra[i]]);
+      let v = g.memo.get(key);
+      if (v === undefined) {
+        subject.places = g.places;
+        const found = GROUP_FOUND;
+        let end = 0;
+        for (let i = 0; i < policies.length; i++) {
+          const next = ruleFailures(policies[i], ctx, subject, keys, found, end + 2);
+          if (next === end + 2) continue;
+          found[end] = i;
+          found[end + 1] = (next - end - 2) / 2;
+          end = next;
+        }
+        v = end ? found.slice(0, end) : GROUP_PASSED;
+        if (g.memo.size >= MEMO_MAX) g.memo.clear();
+        g.memo.set(key, v);
+      }
+      for (let i = 0; i < v.length; ) {
+        const p = policies[v[i] as number];
+        const end = i + 2 + 2 * (v[i + 1] as number);
+        for (let j = i + 2; j < end; j += 2) results.add(p, p.rules[v[j] as number], v[j + 1] as string | undefined, d.identity, action, step);
+        i = end;
       }
       continue;
     }
     if (readsLive) ctx.live = liveView(e?.liveId ? byId().get(e.liveId) : byMarker().get(d.identity));
     for (const p of policies) {
       if (p.selectors && !selects(p, d.identity)) continue;
-      record(p, failedRules(p, ctx, subject, keys), at);
+      record(p, failedRules(p, ctx, subject, keys), d.identity, action, step);
     }
   }
+  let desiredIds: Set<string> | undefined;
   for (const [identity, e] of byIdentity) {
-    if (e.action !== 'delete' || desiredIds.has(identity)) continue;
+    if (e.action !== 'delete') continue;
+    if (!desiredIds) {
+      desiredIds = new Set<string>();
+      for (const d of input.desired) desiredIds.add(d.identity);
+    }
+    if (desiredIds.has(identity)) continue;
     const kind = findKind(e.kind);
     const o = e.liveId ? byId().get(e.liveId) : undefined;
     if (!kind?.manifestKind || !o) continue;
     const policies = perKind.get(kind.manifestKind);
     if (!policies) continue;
-    const subject = new Subject(kind, identity.slice(identity.lastIndexOf('/') + 1), identity, o.body);
+    subject.reset(kind, identity.slice(identity.lastIndexOf('/') + 1), identity, o.body);
     const view = subject.object();
     Object.assign(ctx, { object: view, live: view, action: 'delete', changes: NO_CHANGES });
     Object.assign(keys, { action: valueId('delete'), changes: valueId(NO_CHANGES) });
-    for (const p of policies) if (selects(p, identity)) record(p, failedRules(p, ctx, subject, keys), { identity, action: 'delete', step: e.step });
+    for (const p of policies) if (selects(p, identity)) record(p, failedRules(p, ctx, subject, keys), identity, 'delete', e.step);
   }
   return results.summary(plan.steps);
 }
@@ -454,26 +577,34 @@ class Results {
     this.reason = new Map(overrides.map((o) => [o.policy, o.reason]));
   }
 
-  add(p: Policy, rule: PolicyRule, error: string | undefined, at?: { identity: string; action: ObjectAction; step?: string }): void {
-    let o = this.outcomes.get(p.name);
+  private lastPolicy?: Policy;
+  private lastOutcome?: PolicyOutcome;
+
+  /** A failed rule, about an object (`identity`, `action`, its `step` when it has one) or the plan. */
+  add(p: Policy, rule: PolicyRule, error: string | undefined, identity?: string, action?: ObjectAction, step?: string): void {
+    let o = p === this.lastPolicy ? this.lastOutcome : this.outcomes.get(p.name);
     if (!o) this.outcomes.set(p.name, (o = { policy: p.name, denied: 0, warned: 0, overridable: p.overridable }));
+    this.lastPolicy = p;
+    this.lastOutcome = o;
     const deny = rule.severity === 'deny';
     if (deny) o.denied++;
     else o.warned++;
-    const overridden = p.overridable && this.reason.has(p.name);
+    const overridden = p.overridable && this.reason.size > 0 && this.reason.has(p.name);
     if (overridden) o.override ??= { reason: this.reason.get(p.name)! };
     const list = this.ranked[deny ? (overridden ? 1 : 0) : 2];
-    const step = at?.step;
     if (list.length >= RESULTS_MAX && !step) {
       this.omitted++;
       return;
     }
-    const r: PolicyResult = {
-      policy: p.name, rule: rule.index, severity: rule.severity, message: rule.message,
-      ...(at ? { identity: at.identity, action: at.action, ...(step ? { step } : {}) } : {}),
-      ...(error !== undefined ? { error } : {}),
-      ...(overridden ? { overridden: true as const } : {}),
-    };
+    // Made in the order its fields are shown (JSON), without an object per optional part.
+    const r: PolicyResult = { policy: p.name, rule: rule.index, severity: rule.severity, message: rule.message };
+    if (identity !== undefined) {
+      r.identity = identity;
+      r.action = action;
+      if (step) r.step = step;
+    }
+    if (error !== undefined) r.error = error;
+    if (overridden) r.overridden = true;
     if (step) this.ofSteps.push(r);
     if (list.length < RESULTS_MAX) list.push(r);
     else this.omitted++;
