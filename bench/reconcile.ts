@@ -94,6 +94,10 @@ const NOOP_RUNS = 9;
  *  the first plans still compile the planner's code (the steady state is what is compared). */
 const NOOP_WARMUP = 2;
 const PG_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+// Read once, above: the PostgreSQL engine opens PG_URL itself. Left set, the embedded engine's
+// service thread would open PostgreSQL instead of PGlite (and the bench failed reading the state
+// directory's credentials, which only the embedded database writes).
+delete process.env.DATABASE_URL;
 
 const now = () => performance.now();
 
