@@ -3,8 +3,7 @@
 // fails until then (new databases still work meanwhile: initdb makes them).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, relative } from 'node:path';
-import { PGLITE_SETTINGS } from '../src/store/pglite.js';
-import { TEMPLATE_META, TEMPLATE_FILE } from '../src/store/pglite-template.js';
+import { PGLITE_SETTINGS, TEMPLATE_META, TEMPLATE_FILE } from '../src/store/pglite-template.js';
 import { makeTemplate } from '../src/store/pglite-template-make.js';
 
 const { template, meta } = await makeTemplate(PGLITE_SETTINGS);

@@ -10,8 +10,6 @@ import type { Db } from './db.js';
 
 export interface PgliteDb extends Db { readonly lock: DirLock | null }
 
-export { PGLITE_SETTINGS } from './pglite-template.js';
-
 /**
  * The embedded engine: PGlite with its files in `<stateDir>/pgdata`, behind the directory lock.
  * `stateDir` null gives an in-memory database (tests only). It is used through PGlite's `pg`
@@ -61,7 +59,6 @@ export async function openPglite(stateDir: string | null, opts: { locked?: boole
   }
 }
 
-export { compilePgliteWasm } from './pglite-wasm.js';
 
 /**
  * The database directory, made (or kept) readable by its owner only: PGlite writes its files

@@ -6,8 +6,8 @@ import { DirLock, LockHeldError } from '../../src/store/dir-lock.js';
 import pg from 'pg';
 import type { Db } from '../../src/store/db.js';
 import { loadMigrations, migrate, MIGRATION_LOCK, pendingMigrations } from '../../src/store/migrate.js';
-import { openPglite, PGLITE_SETTINGS } from '../../src/store/pglite.js';
-import { pgliteVersion, readTemplateMeta, templateFits } from '../../src/store/pglite-template.js';
+import { openPglite } from '../../src/store/pglite.js';
+import { PGLITE_SETTINGS, pgliteVersion, readTemplateMeta, templateFits } from '../../src/store/pglite-template.js';
 import { openPostgres } from '../../src/store/postgres.js';
 import { ENGINES, openTestDb } from '../helpers/service.js';
 
