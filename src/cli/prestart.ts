@@ -25,8 +25,8 @@ export function prestart(command: string, flags: { apiUrl?: string; state?: stri
   if (database === '') return; // refused by the command
   const fresh = database === undefined && !hasEmbeddedState(stateDirOf({ stateDir: flags.state }));
   if (READS.has(command) && fresh) return;
-  startSpare({ readOnly: READS.has(command) });
   // A write on a directory with no database: its database is written from the template soon.
+  startSpare({ readOnly: READS.has(command), freshWrite: fresh });
   if (fresh) preloadTemplate();
 }
 

@@ -20,14 +20,18 @@ let spare: Worker | undefined;
  * holds nothing (the directory's lock is taken when it is handed its directory) and keeps the
  * process up for nothing: a command that ends without it just exits.
  *
- * The engine's WebAssembly is compiled from here, on V8's background threads, while the thread
- * boots and loads its modules, and is posted to it (`{ wasm }`, null if the compile failed: PGlite
- * compiles it then): the thread would start the compile only once its own modules are loaded.
+ * The engine's WebAssembly is compiled from here, on V8's background threads, once the thread is
+ * started (the compile's start takes this thread some 50 ms), while the thread boots and loads its
+ * modules, and is posted to it (`{ wasm }`, null if the compile failed: PGlite compiles it then).
+ * Not when this thread has the new directory's database to write before the service can start
+ * (`freshWrite`, embedded.ts): this thread is then the one the start waits for, and the service's
+ * thread, which waits for that database, compiles it.
  */
-export function startSpare(how: { readOnly: boolean }): void {
+export function startSpare(how: { readOnly: boolean; freshWrite?: boolean }): void {
   if (spare) return;
-  const wasm$ = process.env.DATABASE_URL ? undefined : compilePgliteWasm();
-  const worker = startWorker(siblingModule(import.meta.url, 'embedded-service'), { workerData: { spare: true, wasmPosted: !!wasm$ }, ...(how.readOnly ? { resourceLimits: READ_ONLY_LIMITS } : {}) });
+  const compileHere = !process.env.DATABASE_URL && !how.freshWrite;
+  const worker = startWorker(siblingModule(import.meta.url, 'embedded-service'), { workerData: { spare: true, wasmPosted: compileHere }, ...(how.readOnly ? { resourceLimits: READ_ONLY_LIMITS } : {}) });
+  const wasm$ = compileHere ? compilePgliteWasm() : undefined;
   const post = (wasm: WebAssembly.Module | null) => {
     try {
       worker.postMessage({ wasm });

@@ -86,9 +86,15 @@ interface Template { index: TemplateIndex; data: Buffer }
 
 const PAGE = 8192;
 
+/**
+ * Decompressed into one buffer of this size (the template is some 9 MB): zlib's default of 16 KB
+ * chunks costs hundreds of callbacks and a copy of them all into one buffer, half the time.
+ */
+const UNPACKED_CHUNK = 16 << 20;
+
 /** The template, read whole; it throws if its data is not what its index says (a damaged file). */
 function readTemplate(): Template {
-  return parseTemplate(brotliDecompressSync(readFileSync(TEMPLATE_FILE)));
+  return parseTemplate(brotliDecompressSync(readFileSync(TEMPLATE_FILE), { chunkSize: UNPACKED_CHUNK }));
 }
 
 let preloaded: Promise<Buffer> | undefined;
@@ -100,7 +106,7 @@ let preloaded: Promise<Buffer> | undefined;
  * for, is left with the files alone.
  */
 export function preloadTemplate(): void {
-  preloaded ??= readFile(TEMPLATE_FILE).then((packed) => new Promise<Buffer>((ok, fail) => brotliDecompress(packed, (err, raw) => (err ? fail(err) : ok(raw)))));
+  preloaded ??= readFile(TEMPLATE_FILE).then((packed) => new Promise<Buffer>((ok, fail) => brotliDecompress(packed, { chunkSize: UNPACKED_CHUNK }, (err, raw) => (err ? fail(err) : ok(raw)))));
   preloaded.catch(() => {}); // read again, and refused, by the write
 }
 
