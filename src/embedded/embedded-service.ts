@@ -20,6 +20,8 @@ export interface EmbeddedServiceInput {
   appOptions: Partial<AppOptions>;
   /** Also serve HTTP on a loopback port (its URL is posted as `{ listening }`): other commands reach the directory through it. */
   listen?: boolean;
+  /** The command runs once and exits (not watch or the agent): the engine is sized for that (`openPglite`). */
+  brief?: boolean;
 }
 
 const port = parentPort!;
@@ -60,11 +62,11 @@ const onMessage = (m: Message) => {
   else early.push(m);
 };
 port.on('message', onMessage);
-const { stateDir, locked, appOptions, listen } = await input$;
+const { stateDir, locked, appOptions, listen, brief } = await input$;
 
 async function start() {
   const { openEngine } = await engine$;
-  const db = await openEngine(stateDir === null ? { memory: true } : { stateDir, locked }, { pgliteWasm: await wasm$?.catch(() => undefined) });
+  const db = await openEngine(stateDir === null ? { memory: true } : { stateDir, locked, brief }, { pgliteWasm: await wasm$?.catch(() => undefined) });
   try {
     const { buildApp } = await app$;
     const secrets = keyRingFor(db.engine, stateDir);

@@ -35,7 +35,7 @@ export async function embeddedTransport(stateDir: string, appOptions: Partial<Ap
   try {
     // A long-lived holder (watch) also serves the directory to other commands, on loopback: they
     // find its URL in the lock, as they find `serve`'s, and talk to it with the directory's key.
-    const data: EmbeddedServiceInput = { stateDir: dir, locked: lock !== null, appOptions, listen: !!how.serveOthers && lock !== null };
+    const data: EmbeddedServiceInput = { stateDir: dir, locked: lock !== null, appOptions, listen: !!how.serveOthers && lock !== null, brief: !how.serveOthers };
     // A command that runs once (the long-running holders, watch and agent, serve others) takes the
     // thread the CLI started ahead, if it did (spare.ts).
     const spare = how.serveOthers ? undefined : takeSpare();

@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
@@ -15,7 +15,11 @@ export interface PgliteDb extends Db { readonly lock: DirLock | null }
  * `stateDir` null gives an in-memory database (tests only). It is used through PGlite's `pg`
  * adapter (a pool of one: PGlite is a single session), so both engines share one data layer.
  */
-export async function openPglite(stateDir: string | null, opts: { locked?: boolean; wasm?: WebAssembly.Module; /** false: initdb, never the template (a database with no migrations) */ template?: boolean } = {}): Promise<PgliteDb> {
+export async function openPglite(stateDir: string | null, opts: {
+  locked?: boolean; wasm?: WebAssembly.Module;
+  /** false: initdb, never the template (a database with no migrations) */ template?: boolean;
+  /** Opened by a command that runs once and exits: its buffer pool is sized by the database (`startSettings`). */ brief?: boolean;
+} = {}): Promise<PgliteDb> {
   const dir = stateDir ? resolve(stateDir) : null;
   // `locked`: the caller holds the directory's lock for this process (the CLI takes it on the main
   // thread and runs the engine on the embedded service's thread).
@@ -33,7 +37,7 @@ export async function openPglite(stateDir: string | null, opts: { locked?: boole
     const settings = settingsParams(PGLITE_SETTINGS);
     const template = isNew && opts.template !== false ? templateFor(PGLITE_SETTINGS) : undefined;
     const pglite = new PGlite(data ?? 'memory://', {
-      startParams: [...PGlite.defaultStartParams, ...settings], initDbStartParams: settings,
+      startParams: [...PGlite.defaultStartParams, ...settingsParams(startSettings(data, !!opts.brief))], initDbStartParams: settings,
       ...(template ? { loadDataDir: template } : {}), ...(opts.wasm ? { pgliteWasmModule: opts.wasm } : {}),
     });
     // PGlite ends its start reading the catalog's array types (a join over pg_type), for its own
@@ -69,4 +73,42 @@ function ownerOnly(data: string): void {
   mkdirSync(data, { recursive: true, mode: 0o700 });
   const st = statSync(data);
   if ((st.mode & 0o077) !== 0 && st.uid === process.getuid?.()) chmodSync(data, 0o700);
+}
+
+/**
+ * Below this size of its databases' files (a new state directory's is some 9 MB, mostly the
+ * catalog), a database opened by a command that runs once gets `SMALL_POOL`.
+ */
+const SMALL_DATABASE = 16 << 20;
+const SMALL_POOL = '2MB';
+
+/**
+ * The settings each start of the engine is given: the template's (`PGLITE_SETTINGS`), and two
+ * that size its shared memory, which PostgreSQL zeroes as it starts: every MB of it is about a MB
+ * of the run's peak memory and, in a fresh WebAssembly memory, some 5 ms of page faults.
+ * `max_connections` is PostgreSQL's default of 100 in PGlite's configuration, but PGlite runs one
+ * session: 10 leaves the lock table its default size (`max_locks_per_transaction` × 10 slots) and
+ * takes 2 MB less. A command that runs once (`brief`) on a small database gets a 2 MB buffer pool
+ * instead of 8 (what it reads of a small stack and the catalog fits, and the rest comes from the
+ * operating system's file cache); a larger database, and a process that stays up (serve, watch,
+ * the agent: their database grows while they run), keep 8 MB.
+ */
+export function startSettings(data: string | null, brief: boolean): Record<string, string> {
+  const settings: Record<string, string> = { ...PGLITE_SETTINGS, max_connections: '10' };
+  if (brief && data && databaseBytes(data) < SMALL_DATABASE) settings.shared_buffers = SMALL_POOL;
+  return settings;
+}
+
+/** The size of the databases' files under `data` (`base/`; missing: 0), summed until it is `SMALL_DATABASE`. */
+function databaseBytes(data: string): number {
+  let bytes = 0;
+  try {
+    for (const db of readdirSync(join(data, 'base'))) {
+      for (const file of readdirSync(join(data, 'base', db))) {
+        bytes += statSync(join(data, 'base', db, file)).size;
+        if (bytes >= SMALL_DATABASE) return bytes;
+      }
+    }
+  } catch { /* not there yet, or unreadable: PGlite says so as it opens */ }
+  return bytes;
 }
