@@ -13,7 +13,7 @@ type PageMessage =
 type ReplyMessage = { id: number; error: string } | { id: number; error?: undefined; status: number; headers: Record<string, string>; text: string };
 
 /** What a thread says of itself: it could not start, it serves HTTP at a URL (the embedded service's), or it takes requests (the page reader's). */
-type ControlMessage = { startError: { message: string } } | { listening: string } | { ready: true };
+type ControlMessage = { startError: { message: string } } | { listening: string } | { ready: true } | { closed: true };
 
 /** Where a list was handed back: the page to read next (and its answer, when it was not 2xx). */
 export type HandBack = { path: string; res?: RawResponse } | null;
@@ -31,6 +31,8 @@ export class WorkerChannel {
   private failed: Error | undefined;
   /** Set once `close(true)` waits for the worker to exit: from then on it stays referenced. */
   private closing = false;
+  /** Called when the worker says it has closed what it holds (`{ closed: true }`), before its thread ends. */
+  private closed?: () => void;
   /** Whether the worker has said it takes requests (`{ ready: true }`); requests sent before wait in its port. */
   ready = false;
 
@@ -45,6 +47,7 @@ export class WorkerChannel {
       if ('startError' in m) fail(new Error(m.startError.message));
       else if ('listening' in m) onListening?.(m.listening);
       else if ('ready' in m) this.ready = true;
+      else if ('closed' in m) this.closed?.();
       else if ('id' in m) this.waiting.get(m.id)?.(m);
     });
     const fail = (err: Error) => {
@@ -113,17 +116,25 @@ export class WorkerChannel {
     return !this.failed;
   }
 
-  /** Ends the worker: `{ close: true }` first when it has something to close (it exits by itself), else at once. */
+  /**
+   * Ends the worker: `{ close: true }` first when it has something to close (it exits by itself),
+   * else at once. Graceful, it resolves when the worker has closed what it holds (`{ closed: true }`)
+   * or exited: the tear-down of its thread (some 20 ms) is no reason to keep the process up.
+   */
   async close(graceful = false): Promise<void> {
     if (!graceful || this.failed) {
       await this.worker.terminate();
       return;
     }
-    const exited = new Promise<void>((r) => this.worker.once('exit', () => r()));
+    const done = new Promise<void>((r) => {
+      this.closed = r;
+      this.worker.once('exit', () => r());
+    });
     this.closing = true; // a list that ends now (its last waiter gone) must not unref the worker
     this.worker.ref();
     this.worker.postMessage({ close: true });
-    await exited;
+    await done;
+    this.worker.unref();
   }
 
   private wait(deliver: (m: PageMessage | ReplyMessage) => void): number {

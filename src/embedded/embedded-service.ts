@@ -107,6 +107,7 @@ if (service) {
     if (m.close) {
       await app.close();
       await db.close();
+      post({ closed: true }); // the caller need not wait for this thread's end
       port.close(); // nothing else keeps the thread: it exits
     } else if (m.req) {
       try {

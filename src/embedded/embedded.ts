@@ -65,6 +65,7 @@ export async function embeddedTransport(stateDir: string, appOptions: Partial<Ap
     request: (method, path, body, headers) => channel.request(method, path, body, headers),
     readPages: (path, onPage) => channel.readPages(path, onPage),
     readsAhead: () => channel.usable,
-    close: () => (closing ??= channel.close(true)),
+    // Released once the engine is closed, not when the thread has ended: the directory may be opened again at once.
+    close: () => (closing ??= channel.close(true).then(() => lock?.release())),
   };
 }

@@ -21,7 +21,7 @@ let spare: Worker | undefined;
  * process up for nothing: a command that ends without it just exits.
  *
  * The engine's WebAssembly is compiled from here, on V8's background threads, once the thread is
- * started (the compile's start takes this thread some 50 ms), while the thread boots and loads its
+ * started (reading it and starting the compile take this thread 50–70 ms), while the thread boots and loads its
  * modules, and is posted to it (`{ wasm }`, null if the compile failed: PGlite compiles it then).
  * Not when this thread has the new directory's database to write before the service can start
  * (`freshWrite`, embedded.ts): this thread is then the one the start waits for, and the service's
