@@ -14,7 +14,6 @@ export async function generatedFiles(): Promise<{ path: string; text: string }[]
     { path: POLICY_SCHEMA_FILE, text: renderPolicySchema() },
     { path: `${MANIFEST_VALIDATORS_FILE}.js`, text: manifest.js },
     { path: `${MANIFEST_VALIDATORS_FILE}.d.ts`, text: manifest.dts },
-    { path: `${SERVICE_VALIDATORS_FILE}.js`, text: service.js },
-    { path: `${SERVICE_VALIDATORS_FILE}.d.ts`, text: service.dts },
+    { path: SERVICE_VALIDATORS_FILE, text: service },
   ];
 }

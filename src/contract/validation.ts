@@ -20,11 +20,11 @@ function loadAjv(): typeof import('ajv') {
  * are bytes, `maxLength` counts characters); `x-rule` is the human wording of a pattern
  * or of a forbidden field (`not: {}`).
  */
-export function createAjv(opts: { allErrors?: boolean; standalone?: boolean } = {}): Ajv {
+export function createAjv(opts: { allErrors?: boolean; /** emit standalone code: an ES module, or CommonJS */ standalone?: 'esm' | 'cjs' } = {}): Ajv {
   const { Ajv, _ } = loadAjv();
   const ajv = new Ajv({
     allErrors: opts.allErrors ?? false, verbose: true, strict: true, coerceTypes: false, useDefaults: false, removeAdditional: false,
-    ...(opts.standalone ? { code: { source: true, esm: true, lines: true } } : {}),
+    ...(opts.standalone ? { code: { source: true, esm: opts.standalone === 'esm', lines: true } } : {}),
   });
   ajv.addKeyword({
     keyword: 'maxBytes',

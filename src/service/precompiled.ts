@@ -1,14 +1,48 @@
-import * as generated from '../generated/service-validators.js';
+import { createRequire } from 'node:module';
 import { schemaKey, sharedAjv, type Validator } from '../contract/validation.js';
 
-const precompiled = generated as unknown as Record<string, Validator | undefined>;
+/** Where `npm run schemas` writes them (`validators-file.ts`), from this module. */
+const GENERATED = '../generated/service-validators.cjs';
+
+let generated: Record<string, Validator | undefined> | undefined;
+
+/**
+ * The precompiled validators, required when first needed: 0.8 MB of code that a command which only
+ * reads (a plan's lists) never runs, parsed on every start of the embedded service otherwise. A
+ * checkout without the file (before `npm run schemas` writes it) has none: every schema is compiled.
+ */
+function precompiledSet(): Record<string, Validator | undefined> {
+  if (!generated) {
+    try {
+      generated = createRequire(import.meta.url)(GENERATED) as Record<string, Validator | undefined>;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw err;
+      generated = {};
+    }
+  }
+  return generated;
+}
+
+/** Whether `schema` has a precompiled validator (test/service/precompiled.test.ts: every route's does). */
+export function isPrecompiled(schema: unknown): boolean {
+  return precompiledSet()[schemaKey(schema)] !== undefined;
+}
 
 /**
  * The service's validator for a schema (route bodies, application-user records): precompiled by
- * `npm run schemas` (src/generated/service-validators.js), so start-up compiles nothing. A schema
- * not in that set is compiled by the service's Ajv instance; test/service/precompiled.test.ts
- * checks that no known schema needs it.
+ * `npm run schemas` (src/generated/service-validators.cjs), so start-up compiles nothing, and
+ * loaded with its first use (`precompiledSet`): what fastify is handed as each route registers is a
+ * stand-in that finds the validator when it first validates, and reports its errors as its own. A
+ * schema not in that set is compiled then by the service's Ajv instance.
  */
 export function serviceValidator(schema: unknown): Validator {
-  return precompiled[schemaKey(schema)] ?? (sharedAjv().compile(schema as object) as Validator);
+  const key = schemaKey(schema);
+  let found: Validator | undefined;
+  const validate: Validator = (data: unknown) => {
+    found ??= precompiledSet()[key] ?? (sharedAjv().compile(schema as object) as Validator);
+    const valid = found(data);
+    validate.errors = found.errors;
+    return valid;
+  };
+  return validate;
 }

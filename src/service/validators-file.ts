@@ -5,8 +5,8 @@ import { USER_FIELDS_SCHEMA } from './routes/application-users.js';
 import { standaloneModule } from '../contract/standalone.js';
 import { createAjv, schemaKey } from '../contract/validation.js';
 
-/** Where the precompiled service validators are committed (`.js` and `.d.ts`). */
-export const SERVICE_VALIDATORS_FILE = fileURLToPath(new URL('../generated/service-validators', import.meta.url));
+/** Where the precompiled service validators are committed (CommonJS: `precompiled.ts` requires it when first needed). */
+export const SERVICE_VALIDATORS_FILE = fileURLToPath(new URL('../generated/service-validators.cjs', import.meta.url));
 
 /**
  * Every schema the service validates with: the body schema of each route, as fastify hands it to
@@ -28,9 +28,9 @@ export async function serviceSchemas(): Promise<object[]> {
   return [...schemas, USER_FIELDS_SCHEMA];
 }
 
-/** The service's validators as ajv standalone code, each exported under its schema's key. */
-export async function renderServiceValidators(): Promise<{ js: string; dts: string }> {
-  const ajv = createAjv({ standalone: true });
+/** The service's validators as ajv standalone code (CommonJS), each exported under its schema's key. */
+export async function renderServiceValidators(): Promise<string> {
+  const ajv = createAjv({ standalone: 'cjs' });
   const refs: Record<string, string> = {};
   for (const schema of await serviceSchemas()) {
     const key = schemaKey(schema);
@@ -38,5 +38,5 @@ export async function renderServiceValidators(): Promise<{ js: string; dts: stri
     ajv.addSchema(schema, key);
     refs[key] = key;
   }
-  return standaloneModule(ajv, 'the service request validators (src/service/precompiled.ts)', refs);
+  return standaloneModule(ajv, 'the service request validators (src/service/precompiled.ts)', refs).js;
 }

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import * as generated from '../../src/generated/service-validators.js';
+import { createRequire } from 'node:module';
 import { buildApp } from '../../src/service/app.js';
 import { checkUserRecords } from '../../src/service/routes/application-users.js';
-import { serviceValidator } from '../../src/service/precompiled.js';
+import { isPrecompiled, serviceValidator } from '../../src/service/precompiled.js';
 import { createAjv, schemaKey, sharedAjv, type Validator } from '../../src/contract/validation.js';
 import { serviceSchemas } from '../../src/service/validators-file.js';
 import type { Db } from '../../src/store/db.js';
@@ -11,20 +11,35 @@ import { disagreements, exampleDocs, mutations, objectsIn } from '../helpers/mut
 afterEach(() => vi.restoreAllMocks());
 
 describe('precompiled service validators (npm run schemas)', () => {
-  it('building the app compiles no schema: every route body schema is precompiled', async () => {
+  it('nothing is compiled, at start or at first use: every route body schema is precompiled', async () => {
     const compile = vi.spyOn(sharedAjv(), 'compile');
     const app = await buildApp({ db: {} as Db, startedSecrets: { fingerprintKey: Buffer.alloc(32) } });
     await app.ready();
     await app.close();
     expect(checkUserRecords([{ account_id: 'acc_1', provider_user_id: 7 }])).toEqual(['users[0].identity_provider: is required']);
+    const schemas = await serviceSchemas();
+    expect(schemas.filter((s) => !isPrecompiled(s))).toEqual([]);
+    for (const s of schemas) serviceValidator(s)({}); // each stand-in finds its validator
     expect(compile).not.toHaveBeenCalled();
   });
 
-  it('a schema outside the precompiled set is compiled, and validates as it says', () => {
+  it('a stand-in validates as its precompiled validator does, errors included', async () => {
+    const schema = (await serviceSchemas()).find((s) => JSON.stringify(s).includes('"backends"'))!;
+    const v = serviceValidator(schema);
+    expect(v({ backends: [] })).toBe(true);
+    expect(v.errors).toBeFalsy();
+    expect(v({ backends: 'nope' })).toBe(false);
+    expect(v.errors?.map((e) => e.instancePath)).toEqual(['/backends']);
+    expect(v({ backends: [] })).toBe(true); // the errors are those of the last call
+    expect(v.errors).toBeFalsy();
+  });
+
+  it('a schema outside the precompiled set is compiled at its first use, once, and validates as it says', () => {
     const compile = vi.spyOn(sharedAjv(), 'compile');
     const v = serviceValidator({ type: 'object', properties: { label: { type: 'string', maxBytes: 3 } }, additionalProperties: false });
-    expect(compile).toHaveBeenCalledTimes(1);
+    expect(compile).not.toHaveBeenCalled();
     expect([v({ label: 'abc' }), v({ label: 'éé' })]).toEqual([true, false]);
+    expect(compile).toHaveBeenCalledTimes(1);
     expect(v.errors?.map((e) => [e.instancePath, e.message])).toEqual([['/label', 'must be at most 3 bytes (UTF-8)']]);
   });
 
@@ -32,7 +47,7 @@ describe('precompiled service validators (npm run schemas)', () => {
     const compiled = createAjv();
     const bodies = exampleDocs().flatMap(objectsIn).map(({ kind: _k, name: _n, protect: _p, routes: _r, ...body }) => body);
     const inputs = [...bodies, ...bodies.flatMap(mutations)];
-    const precompiled = generated as unknown as Record<string, Validator>;
+    const precompiled = createRequire(import.meta.url)('../../src/generated/service-validators.cjs') as Record<string, Validator>;
     const differ: unknown[] = [];
     const outcomes = { valid: 0, invalid: 0 };
     for (const schema of await serviceSchemas()) {

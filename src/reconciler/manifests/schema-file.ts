@@ -45,7 +45,7 @@ export const MANIFEST_VALIDATORS_FILE = fileURLToPath(new URL('../../generated/m
 export function renderManifestValidators(): { js: string; dts: string } {
   const schema = buildManifestSchema();
   const stackFile = buildStackFileSchema();
-  const ajv = createAjv({ allErrors: true, standalone: true });
+  const ajv = createAjv({ allErrors: true, standalone: 'esm' });
   ajv.addSchema(schema);
   ajv.addSchema(stackFile);
   const policy = buildPolicySchema();
