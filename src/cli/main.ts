@@ -8,6 +8,7 @@ import { completionScript, SHELLS, type Shell } from './completion.js';
 import { addHelpEpilogues } from './help.js';
 import { cliSettings, stdio } from './output.js';
 import { prestart } from './prestart.js';
+import { abandonClaim } from '../embedded/spare.js';
 
 /**
  * The one command table. Each action loads its module when it runs, so `edgeplane validate` does
@@ -401,6 +402,9 @@ export async function run(argv: string[]): Promise<void> {
       if (process.env.EDGEPLANE_DEBUG) console.error(err);
       process.exitCode = 1;
     }
+  } finally {
+    // A new state directory claimed as the command started and never opened: given back.
+    await abandonClaim();
   }
 }
 

@@ -52,8 +52,11 @@ export const stdio: Output = {
   get columns() { return process.stdout.columns; },
 };
 
-/** Makes the state directory of a command that writes, saying so when it is new (`ensureStateDir`). */
+/**
+ * Makes the state directory of a command that writes, saying so when it is new (`ensureStateDir`),
+ * or when this process made it as it started (`claimNewStateDir`).
+ */
 export async function stateDirFor(dir: string, out: Output = stdio): Promise<void> {
-  const [{ ensureStateDir }, { displayDir }] = await Promise.all([import('../embedded/state-dir.js'), import('../util/display-path.js')]);
-  if (ensureStateDir(dir)) info(out, `created the embedded state directory ${displayDir(dir)} (its .gitignore keeps the database out of Git)`);
+  const [{ ensureStateDir }, { displayDir }, { claimMade }] = await Promise.all([import('../embedded/state-dir.js'), import('../util/display-path.js'), import('../embedded/spare.js')]);
+  if (ensureStateDir(dir) || claimMade(dir)) info(out, `created the embedded state directory ${displayDir(dir)} (its .gitignore keeps the database out of Git)`);
 }

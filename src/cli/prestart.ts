@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { hasEmbeddedState, stateDirOf } from '../embedded/state-dir-path.js';
-import { startSpare } from '../embedded/spare.js';
-import { preloadTemplate } from '../store/pglite-template.js';
+import { claimNewStateDir, claimWritten, startSpare } from '../embedded/spare.js';
+import { preloadTemplate, writeTemplateIntoNow } from '../store/pglite-template.js';
 import { ciVariable } from './ci.js';
 
 const WRITES = new Set(['apply', 'destroy']);
@@ -11,7 +11,8 @@ const READS = new Set(['plan']);
 /**
  * Whether `command` will most likely run on the embedded service, judged from what costs nothing
  * to look at; if so its thread is started now (`startSpare`), before the command loads. A wrong
- * guess costs only the spare thread's start: the command decides as before (`openTarget`). Not
+ * guess costs only the spare thread's start (and a new state directory claimed and given back):
+ * the command decides as before (`openTarget`). Not
  * started for an API (`--api-url`, EDGEPLANE_API_URL, an `api_url` in the stack file), a saved
  * plan, a CI job without `--state`, or a plan whose state directory has no database (it runs on
  * none).
@@ -23,11 +24,28 @@ export function prestart(command: string, flags: { apiUrl?: string; state?: stri
   if (dir !== undefined && pinsAnApi(dir)) return;
   const database = process.env.DATABASE_URL;
   if (database === '') return; // refused by the command
-  const fresh = database === undefined && !hasEmbeddedState(stateDirOf({ stateDir: flags.state }));
+  const stateDir = stateDirOf({ stateDir: flags.state });
+  const fresh = database === undefined && !hasEmbeddedState(stateDir);
   if (READS.has(command) && fresh) return;
-  // A write on a directory with no database: its database is written from the template soon.
-  startSpare({ readOnly: READS.has(command), freshWrite: fresh });
-  if (fresh) preloadTemplate();
+  // A write on a directory with no database: the directory is taken now, its database written from
+  // the template here while the thread boots, and the thread starts the engine while the command
+  // loads (`startSpare`; a command that fails before it opens the directory gives it back,
+  // `abandonClaim`). Held by another process: its database is written once the command has it.
+  const claim = fresh ? claimNewStateDir(stateDir) : undefined;
+  startSpare({ readOnly: READS.has(command), freshWrite: fresh, claim });
+  if (claim) writeDatabase(stateDir);
+  else if (fresh) preloadTemplate();
+}
+
+/**
+ * A claimed directory's database, from the template, and the thread told (it opens it then); if
+ * that fails, the thread's engine makes it as it opens it (and says why, if it cannot).
+ */
+function writeDatabase(stateDir: string): void {
+  try {
+    writeTemplateIntoNow(join(stateDir, 'pgdata'));
+  } catch { /* left to the engine's open */ }
+  claimWritten();
 }
 
 /** The stack file mentions an `api_url` (its own or an environment's). */

@@ -27,8 +27,9 @@ export interface EmbeddedServiceInput {
 const port = parentPort!;
 const post = (m: unknown) => port.postMessage(m);
 
-type Message = { data?: EmbeddedServiceInput; wasm?: WebAssembly.Module | null; close?: true; id: number; req?: { method: string; path: string; body?: unknown; headers?: Record<string, string> }; url?: string; cancel?: number };
-const from = workerData as { data?: EmbeddedServiceInput; wasmPosted?: boolean };
+type Message = { data?: EmbeddedServiceInput; wasm?: WebAssembly.Module | null; written?: true; close?: true; id: number; req?: { method: string; path: string; body?: unknown; headers?: Record<string, string> }; url?: string; cancel?: number };
+/** `early`: the new state directory the CLI claimed for this thread as it started (spare.ts): its engine starts before `{ data }` comes. */
+const from = workerData as { data?: EmbeddedServiceInput; wasmPosted?: boolean; early?: { stateDir: string } };
 
 // What does not depend on the directory starts at once, in a spare thread too (spare.ts): the
 // engine's WebAssembly compiles on V8's background threads while the service's modules load (a
@@ -51,8 +52,14 @@ let handle: ((m: Message) => void) | undefined;
 let told: ((data: EmbeddedServiceInput) => void) | undefined;
 const given = from.data;
 const input$ = given ? Promise.resolve(given) : new Promise<EmbeddedServiceInput>((r) => (told = r));
+// A claimed directory's database is written by the main thread: the engine opens it once it says so.
+let writtenTold: (() => void) | undefined;
+const written$ = from.early ? new Promise<void>((r) => (writtenTold = r)) : undefined;
 const onMessage = (m: Message) => {
-  if (m.wasm !== undefined) {
+  if (m.written) {
+    writtenTold?.();
+    writtenTold = undefined;
+  } else if (m.wasm !== undefined) {
     wasmTold?.(m.wasm ?? undefined);
     wasmTold = undefined;
   } else if (told && m.data) {
@@ -62,12 +69,17 @@ const onMessage = (m: Message) => {
   else early.push(m);
 };
 port.on('message', onMessage);
-const { stateDir, locked, appOptions, listen, brief } = await input$;
+// Where the engine opens: a claimed directory is known now (the main thread writes its database
+// while this thread boots, and says when it has: `{ written }`), else it comes with the input.
+const claimed = from.early;
+const where$: Promise<Pick<EmbeddedServiceInput, 'stateDir' | 'locked' | 'brief'>> = claimed && written$ ? written$.then(() => ({ stateDir: claimed.stateDir, locked: true, brief: true })) : input$;
 
 async function start() {
+  const { stateDir, locked, brief } = await where$;
   const { openEngine } = await engine$;
   const db = await openEngine(stateDir === null ? { memory: true } : { stateDir, locked, brief }, { pgliteWasm: await wasm$?.catch(() => undefined) });
   try {
+    const { appOptions } = await input$;
     const { buildApp } = await app$;
     const secrets = keyRingFor(db.engine, stateDir);
     const app = await buildApp({ db, metrics: 'off', openapi: false, secrets, ...appOptions });
@@ -84,12 +96,16 @@ let service: Awaited<ReturnType<typeof start>> | undefined;
 try {
   service = await start();
 } catch (err) {
+  // Said once the command has taken this thread (a claimed one starts before): a message to a
+  // thread nobody listens to yet is lost.
+  await input$;
   post({ startError: { message: err instanceof Error ? err.message : String(err) } });
   // Nothing more is answered: the thread ends (the main thread fails what waits).
   port.off('message', onMessage);
   port.unref();
 }
 
+const { listen } = await input$;
 if (service && listen) {
   // Not being reachable by other commands is no reason to stop this one: they are told the
   // directory is in use, as before.

@@ -30,19 +30,21 @@ export { credentialsPath, readCredentials, type EmbeddedCredentials } from './em
 export async function embeddedTransport(stateDir: string, appOptions: Partial<AppOptions> = {}, how: { serveOthers?: boolean } = {}): Promise<Transport> {
   const dir = resolve(stateDir);
   const database = databaseUrl();
-  const lock = database ? null : DirLock.acquire(dir);
+  // A command that runs once (the long-running holders, watch and agent, serve others) takes the
+  // thread the CLI started ahead, if it did (spare.ts), and the directory it claimed, if it did.
+  const taken = how.serveOthers ? undefined : takeSpare(dir);
+  const claim = database ? undefined : taken?.claim;
+  const lock = database ? null : claim?.lock ?? DirLock.acquire(dir);
   let channel: WorkerChannel;
   try {
     // A long-lived holder (watch) also serves the directory to other commands, on loopback: they
     // find its URL in the lock, as they find `serve`'s, and talk to it with the directory's key.
     const data: EmbeddedServiceInput = { stateDir: dir, locked: lock !== null, appOptions, listen: !!how.serveOthers && lock !== null, brief: !how.serveOthers };
-    // A command that runs once (the long-running holders, watch and agent, serve others) takes the
-    // thread the CLI started ahead, if it did (spare.ts).
-    const spare = how.serveOthers ? undefined : takeSpare();
+    const spare = taken?.worker;
     // A new directory's database is written out from the template here, while the spare thread
     // still boots and loads the engine (it would write it itself, after those), before it is told
-    // the directory: one thread writes it.
-    if (lock && spare) {
+    // the directory: one thread writes it. A claimed directory's thread is writing it already.
+    if (lock && spare && !claim) {
       try {
         await writeTemplateInto(join(dir, 'pgdata'));
       } catch (err) {

@@ -1,6 +1,9 @@
+import { rmSync } from 'node:fs';
 import type { Worker } from 'node:worker_threads';
 import { siblingModule, startWorker } from '../util/worker.js';
 import { compilePgliteWasm } from '../store/pglite-wasm.js';
+import { DirLock } from '../store/dir-lock.js';
+import { ensureStateDir } from './state-dir-path.js';
 
 /**
  * The embedded service thread's limits in a command that only reads (plan): a small young
@@ -10,7 +13,13 @@ import { compilePgliteWasm } from '../store/pglite-wasm.js';
  */
 export const READ_ONLY_LIMITS = { maxYoungGenerationSizeMb: 4 };
 
-let spare: Worker | undefined;
+/**
+ * A new state directory taken as the CLI starts (`claimNewStateDir`): its lock, and whether this
+ * process made the directory (the command says so when it opens it; removed again if it never does).
+ */
+export interface StateDirClaim { dir: string; lock: DirLock; made: boolean }
+
+let spare: { worker?: Worker; claim?: StateDirClaim } | undefined;
 
 /**
  * Starts the embedded service's thread before the command knows that it will use it (the CLI
@@ -20,17 +29,28 @@ let spare: Worker | undefined;
  * holds nothing (the directory's lock is taken when it is handed its directory) and keeps the
  * process up for nothing: a command that ends without it just exits.
  *
+ * With a `claim` (a write on a new state directory, taken already), the thread is told the
+ * directory at once: it writes the directory's database from the template and starts the engine
+ * while the command loads and reads its manifests, and waits only for the service's options
+ * (`{ data }`) to build the app. The command then loading, reading and planning for some 300 ms is
+ * no longer followed by the template's write and the engine's start, but runs beside them.
+ *
  * The engine's WebAssembly is compiled from here, on V8's background threads, once the thread is
- * started (reading it and starting the compile take this thread 50–70 ms), while the thread boots and loads its
- * modules, and is posted to it (`{ wasm }`, null if the compile failed: PGlite compiles it then).
- * Not when this thread has the new directory's database to write before the service can start
- * (`freshWrite`, embedded.ts): this thread is then the one the start waits for, and the service's
- * thread, which waits for that database, compiles it.
+ * started (reading it and starting the compile take this thread 50–70 ms), while the thread boots
+ * and loads its modules, and is posted to it (`{ wasm }`, null if the compile failed: PGlite
+ * compiles it then). Not for a new directory that could not be claimed (`freshWrite`): its
+ * database is written by this thread once the command has the directory, and the thread waits for
+ * that, not for the WebAssembly; it compiles it there.
  */
-export function startSpare(how: { readOnly: boolean; freshWrite?: boolean }): void {
+export function startSpare(how: { readOnly: boolean; freshWrite?: boolean; claim?: StateDirClaim }): void {
   if (spare) return;
-  const compileHere = !process.env.DATABASE_URL && !how.freshWrite;
-  const worker = startWorker(siblingModule(import.meta.url, 'embedded-service'), { workerData: { spare: true, wasmPosted: compileHere }, ...(how.readOnly ? { resourceLimits: READ_ONLY_LIMITS } : {}) });
+  // A write on a new directory that could not be claimed (another process holds it) waits for this
+  // thread to write the database once it has the directory: the other thread compiles then.
+  const compileHere = !process.env.DATABASE_URL && !(how.freshWrite && !how.claim);
+  const early = how.claim ? { stateDir: how.claim.dir } : undefined;
+  const worker = startWorker(siblingModule(import.meta.url, 'embedded-service'), {
+    workerData: { spare: true, wasmPosted: compileHere, early }, ...(how.readOnly ? { resourceLimits: READ_ONLY_LIMITS } : {}),
+  });
   const wasm$ = compileHere ? compilePgliteWasm() : undefined;
   const post = (wasm: WebAssembly.Module | null) => {
     try {
@@ -41,18 +61,65 @@ export function startSpare(how: { readOnly: boolean; freshWrite?: boolean }): vo
   };
   wasm$?.then(post, () => post(null));
   worker.unref();
+  // A spare that fails is not used (the service starts as without one); a claim outlives it.
   const gone = () => {
-    if (spare === worker) spare = undefined;
+    if (spare?.worker !== worker) return;
+    if (spare.claim) spare = { claim: spare.claim };
+    else spare = undefined;
   };
-  // A spare that fails is not used (the service starts as without one); its error is its channel's once taken.
   worker.once('error', gone);
   worker.once('exit', gone);
-  spare = worker;
+  spare = { worker, claim: how.claim };
 }
 
-/** The spare thread, if one runs and was not taken yet: post it `{ data }` (`EmbeddedServiceInput`). */
-export function takeSpare(): Worker | undefined {
-  const w = spare;
+/** Tells the spare thread that its claimed directory's database is written (or left for its engine to make): it opens it now. */
+export function claimWritten(): void {
+  spare?.worker?.postMessage({ written: true });
+}
+
+/**
+ * A write's new state directory taken as the CLI starts: made (with its `.gitignore`) if missing,
+ * and locked. Undefined when that fails (another process holds it; it cannot be made): the
+ * command takes it, waits for it or says why not when it opens it, as without a claim.
+ */
+export function claimNewStateDir(dir: string): StateDirClaim | undefined {
+  let made = false;
+  try {
+    made = ensureStateDir(dir);
+    return { dir, lock: DirLock.acquire(dir), made };
+  } catch {
+    if (made) rmSync(dir, { recursive: true, force: true });
+    return undefined;
+  }
+}
+
+/**
+ * The spare thread, if one runs and was not taken yet: post it `{ data }` (`EmbeddedServiceInput`);
+ * and the claim of `dir`, if this process claimed it (its lock; the thread, if it still runs, is
+ * that directory's). Another directory's claim is left for `abandonClaim`.
+ */
+export function takeSpare(dir: string): { worker?: Worker; claim?: StateDirClaim } | undefined {
+  if (spare?.claim && spare.claim.dir !== dir) return undefined;
+  const taken = spare;
   spare = undefined;
-  return w;
+  return taken;
+}
+
+/** Whether `dir` was made by this process's claim (`claimNewStateDir`): the command says so as it opens it. */
+export function claimMade(dir: string): boolean {
+  return spare?.claim?.dir === dir && spare.claim.made;
+}
+
+/**
+ * Undoes a claim the command never took (it failed first: no manifests, a refused flag): the
+ * thread is stopped (it may be writing the database), and the directory is removed if this
+ * process made it, else its lock released. Called as the CLI ends.
+ */
+export async function abandonClaim(): Promise<void> {
+  const claimed = spare?.claim ? spare : undefined;
+  if (!claimed?.claim) return;
+  spare = undefined;
+  await claimed.worker?.terminate();
+  claimed.claim.lock.release();
+  if (claimed.claim.made) rmSync(claimed.claim.dir, { recursive: true, force: true });
 }

@@ -2,21 +2,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync
 import { join } from 'node:path';
 import { KeyRing } from '../service/writes/sealing.js';
 
-export { DEFAULT_STATE_DIR, hasEmbeddedState, stateDirOf } from './state-dir-path.js';
-
-/**
- * The state directory of a command that writes (apply, watch, serve, admin), made if it is not
- * there; true when it was made (the CLI says so in one line: a command run in the wrong working
- * directory shows where its database went). A new directory gets a `.gitignore` of `*`: its
- * database holds every secret applied (sealed) and `secrets.keys` the key that opens them, and a
- * state directory inside a repository of manifests is the usual case (`./state`).
- */
-export function ensureStateDir(dir: string): boolean {
-  if (existsSync(dir)) return false;
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, '.gitignore'), '# edgeplane\'s embedded database and the key of its secrets: never commit them\n*\n');
-  return true;
-}
+export { DEFAULT_STATE_DIR, ensureStateDir, hasEmbeddedState, stateDirOf } from './state-dir-path.js';
 
 /** The key ring file of a state directory used when EDGEPLANE_SECRETS_KEYS is not set. */
 export const STATE_KEYS_FILE = 'secrets.keys';

@@ -221,6 +221,25 @@ export async function extractTemplate(settings: Record<string, string>, data: st
   } catch {
     return false; // unreadable: initdb it is
   }
+  writeTemplateFiles(template, data);
+  return true;
+}
+
+/** `extractTemplate` done on this thread at once (read and decompressed here too): for a thread with nothing else to do meanwhile. */
+function extractTemplateNow(settings: Record<string, string>, data: string): boolean {
+  if (!templateFits(readTemplateMeta(), settings)) return false;
+  let template: Template;
+  try {
+    template = readTemplate();
+  } catch {
+    return false; // unreadable: initdb it is
+  }
+  writeTemplateFiles(template, data);
+  return true;
+}
+
+/** The template's files written to `<data>.new`, then renamed to `data`. */
+function writeTemplateFiles(template: Template, data: string): void {
   const tmp = `${data}.new`;
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { mode: 0o700 });
@@ -241,7 +260,6 @@ export async function extractTemplate(settings: Record<string, string>, data: st
     });
     if (!existsSync(join(tmp, 'PG_VERSION'))) throw new Error('the template has no PG_VERSION');
     renameSync(tmp, data);
-    return true;
   } catch (err) {
     rmSync(tmp, { recursive: true, force: true });
     throw err;
@@ -260,6 +278,17 @@ export async function writeTemplateInto(data: string, settings: Record<string, s
   }
   if (existsSync(data)) rmdirSync(data);
   return extractTemplate(settings, data);
+}
+
+/**
+ * `writeTemplateInto` done at once, blocking this thread some 100 ms: the CLI's main thread, as it
+ * claims a new state directory (`cli/prestart.ts`), writes its database while the service's thread
+ * boots and loads its modules; that thread, which the command then waits for, opens it as it is.
+ */
+export function writeTemplateIntoNow(data: string, settings: Record<string, string> = PGLITE_SETTINGS): boolean {
+  if (!isEmptyOrMissing(data)) return false;
+  if (existsSync(data)) rmdirSync(data);
+  return extractTemplateNow(settings, data);
 }
 
 function isEmptyOrMissing(dir: string): boolean {

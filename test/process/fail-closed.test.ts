@@ -65,6 +65,27 @@ describe('a new stack, as a new user makes it', { timeout: 240_000 }, () => {
     expect(readFileSync(join(work, 'copy', 'edgeplane.yaml'), 'utf8')).toMatch(/^# yaml-language-server: \$schema=\/\S+stack\.schema\.json\nstack: shop\n/);
   });
 
+  it('an apply that fails before it opens its new state directory leaves none behind (it is taken as the command starts); one that was there stays, free', async () => {
+    const work = tempDir('ep-claim-');
+    const stack = manifestDir({ 'a.yaml': 'kind: FailoverBackend\nname: a\nbackends: []\n' });
+    for (const args of [['apply', join(work, 'nowhere'), '--auto-approve', '--state', 'db'], ['apply', '--auto-approve', '--state', 'db'], ['destroy', join(work, 'nowhere'), '--auto-approve', '--state', 'db']]) {
+      const res = await runCli(args, { cwd: work });
+      expect(res.code, res.stderr).toBe(1);
+      expect(res.stderr).not.toContain('created the embedded state directory');
+      expect(readdirSync(work), args.join(' ')).toEqual([]);
+    }
+    mkdirSync(join(work, 'mine'));
+    writeFileSync(join(work, 'mine', 'notes.txt'), 'kept\n');
+    const failed = await runCli(['apply', join(work, 'nowhere'), '--auto-approve', '--state', 'mine'], { cwd: work });
+    expect(failed.code, failed.stderr).toBe(1);
+    expect(readdirSync(join(work, 'mine')).filter((f) => f !== 'pgdata')).toEqual(['notes.txt']); // unlocked; a database written meanwhile may stay
+    // The next apply on it works, and says nothing was created.
+    const ok = await runCli(['apply', stack, '--auto-approve', '--state', 'mine'], { cwd: work });
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stderr).not.toContain('created the embedded state directory');
+    expect((await runCli(['plan', stack, '--state', 'mine'], { cwd: work })).stdout).toContain('No changes');
+  });
+
   it('a typo in edgeplane.yaml stops plan before anything is read, at its place, with the key meant', async () => {
     const dir = manifestDir({ 'edgeplane.yaml': 'stak: shop\n', 'a.yaml': 'kind: FailoverBackend\nname: a\nbackends: []\n' });
     const res = await runCli(['plan', dir]);
