@@ -47,7 +47,10 @@ export class WorkerChannel {
       if ('startError' in m) fail(new Error(m.startError.message));
       else if ('listening' in m) onListening?.(m.listening);
       else if ('ready' in m) this.ready = true;
-      else if ('closed' in m) this.closed?.();
+      else if ('closed' in m) {
+        fail(new Error(`${what} stopped`)); // what still waits gets no answer now, as when the thread ends
+        this.closed?.();
+      }
       else if ('id' in m) this.waiting.get(m.id)?.(m);
     });
     const fail = (err: Error) => {

@@ -1,4 +1,5 @@
 import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import { siblingModule, startWorker } from '../util/worker.js';
 import { compilePgliteWasm } from '../store/pglite-wasm.js';
@@ -112,14 +113,17 @@ export function claimMade(dir: string): boolean {
 
 /**
  * Undoes a claim the command never took (it failed first: no manifests, a refused flag): the
- * thread is stopped (it may be writing the database), and the directory is removed if this
- * process made it, else its lock released. Called as the CLI ends.
+ * thread is stopped (its engine may be starting), the directory removed if this process made it,
+ * else the database written into it removed (it had none: it was claimed for that) and its lock
+ * released. A command that fails makes nothing. Called as the CLI ends.
  */
 export async function abandonClaim(): Promise<void> {
   const claimed = spare?.claim ? spare : undefined;
   if (!claimed?.claim) return;
   spare = undefined;
   await claimed.worker?.terminate();
-  claimed.claim.lock.release();
-  if (claimed.claim.made) rmSync(claimed.claim.dir, { recursive: true, force: true });
+  const { dir, lock, made } = claimed.claim;
+  if (made) rmSync(dir, { recursive: true, force: true });
+  else for (const written of ['pgdata', 'pgdata.new']) rmSync(join(dir, written), { recursive: true, force: true });
+  lock.release();
 }
