@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { hasEmbeddedState, stateDirOf } from '../embedded/state-dir-path.js';
-import { claimNewStateDir, claimWritten, startSpare } from '../embedded/spare.js';
+import { claimStateDir, claimWritten, startSpare } from '../embedded/spare.js';
 import { preloadTemplate, writeTemplateIntoNow } from '../store/pglite-template.js';
 import { ciVariable } from './ci.js';
 
@@ -27,13 +27,15 @@ export function prestart(command: string, flags: { apiUrl?: string; state?: stri
   const stateDir = stateDirOf({ stateDir: flags.state });
   const fresh = database === undefined && !hasEmbeddedState(stateDir);
   if (READS.has(command) && fresh) return;
-  // A write on a directory with no database: the directory is taken now, its database written from
-  // the template here while the thread boots, and the thread starts the engine while the command
+  // The state directory is taken now (a write on one with no database: its database is written from
+  // the template here while the thread boots), and the thread starts the engine while the command
   // loads (`startSpare`; a command that fails before it opens the directory gives it back,
-  // `abandonClaim`). Held by another process: its database is written once the command has it.
-  const claim = fresh ? claimNewStateDir(stateDir) : undefined;
+  // `abandonClaim`). Held by another process (serve, a watch), it is not: the command finds the
+  // holder, or waits, as before; a new one's database is written once the command has it.
+  const claim = database === undefined ? claimStateDir(stateDir, fresh) : undefined;
   startSpare({ readOnly: READS.has(command), freshWrite: fresh, claim });
-  if (claim) writeDatabase(stateDir);
+  if (claim && fresh) writeDatabase(stateDir);
+  else if (claim) claimWritten();
   else if (fresh) preloadTemplate();
 }
 

@@ -15,10 +15,11 @@ import { ensureStateDir } from './state-dir-path.js';
 export const READ_ONLY_LIMITS = { maxYoungGenerationSizeMb: 4 };
 
 /**
- * A new state directory taken as the CLI starts (`claimNewStateDir`): its lock, and whether this
- * process made the directory (the command says so when it opens it; removed again if it never does).
+ * A state directory taken as the CLI starts (`claimStateDir`): its lock; whether it had no database
+ * (`fresh`: this process writes it); whether this process made the directory (the command says so
+ * when it opens it). A command that never opens it undoes both (`abandonClaim`).
  */
-export interface StateDirClaim { dir: string; lock: DirLock; made: boolean }
+export interface StateDirClaim { dir: string; lock: DirLock; fresh: boolean; made: boolean }
 
 let spare: { worker?: Worker; claim?: StateDirClaim } | undefined;
 
@@ -30,11 +31,12 @@ let spare: { worker?: Worker; claim?: StateDirClaim } | undefined;
  * holds nothing (the directory's lock is taken when it is handed its directory) and keeps the
  * process up for nothing: a command that ends without it just exits.
  *
- * With a `claim` (a write on a new state directory, taken already), the thread is told the
- * directory at once: it writes the directory's database from the template and starts the engine
- * while the command loads and reads its manifests, and waits only for the service's options
- * (`{ data }`) to build the app. The command then loading, reading and planning for some 300 ms is
- * no longer followed by the template's write and the engine's start, but runs beside them.
+ * With a `claim` (the directory, taken already), the thread is told the directory at once: it
+ * starts the engine as soon as it can (a new directory's: once the main thread has written its
+ * database from the template, `{ written }`) while the command loads and reads its manifests, and
+ * waits only for the service's options (`{ data }`) to build the app. The command loading and
+ * reading for some 300 ms is no longer followed by the template's write and the engine's start,
+ * but runs beside them.
  *
  * The engine's WebAssembly is compiled from here, on V8's background threads, once the thread is
  * started (reading it and starting the compile take this thread 50–70 ms), while the thread boots
@@ -79,15 +81,16 @@ export function claimWritten(): void {
 }
 
 /**
- * A write's new state directory taken as the CLI starts: made (with its `.gitignore`) if missing,
- * and locked. Undefined when that fails (another process holds it; it cannot be made): the
- * command takes it, waits for it or says why not when it opens it, as without a claim.
+ * The state directory of a command that will most likely open it, taken as the CLI starts: made
+ * (with its `.gitignore`) if missing, and locked. Undefined when that fails (another process holds
+ * it; it cannot be made): the command takes it, waits for it, finds its holder or says why not when
+ * it opens it, as without a claim.
  */
-export function claimNewStateDir(dir: string): StateDirClaim | undefined {
+export function claimStateDir(dir: string, fresh: boolean): StateDirClaim | undefined {
   let made = false;
   try {
     made = ensureStateDir(dir);
-    return { dir, lock: DirLock.acquire(dir), made };
+    return { dir, lock: DirLock.acquire(dir), fresh, made };
   } catch {
     if (made) rmSync(dir, { recursive: true, force: true });
     return undefined;
@@ -114,16 +117,16 @@ export function claimMade(dir: string): boolean {
 /**
  * Undoes a claim the command never took (it failed first: no manifests, a refused flag): the
  * thread is stopped (its engine may be starting), the directory removed if this process made it,
- * else the database written into it removed (it had none: it was claimed for that) and its lock
- * released. A command that fails makes nothing. Called as the CLI ends.
+ * else the database written into it removed if it had none, and its lock released. A command that
+ * fails makes nothing. Called as the CLI ends.
  */
 export async function abandonClaim(): Promise<void> {
   const claimed = spare?.claim ? spare : undefined;
   if (!claimed?.claim) return;
   spare = undefined;
   await claimed.worker?.terminate();
-  const { dir, lock, made } = claimed.claim;
+  const { dir, lock, fresh, made } = claimed.claim;
   if (made) rmSync(dir, { recursive: true, force: true });
-  else for (const written of ['pgdata', 'pgdata.new']) rmSync(join(dir, written), { recursive: true, force: true });
+  else if (fresh) for (const written of ['pgdata', 'pgdata.new']) rmSync(join(dir, written), { recursive: true, force: true });
   lock.release();
 }
