@@ -117,7 +117,7 @@ export async function openTarget(flags: TargetFlags, how: TargetOptions = {}): P
   if (how.readOnly === undefined || onPostgres) await stateDirFor(dir, out);
   const { stateDirTransport } = await import('../embedded/state-dir-transport.js');
   try {
-    return new ApiClient(await stateDirTransport(dir, serviceOptionsFromEnv(), { ...how, timeoutMs: timeoutOf(flags) }));
+    return new ApiClient(await stateDirTransport(dir, serviceOptionsFromEnv(), { ...how, timeoutMs: timeoutOf(flags), readsOnly: how.readOnly !== undefined }));
   } catch (err) {
     // Waited its turn (--lock-timeout) and the directory is still another command's: as a stack lock held that long.
     if (how.waitMs !== undefined && err instanceof LockHeldError) throw new CliExit(EXIT.locked, `${err.message} Waited ${Math.round(how.waitMs / 1000)} s (--lock-timeout).`);

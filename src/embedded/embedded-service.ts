@@ -20,8 +20,8 @@ export interface EmbeddedServiceInput {
   appOptions: Partial<AppOptions>;
   /** Also serve HTTP on a loopback port (its URL is posted as `{ listening }`): other commands reach the directory through it. */
   listen?: boolean;
-  /** The command runs once and exits (not watch or the agent): the engine is sized for that (`openPglite`). */
-  brief?: boolean;
+  /** The command only reads and exits (plan, export): the engine is sized for that (`openPglite`). */
+  readsOnly?: boolean;
 }
 
 const port = parentPort!;
@@ -29,7 +29,7 @@ const post = (m: unknown) => port.postMessage(m);
 
 type Message = { data?: EmbeddedServiceInput; wasm?: WebAssembly.Module | null; written?: true; close?: true; id: number; req?: { method: string; path: string; body?: unknown; headers?: Record<string, string> }; url?: string; cancel?: number };
 /** `early`: the new state directory the CLI claimed for this thread as it started (spare.ts): its engine starts before `{ data }` comes. */
-const from = workerData as { data?: EmbeddedServiceInput; wasmPosted?: boolean; early?: { stateDir: string } };
+const from = workerData as { data?: EmbeddedServiceInput; wasmPosted?: boolean; early?: { stateDir: string; readsOnly: boolean } };
 
 // What does not depend on the directory starts at once, in a spare thread too (spare.ts): the
 // engine's WebAssembly compiles on V8's background threads while the service's modules load (a
@@ -72,12 +72,12 @@ port.on('message', onMessage);
 // Where the engine opens: a claimed directory is known now (the main thread writes its database
 // while this thread boots, and says when it has: `{ written }`), else it comes with the input.
 const claimed = from.early;
-const where$: Promise<Pick<EmbeddedServiceInput, 'stateDir' | 'locked' | 'brief'>> = claimed && written$ ? written$.then(() => ({ stateDir: claimed.stateDir, locked: true, brief: true })) : input$;
+const where$: Promise<Pick<EmbeddedServiceInput, 'stateDir' | 'locked' | 'readsOnly'>> = claimed && written$ ? written$.then(() => ({ stateDir: claimed.stateDir, locked: true, readsOnly: claimed.readsOnly })) : input$;
 
 async function start() {
-  const { stateDir, locked, brief } = await where$;
+  const { stateDir, locked, readsOnly } = await where$;
   const { openEngine } = await engine$;
-  const db = await openEngine(stateDir === null ? { memory: true } : { stateDir, locked, brief }, { pgliteWasm: await wasm$?.catch(() => undefined) });
+  const db = await openEngine(stateDir === null ? { memory: true } : { stateDir, locked, readsOnly }, { pgliteWasm: await wasm$?.catch(() => undefined) });
   try {
     const { appOptions } = await input$;
     const { buildApp } = await app$;

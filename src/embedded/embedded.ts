@@ -27,7 +27,7 @@ export { credentialsPath, readCredentials, type EmbeddedCredentials } from './em
  * its reason if it cannot start. Closing the transport closes the app and the engine, ends the
  * thread and releases the lock.
  */
-export async function embeddedTransport(stateDir: string, appOptions: Partial<AppOptions> = {}, how: { serveOthers?: boolean } = {}): Promise<Transport> {
+export async function embeddedTransport(stateDir: string, appOptions: Partial<AppOptions> = {}, how: { serveOthers?: boolean; /** the command only reads (see `openPglite`) */ readsOnly?: boolean } = {}): Promise<Transport> {
   const dir = resolve(stateDir);
   const database = databaseUrl();
   // A command that runs once (the long-running holders, watch and agent, serve others) takes the
@@ -39,7 +39,7 @@ export async function embeddedTransport(stateDir: string, appOptions: Partial<Ap
   try {
     // A long-lived holder (watch) also serves the directory to other commands, on loopback: they
     // find its URL in the lock, as they find `serve`'s, and talk to it with the directory's key.
-    const data: EmbeddedServiceInput = { stateDir: dir, locked: lock !== null, appOptions, listen: !!how.serveOthers && lock !== null, brief: !how.serveOthers };
+    const data: EmbeddedServiceInput = { stateDir: dir, locked: lock !== null, appOptions, listen: !!how.serveOthers && lock !== null, readsOnly: !!how.readsOnly && !how.serveOthers };
     const spare = taken?.worker;
     // A new directory's database is written out from the template here, while the spare thread
     // still boots and loads the engine (it would write it itself, after those), before it is told

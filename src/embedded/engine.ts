@@ -11,8 +11,8 @@ export interface EngineChoice {
   locked?: boolean;
   /** An empty PGlite database in memory (DATABASE_URL aside): nothing is written anywhere. */
   memory?: boolean;
-  /** For a command that runs once and exits (see `openPglite`). */
-  brief?: boolean;
+  /** For a command that only reads and exits (see `openPglite`). */
+  readsOnly?: boolean;
 }
 
 /**
@@ -21,7 +21,7 @@ export interface EngineChoice {
  */
 export async function openEngine(opts: EngineChoice, ahead: { pgliteWasm?: WebAssembly.Module } = {}): Promise<Db & { lock?: PgliteDb['lock'] }> {
   const url = databaseUrl();
-  const db = url ? await openPostgres(url) : await openPglite(opts.memory ? null : stateDirOf(opts), { locked: opts.locked, wasm: ahead.pgliteWasm, brief: opts.brief });
+  const db = url ? await openPostgres(url) : await openPglite(opts.memory ? null : stateDirOf(opts), { locked: opts.locked, wasm: ahead.pgliteWasm, readsOnly: opts.readsOnly });
   try {
     await migrate(db);
   } catch (err) {

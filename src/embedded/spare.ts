@@ -50,7 +50,7 @@ export function startSpare(how: { readOnly: boolean; freshWrite?: boolean; claim
   // A write on a new directory that could not be claimed (another process holds it) waits for this
   // thread to write the database once it has the directory: the other thread compiles then.
   const compileHere = !process.env.DATABASE_URL && !(how.freshWrite && !how.claim);
-  const early = how.claim ? { stateDir: how.claim.dir } : undefined;
+  const early = how.claim ? { stateDir: how.claim.dir, readsOnly: how.readOnly } : undefined;
   const worker = startWorker(siblingModule(import.meta.url, 'embedded-service'), {
     workerData: { spare: true, wasmPosted: compileHere, early }, ...(how.readOnly ? { resourceLimits: READ_ONLY_LIMITS } : {}),
   });

@@ -8,6 +8,8 @@ import { httpTransport, type RawResponse, type Transport } from '../client/trans
 export interface StateDirOptions {
   /** While this process holds the directory, its service also answers other commands (watch): see `embeddedTransport`. */
   serveOthers?: boolean;
+  /** The command only reads (plan, export): see `embeddedTransport`. */
+  readsOnly?: boolean;
   /** Told when requests move to another service of the directory: the holder they went through stopped. */
   onRetarget?(from: string, to: string): void;
   /** Each request's deadline through a holder (`--timeout`, `EDGEPLANE_TIMEOUT`); the HTTP transport's default without it. */
@@ -29,7 +31,7 @@ interface Service { transport: Transport; holder?: LockHolder }
 
 async function currentService(dir: string, appOptions: Partial<AppOptions>, how: StateDirOptions): Promise<Service> {
   try {
-    return { transport: await embeddedTransport(dir, appOptions, { serveOthers: how.serveOthers }) };
+    return { transport: await embeddedTransport(dir, appOptions, { serveOthers: how.serveOthers, readsOnly: how.readsOnly }) };
   } catch (err) {
     const creds = readCredentials(dir);
     if (err instanceof LockHeldError && err.holder.url && creds) return { transport: httpTransport(err.holder.url, creds.api_key, { timeoutMs: how.timeoutMs }), holder: err.holder };

@@ -18,7 +18,7 @@ export interface PgliteDb extends Db { readonly lock: DirLock | null }
 export async function openPglite(stateDir: string | null, opts: {
   locked?: boolean; wasm?: WebAssembly.Module;
   /** false: initdb, never the template (a database with no migrations) */ template?: boolean;
-  /** Opened by a command that runs once and exits: its buffer pool is sized by the database (`startSettings`). */ brief?: boolean;
+  /** Opened by a command that only reads and exits (plan): its buffer pool is sized by the database (`startSettings`). */ readsOnly?: boolean;
 } = {}): Promise<PgliteDb> {
   const dir = stateDir ? resolve(stateDir) : null;
   // `locked`: the caller holds the directory's lock for this process (the CLI takes it on the main
@@ -37,7 +37,7 @@ export async function openPglite(stateDir: string | null, opts: {
     const settings = settingsParams(PGLITE_SETTINGS);
     const template = isNew && opts.template !== false ? templateFor(PGLITE_SETTINGS) : undefined;
     const pglite = new PGlite(data ?? 'memory://', {
-      startParams: [...PGlite.defaultStartParams, ...settingsParams(startSettings(data, !!opts.brief))], initDbStartParams: settings,
+      startParams: [...PGlite.defaultStartParams, ...settingsParams(startSettings(data, !!opts.readsOnly))], initDbStartParams: settings,
       ...(template ? { loadDataDir: template } : {}), ...(opts.wasm ? { pgliteWasmModule: opts.wasm } : {}),
     });
     // PGlite ends its start reading the catalog's array types (a join over pg_type), for its own
@@ -88,14 +88,15 @@ const SMALL_POOL = '2MB';
  * of the run's peak memory and, in a fresh WebAssembly memory, some 5 ms of page faults.
  * `max_connections` is PostgreSQL's default of 100 in PGlite's configuration, but PGlite runs one
  * session: 10 leaves the lock table its default size (`max_locks_per_transaction` × 10 slots) and
- * takes 2 MB less. A command that runs once (`brief`) on a small database gets a 2 MB buffer pool
- * instead of 8 (what it reads of a small stack and the catalog fits, and the rest comes from the
- * operating system's file cache); a larger database, and a process that stays up (serve, watch,
- * the agent: their database grows while they run), keep 8 MB.
+ * takes 2 MB less. A command that only reads and exits (`readsOnly`: plan, export) on a small
+ * database gets a 2 MB buffer pool instead of 8 (what it reads of a small stack and the catalog
+ * fits, and the rest comes from the operating system's file cache); a larger database, a command
+ * that writes (an apply from empty writes thousands of objects into a new database, and a small
+ * pool's evictions cost it more than its start saves) and a process that stays up keep 8 MB.
  */
-export function startSettings(data: string | null, brief: boolean): Record<string, string> {
+export function startSettings(data: string | null, readsOnly: boolean): Record<string, string> {
   const settings: Record<string, string> = { ...PGLITE_SETTINGS, max_connections: '10' };
-  if (brief && data && databaseBytes(data) < SMALL_DATABASE) settings.shared_buffers = SMALL_POOL;
+  if (readsOnly && data && databaseBytes(data) < SMALL_DATABASE) settings.shared_buffers = SMALL_POOL;
   return settings;
 }
 

@@ -88,10 +88,10 @@ describe('PGlite settings', () => {
     expect(readFileSync(join(dir, 'pgdata', 'postgresql.conf'), 'utf8')).toMatch(/^shared_buffers = 8MB\b/m);
   });
 
-  it('a command that runs once gets a 2 MB pool on a small database, 8 MB once it has grown; one session\'s connections either way', async () => {
+  it('a command that only reads gets a 2 MB pool on a small database, 8 MB once it has grown; one session\'s connections either way', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ep-settings-'));
-    const show = async (brief: boolean) => {
-      const db = await openPglite(dir, { brief });
+    const show = async (readsOnly: boolean) => {
+      const db = await openPglite(dir, { readsOnly });
       try {
         const { rows } = await db.query<{ shared_buffers: string; max_connections: string }>(
           "SELECT current_setting('shared_buffers') AS shared_buffers, current_setting('max_connections') AS max_connections");
@@ -101,7 +101,7 @@ describe('PGlite settings', () => {
       }
     };
     expect(await show(true)).toEqual({ shared_buffers: '2MB', max_connections: '10' });
-    expect(await show(false)).toEqual({ shared_buffers: '8MB', max_connections: '10' }); // serve, watch, the agent
+    expect(await show(false)).toEqual({ shared_buffers: '8MB', max_connections: '10' }); // apply, serve, watch, the agent
     // Grown past 16 MB (a table of 20 MB): the next run once gets the full pool.
     const db = await openPglite(dir);
     try {
