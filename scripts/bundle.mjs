@@ -48,7 +48,7 @@ export async function bundle(dist, opts = {}) {
           let code = readFileSync(args.path, 'utf8');
           // yaml, loaded on first use through createRequire (every command that reads manifests
           // does): bundled, still evaluated on first use. The others loaded that way (node-forge,
-          // ajv's compiler, the CEL library) stay out: most runs never load them.
+          // ajv's compiler, the CEL library, tldts, saxes) stay out: most runs never load them.
           code = code.replace(/createRequire\(import\.meta\.url\)\((['"]yaml['"])\)/g, 'require($1)');
           code = code.replaceAll('import.meta.url', `new URL(${JSON.stringify('../' + rel.split(sep).join('/'))}, import.meta.url).href`);
           return { contents: code, loader: 'js' };

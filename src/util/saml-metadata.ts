@@ -1,4 +1,9 @@
-import { SaxesParser, type SaxesTagNS } from 'saxes';
+import { createRequire } from 'node:module';
+import type { SaxesParser as Parser, SaxesTagNS } from 'saxes';
+
+let Saxes: typeof Parser | undefined;
+/** saxes, loaded the first time metadata is read: a SAML module's create or check, which most runs make none of. */
+const SaxesParser = (): typeof Parser => (Saxes ??= (createRequire(import.meta.url)('saxes') as { SaxesParser: typeof Parser }).SaxesParser);
 
 /**
  * The check that `idp_metadata` is SAML IdP metadata: well-formed, namespace-aware XML (saxes, a
@@ -19,7 +24,7 @@ export function checkIdpMetadata(xml: string): { entityId: string } {
   let depth = 0;
   let inIdp = false; // whether the open child of the root is an IDPSSODescriptor
   let sso = false;
-  const parser = new SaxesParser({ xmlns: true, position: true });
+  const parser = new (SaxesParser())({ xmlns: true, position: true });
   const problem = (msg: string) => new XmlProblem(`not well-formed XML at line ${parser.line}, column ${parser.column}: ${msg}`);
   parser.on('doctype', () => {
     throw problem('DTDs (<!DOCTYPE …>) are not accepted in metadata');
