@@ -68,25 +68,58 @@ export async function keptResponse(q: Queryable, accountId: string, key: string)
 /**
  * The statement that keeps a response (`keepResponse`), its placeholders numbered from `$first`:
  * alone, or as a data-modifying CTE of a write's own statement (`keepAlong`). It writes one row, or
- * none when a live response is kept for the key (the caller must then not commit).
+ * none when a live response is kept for the key (the caller must then not commit). `fromClaim`:
+ * the row is written only when the CTE `claim` took the key's lock (`claimSql`).
  */
-function keepSql(first: number): string {
+function keepSql(first: number, fromClaim = false): string {
   const [account, key, hash, status, headers, body, objectId, bytes, hours] = Array.from({ length: 9 }, (_, i) => `$${first + i}`);
+  // Typed here: a row selected (`fromClaim`), unlike VALUES, does not take its columns' types.
+  const row = `${account}::text, ${key}::text, ${hash}::text, ${status}::int, ${headers}::jsonb, ${body}::jsonb, ${objectId}::text, ${bytes}::int, now() + make_interval(hours => ${hours}::int)`;
   return `INSERT INTO idempotency_keys (account_id, key, request_hash, status, headers, body, object_id, bytes, expires_at)
-     VALUES (${account}, ${key}, ${hash}, ${status}, ${headers}, ${body}, ${objectId}, ${bytes}, now() + make_interval(hours => ${hours}))
+     ${fromClaim ? `SELECT ${row} FROM claim WHERE claim.claimed` : `VALUES (${row})`}
      ON CONFLICT (account_id, key) DO UPDATE SET request_hash = ${hash}, status = ${status}, headers = ${headers}, body = ${body},
-       object_id = ${objectId}, bytes = ${bytes}, created_at = now(), expires_at = now() + make_interval(hours => ${hours})
+       object_id = ${objectId}, bytes = ${bytes}, created_at = now(), expires_at = now() + make_interval(hours => ${hours}::int)
      WHERE idempotency_keys.expires_at <= now()`;
 }
 
 /**
+ * The CTE `claim`: the key's transaction lock, as `claimAndRead` takes it (the same lock: a replica
+ * that claims first and one that claims in its insert exclude each other), or false at once when
+ * another transaction holds it.
+ */
+function claimSql(first: number): string {
+  return `claim AS (SELECT pg_try_advisory_xact_lock(hashtextextended('idem ' || $${first}::text || ' ' || $${first + 1}::text, 18)) AS claimed)`;
+}
+
+/**
+ * A key claimed by another transaction when a write that claims it in its own statement ran
+ * (`keepAlong` with `claim`): a request with the key is in progress. Nothing may commit.
+ */
+export class KeyClaimedElsewhere extends Error {
+  constructor() {
+    super('another transaction holds this Idempotency-Key');
+    this.name = 'KeyClaimedElsewhere';
+  }
+}
+
+const keepAlongSql = (first: number) => `along AS (${keepSql(first)} RETURNING 1)`;
+const claimKeepAlongSql = (first: number) => `${claimSql(first)}, along AS (${keepSql(first, true)} RETURNING 1)`;
+
+/**
  * `keepResponse` as a statement that rides on the write's own (an object's insert): the keep
  * costs no round trip of its own. The carrier throws `KeyKeptMeanwhile` when it kept nothing.
+ * `claim`: the statement also claims the key, before its keep (PostgreSQL: a write that runs
+ * before any claim of its key, whose first write is this statement); when another transaction
+ * holds the key, it keeps nothing and the carrier throws `KeyClaimedElsewhere`.
  */
-export function keepAlong(accountId: string, key: string, kept: Omit<KeptResponse, 'body'>, bodyJson: string | null, hours: number): Along {
+export function keepAlong(accountId: string, key: string, kept: Omit<KeptResponse, 'body'>, bodyJson: string | null, hours: number, claim = false): Along {
   const headers = JSON.stringify(kept.headers);
   const params = [accountId, key, kept.request_hash, kept.status, headers, bodyJson, kept.object_id ?? null, keptBytes(key, headers, bodyJson), hours];
-  return { sql: keepSql, params, rows: 1, onShort: () => new KeyKeptMeanwhile() };
+  if (!claim) return { sql: keepAlongSql, params, rows: 1, onShort: () => new KeyKeptMeanwhile() };
+  return {
+    sql: claimKeepAlongSql, params, rows: 1, answer: '(SELECT claimed FROM claim)',
+    onShort: (claimed) => (claimed === false ? new KeyClaimedElsewhere() : new KeyKeptMeanwhile()),
+  };
 }
 
 /**
@@ -98,7 +131,7 @@ export function keepAlong(accountId: string, key: string, kept: Omit<KeptRespons
 export async function keepResponse(q: Queryable, accountId: string, key: string, kept: Omit<KeptResponse, 'body'>, bodyJson: string | null, hours: number): Promise<number> {
   const along = keepAlong(accountId, key, kept, bodyJson, hours);
   const { rowCount } = await q.query(KEEP_SQL, along.params, { prepared: true });
-  if (rowCount !== 1) throw along.onShort();
+  if (rowCount !== 1) throw along.onShort(null);
   return along.params[7] as number;
 }
 const KEEP_SQL = keepSql(1);
