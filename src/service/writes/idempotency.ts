@@ -1,7 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { flatDb, isPgError, RunAgainFromStart, type Along, type Db } from '../../store/db.js';
-import { claimAndRead, keepAlong, keepResponse, KeyClaimedElsewhere, KeyKeptMeanwhile, sweepKeys, trimKeys, type KeptResponse } from '../../store/idempotency.js';
+import { claimAndRead, keepAlong, keepResponse, KeyClaimedElsewhere, KeyKeptMeanwhile, sweepKeys, trimKeys, type KeepMode, type KeptResponse } from '../../store/idempotency.js';
 import { canonicalJson } from '../../util/canonical-json.js';
 import { ApiError } from '../../contract/errors.js';
 import { etagOfBody, RenderedJson } from '../responses/serialize.js';
@@ -107,19 +107,19 @@ export async function runIdempotent(db: Db, req: FastifyRequest, accountId: stri
   const hash = requestHash(req, (await req.server.secrets?.start())?.fingerprintKey);
   if (Math.random() * SWEEP_EVERY < 1) void sweepKeys(db).catch((err: unknown) => req.log.warn({ err }, 'expired idempotency keys not swept'));
   let stored = false;
-  // The write runs first where nothing else can write for the key meanwhile, and the key is not
-  // read: the keep finds a live response kept for the key (`KeyKeptMeanwhile`), and any failure, a
-  // refusal included, undoes the write and runs it again claim first, which replays, refuses a
-  // reuse (422), fails as before, or (PostgreSQL) answers 409 while another request holds the key.
-  // A statement fewer for every new key; a replay costs one undone write. Where: the embedded
-  // engine (PGlite), one session of one process (the state directory's lock), whose transactions
-  // never overlap; and on PostgreSQL (replicas, a pool of sessions) a write that keeps its
-  // response in its first write's statement (`how.keepsAlong`: a create's insert), which then also
-  // claims the key before it keeps (`keepAlong` with `claim`): a concurrent request with the key
-  // finds it claimed (409) or kept (run again claim first: it replays), and what it wrote before
-  // that statement (a parent's version raised, under the parent's row lock, which a duplicate
-  // waits for) is undone. Other keyed writes on PostgreSQL claim the key first: a concurrent
-  // request with it is 409 at once, before any work.
+  // Where it can, the write runs first and the key is not read: its keep is a plain insert, which
+  // a response kept for the key (live or expired) fails as a unique violation (`KeepMode`), and
+  // any failure, a refusal included, undoes the write and runs it again claim first, which
+  // replays, refuses a reuse (422), writes over an expired response, fails as before, or answers
+  // 409 while another request holds the key. A statement fewer for every new key; a replay costs
+  // one undone write. Where: the embedded engine (PGlite), one session of one process (the state
+  // directory's lock), whose transactions never overlap; and on PostgreSQL (replicas, a pool of
+  // sessions) a write that keeps its response in its first write's statement (`how.keepsAlong`: a
+  // create's insert), which then claims the key before it keeps (`claim`): with the key held by
+  // another transaction it keeps nothing and is 409 at once; with a response kept, it fails and
+  // runs again claim first; what ran before that statement (a parent's version raised under the
+  // parent's row lock, which a duplicate waits for) is undone with it. Other keyed writes on
+  // PostgreSQL claim the key first: a concurrent request with it is 409 at once, before any work.
   let claimFirst = db.engine !== 'pglite' && !how.keepsAlong;
   // The write runs in the key's transaction as it is (`flatDb`: no savepoints, two round trips
   // fewer). A deadlock or serialization failure in it, which the write would otherwise retry on
@@ -139,15 +139,16 @@ export async function runIdempotent(db: Db, req: FastifyRequest, accountId: stri
     }
     // A create keeps its response in its insert's statement (`KeepAlong`); other writes after it.
     let keptAlong = false;
-    // PostgreSQL: a write run before the key's claim claims it in the statement that keeps along.
-    const claimAlong = !claimFirst && db.engine !== 'pglite';
+    // The key claimed and read first; or not read (PGlite); or (PostgreSQL) claimed in the
+    // statement that keeps along (`KeepMode`).
+    const mode: KeepMode = claimFirst ? 'claimed' : db.engine === 'pglite' ? 'unread' : 'claim';
     const result = await run(flatDb(q, db), (r) => {
       keptAlong = true;
-      return toKeep(r).along(claimAlong);
+      return toKeep(r).along(mode);
     });
     if (result.status >= 200 && result.status < 300) {
-      if (!keptAlong && claimAlong) throw new Error('a write run before its Idempotency-Key\'s claim kept no response along');
-      if (!keptAlong) await keepResponse(q, ...toKeep(result).args);
+      if (!keptAlong && mode === 'claim') throw new Error('a write run before its Idempotency-Key\'s claim kept no response along');
+      if (!keptAlong) await keepResponse(q, ...toKeep(result).args, mode === 'claim' ? 'claimed' : mode);
       stored = true;
     }
     return result;
@@ -162,7 +163,7 @@ export async function runIdempotent(db: Db, req: FastifyRequest, accountId: stri
     const byReference = json !== null && reread !== undefined && result.objectId !== undefined
       && Buffer.byteLength(json) > (opts.maxKeptResponseBytes ?? DEFAULT_MAX_KEPT_RESPONSE_BYTES);
     const args = [accountId, key, { request_hash: hash, status: result.status, headers, object_id: byReference ? result.objectId! : null }, byReference ? null : json, IDEMPOTENCY_HOURS] as const;
-    return { args, along: (claim: boolean) => keepAlong(...args, claim) };
+    return { args, along: (mode: KeepMode) => keepAlong(...args, mode) };
   };
   const result = await forTransientFailures(async () => {
     if (claimFirst) return attempt();
