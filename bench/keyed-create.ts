@@ -56,8 +56,14 @@ async function run(engine: string): Promise<void> {
       const { rows } = await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [process.env.PGAPPNAME]);
       pids = rows.map((r) => r.pid).filter((pid) => { try { readFileSync(`/proc/${pid}/schedstat`); return true; } catch { return false; } });
     };
-    /** Their CPU time in ms. */
-    const serverCpu = () => pids.reduce((sum, pid) => sum + Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6, 0);
+    /** Their CPU time in ms (NaN when one of them ended: the pool closed an idle connection; the round's server figure is then left out). */
+    const serverCpu = () => {
+      try {
+        return pids.reduce((sum, pid) => sum + Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6, 0);
+      } catch {
+        return NaN;
+      }
+    };
     /** One create: this process's CPU ms and the server's. */
     const create = async (keyed: boolean): Promise<[number, number]> => {
       const payload = JSON.stringify({ description: `pool ${n}`, backends: ['bkdhr_2ZyQ0aYvGmc8XkRb6fW1T3nLpEs'] });
@@ -72,6 +78,7 @@ async function run(engine: string): Promise<void> {
       return [(c.user + c.system) / 1000, s1 - s0];
     };
     const round = async () => {
+      await findPids();
       const sum = { plain: 0, keyed: 0, plainDb: 0, keyedDb: 0 };
       for (let i = 0; i < PAIRS; i++) {
         // Which goes first alternates too: neither always follows the other's garbage.
@@ -83,9 +90,7 @@ async function run(engine: string): Promise<void> {
       }
       return sum;
     };
-    await findPids();
     await round(); // warm
-    await findPids();
     const rounds: Awaited<ReturnType<typeof round>>[] = [];
     for (let r = 0; r < ROUNDS; r++) rounds.push(await round());
     const ratios = rounds.map((s) => s.keyed / s.plain);
@@ -94,8 +99,9 @@ async function run(engine: string): Promise<void> {
     const k = median(rounds.map((s) => s.keyed / PAIRS));
     let db2 = '— | —';
     if (pids.length) {
-      const both = rounds.map((s) => (s.keyed + s.keyedDb) / (s.plain + s.plainDb));
-      db2 = `${median(rounds.map((s) => s.plainDb / PAIRS)).toFixed(3)} / ${median(rounds.map((s) => s.keyedDb / PAIRS)).toFixed(3)} | **${median(both).toFixed(2)}** (${spread(both)})`;
+      const read = rounds.filter((s) => Number.isFinite(s.plainDb + s.keyedDb));
+      const both = read.map((s) => (s.keyed + s.keyedDb) / (s.plain + s.plainDb));
+      db2 = `${median(read.map((s) => s.plainDb / PAIRS)).toFixed(3)} / ${median(read.map((s) => s.keyedDb / PAIRS)).toFixed(3)} | **${median(both).toFixed(2)}** (${spread(both)}; ${read.length} rounds)`;
     }
     console.log(`| ${engine} | ${p.toFixed(3)} / ${k.toFixed(3)} | **${median(ratios).toFixed(2)}** (${spread(ratios)}) | ${db2} |`);
     await app.close();
