@@ -16,6 +16,7 @@
  *
  * Flags: --engines pglite,postgres  --scale N (default 1: N × every count; 10 is about 62,000 objects)
  *        --only noop (the apply and the no-op plan rows alone; noop,watch adds the watch row)
+ *        --only apply (apply from empty and the same creates replayed raw, alone)
  *        --base REF [--rounds N] (this tree against commit REF in one run: bench/reconcile-pair.ts)
  *        --out FILE (the JSON results there)
  *        --edges N (default 1000 × scale)  --watch-runs N (default 20)
@@ -85,8 +86,10 @@ const WATCH_RUNS = Number(flag('watch-runs', '20'));
  * `--scale 10` that is the apply and a few minutes, instead of about an hour.
  */
 const ONLY = flag('only', '');
-if (ONLY && ONLY !== 'noop' && ONLY !== 'noop,watch') throw new Error(`--only takes noop or noop,watch, not ${ONLY}`);
-const NOOP_ONLY = ONLY !== '';
+if (ONLY && ONLY !== 'noop' && ONLY !== 'noop,watch' && ONLY !== 'apply') throw new Error(`--only takes noop, noop,watch or apply, not ${ONLY}`);
+/** `--only apply`: the apply from empty and the raw creates, the rows a change of the create path moves. */
+const APPLY_ONLY = ONLY === 'apply';
+const NOOP_ONLY = ONLY !== '' && !APPLY_ONLY;
 /** The watch row: in a whole run, and with `--only noop,watch`. */
 const WATCH = !NOOP_ONLY || ONLY === 'noop,watch';
 const NOOP_RUNS = 9;
@@ -422,7 +425,7 @@ async function applyFromEmpty(eng: Engine, client: ApiClient, manifests: string,
   if (!prepared.plan) throw new Error(JSON.stringify(prepared.problems.slice(0, 5)));
   const plan = prepared.plan;
   log('Markdown of the plan from empty…');
-  const markdown = NOOP_ONLY ? undefined : markdownTimes(plan);
+  const markdown = NOOP_ONLY || APPLY_ONLY ? undefined : markdownTimes(plan);
   const t0 = now();
   const applied = await applyPlan(plan, { client, secrets: secretsFromMap(prepared.secrets), parallelism: PARALLELISM });
   const applyMs = now() - t0;
@@ -445,6 +448,7 @@ async function benchEngine(name: string, manifests: string, rawManifests: string
     const client = acct.client;
 
     const { steps, applyMs, rawMs, markdown: markdownCreates } = await applyFromEmpty(eng, client, manifests, rawManifests);
+    if (APPLY_ONLY) return { engine: eng.name, objects: objectCount(SIZE), steps, apply_ms: Math.round(applyMs), raw_create_ms: Math.round(rawMs), apply_vs_raw: +(rawMs / applyMs).toFixed(2), skipped: 'all but the apply and the raw creates (--only apply)' };
 
     let markdownUpdates: RenderTimes | undefined;
     if (!NOOP_ONLY) {
@@ -632,6 +636,7 @@ function table(rows: Row[]): string {
     [`watch save → applied, median of ${WATCH_RUNS} (target ≤ 300 ms)`, (r: Row) => `${r.watch_median_ms} ms (min ${r.watch_min_ms}, max ${r.watch_max_ms})`],
   ];
   // `--only noop`: the rows it measured (the others' fields are absent).
+  if (APPLY_ONLY) cells = cells.slice(0, 5);
   if (NOOP_ONLY) cells = cells.filter(([label], i) => i < 3 || /no-op plan|list pages|plan \/ page fetch|server's CPU/.test(label) || (WATCH && /^watch/.test(label)));
   const lines = cells.map(([label, cell]) => [label, ...rows.map(cell)]);
   const widths = lines[0].map((_, i) => Math.max(...lines.map((l) => l[i].length)));

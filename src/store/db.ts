@@ -26,16 +26,20 @@ export interface Db extends Queryable {
 }
 
 /**
- * A statement to send within another one, as a data-modifying CTE: `sql(first)` is its text with
- * placeholders numbered from `$first`, `params` their values. The statement that carries it
- * answers how many rows it wrote (`objects.ts`, `insertObjectAlong`).
+ * A statement to send within another one, as data-modifying CTEs: `sql(first)` is their text
+ * (`name AS (...)`, comma-separated; the last named `along`, answering a row per row it wrote)
+ * with placeholders numbered from `$first`, `params` their values. The statement that carries it
+ * answers how many rows `along` wrote and the value of `answer`, an SQL expression over the CTEs
+ * (`objects.ts`, `insertObjectAlong`).
  */
 export interface Along {
   sql(first: number): string;
   params: unknown[];
-  /** Rows it must write: fewer is `onShort()`'s error, and the transaction must not commit. */
+  /** Rows it must write: fewer is `onShort(answer)`'s error, and the transaction must not commit. */
   rows: number;
-  onShort(): Error;
+  /** What the carrier answers beside its rows, for `onShort` (default: NULL). */
+  answer?: string;
+  onShort(answer: unknown): Error;
 }
 
 export interface PoolStats { total: number; idle: number; waiting: number; max: number }

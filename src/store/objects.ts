@@ -63,15 +63,19 @@ const alongSql = new Map<Along['sql'], string>();
 
 /**
  * `insertObject` with another statement in the same one, as a data-modifying CTE (a keyed
- * create's kept response, `store/idempotency.ts`): one round trip for both. When it writes fewer
- * rows than `along.rows`, `along.onShort()` is thrown (the transaction must not commit).
+ * create's kept response and the claim of its key, `store/idempotency.ts`): one round trip for
+ * all. When it writes fewer rows than `along.rows`, `along.onShort(answer)` is thrown (the
+ * transaction must not commit; the object's row, written in the same statement, goes with it).
  */
 export async function insertObjectAlong(q: Queryable, row: NewObject, view: StoredView | undefined, along: Along): Promise<ObjectRow> {
   let sql = alongSql.get(along.sql);
-  if (!sql) alongSql.set(along.sql, (sql = `WITH along AS (${along.sql(9)} RETURNING 1) ${INSERT_OBJECT} RETURNING ${COLS}, (SELECT count(*) FROM along)::int AS along_rows`));
-  const { rows } = await q.query<ObjectRow & { along_rows: number }>(sql, [...insertParams(row, view), ...along.params], { prepared: true });
-  const { along_rows: written, ...inserted } = rows[0];
-  if (written !== along.rows) throw along.onShort();
+  if (!sql) {
+    sql = `WITH ${along.sql(9)} ${INSERT_OBJECT} RETURNING ${COLS}, (SELECT count(*) FROM along)::int AS along_rows, ${along.answer ?? 'NULL'} AS along_answer`;
+    alongSql.set(along.sql, sql);
+  }
+  const { rows } = await q.query<ObjectRow & { along_rows: number; along_answer: unknown }>(sql, [...insertParams(row, view), ...along.params], { prepared: true });
+  const { along_rows: written, along_answer: answer, ...inserted } = rows[0];
+  if (written !== along.rows) throw along.onShort(answer);
   return inserted;
 }
 

@@ -214,6 +214,44 @@ describe.each(ENGINES)('bounded Idempotency-Key storage (%s)', (engine) => {
     expect(await hashes()).toEqual(['third']);
   });
 
+  // A create claims its key in its insert's statement (PostgreSQL: no claim of its own before it),
+  // with the lock a claim first takes: a transaction holding the key (a request in progress, on
+  // any replica, a PATCH with the key claimed first) makes the create 409 at once, and nothing of
+  // it is written; once the holder is gone, the create runs, and its retry replays it.
+  if (engine === 'postgres') it('a create whose key another transaction holds is 409 and writes nothing; once released it is created, and replayed', async () => {
+    const c = await svc.account();
+    const edge = await newEdge(c);
+    const create = () => c.request('POST', `/edges/https/${edge.id}/routes`, { match_type: 'exact_path', match: '/held' }, { 'idempotency-key': 'held' });
+    let release!: () => void;
+    let held!: () => void;
+    const isHeld = new Promise<void>((r) => { held = r; });
+    const gate = new Promise<void>((r) => { release = r; });
+    const holder = svc.db.tx(async (q) => {
+      await q.query("SELECT pg_advisory_xact_lock(hashtextextended('idem ' || $1::text || ' ' || $2::text, 18))", [c.accountId, 'held']);
+      held();
+      await gate;
+    });
+    await isHeld;
+    try {
+      const busy = await create();
+      expect(busy.status, busy.text).toBe(409);
+      expect(busy.body.error_code).toBe('ERR_IDEMPOTENCY_IN_PROGRESS');
+      expect((await c.get(`/edges/https/${edge.id}`)).body.routes).toHaveLength(0);
+      const { rows } = await svc.db.query('SELECT 1 FROM idempotency_keys WHERE account_id = $1', [c.accountId]);
+      expect(rows).toHaveLength(0);
+    } finally {
+      release();
+      await holder;
+    }
+    const made = await create();
+    expect(made.status, made.text).toBe(201);
+    const again = await create();
+    expect(again.status).toBe(201);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.text).toBe(made.text);
+    expect((await c.get(`/edges/https/${edge.id}`)).body.routes).toHaveLength(1);
+  });
+
   // The claim reads in a snapshot taken before its lock: a response committed by the request that
   // held the key until just then can be missed. Staged here: the request is held after its claim (a
   // route's create locks its edge first, and the test holds the edge's row), a response is kept for

@@ -140,7 +140,7 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
   let stackChecked = false;
   let tag = '';
   let params: OperationDoc['params'] = [];
-  const route = (method: HTTPMethods, url: string, opts: { body?: Record<string, unknown>; preValidation?: (req: FastifyRequest) => void; field?: string; operationId: string; summary: string; status: number; response?: JSONSchema; listOf?: string; idempotent?: boolean; reread?: (req: FastifyRequest, params: Params, resources: Resources, id: string) => Promise<unknown> }, handler: (req: FastifyRequest, params: Params, resources: Resources, keep?: KeepAlong) => Promise<RouteResult>) => {
+  const route = (method: HTTPMethods, url: string, opts: { body?: Record<string, unknown>; preValidation?: (req: FastifyRequest) => void; field?: string; operationId: string; summary: string; status: number; response?: JSONSchema; listOf?: string; idempotent?: boolean; keepsAlong?: boolean; reread?: (req: FastifyRequest, params: Params, resources: Resources, id: string) => Promise<unknown> }, handler: (req: FastifyRequest, params: Params, resources: Resources, keep?: KeepAlong) => Promise<RouteResult>) => {
     allowed.set(url, (allowed.get(url) ?? new Set()).add(method));
     const flag = requires;
     const openapi: OperationDoc = { operationId: opts.operationId, params: params.filter((p) => url.includes(`:${p.name}`)), listOf: opts.listOf, requires: flag };
@@ -169,7 +169,7 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
         const p = req.params as Params;
         const result = opts.idempotent
           ? await runIdempotent(db, req, callerOf(req).accountId, (d, keep) => handler(req, p, resources.withDb(d), keep), idempotency,
-            opts.reread && (async (d, id) => ({ status: 200, body: await opts.reread!(req, p, resources.withDb(d), id) })))
+            opts.reread && (async (d, id) => ({ status: 200, body: await opts.reread!(req, p, resources.withDb(d), id) })), { keepsAlong: opts.keepsAlong })
           : await handler(req, p, resources);
         reply.code(result.status);
         if (result.location) reply.header('Location', result.location);
@@ -205,7 +205,7 @@ export function registerKindRoutes(app: FastifyInstance, resources: Resources, c
     const rereadObject = (req: FastifyRequest, p: Params, resources: Resources, id: string) => resources.getRendered(kind, callerOf(req), id, parentOf(p));
 
     if (ops.has('create')) {
-      route('POST', collection, { body: requestSchema(kind, 'create', parentParams), operationId: `create${name}`, summary: `Create ${a(kind.title)}`, status: 201, response: object, idempotent: true, reread: rereadObject }, async (req, p, resources, keep) => {
+      route('POST', collection, { body: requestSchema(kind, 'create', parentParams), operationId: `create${name}`, summary: `Create ${a(kind.title)}`, status: 201, response: object, idempotent: true, keepsAlong: true, reread: rereadObject }, async (req, p, resources, keep) => {
         // The new object's address, as HTTP has it for 201 (the same as its `uri`).
         const created = (body: Body): RouteResult => ({ status: 201, body, location: (body as { uri?: string }).uri, objectId: body.id as string });
         // A keyed create keeps its response in its insert (`KeepAlong`).

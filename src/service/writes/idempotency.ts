@@ -1,7 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { flatDb, isPgError, RunAgainFromStart, type Along, type Db } from '../../store/db.js';
-import { claimAndRead, keepAlong, keepResponse, KeyKeptMeanwhile, sweepKeys, trimKeys, type KeptResponse } from '../../store/idempotency.js';
+import { claimAndRead, keepAlong, keepResponse, KeyClaimedElsewhere, KeyKeptMeanwhile, sweepKeys, trimKeys, type KeepMode, type KeptResponse } from '../../store/idempotency.js';
 import { canonicalJson } from '../../util/canonical-json.js';
 import { ApiError } from '../../contract/errors.js';
 import { etagOfBody, RenderedJson } from '../responses/serialize.js';
@@ -101,21 +101,26 @@ function requestHash(req: FastifyRequest, key: Buffer | undefined): string {
  * as it is now, with its current ETag, and `Idempotent-Original-ETag` naming the version the first
  * request produced when the object changed since (docs/api.md says why).
  */
-export async function runIdempotent(db: Db, req: FastifyRequest, accountId: string, run: (db: Db, keep?: KeepAlong) => Promise<RouteResult>, opts: IdempotencyOptions = {}, reread?: Reread): Promise<RouteResult> {
+export async function runIdempotent(db: Db, req: FastifyRequest, accountId: string, run: (db: Db, keep?: KeepAlong) => Promise<RouteResult>, opts: IdempotencyOptions = {}, reread?: Reread, how: { keepsAlong?: boolean } = {}): Promise<RouteResult> {
   const key = idempotencyKey(req);
   if (key === undefined) return run(db);
   const hash = requestHash(req, (await req.server.secrets?.start())?.fingerprintKey);
   if (Math.random() * SWEEP_EVERY < 1) void sweepKeys(db).catch((err: unknown) => req.log.warn({ err }, 'expired idempotency keys not swept'));
   let stored = false;
-  // The embedded engine (PGlite) is one session of one process (the state directory's lock): its
-  // transactions never overlap, so no other request can hold the key or keep a response for it
-  // while this one runs. There the write runs first and the key is not read: the keep below finds
-  // a live response kept for the key (`KeyKeptMeanwhile`), and any failure, a refusal included,
-  // undoes the write and runs it again claim first, which replays, refuses a reuse (422), or fails
-  // as before. A statement fewer for every new key; a replay costs one undone write. On
-  // PostgreSQL (replicas, a pool of sessions) the key is always claimed first: a concurrent
-  // request with it is 409 at once, before any work.
-  let claimFirst = db.engine !== 'pglite';
+  // Where it can, the write runs first and the key is not read: its keep is a plain insert, which
+  // a response kept for the key (live or expired) fails as a unique violation (`KeepMode`), and
+  // any failure, a refusal included, undoes the write and runs it again claim first, which
+  // replays, refuses a reuse (422), writes over an expired response, fails as before, or answers
+  // 409 while another request holds the key. A statement fewer for every new key; a replay costs
+  // one undone write. Where: the embedded engine (PGlite), one session of one process (the state
+  // directory's lock), whose transactions never overlap; and on PostgreSQL (replicas, a pool of
+  // sessions) a write that keeps its response in its first write's statement (`how.keepsAlong`: a
+  // create's insert), which then claims the key before it keeps (`claim`): with the key held by
+  // another transaction it keeps nothing and is 409 at once; with a response kept, it fails and
+  // runs again claim first; what ran before that statement (a parent's version raised under the
+  // parent's row lock, which a duplicate waits for) is undone with it. Other keyed writes on
+  // PostgreSQL claim the key first: a concurrent request with it is 409 at once, before any work.
+  let claimFirst = db.engine !== 'pglite' && !how.keepsAlong;
   // The write runs in the key's transaction as it is (`flatDb`: no savepoints, two round trips
   // fewer). A deadlock or serialization failure in it, which the write would otherwise retry on
   // its own, aborts that transaction: the whole is run again, claim and read of the key included.
@@ -123,9 +128,7 @@ export async function runIdempotent(db: Db, req: FastifyRequest, accountId: stri
     stored = false;
     if (claimFirst) {
       const { claimed, kept } = await claimAndRead(q, accountId, key);
-      if (!claimed) {
-        throw new ApiError('ERR_IDEMPOTENCY_IN_PROGRESS', 'a request with this Idempotency-Key is still in progress; retry it once that one is answered', {}, { 'retry-after': '1' });
-      }
+      if (!claimed) throw inProgress();
       if (kept) {
         if (kept.request_hash !== hash) {
           throw new ApiError('ERR_IDEMPOTENCY_KEY_REUSED', `Idempotency-Key ${JSON.stringify(key.slice(0, 80))} was used within ${IDEMPOTENCY_HOURS} hours for another request (method, path or body differ); use a new key for a new request`);
@@ -136,12 +139,16 @@ export async function runIdempotent(db: Db, req: FastifyRequest, accountId: stri
     }
     // A create keeps its response in its insert's statement (`KeepAlong`); other writes after it.
     let keptAlong = false;
+    // The key claimed and read first; or not read (PGlite); or (PostgreSQL) claimed in the
+    // statement that keeps along (`KeepMode`).
+    const mode: KeepMode = claimFirst ? 'claimed' : db.engine === 'pglite' ? 'unread' : 'claim';
     const result = await run(flatDb(q, db), (r) => {
       keptAlong = true;
-      return toKeep(r).along;
+      return toKeep(r).along(mode);
     });
     if (result.status >= 200 && result.status < 300) {
-      if (!keptAlong) await keepResponse(q, ...toKeep(result).args);
+      if (!keptAlong && mode === 'claim') throw new Error('a write run before its Idempotency-Key\'s claim kept no response along');
+      if (!keptAlong) await keepResponse(q, ...toKeep(result).args, mode === 'claim' ? 'claimed' : mode);
       stored = true;
     }
     return result;
@@ -156,13 +163,14 @@ export async function runIdempotent(db: Db, req: FastifyRequest, accountId: stri
     const byReference = json !== null && reread !== undefined && result.objectId !== undefined
       && Buffer.byteLength(json) > (opts.maxKeptResponseBytes ?? DEFAULT_MAX_KEPT_RESPONSE_BYTES);
     const args = [accountId, key, { request_hash: hash, status: result.status, headers, object_id: byReference ? result.objectId! : null }, byReference ? null : json, IDEMPOTENCY_HOURS] as const;
-    return { args, get along() { return keepAlong(...args); } };
+    return { args, along: (mode: KeepMode) => keepAlong(...args, mode) };
   };
   const result = await forTransientFailures(async () => {
     if (claimFirst) return attempt();
     try {
       return await attempt();
-    } catch {
+    } catch (err) {
+      if (err instanceof KeyClaimedElsewhere) throw inProgress();
       claimFirst = true;
       return attempt();
     }
@@ -173,6 +181,10 @@ export async function runIdempotent(db: Db, req: FastifyRequest, accountId: stri
       .catch((err: unknown) => req.log.warn({ err }, 'idempotency keys beyond the account\'s caps not trimmed'));
   }
   return result;
+}
+
+function inProgress(): ApiError {
+  return new ApiError('ERR_IDEMPOTENCY_IN_PROGRESS', 'a request with this Idempotency-Key is still in progress; retry it once that one is answered', {}, { 'retry-after': '1' });
 }
 
 /** A body as the JSON kept for it (null: no body). */
