@@ -5,6 +5,7 @@ import type { DesiredObject, ObservedObject } from '../plan/state.js';
 import { isRefToken, isSecretToken } from '../plan/tokens.js';
 import type { Plan, Step } from '../plan/types.js';
 import { celValue, clearCompiled, type Compiled } from './cel.js';
+import { BAIL } from './fast.js';
 import { didYouMean } from '../../util/suggest.js';
 import { POLICY_KINDS } from './schema.js';
 import type { ObjectAction, PlanPolicy, Policy, PolicyOutcome, PolicyOverride, PolicyResult, PolicyRule, PolicySet } from './types.js';
@@ -318,6 +319,10 @@ function verdict(c: Compiled, ctx: Activation, subject?: Subject, keys?: Context
 
 function evaluateOn(c: Compiled, ctx: Activation, subject?: Subject): unknown {
   if (subject) ctx.object = subject.object();
+  if (c.fast) {
+    const v = c.fast(ctx as unknown as Record<string, unknown>);
+    if (v !== BAIL) return v;
+  }
   try {
     return c.run(ctx);
   } catch (err) {

@@ -1,0 +1,283 @@
+/**
+ * CEL expressions as JavaScript closures, for the subset policies are written in: literals, the
+ * rule variables, field access, `has()`, `!`, `&&`, `||`, `?:`, `==`/`!=` on values of one
+ * primitive type, `<`/`<=`/`>`/`>=` on two ints or two doubles, `in` a list of strings,
+ * `size()`, `startsWith`/`endsWith`/`contains`, and the macros `all`/`exists` over a list.
+ *
+ * A closure gives what the library's interpreter (@marcbachmann/cel-js) gives, or `BAIL` when it
+ * cannot be sure: an error (a missing field read without `has()`, an operator on the wrong
+ * types), a value of a type it does not handle. The expression is then evaluated by the library,
+ * which gives the value or the error its own way; the closure never makes an error of its own.
+ * An expression with anything else in it (a macro, function or operator not listed) is not
+ * compiled: the library evaluates it every time. test/reconciler/policy-fast.property.test.ts
+ * compares the two on random objects.
+ */
+
+/** The library's AST node (index.d.ts `ASTNode`): `op`, `args`, and `meta.alternate` for macros. */
+interface Node { op: string; args: unknown; meta?: { alternate?: { op: string } } }
+
+/** The closure could not be sure of the value: the library evaluates the expression. */
+export const BAIL: unique symbol = Symbol('bail');
+
+type Vars = Record<string, unknown>;
+/** A compiled node: its value on the activation and the comprehension variables in scope. */
+type Fn = (vars: Vars, locals: unknown[]) => unknown;
+
+/** The rule variables a closure reads from the activation, each with the check the library makes of its declared type. */
+const VARIABLES: Record<string, (v: unknown) => boolean> = {
+  object: isMap,
+  live: isValue,
+  action: (v) => typeof v === 'string',
+  changes: (v) => Array.isArray(v) && v.every((x) => typeof x === 'string'),
+};
+
+/** A mapping as the library reads one (`valueTypeMatchers.map`, without `Map`: the library's own `Map` handling is left to it). */
+function isMap(v: unknown): v is Record<string, unknown> {
+  if (v === null || typeof v !== 'object') return false;
+  const c = (v as { constructor?: unknown }).constructor;
+  return c === Object || c === undefined;
+}
+
+/** A value the library's `dyn` accepts without looking further: JSON's (bigint for int). */
+function isValue(v: unknown): boolean {
+  switch (typeof v) {
+    case 'string': case 'bigint': case 'number': case 'boolean': return true;
+    case 'object': return v === null || isMap(v) || (v as object).constructor === Array;
+    default: return false;
+  }
+}
+
+/** A field of a mapping, as `.` reads it: BAIL when absent (the library's error) or of another type. */
+function field(m: unknown, key: string): unknown {
+  if (!isMap(m) || !Object.hasOwn(m, key)) return BAIL;
+  const v = m[key];
+  return v !== undefined && isValue(v) ? v : BAIL;
+}
+
+/** Compiles `ast` (checked by the library), or undefined when something in it is outside the subset. */
+export function compileFast(ast: unknown): ((vars: Vars) => unknown) | undefined {
+  const fn = node(ast as Node, []);
+  if (!fn) return undefined;
+  return (vars) => fn(vars, []);
+}
+
+function node(n: Node, scope: string[]): Fn | undefined {
+  const a = n.args as unknown[];
+  switch (n.op) {
+    case 'value': {
+      const v = n.args;
+      return typeof v === 'string' || typeof v === 'bigint' || typeof v === 'boolean' || v === null || (typeof v === 'number' && !Number.isNaN(v)) ? () => v : undefined;
+    }
+    case 'id': {
+      const name = n.args as string;
+      const local = scope.lastIndexOf(name);
+      if (local >= 0) return (_, l) => (isValue(l[local]) ? l[local] : BAIL);
+      const check = VARIABLES[name];
+      if (!check) return undefined;
+      return (vars) => {
+        const v = vars[name];
+        return v !== undefined && check(v) ? v : BAIL;
+      };
+    }
+    case '.': {
+      const left = node(a[0] as Node, scope);
+      const key = a[1];
+      if (!left || typeof key !== 'string' || !dynOrMap((a[0] as Node & { checkedType?: unknown }).checkedType)) return undefined;
+      return (v, l) => field(left(v, l), key);
+    }
+    case 'list': {
+      const items = compileAll(a as Node[], scope);
+      if (!items) return undefined;
+      return (v, l) => {
+        const out = new Array<unknown>(items.length);
+        for (let i = 0; i < items.length; i++) if ((out[i] = items[i](v, l)) === BAIL) return BAIL;
+        return out;
+      };
+    }
+    case '!_': {
+      const x = node(n.args as Node, scope);
+      if (!x) return undefined;
+      return (v, l) => {
+        const b = x(v, l);
+        return typeof b === 'boolean' ? !b : BAIL;
+      };
+    }
+    case '||':
+    case '&&': {
+      const left = node(a[0] as Node, scope);
+      const right = node(a[1] as Node, scope);
+      if (!left || !right) return undefined;
+      // The library's: the left side decides when it is `stop`; else the right side when it is a
+      // bool and the left one was too; a right side of `stop` decides whatever the left side was.
+      const stop = n.op === '||';
+      return (v, l) => {
+        const x = left(v, l);
+        if (x === stop) return stop;
+        const y = right(v, l);
+        if (y === stop) return stop;
+        return x === !stop && y === !stop ? y : BAIL;
+      };
+    }
+    case '?:': {
+      const [c, t, f] = compileAll(a as Node[], scope) ?? [];
+      if (!c || !t || !f) return undefined;
+      return (v, l) => {
+        const x = c(v, l);
+        return x === true ? t(v, l) : x === false ? f(v, l) : BAIL;
+      };
+    }
+    case '==':
+    case '!=': {
+      const [x, y] = compileAll(a as Node[], scope) ?? [];
+      if (!x || !y) return undefined;
+      const ne = n.op === '!=';
+      return (v, l) => {
+        const p = x(v, l);
+        const q = y(v, l);
+        // Values of one primitive type (not double: NaN and -0 are the library's to compare).
+        const t = p === null ? 'null' : typeof p;
+        if ((t !== 'string' && t !== 'boolean' && t !== 'bigint' && t !== 'null') || t !== (q === null ? 'null' : typeof q)) return BAIL;
+        return (p === q) !== ne;
+      };
+    }
+    case '<':
+    case '<=':
+    case '>':
+    case '>=': {
+      const [x, y] = compileAll(a as Node[], scope) ?? [];
+      if (!x || !y) return undefined;
+      const op = n.op;
+      return (v, l) => {
+        const p = x(v, l);
+        const q = y(v, l);
+        if (typeof p !== 'bigint' || typeof q !== 'bigint') return BAIL;
+        return op === '<' ? p < q : op === '<=' ? p <= q : op === '>' ? p > q : p >= q;
+      };
+    }
+    case 'in': {
+      const [x, y] = compileAll(a as Node[], scope) ?? [];
+      if (!x || !y) return undefined;
+      return (v, l) => {
+        const p = x(v, l);
+        const q = y(v, l);
+        if (typeof p !== 'string' || !Array.isArray(q) || q.constructor !== Array) return BAIL;
+        let found = false;
+        for (let i = 0; i < q.length; i++) {
+          if (typeof q[i] !== 'string') return BAIL;
+          if (q[i] === p) found = true;
+        }
+        return found;
+      };
+    }
+    case 'call': {
+      const [name, args] = a as [string, Node[]];
+      if (name === 'has' && args.length === 1) return has(args[0], scope);
+      if (name === 'size' && args.length === 1) {
+        const x = node(args[0], scope);
+        return x && ((v, l) => size(x(v, l)));
+      }
+      return undefined;
+    }
+    case 'rcall': {
+      const [name, receiver, args] = a as [string, Node, Node[]];
+      if ((name === 'all' || name === 'exists') && args.length === 2 && args[0].op === 'id' && n.meta?.alternate?.op === 'comprehension') {
+        const list = node(receiver, scope);
+        const body = node(args[1], [...scope, args[0].args as string]);
+        if (!list || !body) return undefined;
+        const at = scope.length;
+        const want = name === 'exists';
+        // The library's: an element that gives `want` decides; an error (or a value not a bool)
+        // on another is the result only when none decides.
+        return (v, l) => {
+          const items = list(v, l);
+          if (!Array.isArray(items) || items.constructor !== Array) return BAIL;
+          let unsure = false;
+          const inner = l.slice(0, at);
+          for (let i = 0; i < items.length; i++) {
+            inner[at] = items[i];
+            const b = body(v, inner);
+            if (b === want) return want;
+            if (b !== !want) unsure = true;
+          }
+          return unsure ? BAIL : !want;
+        };
+      }
+      if ((name === 'startsWith' || name === 'endsWith' || name === 'contains') && args.length === 1) {
+        const r = node(receiver, scope);
+        const x = node(args[0], scope);
+        if (!r || !x) return undefined;
+        return (v, l) => {
+          const s = r(v, l);
+          const t = x(v, l);
+          if (typeof s !== 'string' || typeof t !== 'string') return BAIL;
+          return name === 'startsWith' ? s.startsWith(t) : name === 'endsWith' ? s.endsWith(t) : s.includes(t);
+        };
+      }
+      if (name === 'size' && args.length === 0) {
+        const r = node(receiver, scope);
+        return r && ((v, l) => size(r(v, l)));
+      }
+      return undefined;
+    }
+    default:
+      return undefined;
+  }
+}
+
+function compileAll(ns: Node[], scope: string[]): Fn[] | undefined {
+  const out: Fn[] = [];
+  for (const n of ns) {
+    const f = node(n, scope);
+    if (!f) return undefined;
+    out.push(f);
+  }
+  return out;
+}
+
+/** A checked type through which `.` reads a mapping's field as the library's `dyn` does (`map<string, dyn>`, `dyn`). */
+function dynOrMap(t: unknown): boolean {
+  const name = (t as { name?: string } | undefined)?.name;
+  return name === 'dyn' || name === 'map<string, dyn>';
+}
+
+/** `size()`: a string's code points, a list's items, a mapping's keys (an int). */
+function size(x: unknown): unknown {
+  if (typeof x === 'string') {
+    let n = 0;
+    for (const _ of x) n++;
+    return BigInt(n);
+  }
+  if (Array.isArray(x) && x.constructor === Array) return BigInt(x.length);
+  if (isMap(x)) return BigInt(Object.keys(x).length);
+  return BAIL;
+}
+
+/**
+ * `has(a.b.c)`: whether the last field is there (a value, not undefined); every field before it
+ * must be (the library's error otherwise: BAIL).
+ */
+function has(arg: Node, scope: string[]): Fn | undefined {
+  const keys: string[] = [];
+  let n = arg;
+  while (n.op === '.') {
+    const k = (n.args as unknown[])[1];
+    if (typeof k !== 'string') return undefined;
+    keys.unshift(k);
+    n = (n.args as unknown[])[0] as Node;
+  }
+  if (n.op !== 'id' || !keys.length) return undefined;
+  const root = node(n, scope);
+  if (!root) return undefined;
+  const last = keys.pop()!;
+  return (v, l) => {
+    let m = root(v, l);
+    for (let i = 0; i < keys.length; i++) {
+      m = field(m, keys[i]);
+      if (m === BAIL) return BAIL;
+    }
+    if (!isMap(m)) return BAIL;
+    if (!Object.hasOwn(m, last)) return false;
+    const x = m[last];
+    return x === undefined ? false : isValue(x) ? true : BAIL;
+  };
+}
