@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type { Environment, ParseResult } from '@marcbachmann/cel-js';
-import { compileFast } from './fast.js';
+import { compileFast, type ObjectSource } from './fast.js';
 
 let celLib: typeof import('@marcbachmann/cel-js') | undefined;
 /**
@@ -51,7 +51,7 @@ const ALL: readonly PolicyVariable[] = ['object', 'live', 'action', 'changes', '
 export interface Compiled {
   run: ParseResult;
   /** `run` as closures (fast.ts), for an expression in the subset they cover: BAIL when `run` must say. */
-  fast?: (vars: Record<string, unknown>) => unknown;
+  fast?: (vars: Record<string, unknown>, src?: ObjectSource) => unknown;
   /** Reads only `object`: `validate` checks it, with no live state and no plan. */
   objectOnly: boolean;
   /** Reads only `plan` (or nothing): checked once per plan, not per object. */

@@ -5,7 +5,7 @@ import type { DesiredObject, ObservedObject } from '../plan/state.js';
 import { isRefToken, isSecretToken } from '../plan/tokens.js';
 import type { Plan, Step } from '../plan/types.js';
 import { celValue, clearCompiled, type Compiled } from './cel.js';
-import { BAIL } from './fast.js';
+import { BAIL, type ObjectSource } from './fast.js';
 import { didYouMean } from '../../util/suggest.js';
 import { POLICY_KINDS } from './schema.js';
 import type { ObjectAction, PlanPolicy, Policy, PolicyOutcome, PolicyOverride, PolicyResult, PolicyRule, PolicySet } from './types.js';
@@ -51,7 +51,7 @@ export function emptyCounts(): Record<string, Record<string, bigint>> {
  * kind (`Group`): its top-level fields as rules read them, and its CEL view, made only when some
  * expression has no kept verdict for it. One is set again for each object (`reset`).
  */
-export class Subject {
+export class Subject implements ObjectSource {
   private view?: Record<string, unknown>;
   kind!: KindDef;
   name: string | undefined;
@@ -78,6 +78,19 @@ export class Subject {
   /** The object as rules read it (`objectView`), made once. */
   object(): Record<string, unknown> {
     return (this.view ??= objectView(this.kind, this.name, this.identity, this.body));
+  }
+
+  /**
+   * `object()[name]` when the view has it as its own field (else undefined), without making the
+   * whole view: the field alone converted (`celValue`).
+   */
+  viewField(name: string): unknown {
+    if (this.view) return Object.hasOwn(this.view, name) ? this.view[name] : undefined;
+    if (name === 'kind') return this.kind.manifestKind;
+    if (name === 'name' && this.name !== undefined) return this.name;
+    if (name === 'identity' && this.identity !== undefined) return this.identity;
+    const v = Object.prototype.propertyIsEnumerable.call(this.body, name) ? this.body[name] : undefined; // as the view copies them
+    return v === undefined ? undefined : celValue(v, token);
   }
 
   /** A top-level field as the view has it, before conversion (`kind`, `name`, `identity` as the view sets them). */
@@ -318,11 +331,11 @@ function verdict(c: Compiled, ctx: Activation, subject?: Subject, keys?: Context
 }
 
 function evaluateOn(c: Compiled, ctx: Activation, subject?: Subject): unknown {
-  if (subject) ctx.object = subject.object();
   if (c.fast) {
-    const v = c.fast(ctx as unknown as Record<string, unknown>);
+    const v = c.fast(ctx as unknown as Record<string, unknown>, subject);
     if (v !== BAIL) return v;
   }
+  if (subject) ctx.object = subject.object();
   try {
     return c.run(ctx);
   } catch (err) {

@@ -20,8 +20,19 @@ interface Node { op: string; args: unknown; meta?: { alternate?: { op: string } 
 export const BAIL: unique symbol = Symbol('bail');
 
 type Vars = Record<string, unknown>;
-/** A compiled node: its value on the activation and the comprehension variables in scope. */
-type Fn = (vars: Vars, locals: unknown[]) => unknown;
+/**
+ * Where `object` is read from when the check has the object at hand (evaluate.ts `Subject`): its
+ * fields one by one as the library's view of it has them, so no view of the whole object is made
+ * for a closure that reads a few fields. Without one, `object` is the activation's.
+ */
+export interface ObjectSource {
+  /** The view of the whole object (as `vars.object`). */
+  object(): Record<string, unknown>;
+  /** `object()[name]` when it is the view's own field, else undefined, made without the whole view. */
+  viewField(name: string): unknown;
+}
+/** A compiled node: its value on the activation, the object's source, and the comprehension variables in scope. */
+type Fn = (vars: Vars, src: ObjectSource | undefined, locals: unknown[]) => unknown;
 
 /** The rule variables a closure reads from the activation, each with the check the library makes of its declared type. */
 const VARIABLES: Record<string, (v: unknown) => boolean> = {
@@ -54,11 +65,28 @@ function field(m: unknown, key: string): unknown {
   return v !== undefined && isValue(v) ? v : BAIL;
 }
 
+/** No comprehension variable in scope (never written: a comprehension copies what it is given). */
+const NO_LOCALS: unknown[] = [];
+
 /** Compiles `ast` (checked by the library), or undefined when something in it is outside the subset. */
-export function compileFast(ast: unknown): ((vars: Vars) => unknown) | undefined {
+export function compileFast(ast: unknown): ((vars: Vars, src?: ObjectSource) => unknown) | undefined {
   const fn = node(ast as Node, []);
   if (!fn) return undefined;
-  return (vars) => fn(vars, []);
+  return (vars, src) => fn(vars, src, NO_LOCALS);
+}
+
+/** A field of `object` (the rule variable, not a comprehension's), read from the source when there is one. */
+function objectField(key: string): Fn {
+  return (vars, src) => {
+    if (!src) return field(vars.object, key);
+    const v = src.viewField(key);
+    return v !== undefined && isValue(v) ? v : BAIL;
+  };
+}
+
+/** Whether `n` is the rule variable `object` (not a comprehension variable so named). */
+function isObjectVar(n: Node, scope: string[]): boolean {
+  return n.op === 'id' && n.args === 'object' && !scope.includes('object');
 }
 
 function node(n: Node, scope: string[]): Fn | undefined {
@@ -71,9 +99,10 @@ function node(n: Node, scope: string[]): Fn | undefined {
     case 'id': {
       const name = n.args as string;
       const local = scope.lastIndexOf(name);
-      if (local >= 0) return (_, l) => (isValue(l[local]) ? l[local] : BAIL);
+      if (local >= 0) return (_, __, l) => (isValue(l[local]) ? l[local] : BAIL);
       const check = VARIABLES[name];
       if (!check) return undefined;
+      if (name === 'object') return (vars, src) => (src ? src.object() : isMap(vars.object) ? vars.object : BAIL);
       return (vars) => {
         const v = vars[name];
         return v !== undefined && check(v) ? v : BAIL;
@@ -83,22 +112,23 @@ function node(n: Node, scope: string[]): Fn | undefined {
       const left = node(a[0] as Node, scope);
       const key = a[1];
       if (!left || typeof key !== 'string' || !dynOrMap((a[0] as Node & { checkedType?: unknown }).checkedType)) return undefined;
-      return (v, l) => field(left(v, l), key);
+      if (isObjectVar(a[0] as Node, scope) && key !== '__proto__') return objectField(key);
+      return (v, s, l) => field(left(v, s, l), key);
     }
     case 'list': {
       const items = compileAll(a as Node[], scope);
       if (!items) return undefined;
-      return (v, l) => {
+      return (v, s, l) => {
         const out = new Array<unknown>(items.length);
-        for (let i = 0; i < items.length; i++) if ((out[i] = items[i](v, l)) === BAIL) return BAIL;
+        for (let i = 0; i < items.length; i++) if ((out[i] = items[i](v, s, l)) === BAIL) return BAIL;
         return out;
       };
     }
     case '!_': {
       const x = node(n.args as Node, scope);
       if (!x) return undefined;
-      return (v, l) => {
-        const b = x(v, l);
+      return (v, s, l) => {
+        const b = x(v, s, l);
         return typeof b === 'boolean' ? !b : BAIL;
       };
     }
@@ -110,10 +140,10 @@ function node(n: Node, scope: string[]): Fn | undefined {
       // The library's: the left side decides when it is `stop`; else the right side when it is a
       // bool and the left one was too; a right side of `stop` decides whatever the left side was.
       const stop = n.op === '||';
-      return (v, l) => {
-        const x = left(v, l);
+      return (v, s, l) => {
+        const x = left(v, s, l);
         if (x === stop) return stop;
-        const y = right(v, l);
+        const y = right(v, s, l);
         if (y === stop) return stop;
         return x === !stop && y === !stop ? y : BAIL;
       };
@@ -121,9 +151,9 @@ function node(n: Node, scope: string[]): Fn | undefined {
     case '?:': {
       const [c, t, f] = compileAll(a as Node[], scope) ?? [];
       if (!c || !t || !f) return undefined;
-      return (v, l) => {
-        const x = c(v, l);
-        return x === true ? t(v, l) : x === false ? f(v, l) : BAIL;
+      return (v, s, l) => {
+        const x = c(v, s, l);
+        return x === true ? t(v, s, l) : x === false ? f(v, s, l) : BAIL;
       };
     }
     case '==':
@@ -131,9 +161,9 @@ function node(n: Node, scope: string[]): Fn | undefined {
       const [x, y] = compileAll(a as Node[], scope) ?? [];
       if (!x || !y) return undefined;
       const ne = n.op === '!=';
-      return (v, l) => {
-        const p = x(v, l);
-        const q = y(v, l);
+      return (v, s, l) => {
+        const p = x(v, s, l);
+        const q = y(v, s, l);
         // Values of one primitive type (not double: NaN and -0 are the library's to compare).
         const t = p === null ? 'null' : typeof p;
         if ((t !== 'string' && t !== 'boolean' && t !== 'bigint' && t !== 'null') || t !== (q === null ? 'null' : typeof q)) return BAIL;
@@ -147,9 +177,9 @@ function node(n: Node, scope: string[]): Fn | undefined {
       const [x, y] = compileAll(a as Node[], scope) ?? [];
       if (!x || !y) return undefined;
       const op = n.op;
-      return (v, l) => {
-        const p = x(v, l);
-        const q = y(v, l);
+      return (v, s, l) => {
+        const p = x(v, s, l);
+        const q = y(v, s, l);
         if (typeof p !== 'bigint' || typeof q !== 'bigint') return BAIL;
         return op === '<' ? p < q : op === '<=' ? p <= q : op === '>' ? p > q : p >= q;
       };
@@ -157,9 +187,9 @@ function node(n: Node, scope: string[]): Fn | undefined {
     case 'in': {
       const [x, y] = compileAll(a as Node[], scope) ?? [];
       if (!x || !y) return undefined;
-      return (v, l) => {
-        const p = x(v, l);
-        const q = y(v, l);
+      return (v, s, l) => {
+        const p = x(v, s, l);
+        const q = y(v, s, l);
         if (typeof p !== 'string' || !Array.isArray(q) || q.constructor !== Array) return BAIL;
         let found = false;
         for (let i = 0; i < q.length; i++) {
@@ -174,7 +204,7 @@ function node(n: Node, scope: string[]): Fn | undefined {
       if (name === 'has' && args.length === 1) return has(args[0], scope);
       if (name === 'size' && args.length === 1) {
         const x = node(args[0], scope);
-        return x && ((v, l) => size(x(v, l)));
+        return x && ((v, s, l) => size(x(v, s, l)));
       }
       return undefined;
     }
@@ -188,14 +218,14 @@ function node(n: Node, scope: string[]): Fn | undefined {
         const want = name === 'exists';
         // The library's: an element that gives `want` decides; an error (or a value not a bool)
         // on another is the result only when none decides.
-        return (v, l) => {
-          const items = list(v, l);
+        return (v, s, l) => {
+          const items = list(v, s, l);
           if (!Array.isArray(items) || items.constructor !== Array) return BAIL;
           let unsure = false;
           const inner = l.slice(0, at);
           for (let i = 0; i < items.length; i++) {
             inner[at] = items[i];
-            const b = body(v, inner);
+            const b = body(v, s, inner);
             if (b === want) return want;
             if (b !== !want) unsure = true;
           }
@@ -206,16 +236,16 @@ function node(n: Node, scope: string[]): Fn | undefined {
         const r = node(receiver, scope);
         const x = node(args[0], scope);
         if (!r || !x) return undefined;
-        return (v, l) => {
-          const s = r(v, l);
-          const t = x(v, l);
-          if (typeof s !== 'string' || typeof t !== 'string') return BAIL;
-          return name === 'startsWith' ? s.startsWith(t) : name === 'endsWith' ? s.endsWith(t) : s.includes(t);
+        return (v, s, l) => {
+          const str = r(v, s, l);
+          const t = x(v, s, l);
+          if (typeof str !== 'string' || typeof t !== 'string') return BAIL;
+          return name === 'startsWith' ? str.startsWith(t) : name === 'endsWith' ? str.endsWith(t) : str.includes(t);
         };
       }
       if (name === 'size' && args.length === 0) {
         const r = node(receiver, scope);
-        return r && ((v, l) => size(r(v, l)));
+        return r && ((v, s, l) => size(r(v, s, l)));
       }
       return undefined;
     }
@@ -265,19 +295,32 @@ function has(arg: Node, scope: string[]): Fn | undefined {
     keys.unshift(k);
     n = (n.args as unknown[])[0] as Node;
   }
-  if (n.op !== 'id' || !keys.length) return undefined;
-  const root = node(n, scope);
-  if (!root) return undefined;
+  if (n.op !== 'id' || !keys.length || keys.includes('__proto__')) return undefined;
   const last = keys.pop()!;
-  return (v, l) => {
-    let m = root(v, l);
+  if (isObjectVar(n, scope) && !keys.length) {
+    // has(object.F): the source's field, without the whole view.
+    return (v, s) => {
+      if (!s) return hasField(v.object, last);
+      const x = s.viewField(last);
+      return x === undefined ? false : isValue(x) ? true : BAIL;
+    };
+  }
+  const root = isObjectVar(n, scope) ? objectField(keys.shift()!) : node(n, scope);
+  if (!root) return undefined;
+  return (v, s, l) => {
+    let m = root(v, s, l);
     for (let i = 0; i < keys.length; i++) {
       m = field(m, keys[i]);
       if (m === BAIL) return BAIL;
     }
-    if (!isMap(m)) return BAIL;
-    if (!Object.hasOwn(m, last)) return false;
-    const x = m[last];
-    return x === undefined ? false : isValue(x) ? true : BAIL;
+    return hasField(m, last);
   };
+}
+
+/** The last step of `has()`: a mapping's own field, there when not undefined. */
+function hasField(m: unknown, key: string): unknown {
+  if (!isMap(m)) return BAIL;
+  if (!Object.hasOwn(m, key)) return false;
+  const x = m[key];
+  return x === undefined ? false : isValue(x) ? true : BAIL;
 }
