@@ -7,9 +7,12 @@
  * the difference of two counts over the difference of their N, e.g.
  *
  *   npx tsx bench/policies-count.ts --record
- *   for n in 2 12; do valgrind --tool=none … ; done   # see bench/README.md "Policies"
- *   valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
- *     node --single-threaded --import tsx bench/policies-count.ts --mode cold --n 12
+ *   valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null node --single-threaded \
+ *     --hash-seed=1 --random-seed=1 --import tsx bench/policies-count.ts --mode cold --n 52
+ *
+ * (and --n 2: the difference over 50 is one iteration; a run's fixed part moves by ±2 × 10⁸
+ * instructions between runs, so take N large). With node --expose-gc --max-semi-space-size=256,
+ * it also prints what a check allocates.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -56,12 +59,20 @@ if (process.argv.includes('--record')) {
   (globalThis as { __pol4?: unknown }).__pol4 = { files, input };
   let loaded = loadPolicyFiles(files);
   let out = checkPlan(loaded.set, input); // the first check of the process (its JIT warm-up), in every mode
+  const gc = (globalThis as { gc?: () => void }).gc;
+  const allocated: number[] = [];
   for (let i = 0; i < n; i++) {
     if (mode !== 'warm') {
       clearPolicyCaches();
       loaded = loadPolicyFiles(files);
     }
-    if (mode !== 'load') out = checkPlan(loaded.set, input);
+    if (mode === 'load') continue;
+    gc?.();
+    const h0 = process.memoryUsage().heapUsed;
+    out = checkPlan(loaded.set, input);
+    allocated.push(process.memoryUsage().heapUsed - h0);
   }
+  // With node --expose-gc --max-semi-space-size=256 (no collection during a check): what one allocates.
+  if (gc && allocated.length) console.log(`allocated per check (median of ${n}): ${(allocated.sort((a, b) => a - b)[Math.floor(n / 2)]! / 1e6).toFixed(2)} MB`);
   console.log(`${mode} ×${n}: ${out.outcomes.map((o) => `${o.policy} ${o.denied}/${o.warned}`).join(', ')}`);
 }

@@ -48,7 +48,7 @@ const CONSTRUCTS = [
 ];
 
 const KEYS = ['a', 'b', 'c', 'd', 'kind', 'name', 'description', 'match', 'backend', 'backend_id', 'hostports', 'mutual_tls', 'certificate_authority_ids', 'tls_termination', 'min_version', 'circuit_breaker', 'oauth', 'oidc', 'saml', 'ip_restriction'];
-const string = fc.constantFrom('x', 'y', '', 'é', '*.', '😀', 'x😀', '/admin', '/', ':443', 'a.example.com:443', '*.example.com:443', '1.2', '1.0', 'FailoverBackend/p', 'bkdfo_1', 'b');
+const string = fc.constantFrom('x', 'y', '', 'é', '*.', '😀', 'x😀', 'a\uD800', '\uDC00\uD800x', '\uD83D\uDE00\uD83D', '/admin', '/', ':443', 'a.example.com:443', '*.example.com:443', '1.2', '1.0', 'FailoverBackend/p', 'bkdfo_1', 'b');
 const { value } = fc.letrec<{ value: unknown }>((tie) => ({
   value: fc.oneof({ depthSize: 'small', withCrossShrink: true },
     { arbitrary: string, weight: 4 },

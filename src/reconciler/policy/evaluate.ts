@@ -2,7 +2,7 @@ import { findKind } from '../../kinds/registry.js';
 import type { Body, KindDef } from '../../kinds/types.js';
 import { SENSITIVE } from '../plan/changes.js';
 import type { DesiredObject, ObservedObject } from '../plan/state.js';
-import { isRefToken, isSecretToken } from '../plan/tokens.js';
+import { isSecretToken } from '../plan/tokens.js';
 import type { Plan, Step } from '../plan/types.js';
 import { celValue, clearCompiled, type Compiled } from './cel.js';
 import { BAIL, type ObjectSource } from './fast.js';
@@ -15,8 +15,9 @@ export const RESULTS_MAX = 1_000;
 
 /** References by identity, secrets masked: as the plan shows values. */
 function token(v: object): unknown {
-  if (isSecretToken(v)) return SENSITIVE;
-  if (isRefToken(v)) return v.$ref;
+  if ('$secret' in v && isSecretToken(v)) return SENSITIVE;
+  const ref = (v as { $ref?: unknown }).$ref;
+  if (typeof ref === 'string' && onlyKey(v)) return ref; // isRefToken, without a list of keys
   return undefined;
 }
 
@@ -72,6 +73,7 @@ export class Subject implements ObjectSource {
     this.body = body;
     this.view = undefined;
     this.places = undefined;
+    this.fieldCount = 0;
     return this;
   }
 
@@ -89,9 +91,18 @@ export class Subject implements ObjectSource {
     if (name === 'kind') return this.kind.manifestKind;
     if (name === 'name' && this.name !== undefined) return this.name;
     if (name === 'identity' && this.identity !== undefined) return this.identity;
+    // The fields converted so far (a rule reads one field more than once: has(object.a) && object.a.b).
+    const names = this.fieldNames;
+    for (let i = 0; i < this.fieldCount; i++) if (names[i] === name) return this.fieldValues[i];
     const v = Object.prototype.propertyIsEnumerable.call(this.body, name) ? this.body[name] : undefined; // as the view copies them
-    return v === undefined ? undefined : celValue(v, token);
+    const out = v === undefined ? undefined : celValue(v, token);
+    names[this.fieldCount] = name;
+    this.fieldValues[this.fieldCount++] = out;
+    return out;
   }
+  private fieldNames: string[] = [];
+  private fieldValues: unknown[] = [];
+  private fieldCount = 0;
 
   /** A top-level field as the view has it, before conversion (`kind`, `name`, `identity` as the view sets them). */
   field(field: string): unknown {
@@ -330,6 +341,7 @@ function verdict(c: Compiled, ctx: Activation, subject?: Subject, keys?: Context
   return v;
 }
 
+/** The library's verdict (`verdict` tried the closures first). */
 function evaluateOn(c: Compiled, ctx: Activation, subject?: Subject): unknown {
   if (c.fast) {
     const v = c.fast(ctx as unknown as Record<string, unknown>, subject);

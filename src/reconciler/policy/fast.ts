@@ -218,11 +218,14 @@ function node(n: Node, scope: string[]): Fn | undefined {
         const want = name === 'exists';
         // The library's: an element that gives `want` decides; an error (or a value not a bool)
         // on another is the result only when none decides.
+        // The variables in scope in the body: this one after the enclosing ones (copied in at each
+        // call; nothing keeps the list past it).
+        const inner: unknown[] = [];
         return (v, s, l) => {
           const items = list(v, s, l);
           if (!Array.isArray(items) || items.constructor !== Array) return BAIL;
           let unsure = false;
-          const inner = l.slice(0, at);
+          for (let i = 0; i < at; i++) inner[i] = l[i];
           for (let i = 0; i < items.length; i++) {
             inner[at] = items[i];
             const b = body(v, s, inner);
@@ -272,14 +275,32 @@ function dynOrMap(t: unknown): boolean {
 
 /** `size()`: a string's code points, a list's items, a mapping's keys (an int). */
 function size(x: unknown): unknown {
-  if (typeof x === 'string') {
-    let n = 0;
-    for (const _ of x) n++;
-    return BigInt(n);
-  }
-  if (Array.isArray(x) && x.constructor === Array) return BigInt(x.length);
-  if (isMap(x)) return BigInt(Object.keys(x).length);
+  if (typeof x === 'string') return int(codePoints(x));
+  if (Array.isArray(x) && x.constructor === Array) return int(x.length);
+  if (isMap(x)) return int(Object.keys(x).length);
   return BAIL;
+}
+
+/** A string's code points (as `for…of` counts them: a lone surrogate is one), without an iterator. */
+function codePoints(s: string): number {
+  let n = s.length;
+  for (let i = 0; i < s.length - 1; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n--;
+        i++;
+      }
+    }
+  }
+  return n;
+}
+
+/** Small ints made once (a bigint is an allocation). */
+const INTS: bigint[] = Array.from({ length: 1024 }, (_, i) => BigInt(i));
+function int(n: number): bigint {
+  return n < INTS.length ? INTS[n] : BigInt(n);
 }
 
 /**
