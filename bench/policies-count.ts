@@ -39,7 +39,7 @@ if (process.argv.includes('--record')) {
 } else {
   if (!existsSync(PAGES)) throw new Error(`no ${PAGES}: run with --record first`);
   const pages = new Map<string, RecordedPage>(JSON.parse(readFileSync(PAGES, 'utf8')) as [string, RecordedPage][]);
-  const manifests = join(CACHE, `alloc-manifests-${SIZE.edges}-${SIZE.cas}`);
+  const manifests = join(CACHE, `count-manifests-${SIZE.edges}-${SIZE.cas}`); // its own: bench:policies rewrites its copy
   writeManifests(manifests, SIZE, caCertificates(SIZE.cas, join(CACHE, 'ca-certs.json')), 'alloc');
   const replay = new ApiClient({
     target: 'replay',
