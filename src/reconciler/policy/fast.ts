@@ -1,7 +1,7 @@
 /**
  * CEL expressions as JavaScript closures, for the subset policies are written in: literals, the
  * rule variables, field access, `has()`, `!`, `&&`, `||`, `?:`, `==`/`!=` on values of one
- * primitive type, `<`/`<=`/`>`/`>=` on two ints or two doubles, `in` a list of strings,
+ * primitive type, `<`/`<=`/`>`/`>=` on two ints, `in` a list of strings,
  * `size()`, `startsWith`/`endsWith`/`contains`, and the macros `all`/`exists` over a list.
  *
  * A closure gives what the library's interpreter (@marcbachmann/cel-js) gives, or `BAIL` when it
