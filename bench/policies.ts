@@ -17,7 +17,6 @@
  */
 import { Session } from 'node:inspector/promises';
 import { loadavg } from 'node:os';
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { preparePlan } from '../src/reconciler/plan/prepare.js';
@@ -26,6 +25,7 @@ import { loadPolicyFiles, NO_POLICIES } from '../src/reconciler/policy/load.js';
 import { appliedStack } from './applied-stack.js';
 import { cpuBySelf, flag, scaledSize, type CpuProfile } from './profile.js';
 import { objectCount } from './reconcile-manifests.js';
+import { policyFiles } from './policy-files.js';
 
 const SCALE = Number(flag('scale', '1'));
 const ROUNDS = Number(flag('rounds', '9'));
@@ -34,28 +34,6 @@ const PROFILING = process.argv.includes('--cpu');
 const HERE = fileURLToPath(new URL('./', import.meta.url));
 const CACHE = join(HERE, '.cache');
 
-/** Five more policies beside the starter set: each reads every route or edge. */
-const EXTRA = [
-  ['route-descriptions', 'HTTPSEdgeRoute', 'has(object.description) || object.match == "/"', 'warn'],
-  ['route-backend', 'HTTPSEdgeRoute', 'has(object.backend) && object.backend.backend_id != ""', 'deny'],
-  ['edge-description', 'HTTPSEdge', 'has(object.description) && size(object.description) <= 200', 'deny'],
-  ['edge-port-443', 'HTTPSEdge', 'object.hostports.all(h, h.endsWith(":443"))', 'deny'],
-  ['edge-mtls-two-cas', 'HTTPSEdge', '!has(object.mutual_tls) || size(object.mutual_tls.certificate_authority_ids) <= 4', 'warn'],
-] as const;
-
-function policyFiles(): string[] {
-  const dir = join(CACHE, 'policies');
-  mkdirSync(dir, { recursive: true });
-  const starter = join(HERE, '..', 'examples', 'policies');
-  const files = readdirSync(starter).filter((f) => f.endsWith('.yaml')).map((f) => join(starter, f));
-  for (const [name, kind, expression, severity] of EXTRA) {
-    const file = join(dir, `${name}.yaml`);
-    writeFileSync(file, `kind: Policy\nname: ${name}\nmatch:\n  kinds: [${kind}]\nrules:\n  - expression: '${expression}'\n    message: ${name}\n    severity: ${severity}\n`);
-    files.push(file);
-  }
-  return files;
-}
-
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 type Mode = 'without' | 'warm' | 'cold';
@@ -63,7 +41,7 @@ const MODES: Mode[] = ['without', 'warm', 'cold'];
 
 async function main() {
   const { manifests, client, replay } = await appliedStack(SIZE, CACHE);
-  const files = policyFiles();
+  const files = policyFiles(CACHE);
   try {
     const wall = { without: [] as number[], warm: [] as number[], cold: [] as number[] };
     const cpu = { without: [] as number[], warm: [] as number[], cold: [] as number[] };

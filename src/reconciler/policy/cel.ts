@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type { Environment, ParseResult } from '@marcbachmann/cel-js';
+import { compileFast, type ObjectSource } from './fast.js';
 
 let celLib: typeof import('@marcbachmann/cel-js') | undefined;
 /**
@@ -49,6 +50,8 @@ const ALL: readonly PolicyVariable[] = ['object', 'live', 'action', 'changes', '
 /** A compiled expression: the function, and which variables it reads. */
 export interface Compiled {
   run: ParseResult;
+  /** `run` as closures (fast.ts), for an expression in the subset they cover: BAIL when `run` must say. */
+  fast?: (vars: Record<string, unknown>, src?: ObjectSource) => unknown;
   /** Reads only `object`: `validate` checks it, with no live state and no plan. */
   objectOnly: boolean;
   /** Reads only `plan` (or nothing): checked once per plan, not per object. */
@@ -110,7 +113,8 @@ function compileNew(text: string, expect: 'bool'): Compiled | CompileError {
   const used = identifiers(run.ast);
   const only = (vars: readonly PolicyVariable[]) => ALL.every((v) => vars.includes(v) || !used.has(v));
   const inputs = used.has('live') ? undefined : inputsOf(run.ast);
-  return { run, objectOnly: only(['object']), planOnly: only(['plan']), readsLive: used.has('live'), ...(inputs ? { inputs } : {}), memo: new Map() };
+  const fast = compileFast(run.ast);
+  return { run, ...(fast ? { fast } : {}), objectOnly: only(['object']), planOnly: only(['plan']), readsLive: used.has('live'), ...(inputs ? { inputs } : {}), memo: new Map() };
 }
 
 /**

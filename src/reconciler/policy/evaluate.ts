@@ -2,9 +2,10 @@ import { findKind } from '../../kinds/registry.js';
 import type { Body, KindDef } from '../../kinds/types.js';
 import { SENSITIVE } from '../plan/changes.js';
 import type { DesiredObject, ObservedObject } from '../plan/state.js';
-import { isRefToken, isSecretToken } from '../plan/tokens.js';
+import { isSecretToken } from '../plan/tokens.js';
 import type { Plan, Step } from '../plan/types.js';
 import { celValue, clearCompiled, type Compiled } from './cel.js';
+import { BAIL, type ObjectSource } from './fast.js';
 import { didYouMean } from '../../util/suggest.js';
 import { POLICY_KINDS } from './schema.js';
 import type { ObjectAction, PlanPolicy, Policy, PolicyOutcome, PolicyOverride, PolicyResult, PolicyRule, PolicySet } from './types.js';
@@ -14,8 +15,9 @@ export const RESULTS_MAX = 1_000;
 
 /** References by identity, secrets masked: as the plan shows values. */
 function token(v: object): unknown {
-  if (isSecretToken(v)) return SENSITIVE;
-  if (isRefToken(v)) return v.$ref;
+  if ('$secret' in v && isSecretToken(v)) return SENSITIVE;
+  const ref = (v as { $ref?: unknown }).$ref;
+  if (typeof ref === 'string' && onlyKey(v)) return ref; // isRefToken, without a list of keys
   return undefined;
 }
 
@@ -50,7 +52,7 @@ export function emptyCounts(): Record<string, Record<string, bigint>> {
  * kind (`Group`): its top-level fields as rules read them, and its CEL view, made only when some
  * expression has no kept verdict for it. One is set again for each object (`reset`).
  */
-export class Subject {
+export class Subject implements ObjectSource {
   private view?: Record<string, unknown>;
   kind!: KindDef;
   name: string | undefined;
@@ -71,6 +73,7 @@ export class Subject {
     this.body = body;
     this.view = undefined;
     this.places = undefined;
+    this.fieldCount = 0;
     return this;
   }
 
@@ -78,6 +81,28 @@ export class Subject {
   object(): Record<string, unknown> {
     return (this.view ??= objectView(this.kind, this.name, this.identity, this.body));
   }
+
+  /**
+   * `object()[name]` when the view has it as its own field (else undefined), without making the
+   * whole view: the field alone converted (`celValue`).
+   */
+  viewField(name: string): unknown {
+    if (this.view) return Object.hasOwn(this.view, name) ? this.view[name] : undefined;
+    if (name === 'kind') return this.kind.manifestKind;
+    if (name === 'name' && this.name !== undefined) return this.name;
+    if (name === 'identity' && this.identity !== undefined) return this.identity;
+    // The fields converted so far (a rule reads one field more than once: has(object.a) && object.a.b).
+    const names = this.fieldNames;
+    for (let i = 0; i < this.fieldCount; i++) if (names[i] === name) return this.fieldValues[i];
+    const v = Object.prototype.propertyIsEnumerable.call(this.body, name) ? this.body[name] : undefined; // as the view copies them
+    const out = v === undefined ? undefined : celValue(v, token);
+    names[this.fieldCount] = name;
+    this.fieldValues[this.fieldCount++] = out;
+    return out;
+  }
+  private fieldNames: string[] = [];
+  private fieldValues: unknown[] = [];
+  private fieldCount = 0;
 
   /** A top-level field as the view has it, before conversion (`kind`, `name`, `identity` as the view sets them). */
   field(field: string): unknown {
@@ -316,7 +341,12 @@ function verdict(c: Compiled, ctx: Activation, subject?: Subject, keys?: Context
   return v;
 }
 
+/** The library's verdict (`verdict` tried the closures first). */
 function evaluateOn(c: Compiled, ctx: Activation, subject?: Subject): unknown {
+  if (c.fast) {
+    const v = c.fast(ctx as unknown as Record<string, unknown>, subject);
+    if (v !== BAIL) return v;
+  }
   if (subject) ctx.object = subject.object();
   try {
     return c.run(ctx);
