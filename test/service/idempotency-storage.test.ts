@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '../../src/util/ids.js';
-import { keepResponse, KeyKeptMeanwhile } from '../../src/store/idempotency.js';
+import { claimAndRead, keepResponse, KeyKeptMeanwhile } from '../../src/store/idempotency.js';
 import { newEdge, newRoute } from '../helpers/edges.js';
 import { ENGINES, startTestService, type TestClient, type TestService } from '../helpers/service.js';
 
@@ -226,8 +226,9 @@ describe.each(ENGINES)('bounded Idempotency-Key storage (%s)', (engine) => {
     let held!: () => void;
     const isHeld = new Promise<void>((r) => { held = r; });
     const gate = new Promise<void>((r) => { release = r; });
+    // Held as every other keyed write (and a replica claiming first) holds it: the same lock, or the create would not see it.
     const holder = svc.db.tx(async (q) => {
-      await q.query("SELECT pg_advisory_xact_lock(hashtextextended('idem ' || $1::text || ' ' || $2::text, 18))", [c.accountId, 'held']);
+      expect((await claimAndRead(q, c.accountId, 'held')).claimed).toBe(true);
       held();
       await gate;
     });
@@ -249,6 +250,20 @@ describe.each(ENGINES)('bounded Idempotency-Key storage (%s)', (engine) => {
     expect(again.status).toBe(201);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
     expect(again.text).toBe(made.text);
+    expect((await c.get(`/edges/https/${edge.id}`)).body.routes).toHaveLength(1);
+  });
+
+  // Duplicates of a child's create sent at once: each waits for the parent's row or is told the key
+  // is in progress; one route is made, and every 201 is the first answer byte for byte.
+  it('concurrent keyed creates of one route make one route; each answer is it, replayed, or in progress', async () => {
+    const c = await svc.account();
+    const edge = await newEdge(c);
+    const post = () => c.request('POST', `/edges/https/${edge.id}/routes`, { match_type: 'exact_path', match: '/at-once' }, { 'idempotency-key': 'at-once' });
+    const answers = await Promise.all(Array.from({ length: 6 }, post));
+    const made = answers.filter((r) => r.status === 201);
+    for (const r of answers.filter((a) => a.status !== 201)) expect([r.status, r.body.error_code]).toEqual([409, 'ERR_IDEMPOTENCY_IN_PROGRESS']);
+    expect(made.length).toBeGreaterThan(0);
+    expect(new Set(made.map((r) => r.text)).size).toBe(1);
     expect((await c.get(`/edges/https/${edge.id}`)).body.routes).toHaveLength(1);
   });
 
