@@ -28,7 +28,7 @@ const port = parentPort!;
 const post = (m: unknown) => port.postMessage(m);
 
 type Message = { data?: EmbeddedServiceInput; wasm?: WebAssembly.Module | null; written?: true; close?: true; id: number; req?: { method: string; path: string; body?: unknown; headers?: Record<string, string> }; url?: string; cancel?: number };
-/** `early`: the new state directory the CLI claimed for this thread as it started (spare.ts): its engine starts before `{ data }` comes. */
+/** `early`: the state directory the CLI claimed for this thread as it started (spare.ts): its engine starts before `{ data }` comes. */
 const from = workerData as { data?: EmbeddedServiceInput; wasmPosted?: boolean; early?: { stateDir: string; readsOnly: boolean } };
 
 // What does not depend on the directory starts at once, in a spare thread too (spare.ts): the

@@ -43,7 +43,7 @@ export async function embeddedTransport(stateDir: string, appOptions: Partial<Ap
     const spare = taken?.worker;
     // A new directory's database is written out from the template here, while the spare thread
     // still boots and loads the engine (it would write it itself, after those), before it is told
-    // the directory: one thread writes it. A claimed directory's thread is writing it already.
+    // the directory: one thread writes it. A claimed directory's was written as the CLI started.
     if (lock && spare && !claim) {
       try {
         await writeTemplateInto(join(dir, 'pgdata'));
