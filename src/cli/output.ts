@@ -54,7 +54,7 @@ export const stdio: Output = {
 
 /**
  * Makes the state directory of a command that writes, saying so when it is new (`ensureStateDir`),
- * or when this process made it as it started (`claimNewStateDir`).
+ * or when this process made it as it started (`claimStateDir`).
  */
 export async function stateDirFor(dir: string, out: Output = stdio): Promise<void> {
   const [{ ensureStateDir }, { displayDir }, { claimMade }] = await Promise.all([import('../embedded/state-dir.js'), import('../util/display-path.js'), import('../embedded/spare.js')]);

@@ -33,7 +33,7 @@ export function prestart(command: string, flags: { apiUrl?: string; state?: stri
   // `abandonClaim`). Held by another process (serve, a watch), it is not: the command finds the
   // holder, or waits, as before; a new one's database is written once the command has it.
   const claim = database === undefined ? claimStateDir(stateDir, fresh) : undefined;
-  startSpare({ readOnly: READS.has(command), freshWrite: fresh, claim });
+  startSpare({ readOnly: READS.has(command), claim });
   if (claim && fresh) writeDatabase(stateDir);
   else if (claim) claimWritten();
   else if (fresh) preloadTemplate();

@@ -41,15 +41,11 @@ let spare: { worker?: Worker; claim?: StateDirClaim } | undefined;
  * The engine's WebAssembly is compiled from here, on V8's background threads, once the thread is
  * started (reading it and starting the compile take this thread 50–70 ms), while the thread boots
  * and loads its modules, and is posted to it (`{ wasm }`, null if the compile failed: PGlite
- * compiles it then). Not for a new directory that could not be claimed (`freshWrite`): its
- * database is written by this thread once the command has the directory, and the thread waits for
- * that, not for the WebAssembly; it compiles it there.
+ * compiles it then).
  */
-export function startSpare(how: { readOnly: boolean; freshWrite?: boolean; claim?: StateDirClaim }): void {
+export function startSpare(how: { readOnly: boolean; claim?: StateDirClaim }): void {
   if (spare) return;
-  // A write on a new directory that could not be claimed (another process holds it) waits for this
-  // thread to write the database once it has the directory: the other thread compiles then.
-  const compileHere = !process.env.DATABASE_URL && !(how.freshWrite && !how.claim);
+  const compileHere = !process.env.DATABASE_URL;
   const early = how.claim ? { stateDir: how.claim.dir, readsOnly: how.readOnly } : undefined;
   const worker = startWorker(siblingModule(import.meta.url, 'embedded-service'), {
     workerData: { spare: true, wasmPosted: compileHere, early }, ...(how.readOnly ? { resourceLimits: READ_ONLY_LIMITS } : {}),
@@ -109,7 +105,7 @@ export function takeSpare(dir: string): { worker?: Worker; claim?: StateDirClaim
   return taken;
 }
 
-/** Whether `dir` was made by this process's claim (`claimNewStateDir`): the command says so as it opens it. */
+/** Whether `dir` was made by this process's claim (`claimStateDir`): the command says so as it opens it. */
 export function claimMade(dir: string): boolean {
   return spare?.claim?.dir === dir && spare.claim.made;
 }

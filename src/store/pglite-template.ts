@@ -110,12 +110,6 @@ export function preloadTemplate(): void {
   preloaded.catch(() => {}); // read again, and refused, by the write
 }
 
-async function loadTemplate(): Promise<Template> {
-  const raw = preloaded ? await preloaded.catch(() => undefined) : undefined;
-  preloaded = undefined; // used once: a later write reads it afresh
-  return raw ? parseTemplate(raw) : readTemplate();
-}
-
 function parseTemplate(raw: Buffer): Template {
   const length = raw.readUInt32LE(0);
   const index = JSON.parse(raw.subarray(4, 4 + length).toString('utf8')) as TemplateIndex;
@@ -211,26 +205,20 @@ function tarOf(template: Template): Buffer {
  * half database behind (only the sibling, removed by the next try). False: no template fits.
  */
 export async function extractTemplate(settings: Record<string, string>, data: string): Promise<boolean> {
-  if (!templateFits(readTemplateMeta(), settings)) {
-    preloaded = undefined;
-    return false;
-  }
-  let template: Template;
-  try {
-    template = await loadTemplate();
-  } catch {
-    return false; // unreadable: initdb it is
-  }
-  writeTemplateFiles(template, data);
-  return true;
+  const raw = preloaded ? await preloaded.catch(() => undefined) : undefined;
+  preloaded = undefined; // used once: a later write reads it afresh
+  return extractTemplateNow(settings, data, raw);
 }
 
-/** `extractTemplate` done on this thread at once (read and decompressed here too): for a thread with nothing else to do meanwhile. */
-function extractTemplateNow(settings: Record<string, string>, data: string): boolean {
+/**
+ * `extractTemplate` on this thread at once, from `raw` (the template decompressed ahead) or read and
+ * decompressed here: for a thread with nothing else to do meanwhile.
+ */
+function extractTemplateNow(settings: Record<string, string>, data: string, raw?: Buffer): boolean {
   if (!templateFits(readTemplateMeta(), settings)) return false;
   let template: Template;
   try {
-    template = readTemplate();
+    template = raw ? parseTemplate(raw) : readTemplate();
   } catch {
     return false; // unreadable: initdb it is
   }
@@ -272,11 +260,10 @@ function writeTemplateFiles(template: Template, data: string): void {
  * or something that is not one, left for PGlite to refuse), or no template fits.
  */
 export async function writeTemplateInto(data: string, settings: Record<string, string> = PGLITE_SETTINGS): Promise<boolean> {
-  if (!isEmptyOrMissing(data)) {
+  if (!clearedFor(data)) {
     preloaded = undefined;
     return false;
   }
-  if (existsSync(data)) rmdirSync(data);
   return extractTemplate(settings, data);
 }
 
@@ -286,9 +273,14 @@ export async function writeTemplateInto(data: string, settings: Record<string, s
  * boots and loads its modules; that thread, which the command then waits for, opens it as it is.
  */
 export function writeTemplateIntoNow(data: string, settings: Record<string, string> = PGLITE_SETTINGS): boolean {
+  return clearedFor(data) && extractTemplateNow(settings, data);
+}
+
+/** Whether `data` is missing or empty (then removed, for the template's files to be renamed into its place). */
+function clearedFor(data: string): boolean {
   if (!isEmptyOrMissing(data)) return false;
   if (existsSync(data)) rmdirSync(data);
-  return extractTemplateNow(settings, data);
+  return true;
 }
 
 function isEmptyOrMissing(dir: string): boolean {

@@ -147,8 +147,10 @@ export async function runIdempotent(db: Db, req: FastifyRequest, accountId: stri
       return toKeep(r).along(mode);
     });
     if (result.status >= 200 && result.status < 300) {
-      if (!keptAlong && mode === 'claim') throw new Error('a write run before its Idempotency-Key\'s claim kept no response along');
-      if (!keptAlong) await keepResponse(q, ...toKeep(result).args, mode === 'claim' ? 'claimed' : mode);
+      if (!keptAlong) {
+        if (mode === 'claim') throw new Error('a write run before its Idempotency-Key\'s claim kept no response along');
+        await keepResponse(q, ...toKeep(result).args, mode);
+      }
       stored = true;
     }
     return result;
