@@ -66,19 +66,21 @@ describe.runIf(ENGINES.includes('postgres'))('connections cut under load on Post
       const killer = (async () => {
         while (!stop) await svc.admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [svc.name]);
       })();
-      let committed = 0;
+      // At least 3 s of cuts, and on until some transaction was cut (a loaded machine may open
+      // few connections in 3 s). Whether any commits while every connection is being cut depends
+      // on the scheduler alone, so it is not asserted: commits after the cuts stop are.
       let failed = 0;
-      const until = Date.now() + 3000;
+      const from = Date.now();
+      const storming = () => Date.now() - from < 3000 || (failed === 0 && Date.now() - from < 30_000);
       await Promise.all(Array.from({ length: 4 }, async () => {
-        while (Date.now() < until) {
-          await svc.db.tx((q) => q.query('SELECT 1')).then(() => committed++, () => failed++);
+        while (storming()) {
+          await svc.db.tx((q) => q.query('SELECT 1')).then(() => {}, () => failed++);
         }
       }));
       stop = true;
       await killer;
       expect(crashes).toEqual([]);
       expect(failed, 'some transactions were cut').toBeGreaterThan(0);
-      expect(committed).toBeGreaterThan(0);
       // Recovered: a pooled connection cut while idle may fail one more transaction.
       let recovered = false;
       for (let attempt = 0; attempt < 3 && !recovered; attempt++) {
