@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
@@ -37,6 +37,7 @@ export async function makeTemplate(settings: Record<string, string>): Promise<{ 
     await pglite.query('CHECKPOINT');
     await pglite.close();
     if (existsSync(join(data, 'postmaster.pid'))) throw new Error('PGlite did not shut the template down cleanly');
+    withoutMaps(data);
     return {
       template: packTemplate(data),
       meta: { pglite: pgliteVersion(), settings, migrations: migrations.map((m) => ({ name: m.name, sha256: sha256(m.sql) })) },
@@ -44,6 +45,19 @@ export async function makeTemplate(settings: Record<string, string>): Promise<{ 
   } finally {
     if (!pglite.closed) await pglite.close();
     rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The free space maps and visibility maps (`<relfilenode>_fsm`, `_vm`) removed from a cleanly shut
+ * down data directory: a fifth of its files, and every file costs a new state directory's first
+ * command a file creation (some 0.4 ms each on the reference machine's disk). PostgreSQL takes a
+ * missing map fork as an empty one (no free space recorded: an insert extends the table; no page
+ * all-visible: an index-only scan reads the heap) and makes it again as it needs it (VACUUM).
+ */
+function withoutMaps(data: string): void {
+  for (const entry of readdirSync(data, { recursive: true, withFileTypes: true })) {
+    if (entry.isFile() && /^\d+_(fsm|vm)$/.test(entry.name)) rmSync(join(entry.parentPath, entry.name));
   }
 }
 

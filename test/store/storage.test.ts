@@ -169,6 +169,33 @@ describe('new embedded databases', () => {
     const { size, allocated } = diskUse(join(dir, 'pgdata'));
     expect(allocated).toBeLessThan(size / 2);
   });
+  it('a new state directory has no free space or visibility maps (fewer files to write); the engine makes them as it needs them', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ep-tpl-'));
+    const maps = () => readdirSync(join(dir, 'pgdata'), { recursive: true, withFileTypes: true }).filter((e) => e.isFile() && /_(fsm|vm)$/.test(e.name)).length;
+    let db = await openPglite(dir);
+    try {
+      expect(maps()).toBe(0);
+      await migrate(db);
+      // Writes, deletes and index-only reads on a table and the catalog, then VACUUM, which makes the maps.
+      await db.query('CREATE TABLE t (id int PRIMARY KEY, v text)');
+      await db.query("INSERT INTO t SELECT g, repeat('x', 200) FROM generate_series(1, 2000) g");
+      await db.query('DELETE FROM t WHERE id % 2 = 0');
+      await db.query('VACUUM t');
+      await db.query("INSERT INTO t SELECT g * 2, 'y' FROM generate_series(1, 1000) g");
+      expect((await db.query<{ n: number }>('SELECT count(*)::int AS n FROM t WHERE id > 0')).rows[0].n).toBe(2000);
+      expect((await db.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_class WHERE relname = 't'")).rows[0].n).toBe(1);
+      await db.query('VACUUM');
+      expect(maps()).toBeGreaterThan(0);
+    } finally {
+      await db.close();
+    }
+    db = await openPglite(dir);
+    try {
+      expect((await db.query<{ n: number }>("SELECT count(*)::int AS n FROM t WHERE v = 'y'")).rows[0].n).toBe(1000);
+    } finally {
+      await db.close();
+    }
+  });
 });
 
 describe.each(ENGINES)('migrations on %s', (engine) => {
