@@ -4,6 +4,7 @@ import { hasEmbeddedState, stateDirOf } from '../embedded/state-dir-path.js';
 import { claimStateDir, claimWritten, startSpare } from '../embedded/spare.js';
 import { preloadTemplate, writeTemplateIntoNow } from '../store/pglite-template.js';
 import { ciVariable } from './ci.js';
+import { serviceOptionsFromEnv } from './service-config.js';
 
 const WRITES = new Set(['apply', 'destroy']);
 const READS = new Set(['plan']);
@@ -33,7 +34,7 @@ export function prestart(command: string, flags: { apiUrl?: string; state?: stri
   // `abandonClaim`). Held by another process (serve, a watch), it is not: the command finds the
   // holder, or waits, as before; a new one's database is written once the command has it.
   const claim = database === undefined ? claimStateDir(stateDir, fresh) : undefined;
-  startSpare({ readOnly: READS.has(command), claim });
+  startSpare({ readOnly: READS.has(command), claim, appOptions: claim ? optionsFromEnv() : undefined });
   if (claim && fresh) writeDatabase(stateDir);
   else if (claim) claimWritten();
   else if (fresh) preloadTemplate();
@@ -48,6 +49,15 @@ function writeDatabase(stateDir: string): void {
     writeTemplateIntoNow(join(stateDir, 'pgdata'));
   } catch { /* left to the engine's open */ }
   claimWritten();
+}
+
+/** The service's options, as the command reads them (`openTarget`); undefined if the environment is refused (the command says why). */
+function optionsFromEnv(): ReturnType<typeof serviceOptionsFromEnv> | undefined {
+  try {
+    return serviceOptionsFromEnv();
+  } catch {
+    return undefined;
+  }
 }
 
 /** The stack file mentions an `api_url` (its own or an environment's). */

@@ -12,6 +12,7 @@ import { ensureCredentials } from './embedded-credentials.js';
 import { keyRingFor } from './state-dir.js';
 import { pageLoop } from '../client/page-loop.js';
 import { injector } from '../client/headers.js';
+import { openingDb } from '../store/db.js';
 
 export interface EmbeddedServiceInput {
   /** null: an empty database in memory, and a key that is not kept. */
@@ -29,7 +30,7 @@ const post = (m: unknown) => port.postMessage(m);
 
 type Message = { data?: EmbeddedServiceInput; wasm?: WebAssembly.Module | null; written?: true; close?: true; id: number; req?: { method: string; path: string; body?: unknown; headers?: Record<string, string> }; url?: string; cancel?: number };
 /** `early`: the state directory the CLI claimed for this thread as it started (spare.ts): its engine starts before `{ data }` comes. */
-const from = workerData as { data?: EmbeddedServiceInput; wasmPosted?: boolean; early?: { stateDir: string; readsOnly: boolean } };
+const from = workerData as { data?: EmbeddedServiceInput; wasmPosted?: boolean; early?: { stateDir: string; readsOnly: boolean; appOptions?: Partial<AppOptions> } };
 
 // What does not depend on the directory starts at once, in a spare thread too (spare.ts): the
 // engine's WebAssembly compiles on V8's background threads while the service's modules load (a
@@ -73,21 +74,43 @@ port.on('message', onMessage);
 // while this thread boots, and says when it has: `{ written }`), else it comes with the input.
 const claimed = from.early;
 const where$: Promise<Pick<EmbeddedServiceInput, 'stateDir' | 'locked' | 'readsOnly'>> = claimed && written$ ? written$.then(() => ({ stateDir: claimed.stateDir, locked: true, readsOnly: claimed.readsOnly })) : input$;
+// The app's options: a claimed directory's thread is given them as it starts (the CLI reads them
+// from the environment, as the command would), else they come with the input.
+const options$ = claimed?.appOptions ? Promise.resolve(claimed.appOptions) : input$.then((i) => i.appOptions);
+options$.catch(() => {});
+// A command that writes sends a body with its first request (its stack lock's): the service's
+// validators (precompiled.ts) are loaded once the app's modules are, while the engine starts or
+// waits for its files, not with that request.
+const readsOnly$ = claimed ? Promise.resolve(claimed.readsOnly) : input$.then((i) => !!i.readsOnly);
+Promise.all([readsOnly$, app$]).then(([readsOnly]) => {
+  // A failure is left to the first request that needs them (it reports it).
+  if (!readsOnly) setImmediate(() => void import('../service/precompiled.js').then((m) => m.loadPrecompiled()).catch(() => {}));
+}, () => {});
 
 async function start() {
-  const { stateDir, locked, readsOnly } = await where$;
-  const { openEngine } = await engine$;
-  const db = await openEngine(stateDir === null ? { memory: true } : { stateDir, locked, readsOnly }, { pgliteWasm: await wasm$?.catch(() => undefined) });
+  const db$ = where$.then(async ({ stateDir, locked, readsOnly }) => {
+    const { openEngine } = await engine$;
+    return openEngine(stateDir === null ? { memory: true } : { stateDir, locked, readsOnly }, { pgliteWasm: await wasm$?.catch(() => undefined) });
+  });
+  db$.catch(() => {}); // awaited below
+  // The app is built as soon as its modules and options are here, on the database as it opens
+  // (`openingDb`: building it asks nothing of it): a claimed new directory's engine waits for its
+  // files, and the app is built meanwhile.
+  let app: Awaited<ReturnType<typeof import('../service/app.js')['buildApp']>> | undefined;
   try {
-    const { appOptions } = await input$;
-    const { buildApp } = await app$;
-    const secrets = keyRingFor(db.engine, stateDir);
-    const app = await buildApp({ db, metrics: 'off', openapi: false, secrets, ...appOptions });
+    const [{ stateDir }, appOptions, { buildApp }] = await Promise.all([claimed ?? input$, options$, app$]);
+    const engine = process.env.DATABASE_URL ? 'postgres' : 'pglite';
+    app = await buildApp({ db: openingDb(db$, engine, `${engine}: opening`), metrics: 'off', openapi: false, secrets: keyRingFor(engine, stateDir), ...appOptions });
     await app.ready();
+    const db = await db$;
     const creds = await ensureCredentials(db, stateDir, process.env.DATABASE_URL || undefined);
     return { db, app, inject: injector(app, creds.api_key) };
   } catch (err) {
-    await db.close();
+    // A failed open is what is reported, whatever else failed meanwhile.
+    const opened = await db$.then((db) => ({ db }), (openError: unknown) => ({ openError }));
+    await app?.close().catch(() => {});
+    if ('openError' in opened) throw opened.openError;
+    await opened.db.close();
     throw err;
   }
 }

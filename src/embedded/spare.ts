@@ -1,10 +1,11 @@
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import { siblingModule, startWorker } from '../util/worker.js';
 import { compilePgliteWasm } from '../store/pglite-wasm.js';
 import { DirLock } from '../store/dir-lock.js';
-import { ensureStateDir } from './state-dir-path.js';
+import { ensureStateDir, STATE_KEYS_FILE } from './state-dir-path.js';
+import type { AppOptions } from '../service/app.js';
 
 /**
  * The embedded service thread's limits in a command that only reads (plan): a small young
@@ -19,7 +20,7 @@ export const READ_ONLY_LIMITS = { maxYoungGenerationSizeMb: 4 };
  * (`fresh`: this process writes it); whether this process made the directory (the command says so
  * when it opens it). A command that never opens it undoes both (`abandonClaim`).
  */
-export interface StateDirClaim { dir: string; lock: DirLock; fresh: boolean; made: boolean }
+export interface StateDirClaim { dir: string; lock: DirLock; fresh: boolean; made: boolean; /** its key ring was there before the claim */ hadKeys: boolean }
 
 let spare: { worker?: Worker; claim?: StateDirClaim } | undefined;
 
@@ -34,7 +35,8 @@ let spare: { worker?: Worker; claim?: StateDirClaim } | undefined;
  * With a `claim` (the directory, taken already), the thread is told the directory at once: it
  * starts the engine as soon as it can (a new directory's: once the main thread has written its
  * database from the template, `{ written }`) while the command loads and reads its manifests, and
- * waits only for the service's options (`{ data }`) to build the app. The command loading and
+ * builds the app with the service's options (`appOptions`, read from the environment as the command
+ * reads them) meanwhile. The command loading and
  * reading for some 300 ms is no longer followed by the template's write and the engine's start,
  * but runs beside them.
  *
@@ -43,10 +45,10 @@ let spare: { worker?: Worker; claim?: StateDirClaim } | undefined;
  * and loads its modules, and is posted to it (`{ wasm }`, null if the compile failed: PGlite
  * compiles it then).
  */
-export function startSpare(how: { readOnly: boolean; claim?: StateDirClaim }): void {
+export function startSpare(how: { readOnly: boolean; claim?: StateDirClaim; appOptions?: Partial<AppOptions> }): void {
   if (spare) return;
   const compileHere = !process.env.DATABASE_URL;
-  const early = how.claim ? { stateDir: how.claim.dir, readsOnly: how.readOnly } : undefined;
+  const early = how.claim ? { stateDir: how.claim.dir, readsOnly: how.readOnly, appOptions: how.appOptions } : undefined;
   const worker = startWorker(siblingModule(import.meta.url, 'embedded-service'), {
     workerData: { spare: true, wasmPosted: compileHere, early }, ...(how.readOnly ? { resourceLimits: READ_ONLY_LIMITS } : {}),
   });
@@ -86,7 +88,7 @@ export function claimStateDir(dir: string, fresh: boolean): StateDirClaim | unde
   let made = false;
   try {
     made = ensureStateDir(dir);
-    return { dir, lock: DirLock.acquire(dir), fresh, made };
+    return { dir, lock: DirLock.acquire(dir), fresh, made, hadKeys: existsSync(join(dir, STATE_KEYS_FILE)) };
   } catch {
     if (made) rmSync(dir, { recursive: true, force: true });
     return undefined;
@@ -113,7 +115,8 @@ export function claimMade(dir: string): boolean {
 /**
  * Undoes a claim the command never took (it failed first: no manifests, a refused flag): the
  * thread is stopped (its engine may be starting), the directory removed if this process made it,
- * else the database written into it removed if it had none, and its lock released. A command that
+ * else the database written into it removed if it had none (and the key ring made with it), and
+ * its lock released. A command that
  * fails makes nothing. Called as the CLI ends.
  */
 export async function abandonClaim(): Promise<void> {
@@ -121,8 +124,11 @@ export async function abandonClaim(): Promise<void> {
   if (!claimed?.claim) return;
   spare = undefined;
   await claimed.worker?.terminate();
-  const { dir, lock, fresh, made } = claimed.claim;
+  const { dir, lock, fresh, made, hadKeys } = claimed.claim;
   if (made) rmSync(dir, { recursive: true, force: true });
-  else if (fresh) for (const written of ['pgdata', 'pgdata.new']) rmSync(join(dir, written), { recursive: true, force: true });
+  else if (fresh) {
+    // The thread may have made the key ring as it built the app.
+    for (const written of ['pgdata', 'pgdata.new', ...(hadKeys ? [] : [STATE_KEYS_FILE])]) rmSync(join(dir, written), { recursive: true, force: true });
+  }
   lock.release();
 }

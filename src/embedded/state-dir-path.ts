@@ -7,6 +7,9 @@ import { join, resolve } from 'node:path';
  */
 export const DEFAULT_STATE_DIR = './state';
 
+/** The key ring file of a state directory used when EDGEPLANE_SECRETS_KEYS is not set (state-dir.ts). */
+export const STATE_KEYS_FILE = 'secrets.keys';
+
 /** The embedded state directory: `--state`, else EDGEPLANE_STATE, else ./state. */
 export function stateDirOf(opts: { stateDir?: string }): string {
   return resolve(opts.stateDir ?? process.env.EDGEPLANE_STATE ?? DEFAULT_STATE_DIR);

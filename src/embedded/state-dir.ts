@@ -2,10 +2,9 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync
 import { join } from 'node:path';
 import { KeyRing } from '../service/writes/sealing.js';
 
-export { DEFAULT_STATE_DIR, ensureStateDir, hasEmbeddedState, stateDirOf } from './state-dir-path.js';
+import { STATE_KEYS_FILE } from './state-dir-path.js';
 
-/** The key ring file of a state directory used when EDGEPLANE_SECRETS_KEYS is not set. */
-export const STATE_KEYS_FILE = 'secrets.keys';
+export { DEFAULT_STATE_DIR, ensureStateDir, hasEmbeddedState, STATE_KEYS_FILE, stateDirOf } from './state-dir-path.js';
 
 /**
  * The state directory's own key ring (`secrets.keys`, mode 0600), made with one random key the

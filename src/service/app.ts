@@ -172,15 +172,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     return (data) => (serialize ??= fastJson(schema as Parameters<typeof fastJson>[0]))(data);
   });
 
-  // Before any route: a database that needs a key the ring lacks is refused here.
+  // Started now, awaited once the plugins and routes are registered (they ask nothing of the
+  // database: the embedded service registers them while its engine still opens): a database that
+  // needs a key the ring lacks is refused before the app is returned.
   const secrets = opts.startedSecrets ? ServiceSecrets.of(opts.startedSecrets) : new ServiceSecrets(opts.db, opts.secrets, (msg) => app.log.info(msg));
-  try {
-    await secrets.start();
-  } catch (err) {
-    if (err instanceof KeyRingError) throw err;
-    // The database cannot be read yet (not reachable, not migrated): /readyz says so; started on first use.
-    app.log.warn({ err }, 'secrets not started: the database could not be read; they start with the first request that needs them');
-  }
+  const secretsStarted = secrets.start().then(() => undefined, (err: unknown) => err);
 
   const metrics = opts.metrics ?? 'route';
   const versionHeaders = acceptedVersionHeaders(opts);
@@ -211,6 +207,14 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     const { uiPlugin } = await import('./ui/plugin.js');
     app.register(uiPlugin, { vendorPrefix: resolveVendorPrefix(opts), publicUrl: opts.publicUrl, authCacheMs: opts.authCacheMs, authFailures, tls: !!server?.tls, prefix: '/ui' });
   }
+  await app.after(); // the plugins registered, routes and all: what returning the app would do after the secrets
+  const notStarted = await secretsStarted;
+  if (notStarted instanceof KeyRingError) {
+    await app.close().catch(() => {});
+    throw notStarted;
+  }
+  // The database cannot be read yet (not reachable, not migrated): /readyz says so; started on first use.
+  if (notStarted) app.log.warn({ err: notStarted }, 'secrets not started: the database could not be read; they start with the first request that needs them');
   return app;
 }
 

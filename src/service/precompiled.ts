@@ -23,6 +23,11 @@ function precompiledSet(): Record<string, Validator | undefined> {
   return generated;
 }
 
+/** Loads the precompiled validators now (a service about to take writes loads them ahead of its first body). */
+export function loadPrecompiled(): void {
+  precompiledSet();
+}
+
 /** Whether `schema` has a precompiled validator (test/service/precompiled.test.ts: every route's does). */
 export function isPrecompiled(schema: unknown): boolean {
   return precompiledSet()[schemaKey(schema)] !== undefined;

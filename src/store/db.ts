@@ -124,3 +124,20 @@ export function flatDb(q: Queryable, outer: Db): Db {
     close: async () => {},
   };
 }
+
+/**
+ * A `Db` for a database still opening (`db$`): what is asked of it waits for it, then goes
+ * straight to it. The embedded service builds its app on one while the engine starts
+ * (embedded-service.ts); a failed open fails each query with the open's error.
+ */
+export function openingDb(db$: Promise<Db>, engine: Db['engine'], describe: string): Db {
+  let open: Db | undefined;
+  void db$.then((db) => (open = db), () => {});
+  return {
+    engine,
+    get describe() { return open?.describe ?? describe; },
+    query: <R extends QueryResultRow = QueryResultRow>(sql: string, params?: unknown[], how?: { prepared?: boolean }) => (open ? open.query<R>(sql, params, how) : db$.then((db) => db.query<R>(sql, params, how))),
+    tx: <T>(fn: (q: Queryable) => Promise<T>, how?: { unbounded?: boolean }) => (open ? open.tx(fn, how) : db$.then((db) => db.tx(fn, how))),
+    close: () => db$.then((db) => db.close(), () => {}),
+  };
+}

@@ -86,6 +86,25 @@ describe('a new stack, as a new user makes it', { timeout: 240_000 }, () => {
     expect((await runCli(['plan', stack, '--state', 'mine'], { cwd: work })).stdout).toContain('No changes');
   });
 
+  it('the service started with the command reports what the command would: a refused setting, a damaged database', async () => {
+    // The service's thread builds its app from the environment as the command starts, while the
+    // command loads: a setting the command refuses is still the command's error, and nothing is left.
+    const work = tempDir('ep-early-');
+    const stack = manifestDir({ 'a.yaml': 'kind: FailoverBackend\nname: a\nbackends: []\n' });
+    const refused = await runCli(['apply', stack, '--auto-approve', '--state', 'db'], { cwd: work, env: { EDGEPLANE_PUBLIC_URL: 'not a url' } });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('EDGEPLANE_PUBLIC_URL: must be an http:// or https:// URL');
+    expect(readdirSync(work)).toEqual([]);
+    // A database that cannot be opened: the engine's error, naming its directory (the app was built meanwhile).
+    expect((await runCli(['apply', stack, '--auto-approve', '--state', 'db'], { cwd: work })).code).toBe(0);
+    writeFileSync(join(work, 'db', 'pgdata', 'PG_VERSION'), 'garbage\n');
+    for (const command of ['plan', 'apply']) {
+      const damaged = await runCli([command, stack, '--auto-approve', '--state', 'db'].filter((a) => command === 'apply' || a !== '--auto-approve'), { cwd: work });
+      expect(damaged.code, damaged.stderr).toBe(1);
+      expect(damaged.stderr).toContain(`cannot open the embedded database in ${join(work, 'db', 'pgdata')}`);
+    }
+  });
+
   it('a typo in edgeplane.yaml stops plan before anything is read, at its place, with the key meant', async () => {
     const dir = manifestDir({ 'edgeplane.yaml': 'stak: shop\n', 'a.yaml': 'kind: FailoverBackend\nname: a\nbackends: []\n' });
     const res = await runCli(['plan', dir]);
