@@ -1,6 +1,5 @@
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import { setFlagsFromString } from 'node:v8';
 import { Argument, Command, Option } from 'commander';
 import { CliExit } from './exit.js';
 import { packageVersion } from '../util/package-version.js';
@@ -8,7 +7,7 @@ import { completionScript, SHELLS, type Shell } from './completion.js';
 import { addHelpEpilogues } from './help.js';
 import { cliSettings, stdio } from './output.js';
 import { prestart } from './prestart.js';
-import { abandonClaim } from '../embedded/spare.js';
+import { abandonClaim, engineTier } from '../embedded/spare.js';
 
 /**
  * The one command table. Each action loads its module when it runs, so `edgeplane validate` does
@@ -23,15 +22,10 @@ export const program = new Command('edgeplane')
   .showHelpAfterError()
   .exitOverride();
 
-/**
- * Commands that run once and exit keep the embedded engine's WASM on V8's baseline compiler
- * (Liftoff) and never tier it up: optimising compiles much of PGlite's 9 MB module a second time
- * in the background: peak memory and CPU that a run of seconds does not earn back. The processes that stay up,
- * `serve` and `watch`, keep the optimising tier. Process-wide; set before the first PGlite opens.
- */
+/** Processes that stay up keep the embedded engine's optimising tier (`engineTier`); the others do not. */
 const LONG_RUNNING = new Set(['serve', 'watch', 'agent']);
 program.hook('preAction', (_program, command) => {
-  if (!LONG_RUNNING.has(command.name())) setFlagsFromString('--liftoff-only');
+  engineTier.liftoffOnly = !LONG_RUNNING.has(command.name());
   // The embedded service's thread starts now, beside the command's own loading, when the command
   // will most likely use it (prestart.ts).
   prestart(command.name(), command.opts(), command.args[0]);

@@ -5,6 +5,7 @@
  * reconciler's work on the main thread instead of between it: a plan's own work and the
  * service's work on its pages each get a core.
  */
+import { setFlagsFromString } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
 import { compilePgliteWasm } from '../store/pglite-wasm.js';
 import type { AppOptions } from '../service/app.js';
@@ -28,23 +29,26 @@ export interface EmbeddedServiceInput {
 const port = parentPort!;
 const post = (m: unknown) => port.postMessage(m);
 
-type Message = { data?: EmbeddedServiceInput; wasm?: WebAssembly.Module | null; written?: true; close?: true; id: number; req?: { method: string; path: string; body?: unknown; headers?: Record<string, string> }; url?: string; cancel?: number };
+type Message = { data?: EmbeddedServiceInput; written?: true; close?: true; id: number; req?: { method: string; path: string; body?: unknown; headers?: Record<string, string> }; url?: string; cancel?: number };
 /** `early`: the state directory the CLI claimed for this thread as it started (spare.ts): its engine starts before `{ data }` comes. */
-const from = workerData as { data?: EmbeddedServiceInput; wasmPosted?: boolean; early?: { stateDir: string; readsOnly: boolean; appOptions?: Partial<AppOptions> } };
+const from = workerData as { data?: EmbeddedServiceInput; liftoffOnly?: boolean; early?: { stateDir: string; readsOnly: boolean; appOptions?: Partial<AppOptions> } };
 
 // What does not depend on the directory starts at once, in a spare thread too (spare.ts): the
-// engine's WebAssembly compiles on V8's background threads while the service's modules load (a
-// spare thread is posted it, compiled from the main thread before this one booted). The engine's
-// and the app's modules are imported here, not statically: the compile starts before they load.
-let wasmTold: ((wasm: WebAssembly.Module | undefined) => void) | undefined;
-const wasm$ = process.env.DATABASE_URL ? undefined : from.wasmPosted ? new Promise<WebAssembly.Module | undefined>((r) => (wasmTold = r)) : compilePgliteWasm();
-wasm$?.catch(() => {}); // PGlite compiles it itself then
+// engine's and the app's modules load, then the engine's WebAssembly compiles on V8's background
+// threads (while the app is built). In that order because of `--liftoff-only` (`engineTier`): a
+// V8 flag set while the process runs makes V8 refuse Node's code cache for every built-in module
+// compiled after it (the flags' hash no longer matches), and the compile must see the flag. Set
+// after this thread has loaded its modules, it costs them nothing: set at the CLI's start, this
+// thread's boot and module loads took some 35 ms more.
 const engine$ = import('./engine.js');
 engine$.catch(() => {}); // awaited below
-// The app's modules (several times the engine's) load once the engine's have: the engine starts
-// first, and they load while it waits on its files.
 const app$ = engine$.then(() => import('../service/app.js'), () => import('../service/app.js'));
 app$.catch(() => {}); // awaited below; a failed open is reported first
+const wasm$ = process.env.DATABASE_URL ? undefined : app$.then(() => {}, () => {}).then(() => {
+  if (from.liftoffOnly) setFlagsFromString('--liftoff-only');
+  return compilePgliteWasm();
+});
+wasm$?.catch(() => {}); // PGlite compiles it itself then
 
 // Requests may come before the service is up (and a spare thread's directory comes as a message):
 // they wait here, in order.
@@ -60,9 +64,6 @@ const onMessage = (m: Message) => {
   if (m.written) {
     writtenTold?.();
     writtenTold = undefined;
-  } else if (m.wasm !== undefined) {
-    wasmTold?.(m.wasm ?? undefined);
-    wasmTold = undefined;
   } else if (told && m.data) {
     told(m.data);
     told = undefined;

@@ -7,7 +7,7 @@ import type { Transport } from '../client/transport.js';
 import { databaseUrl, redactDatabaseUrl } from '../util/database-url.js';
 import { WorkerChannel } from '../client/worker-channel.js';
 import { siblingModule, startWorker } from '../util/worker.js';
-import { takeSpare } from './spare.js';
+import { engineTier, takeSpare } from './spare.js';
 
 export { credentialsPath, readCredentials, type EmbeddedCredentials } from './embedded-credentials.js';
 
@@ -52,7 +52,7 @@ export async function embeddedTransport(stateDir: string, appOptions: Partial<Ap
         throw err;
       }
     }
-    const worker = spare ?? startWorker(siblingModule(import.meta.url, 'embedded-service'), { workerData: { data } });
+    const worker = spare ?? startWorker(siblingModule(import.meta.url, 'embedded-service'), { workerData: { data, liftoffOnly: engineTier.liftoffOnly } });
     spare?.postMessage({ data });
     worker.once('exit', () => lock?.release());
     channel = new WorkerChannel(worker, 'the embedded service', (url) => lock?.setUrl(url));

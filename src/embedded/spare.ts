@@ -2,7 +2,6 @@ import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import { siblingModule, startWorker } from '../util/worker.js';
-import { compilePgliteWasm } from '../store/pglite-wasm.js';
 import { DirLock } from '../store/dir-lock.js';
 import { ensureStateDir, STATE_KEYS_FILE } from './state-dir-path.js';
 import type { AppOptions } from '../service/app.js';
@@ -14,6 +13,16 @@ import type { AppOptions } from '../service/app.js';
  * answers every write and the lock's renewals, and does more of it.
  */
 export const READ_ONLY_LIMITS = { maxYoungGenerationSizeMb: 4 };
+
+/**
+ * `liftoffOnly`: the embedded engine's WebAssembly stays on V8's baseline compiler (Liftoff) and is
+ * never tiered up: optimising compiles much of PGlite's 9 MB module a second time in the background,
+ * peak memory and CPU that a command of seconds does not earn back (an apply from a new directory
+ * took half as long again without it). The CLI sets it for the commands that run once (not `serve`,
+ * `watch`, `agent`); the service's thread sets the V8 flag once its modules are loaded
+ * (embedded-service.ts says why then).
+ */
+export const engineTier = { liftoffOnly: false };
 
 /**
  * A state directory taken as the CLI starts (`claimStateDir`): its lock; whether it had no database
@@ -39,28 +48,13 @@ let spare: { worker?: Worker; claim?: StateDirClaim } | undefined;
  * reads them) meanwhile. The command loading and
  * reading for some 300 ms is no longer followed by the template's write and the engine's start,
  * but runs beside them.
- *
- * The engine's WebAssembly is compiled from here, on V8's background threads, once the thread is
- * started (reading it and starting the compile take this thread 50–70 ms), while the thread boots
- * and loads its modules, and is posted to it (`{ wasm }`, null if the compile failed: PGlite
- * compiles it then).
- */
+ * */
 export function startSpare(how: { readOnly: boolean; claim?: StateDirClaim; appOptions?: Partial<AppOptions> }): void {
   if (spare) return;
-  const compileHere = !process.env.DATABASE_URL;
   const early = how.claim ? { stateDir: how.claim.dir, readsOnly: how.readOnly, appOptions: how.appOptions } : undefined;
   const worker = startWorker(siblingModule(import.meta.url, 'embedded-service'), {
-    workerData: { spare: true, wasmPosted: compileHere, early }, ...(how.readOnly ? { resourceLimits: READ_ONLY_LIMITS } : {}),
+    workerData: { spare: true, liftoffOnly: engineTier.liftoffOnly, early }, ...(how.readOnly ? { resourceLimits: READ_ONLY_LIMITS } : {}),
   });
-  const wasm$ = compileHere ? compilePgliteWasm() : undefined;
-  const post = (wasm: WebAssembly.Module | null) => {
-    try {
-      worker.postMessage({ wasm });
-    } catch {
-      worker.postMessage({ wasm: null }); // not transferable here: the thread's PGlite compiles it
-    }
-  };
-  wasm$?.then(post, () => post(null));
   worker.unref();
   // A spare that fails is not used (the service starts as without one); a claim outlives it.
   const gone = () => {
