@@ -86,6 +86,30 @@ describe('verdicts kept from one plan to the next (a process that plans again)',
       expect(p.results.map((r) => r.error)).toEqual([expect.stringMatching(/circuit_breaker/), expect.stringMatching(/circuit_breaker/)]);
     }
   });
+  it('objects with other inputs and the same failures are each reported with their own; lists that differ by an error are told apart', () => {
+    const load = policies([
+      ['root-only', 'object.match == "/"'],
+      ['no-compression', '!has(object.compression)'],
+      ['short-timeout', 'object.circuit_breaker.tripped_duration < 10'],
+    ]);
+    const cb = { circuit_breaker: { tripped_duration: 5 } };
+    for (let i = 0; i < 2; i++) {
+      const p = checkPlan(load(), {
+        plan: NO_STEPS,
+        desired: [
+          route('a', { match: '/a', ...cb }), route('b', { match: '/b', ...cb }), route('c', { match: '/', compression: {}, ...cb }),
+          route('d', { match: '/d', compression: {}, ...cb }), route('e', { match: '/', ...cb }), route('f', { match: '/f' }),
+          route('g', { match: '/g', circuit_breaker: 'x' }), route('h', { match: '/h' }),
+        ],
+        observed: [],
+      });
+      expect(p.results.map((r) => `${r.policy} ${r.identity!.slice(-1)}${r.error ? ` (${r.error})` : ''}`).sort()).toEqual([
+        'no-compression c', 'no-compression d',
+        'root-only a', 'root-only b', 'root-only d', 'root-only f', 'root-only g', 'root-only h',
+        'short-timeout f (No such key: circuit_breaker)', 'short-timeout g (No such key: tripped_duration)', 'short-timeout h (No such key: circuit_breaker)',
+      ]);
+    }
+  });
 });
 
 describe('what an expression depends on (kept verdicts are keyed by it)', () => {

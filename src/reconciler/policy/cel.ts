@@ -64,10 +64,6 @@ export interface Compiled {
    * Undefined when it reads `live` or `object` as a whole: it is then evaluated every time.
    */
   inputs?: Inputs;
-  /** Its verdicts by what they depend on (`inputs`): see evaluate.ts `verdict`. Kept while the process runs. */
-  memo: Map<number, unknown>;
-  /** The generation of value ids its memo was made in (evaluate.ts `valueId`). */
-  memoEpoch?: number;
 }
 
 export interface Inputs { fields: string[]; action: boolean; changes: boolean; plan: boolean }
@@ -87,7 +83,7 @@ export function compile(text: string, expect: 'bool'): Compiled | CompileError {
 
 /**
  * Expressions compiled in this process, by their text: a process that plans again (watch, the
- * agent) compiles a policy file's expressions once, and keeps their verdicts (`memo`).
+ * agent) compiles a policy file's expressions once (their verdicts are kept by evaluate.ts `verdict`).
  */
 const compiledByText = new Map<string, Compiled | CompileError>();
 const COMPILED_MAX = 2_000;
@@ -114,7 +110,7 @@ function compileNew(text: string, expect: 'bool'): Compiled | CompileError {
   const only = (vars: readonly PolicyVariable[]) => ALL.every((v) => vars.includes(v) || !used.has(v));
   const inputs = used.has('live') ? undefined : inputsOf(run.ast);
   const fast = compileFast(run.ast);
-  return { run, ...(fast ? { fast } : {}), objectOnly: only(['object']), planOnly: only(['plan']), readsLive: used.has('live'), ...(inputs ? { inputs } : {}), memo: new Map() };
+  return { run, ...(fast ? { fast } : {}), objectOnly: only(['object']), planOnly: only(['plan']), readsLive: used.has('live'), ...(inputs ? { inputs } : {}) };
 }
 
 /**
