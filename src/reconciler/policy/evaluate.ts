@@ -633,13 +633,13 @@ class Results {
       this.omitted++;
       return;
     }
-    // Made in the order its fields are shown (JSON), without an object per optional part.
-    const r: PolicyResult = { policy: p.name, rule: rule.index, severity: rule.severity, message: rule.message };
-    if (identity !== undefined) {
-      r.identity = identity;
-      r.action = action;
-      if (step) r.step = step;
-    }
+    // Made in the order its fields are shown (JSON), without an object per optional part; the
+    // usual shapes as one literal each (a field added later goes to a store of its own).
+    const r: PolicyResult = identity === undefined
+      ? { policy: p.name, rule: rule.index, severity: rule.severity, message: rule.message }
+      : step
+        ? { policy: p.name, rule: rule.index, severity: rule.severity, message: rule.message, identity, action, step }
+        : { policy: p.name, rule: rule.index, severity: rule.severity, message: rule.message, identity, action };
     if (error !== undefined) r.error = error;
     if (overridden) r.overridden = true;
     if (step) this.ofSteps.push(r);
@@ -662,14 +662,19 @@ class Results {
         }
       }
     }
-    const all = [...this.ranked[0], ...this.ranked[1], ...this.ranked[2]];
+    const results: PolicyResult[] = [];
+    let found = 0;
+    for (const list of this.ranked) {
+      found += list.length;
+      for (let i = 0; i < list.length && results.length < RESULTS_MAX; i++) results.push(list[i]);
+    }
     const orank = (o: PolicyOutcome) => (o.denied ? (o.override ? 1 : 0) : 2);
     const out: PlanPolicy = {
       checked: this.set.policies.map((p) => p.name),
       outcomes: [...this.outcomes.values()].sort((a, b) => orank(a) - orank(b) || a.policy.localeCompare(b.policy)),
-      results: all.slice(0, RESULTS_MAX),
+      results,
     };
-    const omitted = this.omitted + Math.max(0, all.length - RESULTS_MAX);
+    const omitted = this.omitted + Math.max(0, found - RESULTS_MAX);
     if (omitted) out.omitted = omitted;
     return out;
   }
