@@ -130,7 +130,7 @@ const GROUP_KEY = -5;
 const UNPACKED = -6;
 
 /** The pairs (a, b) → id + 1. */
-const pairs = new PairTable(1 << 16);
+const pairs = new PairTable(1 << 14);
 
 export function pairId(a: number, b: number): number {
   const i = pairs.slot(a, b);

@@ -1,20 +1,20 @@
 /**
- * A table of pairs of int32s (a, b) → a positive int32, open addressing in typed arrays, at most
- * half full: a lookup or an entry allocates nothing (only growing does), and the collector has
- * nothing to trace in it. The policy check keeps its value ids (evaluate.ts `pairId`) and its
- * verdicts (by expression or group, and input) in such tables: a `Map` per expression made a cold
- * check allocate a few hundred kB of hash tables, and kept them for every collection to mark.
+ * A table of pairs of int32s (a, b) → a positive int32, open addressing in one typed array (a
+ * slot is a, b and the value side by side: one cache line per probe), at most half full: a lookup
+ * or an entry allocates nothing (only growing does), and the collector has nothing to trace in
+ * it. The policy check keeps its value ids (evaluate.ts `pairId`) and its verdicts (by expression
+ * or group, and input) in such tables: a `Map` per expression made a cold check allocate a few
+ * hundred kB of hash tables, and kept them for every collection to mark.
  */
 export class PairTable {
-  private keys: Int32Array;
-  private vals: Int32Array;
+  /** Slot i: a at 3i, b at 3i + 1, the value at 3i + 2 (0: free). */
+  private cells: Int32Array;
   private mask: number;
   private count = 0;
 
   /** `slots`: a power of two, the size it starts at and returns to (`clear`). */
   constructor(private readonly slots: number) {
-    this.keys = new Int32Array(slots * 2);
-    this.vals = new Int32Array(slots);
+    this.cells = new Int32Array(slots * 3);
     this.mask = slots - 1;
   }
 
@@ -26,49 +26,50 @@ export class PairTable {
   slot(a: number, b: number): number {
     let h = Math.imul(a ^ Math.imul(b, 0x27d4eb2d), 0x9e3779b1);
     h ^= h >>> 15;
-    const { keys, vals, mask } = this;
+    const { cells, mask } = this;
     let i = h & mask;
-    while (vals[i] !== 0 && (keys[2 * i] !== a || keys[2 * i + 1] !== b)) i = (i + 1) & mask;
+    while (cells[3 * i + 2] !== 0 && (cells[3 * i] !== a || cells[3 * i + 1] !== b)) i = (i + 1) & mask;
     return i;
   }
 
   /** The value at a slot `slot` gave: 0 when (a, b) is not in the table. */
   valueAt(i: number): number {
-    return this.vals[i];
+    return this.cells[3 * i + 2];
   }
 
   /** Sets (a, b) → v (v > 0) at the slot `slot` gave for them (the table may grow after it: ask `slot` again). */
   put(i: number, a: number, b: number, v: number): void {
-    if (this.vals[i] === 0) this.count++;
-    this.keys[2 * i] = a;
-    this.keys[2 * i + 1] = b;
-    this.vals[i] = v;
+    const cells = this.cells;
+    if (cells[3 * i + 2] === 0) this.count++;
+    cells[3 * i] = a;
+    cells[3 * i + 1] = b;
+    cells[3 * i + 2] = v;
     if (this.count * 2 > this.mask + 1) this.grow();
   }
 
   /** Forgets every entry; back to the first size (emptied in place when it is that size). */
   clear(): void {
-    if (this.mask + 1 === this.slots) this.vals.fill(0);
+    if (this.mask + 1 === this.slots) this.cells.fill(0);
     else {
-      this.keys = new Int32Array(this.slots * 2);
-      this.vals = new Int32Array(this.slots);
+      this.cells = new Int32Array(this.slots * 3);
       this.mask = this.slots - 1;
     }
     this.count = 0;
   }
 
   private grow(): void {
-    const { keys, vals } = this;
-    const n = vals.length;
-    this.keys = new Int32Array(n * 4);
-    this.vals = new Int32Array(n * 2);
+    const old = this.cells;
+    const n = this.mask + 1;
+    this.cells = new Int32Array(n * 6);
     this.mask = n * 2 - 1;
+    const cells = this.cells;
     for (let i = 0; i < n; i++) {
-      if (vals[i] === 0) continue;
-      const j = this.slot(keys[2 * i], keys[2 * i + 1]);
-      this.keys[2 * j] = keys[2 * i];
-      this.keys[2 * j + 1] = keys[2 * i + 1];
-      this.vals[j] = vals[i];
+      const v = old[3 * i + 2];
+      if (v === 0) continue;
+      const j = this.slot(old[3 * i], old[3 * i + 1]);
+      cells[3 * j] = old[3 * i];
+      cells[3 * j + 1] = old[3 * i + 1];
+      cells[3 * j + 2] = v;
     }
   }
 }
