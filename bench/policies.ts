@@ -8,8 +8,9 @@
  * verdicts, as watch and the agent do) and cold (both forgotten first: a one-shot `plan`, apart
  * from loading the CEL library once) — the three rotated in each round. "With" includes loading
  * the policy files, as every plan does. Prints the medians and their ratios to the plan without
- * (target ≤ 1.10), of wall time and of the process's CPU time (steadier on a shared machine), and
- * the policies' own time measured apart (loading and compiling; `checkPlan`).
+ * (target ≤ 1.10), of wall time and of the process's CPU time (steadier on a shared machine), the
+ * GC inside each mode's timed plans (V8's `gc` entries), and the policies' own time measured
+ * apart (loading and compiling; `checkPlan`).
  *
  * Flags: --scale N (default 1)  --rounds N (default 9; each round one plan of each, after a warm-up)
  * --cpu [--warm]: instead, V8's CPU profiler on plans without and with (cold, or warm), alternating:
