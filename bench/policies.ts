@@ -127,6 +127,9 @@ async function main() {
       const check = median(split[m].map((x) => x[1]!));
       console.log(`with policies, ${m === 'warm' ? 'warm (a process that planned before: watch, agent)' : 'cold (compiled anew, no verdict kept: a one-shot plan)'}:`);
       console.log(`  wall ${w.toFixed(0)} ms = ${(w / w0).toFixed(3)}×; CPU ${c.toFixed(0)} ms = ${(c / c0).toFixed(3)}× (target ≤ 1.10)`);
+      // Each round's plan with over its plan without (run next to each other, under the same load), their median.
+      const paired = (xs: number[], ys: number[]) => median(xs.map((x, i) => x / ys[i]!));
+      console.log(`  paired (median of the rounds' ratios): wall ${paired(wall[m], wall.without).toFixed(3)}×; CPU ${paired(cpu[m], cpu.without).toFixed(3)}×`);
       // The fastest plan of each: the one no major GC or other process fell into (a third of a
       // plan is GC, and whether a major collection lands in it swings a median by more than 10 %).
       const best = (xs: number[]) => Math.min(...xs);
