@@ -49,6 +49,8 @@ const ALL: readonly PolicyVariable[] = ['object', 'live', 'action', 'changes', '
 
 /** A compiled expression: the function, and which variables it reads. */
 export interface Compiled {
+  /** A number no other expression compiled in this process has (evaluate.ts keeps verdicts by it). */
+  serial: number;
   run: ParseResult;
   /** `run` as closures (fast.ts), for an expression in the subset they cover: BAIL when `run` must say. */
   fast?: (vars: Record<string, unknown>, src?: ObjectSource) => unknown;
@@ -93,6 +95,8 @@ export function clearCompiled(): void {
   compiledByText.clear();
 }
 
+let serial = 0;
+
 function compileNew(text: string, expect: 'bool'): Compiled | CompileError {
   const env = environment(ALL);
   let run: ParseResult;
@@ -110,7 +114,7 @@ function compileNew(text: string, expect: 'bool'): Compiled | CompileError {
   const only = (vars: readonly PolicyVariable[]) => ALL.every((v) => vars.includes(v) || !used.has(v));
   const inputs = used.has('live') ? undefined : inputsOf(run.ast);
   const fast = compileFast(run.ast);
-  return { run, ...(fast ? { fast } : {}), objectOnly: only(['object']), planOnly: only(['plan']), readsLive: used.has('live'), ...(inputs ? { inputs } : {}) };
+  return { serial: serial++, run, ...(fast ? { fast } : {}), objectOnly: only(['object']), planOnly: only(['plan']), readsLive: used.has('live'), ...(inputs ? { inputs } : {}) };
 }
 
 /**

@@ -220,7 +220,7 @@ const GROUPS_MAX = 200;
 function groupOf(kind: string, policies: readonly Policy[]): Group | undefined {
   const exprs = (p: Policy) => [...(p.condition ? [p.condition] : []), ...p.rules.map((r) => r.compiled)];
   if (!policies.length || !policies.every((p) => !p.selectors && exprs(p).every((c) => c.inputs))) return undefined;
-  const signature = `${kind}:${policies.map((p) => `${p.condition ? serialOf(p.condition) : '-'}/${p.rules.map((r) => serialOf(r.compiled)).join('.')}`).join('|')}`;
+  const signature = `${kind}:${policies.map((p) => `${p.condition ? p.condition.serial : '-'}/${p.rules.map((r) => r.compiled.serial).join('.')}`).join('|')}`;
   let g = groups.get(signature);
   if (!g) {
     if (groups.size >= GROUPS_MAX) groups.clear();
@@ -233,20 +233,15 @@ function groupOf(kind: string, policies: readonly Policy[]): Group | undefined {
       packMax: Math.floor(0x7fffffff / Math.max(1, fields.length)) - 1,
       extra: (['action', 'changes', 'plan'] as const).filter((x) => all.some((i) => i[x])),
       places: new Map(policies.flatMap(exprs).map((c) => [c, c.inputs!.fields.map((f) => fields.indexOf(f))])),
-      owner: serial++,
+      owner: -1 - groupOwners++,
     };
     groups.set(signature, g);
   }
   return g;
 }
 
-let serial = 0;
-const serials = new WeakMap<Compiled, number>();
-function serialOf(c: Compiled): number {
-  let n = serials.get(c);
-  if (n === undefined) serials.set(c, (n = serial++));
-  return n;
-}
+/** Groups' owners in the verdict table: negative, apart from the expressions' serials. */
+let groupOwners = 0;
 
 /** Forgets every kept verdict and compiled expression: the next plan pays as a new process's first one does (benches). */
 export function clearPolicyCaches(): void {
@@ -260,7 +255,7 @@ export function clearPolicyCaches(): void {
 class Thrown { constructor(readonly summary: string) {} }
 
 /**
- * The verdicts kept, by owner (an expression's `serialOf`, a group's `owner`) and input key: a
+ * The verdicts kept, by owner (an expression's `serial`, a group's `owner`) and input key: a
  * code, 1 for true (an expression) or passed (a group), 2 for false, else 3 + a place in
  * `keptValues` (an expression's other values, a group's failures: one list per distinct list).
  * Forgotten all at once past `VERDICTS_MAX`, and with the ids.
@@ -334,13 +329,13 @@ function verdict(c: Compiled, ctx: Activation, subject?: Subject, keys?: Context
       if (inputs.changes) key = pairId(key, keys.changes);
       if (inputs.plan) key = pairId(key, keys.plan);
     }
-    const kept = keptVerdict(serialOf(c), key);
+    const kept = keptVerdict(c.serial, key);
     if (kept !== 0) return codeValue(kept);
   }
   const v = evaluateOn(c, ctx, subject);
   if (inputs && subject && keys) {
     roomForVerdict();
-    keepVerdict(serialOf(c), key, valueCode(v));
+    keepVerdict(c.serial, key, valueCode(v));
   }
   return v;
 }
