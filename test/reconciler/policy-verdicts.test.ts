@@ -86,6 +86,30 @@ describe('verdicts kept from one plan to the next (a process that plans again)',
       expect(p.results.map((r) => r.error)).toEqual([expect.stringMatching(/circuit_breaker/), expect.stringMatching(/circuit_breaker/)]);
     }
   });
+  it('objects with other inputs and the same failures are each reported with their own; lists that differ by an error are told apart', () => {
+    const load = policies([
+      ['root-only', 'object.match == "/"'],
+      ['no-compression', '!has(object.compression)'],
+      ['short-timeout', 'object.circuit_breaker.tripped_duration < 10'],
+    ]);
+    const cb = { circuit_breaker: { tripped_duration: 5 } };
+    for (let i = 0; i < 2; i++) {
+      const p = checkPlan(load(), {
+        plan: NO_STEPS,
+        desired: [
+          route('a', { match: '/a', ...cb }), route('b', { match: '/b', ...cb }), route('c', { match: '/', compression: {}, ...cb }),
+          route('d', { match: '/d', compression: {}, ...cb }), route('e', { match: '/', ...cb }), route('f', { match: '/f' }),
+          route('g', { match: '/g', circuit_breaker: 'x' }), route('h', { match: '/h' }),
+        ],
+        observed: [],
+      });
+      expect(p.results.map((r) => `${r.policy} ${r.identity!.slice(-1)}${r.error ? ` (${r.error})` : ''}`).sort()).toEqual([
+        'no-compression c', 'no-compression d',
+        'root-only a', 'root-only b', 'root-only d', 'root-only f', 'root-only g', 'root-only h',
+        'short-timeout f (No such key: circuit_breaker)', 'short-timeout g (No such key: tripped_duration)', 'short-timeout h (No such key: circuit_breaker)',
+      ]);
+    }
+  });
 });
 
 describe('what an expression depends on (kept verdicts are keyed by it)', () => {
@@ -104,5 +128,30 @@ describe('what an expression depends on (kept verdicts are keyed by it)', () => 
     expect(inputs('size(object) < 10')).toBeUndefined();
     expect(inputs('object["match"] != "/"')).toBeUndefined();
     expect(inputs('[{"match": "/"}].all(object, object.match == "/")')).toBeUndefined();
+  });
+});
+
+describe('the results a plan lists', () => {
+  it('at most 1,000: denials, then overridden denials, then warnings, each in the order found; the rest counted as omitted', () => {
+    const dir = manifestDir({
+      'p.yaml': [
+        'kind: Policy\nname: warn-root\nmatch:\n  kinds: [HTTPSEdgeRoute]\nrules:\n  - expression: object.match == "/"\n    message: w\n    severity: warn\n',
+        'kind: Policy\nname: deny-root\nmatch:\n  kinds: [HTTPSEdgeRoute]\nrules:\n  - expression: object.match == "/"\n    message: d\n',
+        'kind: Policy\nname: deny-x\nmatch:\n  kinds: [HTTPSEdgeRoute]\nrules:\n  - expression: object.match != "/x"\n    message: x\n',
+      ].join('---\n'),
+    });
+    const desired = [...Array.from({ length: 600 }, (_, i) => route(`a${i}`, { match: `/a${i}` })), ...Array.from({ length: 300 }, (_, i) => route(`x${i}`, { match: '/x' }))];
+    const p = checkPlan(loadPolicyFiles([`${dir}/p.yaml`]).set, { plan: NO_STEPS, desired, observed: [], overrides: [{ policy: 'deny-x', reason: 'r' }] });
+    expect(p.outcomes).toEqual([
+      { policy: 'deny-root', denied: 900, warned: 0, overridable: true },
+      { policy: 'deny-x', denied: 300, warned: 0, overridable: true, override: { reason: 'r' } },
+      { policy: 'warn-root', denied: 0, warned: 900, overridable: true },
+    ]);
+    expect(p.results).toHaveLength(1000);
+    expect(p.results.slice(0, 900).every((r) => r.policy === 'deny-root' && !r.overridden)).toBe(true);
+    expect(p.results.slice(900).every((r) => r.policy === 'deny-x' && r.overridden)).toBe(true);
+    expect(p.results[0]).toEqual({ policy: 'deny-root', rule: 0, severity: 'deny', message: 'd', identity: 'HTTPSEdge/shop/routes/a0', action: 'none' });
+    expect(p.results[900]).toEqual({ policy: 'deny-x', rule: 0, severity: 'deny', message: 'x', identity: 'HTTPSEdge/shop/routes/x0', action: 'none', overridden: true });
+    expect(p.omitted).toBe(1100); // 900 + 300 + 900 failures
   });
 });

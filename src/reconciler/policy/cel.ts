@@ -49,6 +49,8 @@ const ALL: readonly PolicyVariable[] = ['object', 'live', 'action', 'changes', '
 
 /** A compiled expression: the function, and which variables it reads. */
 export interface Compiled {
+  /** A number no other expression compiled in this process has (evaluate.ts keeps verdicts by it). */
+  serial: number;
   run: ParseResult;
   /** `run` as closures (fast.ts), for an expression in the subset they cover: BAIL when `run` must say. */
   fast?: (vars: Record<string, unknown>, src?: ObjectSource) => unknown;
@@ -64,10 +66,6 @@ export interface Compiled {
    * Undefined when it reads `live` or `object` as a whole: it is then evaluated every time.
    */
   inputs?: Inputs;
-  /** Its verdicts by what they depend on (`inputs`): see evaluate.ts `verdict`. Kept while the process runs. */
-  memo: Map<number, unknown>;
-  /** The generation of value ids its memo was made in (evaluate.ts `valueId`). */
-  memoEpoch?: number;
 }
 
 export interface Inputs { fields: string[]; action: boolean; changes: boolean; plan: boolean }
@@ -87,7 +85,7 @@ export function compile(text: string, expect: 'bool'): Compiled | CompileError {
 
 /**
  * Expressions compiled in this process, by their text: a process that plans again (watch, the
- * agent) compiles a policy file's expressions once, and keeps their verdicts (`memo`).
+ * agent) compiles a policy file's expressions once (their verdicts are kept by evaluate.ts `verdict`).
  */
 const compiledByText = new Map<string, Compiled | CompileError>();
 const COMPILED_MAX = 2_000;
@@ -96,6 +94,8 @@ const COMPILED_MAX = 2_000;
 export function clearCompiled(): void {
   compiledByText.clear();
 }
+
+let serial = 0;
 
 function compileNew(text: string, expect: 'bool'): Compiled | CompileError {
   const env = environment(ALL);
@@ -114,7 +114,7 @@ function compileNew(text: string, expect: 'bool'): Compiled | CompileError {
   const only = (vars: readonly PolicyVariable[]) => ALL.every((v) => vars.includes(v) || !used.has(v));
   const inputs = used.has('live') ? undefined : inputsOf(run.ast);
   const fast = compileFast(run.ast);
-  return { run, ...(fast ? { fast } : {}), objectOnly: only(['object']), planOnly: only(['plan']), readsLive: used.has('live'), ...(inputs ? { inputs } : {}), memo: new Map() };
+  return { serial: serial++, run, ...(fast ? { fast } : {}), objectOnly: only(['object']), planOnly: only(['plan']), readsLive: used.has('live'), ...(inputs ? { inputs } : {}) };
 }
 
 /**

@@ -6,6 +6,7 @@ import { isSecretToken } from '../plan/tokens.js';
 import type { Plan, Step } from '../plan/types.js';
 import { celValue, clearCompiled, type Compiled } from './cel.js';
 import { BAIL, type ObjectSource } from './fast.js';
+import { PairTable } from './pair-table.js';
 import { didYouMean } from '../../util/suggest.js';
 import { POLICY_KINDS } from './schema.js';
 import type { ObjectAction, PlanPolicy, Policy, PolicyOutcome, PolicyOverride, PolicyResult, PolicyRule, PolicySet } from './types.js';
@@ -48,7 +49,7 @@ export function emptyCounts(): Record<string, Record<string, bigint>> {
 }
 
 /**
- * The object a rule is evaluated on, for the verdicts kept per expression (`Compiled.memo`) and per
+ * The object a rule is evaluated on, for the verdicts kept per expression (`verdict`) and per
  * kind (`Group`): its top-level fields as rules read them, and its CEL view, made only when some
  * expression has no kept verdict for it. One is set again for each object (`reset`).
  */
@@ -115,11 +116,10 @@ export class Subject implements ObjectSource {
  * by. A primitive has an id of its own; a list or mapping is the id of a sequence of pairs
  * (`pairId`: the list so far, then an item; the mapping so far, then a key, then its value), so no
  * key string is built and an equal value made anew (the next plan's) finds the same id. Forgotten
- * all at once past `IDS_MAX` (with every kept verdict: `epoch`).
+ * all at once past `IDS_MAX`, with every kept verdict (their keys are ids).
  */
 let primitiveIds = new Map<unknown, number>();
 let nextId = 0;
-let epoch = 0;
 const IDS_MAX = 500_000;
 /** Ids that are never made (`nextId` starts at 0): an absent value, and the starts of sequences. */
 const UNDEFINED_ID = -2;
@@ -129,52 +129,16 @@ const GROUP_KEY = -5;
 /** A group's input past the ids `place` packs (a negative start, then its place, then its id): see `checkPlan`. */
 const UNPACKED = -6;
 
-/**
- * The pairs (a, b) → id: an open-addressing table in typed arrays (a lookup allocates nothing;
- * slot `i` holds a and b at 2i, 2i+1, and id + 1 at i, 0 when free), at most half full.
- */
-const PAIR_SLOTS = 1 << 16;
-let pairSlots = PAIR_SLOTS;
-let pairKeys = new Int32Array(pairSlots * 2);
-let pairVals = new Int32Array(pairSlots);
-let pairCount = 0;
-
-function pairSlot(a: number, b: number, keys: Int32Array, vals: Int32Array, mask: number): number {
-  let h = Math.imul(a ^ Math.imul(b, 0x27d4eb2d), 0x9e3779b1);
-  h ^= h >>> 15;
-  let i = h & mask;
-  while (vals[i] !== 0 && (keys[2 * i] !== a || keys[2 * i + 1] !== b)) i = (i + 1) & mask;
-  return i;
-}
+/** The pairs (a, b) → id + 1. */
+const pairs = new PairTable(1 << 14);
 
 export function pairId(a: number, b: number): number {
-  const i = pairSlot(a, b, pairKeys, pairVals, pairSlots - 1);
-  const v = pairVals[i];
+  const i = pairs.slot(a, b);
+  const v = pairs.valueAt(i);
   if (v !== 0) return v - 1;
   const id = nextId++;
-  pairKeys[2 * i] = a;
-  pairKeys[2 * i + 1] = b;
-  pairVals[i] = id + 1;
-  if (++pairCount * 2 > pairSlots) growPairs();
+  pairs.put(i, a, b, id + 1);
   return id;
-}
-
-function growPairs(): void {
-  const slots = pairSlots * 2;
-  const keys = new Int32Array(slots * 2);
-  const vals = new Int32Array(slots);
-  for (let i = 0; i < pairSlots; i++) {
-    if (pairVals[i] === 0) continue;
-    const a = pairKeys[2 * i];
-    const b = pairKeys[2 * i + 1];
-    const j = pairSlot(a, b, keys, vals, slots - 1);
-    keys[2 * j] = a;
-    keys[2 * j + 1] = b;
-    vals[j] = pairVals[i];
-  }
-  pairSlots = slots;
-  pairKeys = keys;
-  pairVals = vals;
 }
 
 export function valueId(v: unknown): number {
@@ -185,15 +149,9 @@ export function valueId(v: unknown): number {
 function startIds(): void {
   if (nextId < IDS_MAX) return;
   primitiveIds = new Map();
-  if (pairSlots === PAIR_SLOTS) pairVals.fill(0); // emptied in place: no new stores to allocate
-  else {
-    pairSlots = PAIR_SLOTS;
-    pairKeys = new Int32Array(pairSlots * 2);
-    pairVals = new Int32Array(pairSlots);
-  }
-  pairCount = 0;
+  pairs.clear();
   nextId = 0;
-  epoch++;
+  forgetVerdicts();
 }
 
 function onlyKey(o: object): boolean {
@@ -233,7 +191,7 @@ export interface ContextKeys { action: number; changes: number; plan: number }
 /**
  * The policies of one kind whose every expression depends on few inputs (no selectors, no `live`,
  * `object` read by field): their verdicts on an object are kept together, by the union of those
- * inputs (`memo`, by the id of their ids in turn), so an object is looked up once for all of them.
+ * inputs (`keptVerdict`, by the id of their ids in turn), so an object is looked up once for all of them.
  * The failures are kept by place (policy, rule), not as the rules of one load: messages and
  * severities come from the policies of the plan.
  */
@@ -248,8 +206,8 @@ interface Group {
   extra: (keyof ContextKeys)[];
   /** Each expression's fields' places in `fields`. */
   places: Map<Compiled, number[]>;
-  memo: Map<number, GroupVerdict>;
-  epoch: number;
+  /** Its verdicts' owner in the verdict table (`keptVerdict`). */
+  owner: number;
 }
 /** Per failing policy: its place in the kind's list and how many of its rules failed, then each one's place and error. */
 type GroupVerdict = (number | string | undefined)[];
@@ -262,9 +220,9 @@ const GROUPS_MAX = 200;
 function groupOf(kind: string, policies: readonly Policy[]): Group | undefined {
   const exprs = (p: Policy) => [...(p.condition ? [p.condition] : []), ...p.rules.map((r) => r.compiled)];
   if (!policies.length || !policies.every((p) => !p.selectors && exprs(p).every((c) => c.inputs))) return undefined;
-  const signature = `${kind}:${policies.map((p) => `${p.condition ? serialOf(p.condition) : '-'}/${p.rules.map((r) => serialOf(r.compiled)).join('.')}`).join('|')}`;
+  const signature = `${kind}:${policies.map((p) => `${p.condition ? p.condition.serial : '-'}/${p.rules.map((r) => r.compiled.serial).join('.')}`).join('|')}`;
   let g = groups.get(signature);
-  if (!g || g.epoch !== epoch) {
+  if (!g) {
     if (groups.size >= GROUPS_MAX) groups.clear();
     const all = policies.flatMap(exprs).map((c) => c.inputs!);
     const fields = [...new Set(all.flatMap((i) => i.fields))].sort();
@@ -275,20 +233,15 @@ function groupOf(kind: string, policies: readonly Policy[]): Group | undefined {
       packMax: Math.floor(0x7fffffff / Math.max(1, fields.length)) - 1,
       extra: (['action', 'changes', 'plan'] as const).filter((x) => all.some((i) => i[x])),
       places: new Map(policies.flatMap(exprs).map((c) => [c, c.inputs!.fields.map((f) => fields.indexOf(f))])),
-      memo: new Map(), epoch,
+      owner: -1 - groupOwners++,
     };
     groups.set(signature, g);
   }
   return g;
 }
 
-let serial = 0;
-const serials = new WeakMap<Compiled, number>();
-function serialOf(c: Compiled): number {
-  let n = serials.get(c);
-  if (n === undefined) serials.set(c, (n = serial++));
-  return n;
-}
+/** Groups' owners in the verdict table: negative, apart from the expressions' serials. */
+let groupOwners = 0;
 
 /** Forgets every kept verdict and compiled expression: the next plan pays as a new process's first one does (benches). */
 export function clearPolicyCaches(): void {
@@ -301,7 +254,57 @@ export function clearPolicyCaches(): void {
 /** A kept verdict that was an evaluation error (its summary). */
 class Thrown { constructor(readonly summary: string) {} }
 
-const MEMO_MAX = 50_000;
+/**
+ * The verdicts kept, by owner (an expression's `serial`, a group's `owner`) and input key: a
+ * code, 1 for true (an expression) or passed (a group), 2 for false, else 3 + a place in
+ * `keptValues` (an expression's other values, a group's failures: one list per distinct list).
+ * Forgotten all at once past `VERDICTS_MAX`, and with the ids.
+ */
+const verdicts = new PairTable(1 << 14);
+const VERDICTS_MAX = 200_000;
+let keptValues: unknown[] = [];
+/** A group's failures by the id of their items in turn: equal ones kept once. */
+let keptFailures = new Map<number, number>();
+
+function forgetVerdicts(): void {
+  verdicts.clear();
+  keptValues = [];
+  keptFailures = new Map();
+}
+
+/** The kept verdict of `owner` for `key` (its code), 0 when there is none. */
+function keptVerdict(owner: number, key: number): number {
+  return verdicts.valueAt(verdicts.slot(owner, key));
+}
+
+/** Called before a verdict's code is made: past `VERDICTS_MAX`, every verdict is forgotten (codes with them). */
+function roomForVerdict(): void {
+  if (verdicts.size >= VERDICTS_MAX) forgetVerdicts();
+}
+
+function keepVerdict(owner: number, key: number, code: number): void {
+  verdicts.put(verdicts.slot(owner, key), owner, key, code);
+}
+
+/** An expression's value as a code (`verdicts`). */
+function valueCode(v: unknown): number {
+  if (v === true) return 1;
+  if (v === false) return 2;
+  return keptValues.push(v) + 2;
+}
+
+/** A group's failures (`found` up to `end`) as a code: a list kept once per distinct content. */
+function failuresCode(found: GroupVerdict, end: number): number {
+  let id = LIST;
+  for (let i = 0; i < end; i++) id = pairId(id, idOf(found[i]));
+  let code = keptFailures.get(id);
+  if (code === undefined) keptFailures.set(id, (code = keptValues.push(found.slice(0, end)) + 2));
+  return code;
+}
+
+function codeValue(code: number): unknown {
+  return code === 1 ? true : code === 2 ? false : keptValues[code - 3];
+}
 
 /**
  * What an expression gives on the activation: its value, or `Thrown`. When the expression depends
@@ -313,10 +316,6 @@ function verdict(c: Compiled, ctx: Activation, subject?: Subject, keys?: Context
   const inputs = c.inputs;
   let key = -1;
   if (inputs && subject && keys) {
-    if (c.memoEpoch !== epoch) {
-      c.memo.clear(); // keyed by ids of another generation
-      c.memoEpoch = epoch;
-    }
     // The id of its one input, or the id of its inputs' ids in turn (an expression's inputs are
     // always the same ones). The ids of the fields its group read already are not made again.
     const f = inputs.fields;
@@ -330,13 +329,13 @@ function verdict(c: Compiled, ctx: Activation, subject?: Subject, keys?: Context
       if (inputs.changes) key = pairId(key, keys.changes);
       if (inputs.plan) key = pairId(key, keys.plan);
     }
-    const kept = c.memo.get(key);
-    if (kept !== undefined || c.memo.has(key)) return kept;
+    const kept = keptVerdict(c.serial, key);
+    if (kept !== 0) return codeValue(kept);
   }
   const v = evaluateOn(c, ctx, subject);
   if (inputs && subject && keys) {
-    if (c.memo.size >= MEMO_MAX) c.memo.clear();
-    c.memo.set(key, v);
+    roomForVerdict();
+    keepVerdict(c.serial, key, valueCode(v));
   }
   return v;
 }
@@ -538,8 +537,10 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
         }
       }
       for (let i = 0; i < g.extra.length; i++) key = pairId(key, keys[g.extra[i]]);
-      let v = g.memo.get(key);
-      if (v === undefined) {
+      const code = keptVerdict(g.owner, key);
+      let v: GroupVerdict;
+      if (code !== 0) v = code === 1 ? GROUP_PASSED : (keptValues[code - 3] as GroupVerdict);
+      else {
         subject.places = g.places;
         const found = GROUP_FOUND;
         let end = 0;
@@ -550,9 +551,10 @@ export function checkPlan(set: PolicySet, input: PlanCheckInput): PlanPolicy {
           found[end + 1] = (next - end - 2) / 2;
           end = next;
         }
-        v = end ? found.slice(0, end) : GROUP_PASSED;
-        if (g.memo.size >= MEMO_MAX) g.memo.clear();
-        g.memo.set(key, v);
+        roomForVerdict();
+        const made = end ? failuresCode(found, end) : 1;
+        v = made === 1 ? GROUP_PASSED : (keptValues[made - 3] as GroupVerdict);
+        keepVerdict(g.owner, key, made);
       }
       for (let i = 0; i < v.length; ) {
         const p = policies[v[i] as number];
@@ -626,13 +628,13 @@ class Results {
       this.omitted++;
       return;
     }
-    // Made in the order its fields are shown (JSON), without an object per optional part.
-    const r: PolicyResult = { policy: p.name, rule: rule.index, severity: rule.severity, message: rule.message };
-    if (identity !== undefined) {
-      r.identity = identity;
-      r.action = action;
-      if (step) r.step = step;
-    }
+    // Made in the order its fields are shown (JSON), without an object per optional part; the
+    // usual shapes as one literal each (a field added later goes to a store of its own).
+    const r: PolicyResult = identity === undefined
+      ? { policy: p.name, rule: rule.index, severity: rule.severity, message: rule.message }
+      : step
+        ? { policy: p.name, rule: rule.index, severity: rule.severity, message: rule.message, identity, action, step }
+        : { policy: p.name, rule: rule.index, severity: rule.severity, message: rule.message, identity, action };
     if (error !== undefined) r.error = error;
     if (overridden) r.overridden = true;
     if (step) this.ofSteps.push(r);
@@ -655,14 +657,19 @@ class Results {
         }
       }
     }
-    const all = [...this.ranked[0], ...this.ranked[1], ...this.ranked[2]];
+    const results: PolicyResult[] = [];
+    let found = 0;
+    for (const list of this.ranked) {
+      found += list.length;
+      for (let i = 0; i < list.length && results.length < RESULTS_MAX; i++) results.push(list[i]);
+    }
     const orank = (o: PolicyOutcome) => (o.denied ? (o.override ? 1 : 0) : 2);
     const out: PlanPolicy = {
       checked: this.set.policies.map((p) => p.name),
       outcomes: [...this.outcomes.values()].sort((a, b) => orank(a) - orank(b) || a.policy.localeCompare(b.policy)),
-      results: all.slice(0, RESULTS_MAX),
+      results,
     };
-    const omitted = this.omitted + Math.max(0, all.length - RESULTS_MAX);
+    const omitted = this.omitted + Math.max(0, found - RESULTS_MAX);
     if (omitted) out.omitted = omitted;
     return out;
   }

@@ -98,21 +98,29 @@ function prepare(text: string): string {
 }
 
 /**
- * Recently seen plain scalars of up to 40 characters and their values, in 256 slots chosen by
- * length and first and last character. Manifests repeat their keys and many values (`kind`,
+ * Recently seen plain scalars of up to 40 characters and their values, in up to 256 slots chosen
+ * by length and first and last character. Manifests repeat their keys and many values (`kind`,
  * `match_type: path_prefix`): a hit costs a comparison in the text instead of a new string, a
- * resolution and, for a key, V8 internalising the string once more.
+ * resolution and, for a key, V8 internalising the string once more. A short text (a policy file)
+ * gets fewer slots: a plan's ten policy files made 80 kB of these lists.
  */
 class ScalarCache {
-  private readonly raw: (string | undefined)[] = new Array(256);
-  private readonly value: unknown[] = new Array(256);
+  private readonly raw: (string | undefined)[];
+  private readonly value: unknown[];
+  private readonly mask: number;
 
-  constructor(private readonly resolve: (s: string) => unknown) {}
+  constructor(private readonly resolve: (s: string) => unknown, textLength: number) {
+    let slots = 16;
+    while (slots < 256 && slots * 16 < textLength) slots *= 2;
+    this.raw = new Array(slots);
+    this.value = new Array(slots);
+    this.mask = slots - 1;
+  }
 
   get(t: string, p: number, q: number): unknown {
     const len = q - p;
     if (len > 40) return this.resolve(t.slice(p, q));
-    const slot = (len * 7 + t.charCodeAt(p) * 31 + t.charCodeAt(q - 1)) & 255;
+    const slot = (len * 7 + t.charCodeAt(p) * 31 + t.charCodeAt(q - 1)) & this.mask;
     const raw = this.raw[slot];
     if (raw !== undefined && raw.length === len && t.startsWith(raw, p)) return this.value[slot];
     const s = t.slice(p, q);
@@ -150,10 +158,12 @@ class Parser {
   /** Each document's source, in order (see `DocSource`). */
   readonly sources: DocSource[] = [];
 
-  private readonly keys = new ScalarCache((s) => keyString(resolvePlain(s)));
-  private readonly values = new ScalarCache(resolvePlain);
+  private readonly keys: ScalarCache;
+  private readonly values: ScalarCache;
 
   constructor(private readonly t: string) {
+    this.keys = new ScalarCache((s) => keyString(resolvePlain(s)), t.length);
+    this.values = new ScalarCache(resolvePlain, t.length);
     // Counted first, so the list is made once at its length (a manifest directory has many lines).
     let lines = 1;
     for (let i = t.indexOf('\n'); i !== -1; i = t.indexOf('\n', i + 1)) lines++;
