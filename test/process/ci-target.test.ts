@@ -7,7 +7,9 @@ import { cleanupDirs, copyExample, tempDir } from '../helpers/reconcile.js';
 /** In CI, no API URL is refused unless embedded is chosen on purpose (issue 34). */
 afterAll(() => cleanupDirs());
 
-describe('the target in CI', { timeout: 240_000 }, () => {
+// Each test has its own copy of the example and its own state directories: they run at the same
+// time, each running its `edgeplane` processes one after another (which leaves a core idle).
+describe('the target in CI', { timeout: 240_000, concurrent: true }, () => {
   it('refuses plan, apply, destroy, watch and export without an API URL, and makes no ./state', async () => {
     const dir = copyExample('small');
     const cwd = tempDir('ep-ci-cwd-');

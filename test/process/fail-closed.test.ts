@@ -15,7 +15,9 @@ afterAll(cleanupDirs);
 
 const ANSI = /\x1b\[[0-9;]*m/;
 
-describe('a new stack, as a new user makes it', { timeout: 240_000 }, () => {
+// Each test works in directories of its own: they run at the same time, each running its
+// `edgeplane` processes one after another (which leaves a core idle).
+describe('a new stack, as a new user makes it', { timeout: 240_000, concurrent: true }, () => {
   it('init scaffolds a stack that validates and plans; read-only commands make no state directory, writing ones make it with a .gitignore and say so; export writes modelines that resolve', async () => {
     const work = tempDir('ep-new-');
     const init = await runCli(['init', 'shop'], { cwd: work });

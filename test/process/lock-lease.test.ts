@@ -14,7 +14,9 @@ function backends(n: number): string {
   return Array.from({ length: n }, (_, i) => `kind: FailoverBackend\nname: pool-${i}\nbackends: [bkdhr_2ZyQ0aYvGmc8XkRb6fW1T3nLpEs]\n`).join('---\n');
 }
 
-describe('the stack lock lease through serve', { timeout: 240_000 }, () => {
+// The tests run at the same time, each on a stack of its own: the first spends most of its time
+// waiting for the dead holder's lease to run out.
+describe('the stack lock lease through serve', { timeout: 240_000, concurrent: true }, () => {
   let served: Served;
   let key: string;
   let env: Record<string, string>;

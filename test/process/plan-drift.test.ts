@@ -100,7 +100,9 @@ async function driftScenario(serveArgs: string[], env: Record<string, string>) {
   }
 }
 
-describe('drift named in every plan form (issue 34)', { timeout: 240_000 }, () => {
+// The two engines' scenarios share nothing (a state directory, a schema of its own): they run at
+// the same time. Each runs its `edgeplane` processes one after another, which leaves a core idle.
+describe('drift named in every plan form (issue 34)', { timeout: 240_000, concurrent: true }, () => {
   it('on PGlite: a PATCH through the API is drift, a manifest change is not', async () => {
     await driftScenario(['--state', tempDir('ep-drift-')], {});
   });

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
@@ -17,11 +18,26 @@ import { TestClient } from '../helpers/service.js';
  * them over real sockets, with small caps set through the environment so that it takes seconds.
  */
 
-async function stateWithKey(): Promise<{ state: string; key: string; keyId: string }> {
+/** A state directory with one account, made by `edgeplane admin accounts create` once for the file. */
+let made: Promise<{ state: string; key: string; keyId: string }> | undefined;
+async function makeStateWithKey(): Promise<{ state: string; key: string; keyId: string }> {
   const state = mkdtempSync(join(tmpdir(), 'ep-faults-'));
   const created = await runCli(['admin', 'accounts', 'create', '--name', 'faults', '--json', '--state', state]);
   expect(created.code, created.stderr).toBe(0);
   const { api_key: key, key_id: keyId } = JSON.parse(created.stdout);
+  return { state, key, keyId };
+}
+
+/**
+ * A state directory of the test's own holding that account: a copy of the file's (its database
+ * files, holes kept), so each `serve` starts on the same fresh database without another process
+ * to make it.
+ */
+async function stateWithKey(): Promise<{ state: string; key: string; keyId: string }> {
+  made ??= makeStateWithKey();
+  const { state: original, key, keyId } = await made;
+  const state = join(mkdtempSync(join(tmpdir(), 'ep-faults-')), 'state');
+  execFileSync('cp', ['-R', '--sparse=always', original, state]);
   return { state, key, keyId };
 }
 
