@@ -105,8 +105,9 @@ export function parseRetryAfter(value: string | undefined, now: number): number 
  * off the API's origin, a closed connection: the same request is refused the same way).
  */
 export function isFinal(err: unknown): boolean {
-  const code = (err as { code?: string } | undefined)?.code;
-  return code === 'EP_TIMEOUT' || code === 'EP_NOT_SENT';
+  const e = err as { code?: string; final?: boolean } | undefined;
+  // A TLS failure the server would give again (an untrusted or wrong certificate, TLS to plain HTTP): `final`.
+  return e?.code === 'EP_TIMEOUT' || e?.code === 'EP_NOT_SENT' || e?.final === true;
 }
 
 export interface ClientOptions {

@@ -40,6 +40,9 @@ export function timeoutError(url: string, timeoutMs: number): Error & { code: st
 /** OpenSSL's codes for a certificate whose chain ends at no CA Node trusts. */
 const UNTRUSTED = new Set(['DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY']);
 
+/** A certificate that is not the host's or not valid now: refused again on every try. */
+const BAD_CERTIFICATE = new Set(['ERR_TLS_CERT_ALTNAME_INVALID', 'CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID', 'CERT_REVOKED', 'CERT_UNTRUSTED', 'CERT_REJECTED']);
+
 /** undici's own deadlines (`connectionPool`): the request timeout as well. */
 const UNDICI_TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
 
@@ -81,7 +84,9 @@ export async function exchangeWith<T>(url: string, { method, pool, headers, time
     const hint = /wrong version number/.test(err.message) ? ' (the server there does not speak TLS: is it http://?)'
       : u.protocol === 'http:' && /other side closed|socket hang up/i.test(err.message) ? ` (if the server there speaks HTTPS, the URL is https://${u.host})`
       : err.code !== undefined && UNTRUSTED.has(err.code) ? ' (not signed by a CA Node trusts: a private CA goes in NODE_EXTRA_CA_CERTS=/path/ca.pem)' : '';
-    throw Object.assign(err, { message: `${u.origin}: ${err.message.trimEnd()}${hint}` });
+    // Not a passing fault: the same answer would come again (`isFinal`: not retried).
+    const final = (err.code !== undefined && (UNTRUSTED.has(err.code) || BAD_CERTIFICATE.has(err.code))) || /wrong version number/.test(err.message);
+    throw Object.assign(err, { message: `${u.origin}: ${err.message.trimEnd()}${hint}`, ...(final ? { final: true } : {}) });
   } finally {
     clearTimeout(timer);
   }

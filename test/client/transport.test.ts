@@ -188,6 +188,19 @@ describe('the HTTP transport', () => {
     }
   });
 
+  it('a read through the client is not retried when the certificate is refused: the next try would be refused too', async () => {
+    const url = `https://${await selfSignedServer()}`;
+    const t = httpTransport(url, 'k');
+    let waits = 0;
+    const client = new ApiClient(t, { sleep: async () => { waits++; } });
+    try {
+      await expect(client.getObject('/backends/failover/fbe_x')).rejects.toThrow('self-signed certificate');
+      expect(waits).toBe(0);
+    } finally {
+      await t.close();
+    }
+  });
+
   it('an https:// API whose certificate no CA Node trusts signed: the error says how to trust its CA', async () => {
     const url = `https://${await selfSignedServer()}`;
     const t = httpTransport(url, 'k');
