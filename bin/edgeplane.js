@@ -1,6 +1,13 @@
 #!/usr/bin/env node
 // The installed CLI: the compiled JavaScript in dist/ (`npm run build`, run by `prepare` after a
 // clone's `npm ci` and by `prepack` before a package is made).
+// A command that most likely runs on the embedded service starts the service's thread before the
+// CLI's modules load (dist/cli/early.js); if that fails, the CLI starts it as it would have.
+if (['plan', 'apply', 'destroy'].includes(process.argv[2])) {
+  try {
+    (await import('../dist/cli/early.js')).startEarly(process.argv.slice(2));
+  } catch { /* started by the CLI, as without this */ }
+}
 let main;
 try {
   main = await import('../dist/cli/main.js');

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
 
 // client/transport.js: the HTTP client, loaded by the CLI when a command talks to a deployment (and by a test, from dist/).
-export const ENTRIES = ['cli/main.js', 'embedded/embedded-service.js', 'client/http-page-reader.js', 'client/transport.js'];
+export const ENTRIES = ['cli/main.js', 'cli/early.js', 'embedded/embedded-service.js', 'client/http-page-reader.js', 'client/transport.js'];
 
 /**
  * Packages left outside the bundle, loaded from node_modules as before: PGlite finds its

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { hasEmbeddedState, stateDirOf } from '../embedded/state-dir-path.js';
-import { claimStateDir, claimWritten, startSpare } from '../embedded/spare.js';
+import { claimStateDir, claimWritten, dropSpare, startSpare } from '../embedded/spare.js';
 import { preloadTemplate, writeTemplateIntoNow } from '../store/pglite-template.js';
 import { ciVariable } from './ci.js';
 import { serviceOptionsFromEnv } from './service-config.js';
@@ -19,15 +19,20 @@ const READS = new Set(['plan']);
  * none).
  */
 export function prestart(command: string, flags: { apiUrl?: string; state?: string; plan?: string }, dir: string | undefined): void {
-  if (!WRITES.has(command) && !READS.has(command)) return;
-  if (flags.apiUrl !== undefined || process.env.EDGEPLANE_API_URL !== undefined || flags.plan !== undefined) return;
-  if (ciVariable() !== undefined && flags.state === undefined) return;
-  if (dir !== undefined && pinsAnApi(dir)) return;
+  // A thread started before the command was known (bin/edgeplane.js, `cli/early.ts`) and not wanted: stopped.
+  if (!startsSpare(command, flags, dir)) dropSpare();
+}
+
+function startsSpare(command: string, flags: { apiUrl?: string; state?: string; plan?: string }, dir: string | undefined): boolean {
+  if (!WRITES.has(command) && !READS.has(command)) return false;
+  if (flags.apiUrl !== undefined || process.env.EDGEPLANE_API_URL !== undefined || flags.plan !== undefined) return false;
+  if (ciVariable() !== undefined && flags.state === undefined) return false;
+  if (dir !== undefined && pinsAnApi(dir)) return false;
   const database = process.env.DATABASE_URL;
-  if (database === '') return; // refused by the command
+  if (database === '') return false; // refused by the command
   const stateDir = stateDirOf({ stateDir: flags.state });
   const fresh = database === undefined && !hasEmbeddedState(stateDir);
-  if (READS.has(command) && fresh) return;
+  if (READS.has(command) && fresh) return false;
   // The state directory is taken now (a write on one with no database: its database is written from
   // the template here while the thread boots), and the thread starts the engine while the command
   // loads (`startSpare`; a command that fails before it opens the directory gives it back,
@@ -38,6 +43,7 @@ export function prestart(command: string, flags: { apiUrl?: string; state?: stri
   if (claim && fresh) writeDatabase(stateDir);
   else if (claim) claimWritten();
   else if (fresh) preloadTemplate();
+  return true;
 }
 
 /**

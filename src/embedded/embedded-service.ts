@@ -29,9 +29,13 @@ export interface EmbeddedServiceInput {
 const port = parentPort!;
 const post = (m: unknown) => port.postMessage(m);
 
-type Message = { data?: EmbeddedServiceInput; written?: true; close?: true; id: number; req?: { method: string; path: string; body?: unknown; headers?: Record<string, string> }; url?: string; cancel?: number };
-/** `early`: the state directory the CLI claimed for this thread as it started (spare.ts): its engine starts before `{ data }` comes. */
-const from = workerData as { data?: EmbeddedServiceInput; liftoffOnly?: boolean; early?: { stateDir: string; readsOnly: boolean; appOptions?: Partial<AppOptions> } };
+type Message = { data?: EmbeddedServiceInput; claim?: Claim; written?: true; close?: true; id: number; req?: { method: string; path: string; body?: unknown; headers?: Record<string, string> }; url?: string; cancel?: number };
+/**
+ * A state directory the CLI claimed for a spare thread as it started (spare.ts), posted as
+ * `{ claim }` before `{ data }`: its engine starts and its app is built before `{ data }` comes.
+ */
+interface Claim { stateDir: string; readsOnly: boolean; appOptions?: Partial<AppOptions> }
+const from = workerData as { data?: EmbeddedServiceInput; liftoffOnly?: boolean; spare?: boolean };
 
 // What does not depend on the directory starts at once, in a spare thread too (spare.ts): the
 // engine's and the app's modules load, then the engine's WebAssembly compiles on V8's background
@@ -57,32 +61,39 @@ let handle: ((m: Message) => void) | undefined;
 let told: ((data: EmbeddedServiceInput) => void) | undefined;
 const given = from.data;
 const input$ = given ? Promise.resolve(given) : new Promise<EmbeddedServiceInput>((r) => (told = r));
+// A spare thread learns whether it has a claim before its input: `{ claim }`, or `{ data }` first (none).
+let claimTold: ((claim: Claim | undefined) => void) | undefined;
+const claim$ = from.spare ? new Promise<Claim | undefined>((r) => (claimTold = r)) : Promise.resolve(undefined);
 // A claimed directory's database is written by the main thread: the engine opens it once it says so.
 let writtenTold: (() => void) | undefined;
-const written$ = from.early ? new Promise<void>((r) => (writtenTold = r)) : undefined;
+const written$ = new Promise<void>((r) => (writtenTold = r));
 const onMessage = (m: Message) => {
-  if (m.written) {
+  if (m.claim) {
+    claimTold?.(m.claim);
+    claimTold = undefined;
+  } else if (m.written) {
     writtenTold?.();
     writtenTold = undefined;
   } else if (told && m.data) {
+    claimTold?.(undefined);
+    claimTold = undefined;
     told(m.data);
     told = undefined;
   } else if (handle) handle(m);
   else early.push(m);
 };
 port.on('message', onMessage);
-// Where the engine opens: a claimed directory is known now (the main thread writes its database
+// Where the engine opens: a claimed directory is known early (the main thread writes its database
 // while this thread boots, and says when it has: `{ written }`), else it comes with the input.
-const claimed = from.early;
-const where$: Promise<Pick<EmbeddedServiceInput, 'stateDir' | 'locked' | 'readsOnly'>> = claimed && written$ ? written$.then(() => ({ stateDir: claimed.stateDir, locked: true, readsOnly: claimed.readsOnly })) : input$;
-// The app's options: a claimed directory's thread is given them as it starts (the CLI reads them
-// from the environment, as the command would), else they come with the input.
-const options$ = claimed?.appOptions ? Promise.resolve(claimed.appOptions) : input$.then((i) => i.appOptions);
+const where$: Promise<Pick<EmbeddedServiceInput, 'stateDir' | 'locked' | 'readsOnly'>> = claim$.then((c) => (c ? written$.then(() => ({ stateDir: c.stateDir, locked: true, readsOnly: c.readsOnly })) : input$));
+// The app's options: a claim carries them (the CLI reads them from the environment, as the command
+// would), else they come with the input.
+const options$ = claim$.then((c) => c?.appOptions ?? input$.then((i) => i.appOptions));
 options$.catch(() => {});
 // A command that writes sends a body with its first request (its stack lock's): the service's
 // validators (precompiled.ts) are loaded once the app's modules are, while the engine starts or
 // waits for its files, not with that request.
-const readsOnly$ = claimed ? Promise.resolve(claimed.readsOnly) : input$.then((i) => !!i.readsOnly);
+const readsOnly$ = claim$.then((c) => (c ? c.readsOnly : input$.then((i) => !!i.readsOnly)));
 Promise.all([readsOnly$, app$]).then(([readsOnly]) => {
   // A failure is left to the first request that needs them (it reports it).
   if (!readsOnly) setImmediate(() => void import('../service/precompiled.js').then((m) => m.loadPrecompiled()).catch(() => {}));
@@ -99,7 +110,7 @@ async function start() {
   // files, and the app is built meanwhile.
   let app: Awaited<ReturnType<typeof import('../service/app.js')['buildApp']>> | undefined;
   try {
-    const [{ stateDir }, appOptions, { buildApp }] = await Promise.all([claimed ?? input$, options$, app$]);
+    const [{ stateDir }, appOptions, { buildApp }] = await Promise.all([claim$.then((c): Promise<{ stateDir: string | null }> | Claim => c ?? input$), options$, app$]);
     const engine = process.env.DATABASE_URL ? 'postgres' : 'pglite';
     app = await buildApp({ db: openingDb(db$, engine, `${engine}: opening`), metrics: 'off', openapi: false, secrets: keyRingFor(engine, stateDir), ...appOptions });
     await app.ready();

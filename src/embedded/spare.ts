@@ -49,22 +49,34 @@ let spare: { worker?: Worker; claim?: StateDirClaim } | undefined;
  * reading for some 300 ms is no longer followed by the template's write and the engine's start,
  * but runs beside them.
  * */
-export function startSpare(how: { readOnly: boolean; claim?: StateDirClaim; appOptions?: Partial<AppOptions> }): void {
-  if (spare) return;
-  const early = how.claim ? { stateDir: how.claim.dir, readsOnly: how.readOnly, appOptions: how.appOptions } : undefined;
-  const worker = startWorker(siblingModule(import.meta.url, 'embedded-service'), {
-    workerData: { spare: true, liftoffOnly: engineTier.liftoffOnly, early }, ...(how.readOnly ? { resourceLimits: READ_ONLY_LIMITS } : {}),
-  });
-  worker.unref();
-  // A spare that fails is not used (the service starts as without one); a claim outlives it.
-  const gone = () => {
-    if (spare?.worker !== worker) return;
-    if (spare.claim) spare = { claim: spare.claim };
-    else spare = undefined;
-  };
-  worker.once('error', gone);
-  worker.once('exit', gone);
-  spare = { worker, claim: how.claim };
+export function startSpare(how: { readOnly: boolean; claim?: StateDirClaim; appOptions?: Partial<AppOptions>; liftoffOnly?: boolean }): void {
+  if (spare?.claim) return;
+  if (!spare) {
+    const worker = startWorker(siblingModule(import.meta.url, 'embedded-service'), {
+      workerData: { spare: true, liftoffOnly: how.liftoffOnly ?? engineTier.liftoffOnly }, ...(how.readOnly ? { resourceLimits: READ_ONLY_LIMITS } : {}),
+    });
+    worker.unref();
+    // A spare that fails is not used (the service starts as without one); a claim outlives it.
+    const gone = () => {
+      if (spare?.worker !== worker) return;
+      if (spare.claim) spare = { claim: spare.claim };
+      else spare = undefined;
+    };
+    worker.once('error', gone);
+    worker.once('exit', gone);
+    spare = { worker };
+  }
+  if (how.claim) {
+    spare.claim = how.claim;
+    spare.worker?.postMessage({ claim: { stateDir: how.claim.dir, readsOnly: how.readOnly, appOptions: how.appOptions } });
+  }
+}
+
+/** Stops a spare thread started before the command was known (`cli/early.ts`) that the command will not use. */
+export function dropSpare(): void {
+  if (!spare?.worker || spare.claim) return;
+  void spare.worker.terminate();
+  spare = undefined;
 }
 
 /** Tells the spare thread that its claimed directory's database is written (or left for its engine to make): it opens it now. */
