@@ -39,7 +39,7 @@ function startsSpare(command: string, flags: { apiUrl?: string; state?: string; 
   // `abandonClaim`). Held by another process (serve, a watch), it is not: the command finds the
   // holder, or waits, as before; a new one's database is written once the command has it.
   const claim = database === undefined ? claimStateDir(stateDir, fresh) : undefined;
-  startSpare({ readOnly: READS.has(command), claim, appOptions: claim ? optionsFromEnv() : undefined });
+  startSpare({ readOnly: READS.has(command), claim, appOptions: claim?.fresh ? optionsFromEnv() : undefined });
   if (claim && fresh) writeDatabase(stateDir);
   else if (claim) claimWritten();
   else if (fresh) preloadTemplate();

@@ -34,7 +34,7 @@ type Message = { data?: EmbeddedServiceInput; claim?: Claim; written?: true; clo
  * A state directory the CLI claimed for a spare thread as it started (spare.ts), posted as
  * `{ claim }` before `{ data }`: its engine starts and its app is built before `{ data }` comes.
  */
-interface Claim { stateDir: string; readsOnly: boolean; appOptions?: Partial<AppOptions> }
+interface Claim { stateDir: string; readsOnly: boolean; fresh: boolean; appOptions?: Partial<AppOptions> }
 const from = workerData as { data?: EmbeddedServiceInput; liftoffOnly?: boolean; spare?: boolean };
 
 // What does not depend on the directory starts at once, in a spare thread too (spare.ts): the
@@ -86,10 +86,15 @@ port.on('message', onMessage);
 // Where the engine opens: a claimed directory is known early (the main thread writes its database
 // while this thread boots, and says when it has: `{ written }`), else it comes with the input.
 const where$: Promise<Pick<EmbeddedServiceInput, 'stateDir' | 'locked' | 'readsOnly'>> = claim$.then((c) => (c ? written$.then(() => ({ stateDir: c.stateDir, locked: true, readsOnly: c.readsOnly })) : input$));
-// The app's options: a claim carries them (the CLI reads them from the environment, as the command
-// would), else they come with the input.
-const options$ = claim$.then((c) => c?.appOptions ?? input$.then((i) => i.appOptions));
-options$.catch(() => {});
+// The app is built before the command takes this thread only on a new directory's claim (its
+// options come with it: the CLI reads them from the environment, as the command would): building
+// it starts the service's secrets, which make the directory's key ring and seal the values stored
+// in plain text, and on a directory that had a database nothing of that is done before the command
+// takes it (it may still fail first, `abandonClaim`). A new one's database and key ring are removed
+// then. Otherwise the directory and the options come with the input.
+const built$ = claim$.then((c): { stateDir: string | null; appOptions: Partial<AppOptions> } | Promise<{ stateDir: string | null; appOptions: Partial<AppOptions> }> =>
+  (c?.fresh && c.appOptions ? { stateDir: c.stateDir, appOptions: c.appOptions } : input$));
+built$.catch(() => {});
 // A command that writes sends a body with its first request (its stack lock's): the service's
 // validators (precompiled.ts) are loaded once the app's modules are, while the engine starts or
 // waits for its files, not with that request.
@@ -110,7 +115,7 @@ async function start() {
   // files, and the app is built meanwhile.
   let app: Awaited<ReturnType<typeof import('../service/app.js')['buildApp']>> | undefined;
   try {
-    const [{ stateDir }, appOptions, { buildApp }] = await Promise.all([claim$.then((c): Promise<{ stateDir: string | null }> | Claim => c ?? input$), options$, app$]);
+    const [{ stateDir, appOptions }, { buildApp }] = await Promise.all([built$, app$]);
     const engine = process.env.DATABASE_URL ? 'postgres' : 'pglite';
     app = await buildApp({ db: openingDb(db$, engine, `${engine}: opening`), metrics: 'off', openapi: false, secrets: keyRingFor(engine, stateDir), ...appOptions });
     await app.ready();

@@ -44,8 +44,8 @@ let spare: { worker?: Worker; claim?: StateDirClaim } | undefined;
  * With a `claim` (the directory, taken already), the thread is told the directory at once: it
  * starts the engine as soon as it can (a new directory's: once the main thread has written its
  * database from the template, `{ written }`) while the command loads and reads its manifests, and
- * builds the app with the service's options (`appOptions`, read from the environment as the command
- * reads them) meanwhile. The command loading and
+ * builds the app meanwhile on a new directory, whose claim carries the service's options
+ * (`appOptions`, read from the environment as the command reads them). The command loading and
  * reading for some 300 ms is no longer followed by the template's write and the engine's start,
  * but runs beside them.
  * */
@@ -68,7 +68,7 @@ export function startSpare(how: { readOnly: boolean; claim?: StateDirClaim; appO
   }
   if (how.claim) {
     spare.claim = how.claim;
-    spare.worker?.postMessage({ claim: { stateDir: how.claim.dir, readsOnly: how.readOnly, appOptions: how.appOptions } });
+    spare.worker?.postMessage({ claim: { stateDir: how.claim.dir, readsOnly: how.readOnly, fresh: how.claim.fresh, appOptions: how.appOptions } });
   }
 }
 

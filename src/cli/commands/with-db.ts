@@ -1,4 +1,6 @@
+import { setFlagsFromString } from 'node:v8';
 import { LockHeldError } from '../../store/dir-lock.js';
+import { engineTier } from '../../embedded/spare.js';
 import { openEngine, type EngineChoice } from '../../embedded/engine.js';
 import { databaseUrl } from '../../util/database-url.js';
 import { CliExit, EXIT } from '../exit.js';
@@ -13,7 +15,11 @@ import { stateDirOf } from '../../embedded/state-dir.js';
 export async function withDb<T>(opts: EngineChoice, fn: (db: Awaited<ReturnType<typeof openEngine>>) => Promise<T>): Promise<T> {
   let db;
   try {
-    if (!databaseUrl()) await stateDirFor(stateDirOf(opts), stdio);
+    if (!databaseUrl()) {
+      await stateDirFor(stateDirOf(opts), stdio);
+      // PGlite runs on this thread here: the flag is set before it compiles its WebAssembly (`engineTier`).
+      if (engineTier.liftoffOnly) setFlagsFromString('--liftoff-only');
+    }
     db = await openEngine(opts);
   } catch (err) {
     if (!(err instanceof LockHeldError)) throw err;
