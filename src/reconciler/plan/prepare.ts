@@ -210,6 +210,14 @@ export async function preparePlan(input: PlanInput, client: ApiClient, how: Prep
   await live;
   const observed = manifestKinds().flatMap((k) => observedByKind.get(k) ?? []);
   const plan = diff(desired, observed, { ...input, target: client.target, paired: hints?.paired }, hints?.memo ?? new NormMemo('plan'));
-  if (policies.set.policies.length) plan.policy = checkPlan(policies.set, { plan, desired, observed, overrides: input.policyOverrides });
+  if (policies.set.policies.length) checkPolicies(policies.set, { plan, desired, observed, overrides: input.policyOverrides });
   return { problems, plan, secrets: s.secrets, identities, observed, desired };
+}
+
+/**
+ * Sets `plan.policy`. A function of its own, so that the store is not part of `preparePlan`'s
+ * optimized code: made during plans without policies, that code was thrown away at it.
+ */
+function checkPolicies(set: LoadedPolicies['set'], input: Parameters<typeof checkPlan>[1]): void {
+  input.plan.policy = checkPlan(set, input);
 }
