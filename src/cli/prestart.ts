@@ -3,43 +3,33 @@ import { join } from 'node:path';
 import { hasEmbeddedState, stateDirOf } from '../embedded/state-dir-path.js';
 import { claimStateDir, claimWritten, dropSpare, startSpare } from '../embedded/spare.js';
 import { preloadTemplate, writeTemplateIntoNow } from '../store/pglite-template.js';
-import { ciVariable } from './ci.js';
+import { likelyEmbedded, type GuessFlags } from './early.js';
 import { serviceOptionsFromEnv } from './service-config.js';
 
-const WRITES = new Set(['apply', 'destroy']);
-const READS = new Set(['plan']);
-
 /**
- * Whether `command` will most likely run on the embedded service, judged from what costs nothing
- * to look at; if so its thread is started now (`startSpare`), before the command loads. A wrong
+ * When `command` will most likely run on the embedded service (`likelyEmbedded`, and no `api_url`
+ * in the stack file), its thread is started now (`startSpare`), before the command loads. A wrong
  * guess costs only the spare thread's start (and a new state directory claimed and given back):
- * the command decides as before (`openTarget`). Not
- * started for an API (`--api-url`, EDGEPLANE_API_URL, an `api_url` in the stack file), a saved
- * plan, a CI job without `--state`, or a plan whose state directory has no database (it runs on
- * none).
+ * the command decides as before (`openTarget`).
  */
-export function prestart(command: string, flags: { apiUrl?: string; state?: string; plan?: string }, dir: string | undefined): void {
+export function prestart(command: string, flags: GuessFlags, dir: string | undefined): void {
   // A thread started before the command was known (bin/edgeplane.js, `cli/early.ts`) and not wanted: stopped.
   if (!startsSpare(command, flags, dir)) dropSpare();
 }
 
-function startsSpare(command: string, flags: { apiUrl?: string; state?: string; plan?: string }, dir: string | undefined): boolean {
-  if (!WRITES.has(command) && !READS.has(command)) return false;
-  if (flags.apiUrl !== undefined || process.env.EDGEPLANE_API_URL !== undefined || flags.plan !== undefined) return false;
-  if (ciVariable() !== undefined && flags.state === undefined) return false;
-  if (dir !== undefined && pinsAnApi(dir)) return false;
+function startsSpare(command: string, flags: GuessFlags, dir: string | undefined): boolean {
+  const likely = likelyEmbedded(command, flags);
+  if (!likely || (dir !== undefined && pinsAnApi(dir))) return false;
   const database = process.env.DATABASE_URL;
-  if (database === '') return false; // refused by the command
   const stateDir = stateDirOf({ stateDir: flags.state });
   const fresh = database === undefined && !hasEmbeddedState(stateDir);
-  if (READS.has(command) && fresh) return false;
   // The state directory is taken now (a write on one with no database: its database is written from
   // the template here while the thread boots), and the thread starts the engine while the command
   // loads (`startSpare`; a command that fails before it opens the directory gives it back,
   // `abandonClaim`). Held by another process (serve, a watch), it is not: the command finds the
   // holder, or waits, as before; a new one's database is written once the command has it.
   const claim = database === undefined ? claimStateDir(stateDir, fresh) : undefined;
-  startSpare({ readOnly: READS.has(command), claim, appOptions: claim?.fresh ? optionsFromEnv() : undefined });
+  startSpare({ readOnly: likely.readOnly, claim, appOptions: claim?.fresh ? optionsFromEnv() : undefined });
   if (claim && fresh) writeDatabase(stateDir);
   else if (claim) claimWritten();
   else if (fresh) preloadTemplate();

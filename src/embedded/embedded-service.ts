@@ -5,9 +5,8 @@
  * reconciler's work on the main thread instead of between it: a plan's own work and the
  * service's work on its pages each get a core.
  */
-import { setFlagsFromString } from 'node:v8';
 import { parentPort, workerData } from 'node:worker_threads';
-import { compilePgliteWasm } from '../store/pglite-wasm.js';
+import { baselineTierOnly, compilePgliteWasm } from '../store/pglite-wasm.js';
 import type { AppOptions } from '../service/app.js';
 import { ensureCredentials } from './embedded-credentials.js';
 import { keyRingFor } from './state-dir.js';
@@ -39,17 +38,15 @@ const from = workerData as { data?: EmbeddedServiceInput; liftoffOnly?: boolean;
 
 // What does not depend on the directory starts at once, in a spare thread too (spare.ts): the
 // engine's and the app's modules load, then the engine's WebAssembly compiles on V8's background
-// threads (while the app is built). In that order because of `--liftoff-only` (`engineTier`): a
-// V8 flag set while the process runs makes V8 refuse Node's code cache for every built-in module
-// compiled after it (the flags' hash no longer matches), and the compile must see the flag. Set
-// after this thread has loaded its modules, it costs them nothing: set at the CLI's start, this
-// thread's boot and module loads took some 35 ms more.
+// threads (while the app is built). In that order because of `baselineTierOnly` (`engineTier`),
+// which must come before the compile and costs the modules loaded after it their code cache: set
+// at the CLI's start, this thread's boot and module loads took some 35 ms more.
 const engine$ = import('./engine.js');
 engine$.catch(() => {}); // awaited below
 const app$ = engine$.then(() => import('../service/app.js'), () => import('../service/app.js'));
 app$.catch(() => {}); // awaited below; a failed open is reported first
 const wasm$ = process.env.DATABASE_URL ? undefined : app$.then(() => {}, () => {}).then(() => {
-  if (from.liftoffOnly) setFlagsFromString('--liftoff-only');
+  if (from.liftoffOnly) baselineTierOnly();
   return compilePgliteWasm();
 });
 wasm$?.catch(() => {}); // PGlite compiles it itself then

@@ -15,12 +15,10 @@ import type { AppOptions } from '../service/app.js';
 export const READ_ONLY_LIMITS = { maxYoungGenerationSizeMb: 4 };
 
 /**
- * `liftoffOnly`: the embedded engine's WebAssembly stays on V8's baseline compiler (Liftoff) and is
- * never tiered up: optimising compiles much of PGlite's 9 MB module a second time in the background,
- * peak memory and CPU that a command of seconds does not earn back (an apply from a new directory
- * took half as long again without it). The CLI sets it for the commands that run once (not `serve`,
- * `watch`, `agent`); the service's thread sets the V8 flag once its modules are loaded
- * (embedded-service.ts says why then).
+ * `liftoffOnly`: the embedded engine's WebAssembly stays on V8's baseline compiler
+ * (`baselineTierOnly` in store/pglite-wasm.ts). The CLI sets it for the commands that run once (not
+ * `serve`, `watch`, `agent`); whoever compiles the WebAssembly sets the flag just before (the
+ * service's thread, once its modules are loaded; `admin`'s own open).
  */
 export const engineTier = { liftoffOnly: false };
 
@@ -47,8 +45,9 @@ let spare: { worker?: Worker; claim?: StateDirClaim } | undefined;
  * builds the app meanwhile on a new directory, whose claim carries the service's options
  * (`appOptions`, read from the environment as the command reads them). The command loading and
  * reading for some 300 ms is no longer followed by the template's write and the engine's start,
- * but runs beside them.
- * */
+ * but runs beside them. A thread started before the command was known (`cli/early.ts`) is given
+ * its claim here.
+ */
 export function startSpare(how: { readOnly: boolean; claim?: StateDirClaim; appOptions?: Partial<AppOptions>; liftoffOnly?: boolean }): void {
   if (spare?.claim) return;
   if (!spare) {

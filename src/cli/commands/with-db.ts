@@ -1,6 +1,6 @@
-import { setFlagsFromString } from 'node:v8';
 import { LockHeldError } from '../../store/dir-lock.js';
 import { engineTier } from '../../embedded/spare.js';
+import { baselineTierOnly } from '../../store/pglite-wasm.js';
 import { openEngine, type EngineChoice } from '../../embedded/engine.js';
 import { databaseUrl } from '../../util/database-url.js';
 import { CliExit, EXIT } from '../exit.js';
@@ -17,8 +17,8 @@ export async function withDb<T>(opts: EngineChoice, fn: (db: Awaited<ReturnType<
   try {
     if (!databaseUrl()) {
       await stateDirFor(stateDirOf(opts), stdio);
-      // PGlite runs on this thread here: the flag is set before it compiles its WebAssembly (`engineTier`).
-      if (engineTier.liftoffOnly) setFlagsFromString('--liftoff-only');
+      // PGlite runs on this thread here, and compiles its WebAssembly as it opens.
+      if (engineTier.liftoffOnly) baselineTierOnly();
     }
     db = await openEngine(opts);
   } catch (err) {
