@@ -28,6 +28,8 @@ for (const name of ['DATABASE_URL', 'EDGEPLANE_API_URL', 'EDGEPLANE_STATE', 'CI'
 // examples/full's secrets (sealed in the database: the engine's paths for them are in the set too).
 for (const name of ['SHOP_GITHUB_CLIENT_SECRET', 'SHOP_OIDC_CLIENT_SECRET', 'SHOP_STRIPE_WEBHOOK_SECRET']) env[name] = `start-set-${name.toLowerCase()}`;
 const compiled = new Set<number>();
+/** What the commands that only read (plan, export) compiled. */
+const read = new Set<number>();
 const commands: string[] = [];
 try {
   for (const example of ['small', 'full']) {
@@ -39,6 +41,7 @@ try {
       let n = 0;
       for (const m of r.stdout.matchAll(/^Compiled function 0x[0-9a-f]+#(\d+) using Liftoff/gm)) {
         compiled.add(Number(m[1]));
+        if (args[0] === 'plan' || args[0] === 'export') read.add(Number(m[1]));
         n++;
       }
       if (n === 0) throw new Error(`edgeplane ${args.join(' ')}: no function compiled (did it run on the embedded engine?)`);
@@ -49,16 +52,22 @@ try {
   rmSync(work, { recursive: true, force: true });
 }
 
-const bits = Buffer.alloc(Math.ceil(layout.functions / 8));
-let count = 0;
-for (const index of compiled) {
-  const i = index - layout.imports;
-  if (i < 0 || i >= layout.functions) continue;
-  bits[i >> 3] |= 1 << (i & 7);
-  count++;
+/** One bit per function defined, base64, and how many are set. */
+function bitmap(indices: Set<number>): [string, number] {
+  const bits = Buffer.alloc(Math.ceil(layout!.functions / 8));
+  let count = 0;
+  for (const index of indices) {
+    const i = index - layout!.imports;
+    if (i < 0 || i >= layout!.functions) continue;
+    bits[i >> 3] |= 1 << (i & 7);
+    count++;
+  }
+  return [bits.toString('base64'), count];
 }
-const startSet: StartSet & { commands: string[]; count: number } = {
-  pglite: pgliteVersion(), wasmBytes: statSync(wasmFile).size, functions: layout.functions, imports: layout.imports, count, commands, set: bits.toString('base64'),
+const [set, count] = bitmap(compiled);
+const [reads, readsCount] = bitmap(read);
+const startSet: StartSet & { commands: string[]; count: number; readsCount: number } = {
+  pglite: pgliteVersion(), wasmBytes: statSync(wasmFile).size, functions: layout.functions, imports: layout.imports, count, readsCount, commands, set, reads,
 };
 writeFileSync(START_SET_FILE, JSON.stringify(startSet, null, 2) + '\n');
-process.stdout.write(`wrote ${relative(process.cwd(), START_SET_FILE)}: ${count} of PGlite's ${layout.functions} functions\n`);
+process.stdout.write(`wrote ${relative(process.cwd(), START_SET_FILE)}: ${count} of PGlite's ${layout.functions} functions (${readsCount} for the commands that only read)\n`);

@@ -34,7 +34,8 @@ type Message = { data?: EmbeddedServiceInput; claim?: Claim; written?: true; clo
  * `{ claim }` before `{ data }`: its engine starts and its app is built before `{ data }` comes.
  */
 interface Claim { stateDir: string; readsOnly: boolean; fresh: boolean; appOptions?: Partial<AppOptions> }
-const from = workerData as { data?: EmbeddedServiceInput; liftoffOnly?: boolean; spare?: boolean };
+/** `readsOnly`: a spare thread's command only reads (a thread given its input has it there). */
+const from = workerData as { data?: EmbeddedServiceInput; liftoffOnly?: boolean; spare?: boolean; readsOnly?: boolean };
 
 // What does not depend on the directory starts at once, in a spare thread too (spare.ts): the
 // engine's and the app's modules load, then the engine's WebAssembly compiles on V8's background
@@ -46,7 +47,7 @@ const engine$ = import('./engine.js');
 engine$.catch(() => {}); // awaited below
 const app$ = engine$.then(() => import('../service/app.js'), () => import('../service/app.js'));
 app$.catch(() => {}); // awaited below; a failed open is reported first
-const wasm$ = process.env.DATABASE_URL ? undefined : app$.then(() => {}, () => {}).then(() => compilePgliteWasm({ once: from.liftoffOnly }));
+const wasm$ = process.env.DATABASE_URL ? undefined : app$.then(() => {}, () => {}).then(() => compilePgliteWasm({ once: from.liftoffOnly, readsOnly: from.data?.readsOnly ?? from.readsOnly }));
 wasm$?.catch(() => {}); // PGlite compiles it itself then
 
 // Requests may come before the service is up (and a spare thread's directory comes as a message):

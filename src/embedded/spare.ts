@@ -53,7 +53,7 @@ export function startSpare(how: { readOnly: boolean; claim?: StateDirClaim; appO
   if (spare?.claim) return;
   if (!spare) {
     const worker = startWorker(siblingModule(import.meta.url, 'embedded-service'), {
-      workerData: { spare: true, liftoffOnly: how.liftoffOnly ?? engineTier.liftoffOnly }, ...(how.readOnly ? { resourceLimits: READ_ONLY_LIMITS } : {}),
+      workerData: { spare: true, liftoffOnly: how.liftoffOnly ?? engineTier.liftoffOnly, readsOnly: how.readOnly }, ...(how.readOnly ? { resourceLimits: READ_ONLY_LIMITS } : {}),
     });
     worker.unref();
     // A spare that fails is not used (the service starts as without one); a claim outlives it.

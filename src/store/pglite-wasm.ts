@@ -29,12 +29,12 @@ import { setFlagsFromString } from 'node:v8';
  * refuse Node's code cache for every built-in module compiled after it (the flags' hash changes,
  * and setting it back does not restore it), so the caller compiles as late as that allows.
  */
-export function compilePgliteWasm(opts: { once?: boolean } = {}): Promise<WebAssembly.Module> {
+export function compilePgliteWasm(opts: { once?: boolean; readsOnly?: boolean } = {}): Promise<WebAssembly.Module> {
   try {
     const wasm = readFileSync(join(pgliteDist(), 'pglite.wasm'));
     if (!opts.once) return WebAssembly.compile(wasm);
     setFlagsFromString('--liftoff-only');
-    const withHints = startSetEnabled() ? withStartSet(wasm, readStartSet()) : undefined;
+    const withHints = startSetEnabled() ? withStartSet(wasm, readStartSet(), opts.readsOnly) : undefined;
     if (!withHints) return WebAssembly.compile(wasm);
     setFlagsFromString('--experimental-wasm-compilation-hints');
     setFlagsFromString('--no-wasm-lazy-compilation');
@@ -58,9 +58,10 @@ export const START_SET_V8 = '11.3';
  * by `npm run pglite-start-set` (scripts/write-pglite-start-set.ts) for the installed PGlite.
  * `functions` and `imports` are the module's counts of functions defined and imported, `wasmBytes`
  * its size: a set made from another build of PGlite does not fit (`withStartSet`). `set`: one bit
- * per function defined, base64.
+ * per function defined, base64; `reads`: the same for the commands that only read (plan, export),
+ * a smaller set (less to compile, and less memory for the code of functions they never call).
  */
-export interface StartSet { pglite: string; wasmBytes: number; functions: number; imports: number; set: string }
+export interface StartSet { pglite: string; wasmBytes: number; functions: number; imports: number; set: string; reads?: string }
 
 export const START_SET_FILE = fileURLToPath(new URL('../generated/pglite-start-set.json', import.meta.url));
 
@@ -83,14 +84,15 @@ const HINT_EAGER_LIFTOFF = 0x02 | (0x01 << 2) | (0x01 << 4);
 
 /**
  * `wasm` with a `compilationHints` section inserted before its code section: the start set's
- * functions compiled with the module (Liftoff), the others lazily. Undefined when the set does not
- * fit the module (its size, or its counts of functions).
+ * functions (`reads`: the set of the commands that only read, if there is one) compiled with the
+ * module (Liftoff), the others lazily. Undefined when the set does not fit the module (its size, or
+ * its counts of functions).
  */
-export function withStartSet(wasm: Uint8Array, start: StartSet | undefined): Uint8Array<ArrayBuffer> | undefined {
+export function withStartSet(wasm: Uint8Array, start: StartSet | undefined, reads = false): Uint8Array<ArrayBuffer> | undefined {
   if (!start || start.wasmBytes !== wasm.length) return undefined;
   const layout = moduleLayout(wasm);
   if (!layout || layout.functions !== start.functions || layout.imports !== start.imports) return undefined;
-  const bits = Buffer.from(start.set, 'base64');
+  const bits = Buffer.from((reads && start.reads) || start.set, 'base64');
   if (bits.length !== Math.ceil(start.functions / 8)) return undefined;
   const hints = new Uint8Array(start.functions);
   for (let i = 0; i < start.functions; i++) hints[i] = bits[i >> 3] & (1 << (i & 7)) ? HINT_EAGER_LIFTOFF : HINT_LAZY;

@@ -10,7 +10,7 @@ import { pgliteVersion } from '../../src/store/pglite-template.js';
 import { tsxModuleUrl } from '../../src/util/worker.js';
 
 const pgliteWasm = () => readFileSync(join(dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite')), 'pglite.wasm'));
-const committed = () => JSON.parse(readFileSync(START_SET_FILE, 'utf8')) as StartSet & { count: number };
+const committed = () => JSON.parse(readFileSync(START_SET_FILE, 'utf8')) as StartSet & { count: number; readsCount: number };
 
 /** (module (import "m" "f" (func)) (func (export "a") (result i32) i32.const 7) (func (export "b") (result i32) i32.const 8)) */
 const TINY = Uint8Array.from([
@@ -40,6 +40,13 @@ describe('the start set: PGlite functions compiled with the module', () => {
     expect([exports.a(), exports.b()]).toEqual([7, 8]);
   });
 
+  it('a command that only reads gets the reading commands\' set', () => {
+    const set: StartSet = { pglite: 'x', wasmBytes: TINY.length, functions: 2, imports: 1, set: Buffer.from([0b11]).toString('base64'), reads: Buffer.from([0b01]).toString('base64') };
+    const hints = (reads: boolean) => [...new Uint8Array(WebAssembly.Module.customSections(new WebAssembly.Module(withStartSet(TINY, set, reads)!), 'compilationHints')[0])];
+    expect(hints(false)).toEqual([2, 0x16, 0x16]);
+    expect(hints(true)).toEqual([2, 0x16, 0x01]);
+  });
+
   it('gives no hints for a set made from another module', () => {
     const set: StartSet = { pglite: 'x', wasmBytes: TINY.length, functions: 2, imports: 1, set: 'Ag==' };
     expect(withStartSet(TINY, { ...set, wasmBytes: TINY.length + 1 })).toBeUndefined();
@@ -55,6 +62,10 @@ describe('the start set: PGlite functions compiled with the module', () => {
     expect(withStartSet(pgliteWasm(), set), 'the set fits pglite.wasm').toBeDefined();
     expect(set.count).toBeGreaterThan(1000);
     expect(set.count).toBeLessThan(set.functions / 2);
+    // The reading commands' set: part of the whole one, and smaller.
+    const [all, reads] = [Buffer.from(set.set, 'base64'), Buffer.from(set.reads!, 'base64')];
+    expect(reads.every((byte, i) => (byte & ~all[i]) === 0)).toBe(true);
+    expect(set.readsCount).toBeLessThan(set.count);
   });
 
   // V8 prints each function it compiles, to stdout, which is a file here: written to a pipe, lines
