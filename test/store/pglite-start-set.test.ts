@@ -70,12 +70,14 @@ describe('the start set: PGlite functions compiled with the module', () => {
 
   // V8 prints each function it compiles, to stdout, which is a file here: written to a pipe, lines
   // are lost once it is full (Node makes it non-blocking). A child process: V8 flags are process-wide.
+  // The embedded engine, whatever the suite runs the service on.
+  const { DATABASE_URL: _, ...withoutDatabaseUrl } = process.env;
   const compiledIn = (startSet: 'on' | 'off') => {
     const dir = mkdtempSync(join(tmpdir(), 'edgeplane-start-set-'));
     try {
       const out = openSync(join(dir, 'stdout'), 'w');
       const child = spawnSync(process.execPath, ['--trace-wasm-compilation-times', '--import', tsxModuleUrl('.'), fileURLToPath(new URL('./fixtures/start-set-child.ts', import.meta.url))], {
-        env: { ...process.env, EDGEPLANE_PGLITE_START_SET: startSet }, encoding: 'utf8', stdio: ['ignore', out, 'pipe'],
+        env: { ...withoutDatabaseUrl, EDGEPLANE_PGLITE_START_SET: startSet }, encoding: 'utf8', stdio: ['ignore', out, 'pipe'],
       });
       closeSync(out);
       expect(child.stderr, 'the engine opened and answered').toMatch(/migrations=[1-9]/);
