@@ -41,8 +41,9 @@ const from = workerData as { data?: EmbeddedServiceInput; liftoffOnly?: boolean;
 // engine's and the app's modules load, then the engine's WebAssembly compiles on V8's background
 // threads (while the app is built). In that order because a command that runs once (`engineTier`)
 // compiles it with V8 flags (`compilePgliteWasm`), which cost the modules loaded after them their
-// code cache: set at the CLI's start, this thread's boot and module loads took some 35 ms more, and
-// set once the engine's modules are loaded, the app's took 150 ms more.
+// code cache: set at the CLI's start, this thread's boot and module loads took some 35 ms more; set
+// (and the compile started) once the engine's modules were loaded, the app's took ~150 ms more (the
+// built-ins they load compiled from source, beside the compile's threads).
 const engine$ = import('./engine.js');
 engine$.catch(() => {}); // awaited below
 const app$ = engine$.then(() => import('../service/app.js'), () => import('../service/app.js'));
