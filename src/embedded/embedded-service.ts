@@ -6,7 +6,7 @@
  * service's work on its pages each get a core.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { baselineTierOnly, compilePgliteWasm } from '../store/pglite-wasm.js';
+import { compilePgliteWasm } from '../store/pglite-wasm.js';
 import type { AppOptions } from '../service/app.js';
 import { ensureCredentials } from './embedded-credentials.js';
 import { keyRingFor } from './state-dir.js';
@@ -34,21 +34,21 @@ type Message = { data?: EmbeddedServiceInput; claim?: Claim; written?: true; clo
  * `{ claim }` before `{ data }`: its engine starts and its app is built before `{ data }` comes.
  */
 interface Claim { stateDir: string; readsOnly: boolean; fresh: boolean; appOptions?: Partial<AppOptions> }
-const from = workerData as { data?: EmbeddedServiceInput; liftoffOnly?: boolean; spare?: boolean };
+/** `readsOnly`: a spare thread's command only reads (a thread given its input has it there). */
+const from = workerData as { data?: EmbeddedServiceInput; liftoffOnly?: boolean; spare?: boolean; readsOnly?: boolean };
 
 // What does not depend on the directory starts at once, in a spare thread too (spare.ts): the
 // engine's and the app's modules load, then the engine's WebAssembly compiles on V8's background
-// threads (while the app is built). In that order because of `baselineTierOnly` (`engineTier`),
-// which must come before the compile and costs the modules loaded after it their code cache: set
-// at the CLI's start, this thread's boot and module loads took some 35 ms more.
+// threads (while the app is built). In that order because a command that runs once (`engineTier`)
+// compiles it with V8 flags (`compilePgliteWasm`), which cost the modules loaded after them their
+// code cache: set at the CLI's start, this thread's boot and module loads took some 35 ms more; set
+// (and the compile started) once the engine's modules were loaded, the app's took ~150 ms more (the
+// built-ins they load compiled from source, beside the compile's threads).
 const engine$ = import('./engine.js');
 engine$.catch(() => {}); // awaited below
 const app$ = engine$.then(() => import('../service/app.js'), () => import('../service/app.js'));
 app$.catch(() => {}); // awaited below; a failed open is reported first
-const wasm$ = process.env.DATABASE_URL ? undefined : app$.then(() => {}, () => {}).then(() => {
-  if (from.liftoffOnly) baselineTierOnly();
-  return compilePgliteWasm();
-});
+const wasm$ = process.env.DATABASE_URL ? undefined : app$.then(() => {}, () => {}).then(() => compilePgliteWasm({ once: from.liftoffOnly, readsOnly: from.data?.readsOnly ?? from.readsOnly }));
 wasm$?.catch(() => {}); // PGlite compiles it itself then
 
 // Requests may come before the service is up (and a spare thread's directory comes as a message):

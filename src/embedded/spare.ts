@@ -15,10 +15,11 @@ import type { AppOptions } from '../service/app.js';
 export const READ_ONLY_LIMITS = { maxYoungGenerationSizeMb: 4 };
 
 /**
- * `liftoffOnly`: the embedded engine's WebAssembly stays on V8's baseline compiler
- * (`baselineTierOnly` in store/pglite-wasm.ts). The CLI sets it for the commands that run once (not
- * `serve`, `watch`, `agent`); whoever compiles the WebAssembly sets the flag just before (the
- * service's thread, once its modules are loaded; `admin`'s own open).
+ * `liftoffOnly`: the embedded engine's WebAssembly is compiled for a command that runs once
+ * (`compilePgliteWasm({ once })` in store/pglite-wasm.ts: V8's baseline compiler only, and the
+ * start set compiled with the module). The CLI sets it for the commands that run once (not `serve`,
+ * `watch`, `agent`); whoever compiles the WebAssembly does so (the service's thread, once its
+ * modules are loaded; `admin`'s own open).
  */
 export const engineTier = { liftoffOnly: false };
 
@@ -52,7 +53,7 @@ export function startSpare(how: { readOnly: boolean; claim?: StateDirClaim; appO
   if (spare?.claim) return;
   if (!spare) {
     const worker = startWorker(siblingModule(import.meta.url, 'embedded-service'), {
-      workerData: { spare: true, liftoffOnly: how.liftoffOnly ?? engineTier.liftoffOnly }, ...(how.readOnly ? { resourceLimits: READ_ONLY_LIMITS } : {}),
+      workerData: { spare: true, liftoffOnly: how.liftoffOnly ?? engineTier.liftoffOnly, readsOnly: how.readOnly }, ...(how.readOnly ? { resourceLimits: READ_ONLY_LIMITS } : {}),
     });
     worker.unref();
     // A spare that fails is not used (the service starts as without one); a claim outlives it.

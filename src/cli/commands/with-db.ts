@@ -1,6 +1,6 @@
 import { LockHeldError } from '../../store/dir-lock.js';
 import { engineTier } from '../../embedded/spare.js';
-import { baselineTierOnly } from '../../store/pglite-wasm.js';
+import { compilePgliteWasm } from '../../store/pglite-wasm.js';
 import { openEngine, type EngineChoice } from '../../embedded/engine.js';
 import { databaseUrl } from '../../util/database-url.js';
 import { CliExit, EXIT } from '../exit.js';
@@ -15,12 +15,14 @@ import { stateDirOf } from '../../embedded/state-dir.js';
 export async function withDb<T>(opts: EngineChoice, fn: (db: Awaited<ReturnType<typeof openEngine>>) => Promise<T>): Promise<T> {
   let db;
   try {
+    let pgliteWasm: WebAssembly.Module | undefined;
     if (!databaseUrl()) {
       await stateDirFor(stateDirOf(opts), stdio);
-      // PGlite runs on this thread here, and compiles its WebAssembly as it opens.
-      if (engineTier.liftoffOnly) baselineTierOnly();
+      // PGlite runs on this thread here; its WebAssembly compiled for a command that runs once (if
+      // that fails, PGlite compiles it itself as it opens).
+      if (engineTier.liftoffOnly) pgliteWasm = await compilePgliteWasm({ once: true }).catch(() => undefined);
     }
-    db = await openEngine(opts);
+    db = await openEngine(opts, { pgliteWasm });
   } catch (err) {
     if (!(err instanceof LockHeldError)) throw err;
     const { pid, url } = err.holder;
