@@ -1,7 +1,11 @@
+import { join } from 'node:path';
 import { MANIFEST_SCHEMA_FILE, MANIFEST_VALIDATORS_FILE, renderManifestSchema, renderManifestValidators, renderStackFileSchema, STACK_FILE_SCHEMA_FILE } from '../src/reconciler/manifests/schema-file.js';
-import { renderServiceValidators, SERVICE_VALIDATORS_FILE } from '../src/service/validators-file.js';
+import { renderServiceValidators, SERVICE_VALIDATORS_DIR } from '../src/service/validators-file.js';
 import { AGENT_SCHEMA_FILE, renderAgentSchema } from '../src/agent/config.js';
 import { POLICY_SCHEMA_FILE, renderPolicySchema } from '../src/reconciler/policy/schema.js';
+
+/** Directories `npm run schemas` owns whole: any file in them it does not write is stale (removed by it, failed by the staleness test). */
+export const GENERATED_DIRS = [SERVICE_VALIDATORS_DIR];
 
 /** Every file `npm run schemas` writes, with its content as generated now (the staleness test compares them). */
 export async function generatedFiles(): Promise<{ path: string; text: string }[]> {
@@ -14,6 +18,6 @@ export async function generatedFiles(): Promise<{ path: string; text: string }[]
     { path: POLICY_SCHEMA_FILE, text: renderPolicySchema() },
     { path: `${MANIFEST_VALIDATORS_FILE}.js`, text: manifest.js },
     { path: `${MANIFEST_VALIDATORS_FILE}.d.ts`, text: manifest.dts },
-    { path: SERVICE_VALIDATORS_FILE, text: service },
+    ...service.map((f) => ({ path: join(SERVICE_VALIDATORS_DIR, f.name), text: f.text })),
   ];
 }

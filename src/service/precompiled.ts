@@ -1,50 +1,57 @@
 import { createRequire } from 'node:module';
 import { schemaKey, sharedAjv, type Validator } from '../contract/validation.js';
 
-/** Where `npm run schemas` writes them (`validators-file.ts`), from this module. */
-const GENERATED = '../generated/service-validators.cjs';
+/** Where `npm run schemas` writes them (`validators-file.ts`), from this module: `<key>.cjs` each, and `index.cjs`, their keys. */
+const GENERATED = '../generated/service-validators/';
 
-let generated: Record<string, Validator | undefined> | undefined;
+const require = createRequire(import.meta.url);
+let keys: Set<string> | undefined;
 
 /**
- * The precompiled validators, required when first needed: 0.8 MB of code that a command which only
- * reads (a plan's lists) never runs, parsed on every start of the embedded service otherwise. A
- * checkout without the file (before `npm run schemas` writes it) has none: every schema is compiled.
+ * The keys of the precompiled validators, read when first needed. Each validator is in a file of
+ * its own, required when its schema first validates: a command loads those of the routes it
+ * writes to (a few of some 30, together 0.8 MB of code), none when it only reads. A checkout
+ * without the files (before `npm run schemas` writes them) has none: every schema is compiled.
  */
-function precompiledSet(): Record<string, Validator | undefined> {
-  if (!generated) {
+function precompiledKeys(): Set<string> {
+  if (!keys) {
     try {
-      generated = createRequire(import.meta.url)(GENERATED) as Record<string, Validator | undefined>;
+      keys = new Set(require(`${GENERATED}index.cjs`) as string[]);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw err;
-      generated = {};
+      keys = new Set();
     }
   }
-  return generated;
+  return keys;
 }
 
-/** Loads the precompiled validators now (a service about to take writes loads them ahead of its first body). */
+/** The precompiled validator of the schema with this key, undefined when it has none. */
+export function precompiledValidator(key: string): Validator | undefined {
+  return precompiledKeys().has(key) ? (require(`${GENERATED}${key}.cjs`) as Record<string, Validator>)[key] : undefined;
+}
+
+/** Loads the index of the precompiled validators now (each validator is loaded with its first use). */
 export function loadPrecompiled(): void {
-  precompiledSet();
+  precompiledKeys();
 }
 
 /** Whether `schema` has a precompiled validator (test/service/precompiled.test.ts: every route's does). */
 export function isPrecompiled(schema: unknown): boolean {
-  return precompiledSet()[schemaKey(schema)] !== undefined;
+  return precompiledValidator(schemaKey(schema)) !== undefined;
 }
 
 /**
  * The service's validator for a schema (route bodies, application-user records): precompiled by
- * `npm run schemas` (src/generated/service-validators.cjs), so start-up compiles nothing, and
- * loaded with its first use (`precompiledSet`): what fastify is handed as each route registers is a
- * stand-in that finds the validator when it first validates, and reports its errors as its own. A
- * schema not in that set is compiled then by the service's Ajv instance.
+ * `npm run schemas` (src/generated/service-validators/), so start-up compiles nothing, and loaded
+ * with its first use: what fastify is handed as each route registers is a stand-in that finds the
+ * validator when it first validates (its schema's key is computed then too), and reports its
+ * errors as its own. A schema not in the precompiled set is compiled then by the service's Ajv
+ * instance.
  */
 export function serviceValidator(schema: unknown): Validator {
-  const key = schemaKey(schema);
   let found: Validator | undefined;
   const validate: Validator = (data: unknown) => {
-    found ??= precompiledSet()[key] ?? (sharedAjv().compile(schema as object) as Validator);
+    found ??= precompiledValidator(schemaKey(schema)) ?? (sharedAjv().compile(schema as object) as Validator);
     const valid = found(data);
     validate.errors = found.errors;
     return valid;

@@ -1,7 +1,7 @@
-import { readFileSync } from 'node:fs';
-import { relative } from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { generatedFiles } from '../../scripts/generated-files.js';
+import { GENERATED_DIRS, generatedFiles } from '../../scripts/generated-files.js';
 import * as generated from '../../src/generated/manifest-validators.js';
 import { KINDS } from '../../src/kinds/registry.js';
 import { MANIFEST_SCHEMA_FILE } from '../../src/reconciler/manifests/schema-file.js';
@@ -14,6 +14,10 @@ describe('manifest JSON Schema', () => {
     const files = await generatedFiles();
     expect(files.map((f) => f.path)).toContain(MANIFEST_SCHEMA_FILE);
     for (const f of files) expect(readFileSync(f.path, 'utf8'), `${relative(process.cwd(), f.path)} is stale: run \`npm run schemas\``).toBe(f.text);
+    // A directory the generator owns holds nothing else (a removed schema's validator, left behind).
+    const paths = new Set(files.map((f) => f.path));
+    const extra = GENERATED_DIRS.flatMap((d) => readdirSync(d).map((n) => join(d, n))).filter((p) => !paths.has(p));
+    expect(extra.map((p) => relative(process.cwd(), p)), 'stale: run `npm run schemas`').toEqual([]);
   });
 
   it('generating twice gives identical output', async () => {

@@ -2,8 +2,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createRequire } from 'node:module';
 import { buildApp } from '../../src/service/app.js';
 import { checkUserRecords } from '../../src/service/routes/application-users.js';
-import { isPrecompiled, serviceValidator } from '../../src/service/precompiled.js';
-import { createAjv, schemaKey, sharedAjv, type Validator } from '../../src/contract/validation.js';
+import { isPrecompiled, precompiledValidator, serviceValidator } from '../../src/service/precompiled.js';
+import { createAjv, schemaKey, sharedAjv } from '../../src/contract/validation.js';
 import { serviceSchemas } from '../../src/service/validators-file.js';
 import type { Db } from '../../src/store/db.js';
 import { disagreements, exampleDocs, mutations, objectsIn } from '../helpers/mutations.js';
@@ -34,6 +34,18 @@ describe('precompiled service validators (npm run schemas)', () => {
     expect(v.errors).toBeFalsy();
   });
 
+  it('a validator is loaded from its own file when its schema first validates, not before', async () => {
+    const schema = (await serviceSchemas()).find((s) => JSON.stringify(s).includes('"backends"'))!;
+    const file = createRequire(import.meta.url).resolve(`../../src/generated/service-validators/${schemaKey(schema)}.cjs`);
+    const cache = createRequire(import.meta.url).cache;
+    delete cache[file];
+    const v = serviceValidator(schema);
+    expect(cache[file]).toBeUndefined();
+    expect(v({ backends: [] })).toBe(true);
+    expect(cache[file]).toBeDefined();
+    expect(Object.keys(cache[file]!.exports as object)).toEqual([schemaKey(schema)]);
+  });
+
   it('a schema outside the precompiled set is compiled at its first use, once, and validates as it says', () => {
     const compile = vi.spyOn(sharedAjv(), 'compile');
     const v = serviceValidator({ type: 'object', properties: { label: { type: 'string', maxBytes: 3 } }, additionalProperties: false });
@@ -47,12 +59,11 @@ describe('precompiled service validators (npm run schemas)', () => {
     const compiled = createAjv();
     const bodies = exampleDocs().flatMap(objectsIn).map(({ kind: _k, name: _n, protect: _p, routes: _r, ...body }) => body);
     const inputs = [...bodies, ...bodies.flatMap(mutations)];
-    const precompiled = createRequire(import.meta.url)('../../src/generated/service-validators.cjs') as Record<string, Validator>;
     const differ: unknown[] = [];
     const outcomes = { valid: 0, invalid: 0 };
     for (const schema of await serviceSchemas()) {
       const fresh = compiled.compile(schema);
-      const pre = precompiled[schemaKey(schema)];
+      const pre = precompiledValidator(schemaKey(schema))!;
       differ.push(...disagreements(pre, fresh, inputs, outcomes));
     }
     expect(differ.slice(0, 3)).toEqual([]);
