@@ -13,6 +13,7 @@ for (const f of files) {
 // A schema gone since the last run: its validator's file goes too.
 const written = new Set(files.map((f) => f.path));
 for (const dir of GENERATED_DIRS) {
+  mkdirSync(dir, { recursive: true });
   for (const name of readdirSync(dir)) {
     if (!written.has(join(dir, name))) {
       rmSync(join(dir, name));

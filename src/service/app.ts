@@ -1,10 +1,10 @@
-import fastJson from 'fast-json-stringify';
-import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifySchemaCompiler } from 'fastify';
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifySchemaCompiler, type FastifySerializerCompiler } from 'fastify';
 import type { DestinationStream } from 'pino';
 import type { Db } from '../store/db.js';
 import { newId } from '../util/ids.js';
 import { BODY_LIMIT } from '../contract/limits.js';
 import { serviceValidator } from './precompiled.js';
+import { serviceSerializer } from './precompiled-serializers.js';
 import type { RateLimitOptions } from './rate-limit.js';
 import type { IdempotencyOptions } from './writes/idempotency.js';
 import type { SyncRecordOptions } from './routes/sync-runs.js';
@@ -68,6 +68,8 @@ export interface AppOptions extends VendorOptions {
   startedSecrets?: Secrets;
   /** Compiles the routes' body schemas instead of the precompiled set (`npm run schemas` collects them with it). */
   validatorCompiler?: FastifySchemaCompiler<unknown>;
+  /** Compiles the routes' response schemas instead of the precompiled set (`npm run schemas` collects them with it). */
+  serializerCompiler?: FastifySerializerCompiler<unknown>;
 }
 
 export interface ServerOptions {
@@ -164,13 +166,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   // Route body schemas are precompiled (`npm run schemas`): start-up compiles none of them.
   app.setValidatorCompiler(opts.validatorCompiler ?? (({ schema }) => serviceValidator(schema)));
 
-  // Response schemas (`kinds/response-schemas.ts`) are compiled into serialisers on a route's
-  // first response, not at start-up: the CLI's embedded service starts once per command and uses
-  // a few of its routes.
-  app.setSerializerCompiler(({ schema }) => {
-    let serialize: ((data: unknown) => string) | undefined;
-    return (data) => (serialize ??= fastJson(schema as Parameters<typeof fastJson>[0]))(data);
-  });
+  // Response schemas (`kinds/response-schemas.ts`) are serialised by fast-json-stringify's code,
+  // precompiled by `npm run schemas` and loaded on a route's first response (else compiled then),
+  // not at start-up: the CLI's embedded service starts once per command and uses a few routes.
+  app.setSerializerCompiler(opts.serializerCompiler ?? (({ schema }) => serviceSerializer(schema)));
 
   // Started now, awaited once the plugins and routes are registered (they ask nothing of the
   // database: the embedded service registers them while its engine still opens): a database that

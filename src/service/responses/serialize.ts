@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import fastJson from 'fast-json-stringify';
 import { collectionPath, objectPath } from '../../contract/paths.js';
 import { responseSchema } from '../../kinds/response-schemas.js';
 import { withoutPaths } from '../../kinds/paths.js';
@@ -7,6 +6,7 @@ import { FOREIGN_PATHS, FOREIGN_PREFIX_PATHS, KINDS, findKind, kindByName } from
 import type { Body, JSONSchema, KindDef, ModuleDef, RefDef } from '../../kinds/types.js';
 import { inJsonbOrder, jsonbKeyOrder, type ObjectRow, type StoredView } from '../../store/objects.js';
 import { packageVersion } from '../../util/package-version.js';
+import { serviceSerializer } from '../precompiled-serializers.js';
 
 /**
  * Where a response body carries its object's ETag: a property JSON leaves out, so the body sent is
@@ -197,6 +197,11 @@ for (const kind of KINDS) {
   VIEW_KINDS.add(kindByName(embeds[0][1]));
 }
 
+/** The response schemas of the kinds that keep a view (their serializers are precompiled with the routes'). */
+export function viewSchemas(): JSONSchema[] {
+  return [...VIEW_KINDS].map((k) => responseSchema(k));
+}
+
 export function keepsView(kind: KindDef): boolean {
   return VIEW_KINDS.has(kind);
 }
@@ -240,7 +245,7 @@ const viewSerializers = new Map<KindDef, (body: unknown) => string>();
 export function renderView(kind: KindDef, row: ObjectRow, base: string): StoredView | undefined {
   if (!VIEW_KINDS.has(kind)) return undefined;
   let serialize = viewSerializers.get(kind);
-  if (!serialize) viewSerializers.set(kind, (serialize = fastJson(responseSchema(kind) as unknown as Parameters<typeof fastJson>[0])));
+  if (!serialize) viewSerializers.set(kind, (serialize = serviceSerializer(responseSchema(kind))));
   // As the stored body reads back: jsonb keeps object keys in an order of its own.
   const stored = { ...row, body: inJsonbOrder(row.body) as Body };
   const view = serialize(toResponse(kind, stored, base, kind.embeds ? new Map() : undefined));
