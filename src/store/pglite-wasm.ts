@@ -38,9 +38,15 @@ export function compilePgliteWasm(opts: { once?: boolean; readsOnly?: boolean } 
     if (!withHints) return WebAssembly.compile(wasm);
     setFlagsFromString('--experimental-wasm-compilation-hints');
     setFlagsFromString('--no-wasm-lazy-compilation');
-    return WebAssembly.compile(withHints).catch(() => {
+    // Once this compile has settled, other modules compile lazily again (with no hints, the flag
+    // would have all of their functions compiled at once: PGlite's initdb.wasm, Node's llhttp).
+    const lazyAgain = () => setFlagsFromString('--wasm-lazy-compilation');
+    return WebAssembly.compile(withHints).then((module) => {
+      lazyAgain();
+      return module;
+    }, () => {
       // Refused (a V8 that reads the section otherwise): compiled lazily, as without a set.
-      setFlagsFromString('--wasm-lazy-compilation');
+      lazyAgain();
       return WebAssembly.compile(wasm);
     });
   } catch (err) {
