@@ -1,38 +1,21 @@
-import { createRequire } from 'node:module';
 import { schemaKey, sharedAjv, type Validator } from '../contract/validation.js';
-
-/** Where `npm run schemas` writes them (`validators-file.ts`), from this module: `<key>.cjs` each, and `index.cjs`, their keys. */
-const GENERATED = '../generated/service-validators/';
-
-const require = createRequire(import.meta.url);
-let keys: Set<string> | undefined;
+import { generatedByKey } from './generated-by-key.js';
 
 /**
- * The keys of the precompiled validators, read when first needed. Each validator is in a file of
- * its own, required when its schema first validates: a command loads those of the routes it
- * writes to (a few of some 30, together 0.8 MB of code), none when it only reads. A checkout
- * without the files (before `npm run schemas` writes them) has none: every schema is compiled.
+ * The precompiled validators, where `npm run schemas` writes them (`validators-file.ts`): each in
+ * a file of its own, required when its schema first validates: a command loads those of the
+ * routes it writes to (a few of some 30, together 0.8 MB of code), none when it only reads.
  */
-function precompiledKeys(): Set<string> {
-  if (!keys) {
-    try {
-      keys = new Set(require(`${GENERATED}index.cjs`) as string[]);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw err;
-      keys = new Set();
-    }
-  }
-  return keys;
-}
+const generated = generatedByKey<Record<string, Validator>>(new URL('../generated/service-validators/', import.meta.url));
 
 /** The precompiled validator of the schema with this key, undefined when it has none. */
 export function precompiledValidator(key: string): Validator | undefined {
-  return precompiledKeys().has(key) ? (require(`${GENERATED}${key}.cjs`) as Record<string, Validator>)[key] : undefined;
+  return generated.get(key)?.[key];
 }
 
 /** Loads the index of the precompiled validators now (each validator is loaded with its first use). */
 export function loadPrecompiled(): void {
-  precompiledKeys();
+  generated.keys();
 }
 
 /** Whether `schema` has a precompiled validator (test/service/precompiled.test.ts: every route's does). */
