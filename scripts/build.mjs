@@ -31,7 +31,8 @@ execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], {
 cpSync(join(root, 'src/store/migrations'), join(dist, 'store/migrations'), { recursive: true });
 // The status page's style sheet and script, served from beside the compiled plugin.
 cpSync(join(root, 'src/service/ui/static'), join(dist, 'service/ui/static'), { recursive: true });
-// (The service's validators are a directory: a file per schema, `src/service/precompiled.ts`.)
+// (The service's validators and response serializers are directories: a file per schema,
+// `src/service/generated-by-key.ts`.)
 for (const f of readdirSync(join(root, 'src/generated'))) {
   if (!f.endsWith('.d.ts')) cpSync(join(root, 'src/generated', f), join(dist, 'generated', f), { recursive: true });
 }

@@ -1,5 +1,6 @@
-// `npm run schemas`: writes the manifest JSON Schema and the precompiled (ajv standalone) manifest
-// and service validators, all generated from the kind descriptions.
+// `npm run schemas`: writes the manifest JSON Schema, the precompiled (ajv standalone) manifest
+// and service validators, and the service's response serializers (fast-json-stringify standalone),
+// all generated from the kind descriptions.
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 
@@ -10,7 +11,7 @@ for (const f of files) {
   writeFileSync(f.path, f.text);
   process.stdout.write(`wrote ${relative(process.cwd(), f.path)}\n`);
 }
-// A schema gone since the last run: its validator's file goes too.
+// A schema gone since the last run: its file goes too.
 const written = new Set(files.map((f) => f.path));
 for (const dir of GENERATED_DIRS) {
   mkdirSync(dir, { recursive: true });
