@@ -92,14 +92,6 @@ const where$: Promise<Pick<EmbeddedServiceInput, 'stateDir' | 'locked' | 'readsO
 const built$ = claim$.then((c): { stateDir: string | null; appOptions: Partial<AppOptions> } | Promise<{ stateDir: string | null; appOptions: Partial<AppOptions> }> =>
   (c?.fresh && c.appOptions ? { stateDir: c.stateDir, appOptions: c.appOptions } : input$));
 built$.catch(() => {});
-// A command that writes sends a body with its first request (its stack lock's): the index of the
-// service's precompiled validators (precompiled.ts) is loaded once the app's modules are, while the
-// engine starts or waits for its files; each validator is loaded with its route's first body.
-const readsOnly$ = claim$.then((c) => (c ? c.readsOnly : input$.then((i) => !!i.readsOnly)));
-Promise.all([readsOnly$, app$]).then(([readsOnly]) => {
-  // A failure is left to the first request that needs them (it reports it).
-  if (!readsOnly) setImmediate(() => void import('../service/precompiled.js').then((m) => m.loadPrecompiled()).catch(() => {}));
-}, () => {});
 
 async function start() {
   const db$ = where$.then(async ({ stateDir, locked, readsOnly }) => {

@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
  * what its routes use. A checkout without the directory (before `npm run schemas` writes it) has
  * none: the caller compiles its schema then. `dir`: the directory's URL, with a trailing slash.
  */
-export function generatedByKey<T>(dir: URL): { keys(): Set<string>; get(key: string): T | undefined } {
+export function generatedByKey<T>(dir: URL): (key: string) => T | undefined {
   const require = createRequire(new URL('index.cjs', dir));
   let keys: Set<string> | undefined;
   const keysOf = (): Set<string> => {
@@ -22,7 +22,7 @@ export function generatedByKey<T>(dir: URL): { keys(): Set<string>; get(key: str
     return keys;
   };
   // Only a key of the index names a file: nothing else is required from here.
-  return { keys: keysOf, get: (key) => (keysOf().has(key) ? (require(`./${key}.cjs`) as T) : undefined) };
+  return (key) => (keysOf().has(key) ? (require(`./${key}.cjs`) as T) : undefined);
 }
 
 /** The text of such a directory's `index.cjs`: `keys`, sorted (`npm run schemas` writes it; `what` and `reader` name the files and who reads them). */

@@ -14,7 +14,7 @@ const generated = generatedByKey<Serializer>(new URL('../generated/service-seria
 
 /** The precompiled serializer of the response schema with this key, undefined when it has none. */
 export function precompiledSerializer(key: string): Serializer | undefined {
-  return generated.get(key);
+  return generated(key);
 }
 
 /** Whether a response schema has a precompiled serializer (test/service/precompiled-serializers.test.ts: every route's does). */

@@ -10,12 +10,7 @@ const generated = generatedByKey<Record<string, Validator>>(new URL('../generate
 
 /** The precompiled validator of the schema with this key, undefined when it has none. */
 export function precompiledValidator(key: string): Validator | undefined {
-  return generated.get(key)?.[key];
-}
-
-/** Loads the index of the precompiled validators now (each validator is loaded with its first use). */
-export function loadPrecompiled(): void {
-  generated.keys();
+  return generated(key)?.[key];
 }
 
 /** Whether `schema` has a precompiled validator (test/service/precompiled.test.ts: every route's does). */
