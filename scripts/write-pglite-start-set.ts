@@ -12,7 +12,7 @@ import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, write
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { moduleLayout, START_SET_FILE, type StartSet } from '../src/store/pglite-wasm.js';
+import { moduleLayout, START_SET_FILE, tracedCompiles, type StartSet } from '../src/store/pglite-wasm.js';
 import { pgliteVersion } from '../src/store/pglite-template.js';
 import { tsxModuleUrl } from '../src/util/worker.js';
 
@@ -42,12 +42,7 @@ try {
       const r = spawnSync(process.execPath, ['--trace-wasm-compilation-times', '--import', tsxModuleUrl('.'), join(root, 'src/cli/main.ts'), ...args, '--state', state], { cwd: work, env, encoding: 'utf8', stdio: ['ignore', trace, 'pipe'] });
       closeSync(trace);
       if (r.status !== 0) throw new Error(`edgeplane ${args.join(' ')} exited ${r.status}:\n${r.stderr}`);
-      // PGlite's module is the one with the most functions compiled (Node and tsx compile small ones of their own).
-      const perModule = new Map<string, number[]>();
-      for (const [, module, index] of readFileSync(traceFile, 'utf8').matchAll(/^Compiled function (0x[0-9a-f]+)#(\d+) using Liftoff/gm)) {
-        perModule.set(module, [...(perModule.get(module) ?? []), Number(index)]);
-      }
-      const indices = [...perModule.values()].sort((a, b) => b.length - a.length)[0] ?? [];
+      const indices = (tracedCompiles(readFileSync(traceFile, 'utf8'))[0] ?? []).map((c) => c.index);
       for (const index of indices) {
         compiled.add(index);
         if (args[0] === 'plan' || args[0] === 'export') read.add(index);

@@ -114,6 +114,22 @@ export function withStartSet(wasm: Uint8Array, start: StartSet | undefined, read
   return out;
 }
 
+/**
+ * What V8 compiled, per WebAssembly module, read from the output of `--trace-wasm-compilation-times`
+ * (how the start set is made and tested): each module's compiles, function index and tier, the
+ * module with the most first (PGlite's, in a process that runs it; Node and tsx compile small
+ * modules of their own).
+ */
+export function tracedCompiles(trace: string): { index: number; tier: string }[][] {
+  const perModule = new Map<string, { index: number; tier: string }[]>();
+  for (const [, module, index, tier] of trace.matchAll(/^Compiled function (0x[0-9a-f]+)#(\d+) using (\w+)/gm)) {
+    let compiles = perModule.get(module);
+    if (!compiles) perModule.set(module, (compiles = []));
+    compiles.push({ index: Number(index), tier });
+  }
+  return [...perModule.values()].sort((a, b) => b.length - a.length);
+}
+
 /** Where a module's code section starts, and its counts of functions imported and defined; undefined if it is not a module this reads. */
 export function moduleLayout(wasm: Uint8Array): { codeSection: number; imports: number; functions: number } | undefined {
   if (wasm.length < 8 || wasm[0] !== 0 || wasm[1] !== 0x61 || wasm[2] !== 0x73 || wasm[3] !== 0x6d) return undefined;

@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { moduleLayout, START_SET_FILE, START_SET_V8, withStartSet, type StartSet } from '../../src/store/pglite-wasm.js';
+import { moduleLayout, START_SET_FILE, START_SET_V8, tracedCompiles, withStartSet, type StartSet } from '../../src/store/pglite-wasm.js';
 import { pgliteVersion } from '../../src/store/pglite-template.js';
 import { tsxModuleUrl } from '../../src/util/worker.js';
 
@@ -83,11 +83,8 @@ describe('the start set: PGlite functions compiled with the module', () => {
       // The engine opened and answered, and nothing else was said (no warning from the flags).
       expect(child.stderr).toMatch(/^migrations=[1-9]\d*\n$/);
       expect(child.status).toBe(0);
-      // PGlite's module: the one with the most functions compiled (Node compiles small ones of its own).
-      const compiled = [...readFileSync(join(dir, 'stdout'), 'utf8').matchAll(/^Compiled function (0x[0-9a-f]+)#\d+ using (\w+)/gm)];
-      const perModule = new Map<string, string[]>();
-      for (const [, module, tier] of compiled) perModule.set(module, [...(perModule.get(module) ?? []), tier]);
-      const [pglite, ...others] = [...perModule.values()].sort((a, b) => b.length - a.length);
+      // PGlite's module: the one with the most functions compiled.
+      const [pglite, ...others] = tracedCompiles(readFileSync(join(dir, 'stdout'), 'utf8')).map((m) => m.map((c) => c.tier));
       // initdb.wasm, compiled after the engine's module and never called, compiled lazily: not its
       // 538 functions. (A module compiled while the engine's compile runs is compiled whole: here
       // tsx's lexer, 44 small functions; Node's own, compiled earlier, ~50.)
